@@ -1,0 +1,45 @@
+"""``reasonloop plugins``: every registered plugin by kind, id and description."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from reasonloop.cli.app import app, console, state
+from reasonloop.registry import Registry
+
+
+@app.command("plugins")
+def plugins(
+    kind: Annotated[str | None, typer.Option("--kind", help="Only this kind.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List every registered plugin (broken ones with their error)."""
+    registry = Registry(state.settings.plugins.paths)
+    Registry.set_default(registry)
+    rows = [
+        {
+            "kind": e.kind,
+            "id": e.id,
+            "description": e.description,
+            "source": e.source,
+            "target": e.target,
+            "error": e.error.to_dict() if e.error else None,
+        }
+        for e in registry.entries(kind)
+    ]
+    if as_json:
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    table = Table("kind", "id", "description", "source")
+    for row in rows:
+        desc = (
+            row["description"]
+            if not row["error"]
+            else f"[red]{row['error']['code']}: {row['error']['message']}[/]"
+        )
+        table.add_row(row["kind"], row["id"], desc, row["source"])
+    console.print(table)

@@ -1,0 +1,208 @@
+"""Errors with stable string codes.
+
+Every failure reasonloop reports carries a ``code`` that scripts, HTTP clients and
+tests can match on; the message is for people and may change. The tree::
+
+    ReasonLoopError                      reasonloop.error
+    ├── ConfigError                      config.invalid
+    ├── PluginError                      plugin.error
+    │   ├── PluginNotFound               plugin.not_found
+    │   ├── PluginLoadFailed             plugin.load_failed
+    │   └── DuplicatePlugin              plugin.duplicate
+    ├── LLMError                         llm.error
+    │   ├── LLMNotConfigured             llm.not_configured
+    │   ├── LLMAuthError                 llm.auth
+    │   ├── LLMRateLimited               llm.rate_limited      (retryable)
+    │   ├── LLMUnreachable               llm.unreachable       (retryable)
+    │   ├── LLMTimeout                   llm.timeout           (retryable)
+    │   ├── LLMServerError               llm.server_error      (retryable)
+    │   ├── LLMBadRequest                llm.bad_request
+    │   ├── LLMToolSchemaRejected        llm.tool_schema_rejected
+    │   └── LLMBadResponse               llm.bad_response
+    ├── ToolError                        tool.error
+    │   ├── ToolNotFound                 tool.not_found
+    │   ├── ToolArgumentsInvalid         tool.invalid_arguments
+    │   └── ToolTimeout                  tool.timeout
+    ├── KBError                          kb.error
+    │   ├── KBModelMismatch              kb.model_mismatch
+    │   └── KBLoadError                  kb.load_error
+    └── RunError                         run.error
+        ├── RunNotFound                  run.not_found
+        └── GuardTripped                 agent.guard.tool_call_required
+
+Codes are class attributes, so ``except LLMError`` catches every provider failure and
+``err.code`` says which one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "ConfigError",
+    "DuplicatePlugin",
+    "GuardTripped",
+    "KBError",
+    "KBLoadError",
+    "KBModelMismatch",
+    "LLMAuthError",
+    "LLMBadRequest",
+    "LLMBadResponse",
+    "LLMError",
+    "LLMNotConfigured",
+    "LLMRateLimited",
+    "LLMServerError",
+    "LLMTimeout",
+    "LLMToolSchemaRejected",
+    "LLMUnreachable",
+    "PluginError",
+    "PluginLoadFailed",
+    "PluginNotFound",
+    "ReasonLoopError",
+    "RunError",
+    "RunNotFound",
+    "ToolArgumentsInvalid",
+    "ToolError",
+    "ToolNotFound",
+    "ToolTimeout",
+]
+
+
+class ReasonLoopError(Exception):
+    """Root of every error reasonloop raises on purpose.
+
+    Args:
+        message: One line for people.
+        **details: Structured context (key names, ids, status codes) kept on ``details``.
+    """
+
+    code: ClassVar[str] = "reasonloop.error"
+    retryable: ClassVar[bool] = False
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as JSON-ready data: ``{"code", "message", **details}``."""
+        return {"code": self.code, "message": self.message, **self.details}
+
+
+class ConfigError(ReasonLoopError):
+    code = "config.invalid"
+
+
+class PluginError(ReasonLoopError):
+    code = "plugin.error"
+
+
+class PluginNotFound(PluginError):
+    code = "plugin.not_found"
+
+
+class PluginLoadFailed(PluginError):
+    code = "plugin.load_failed"
+
+
+class DuplicatePlugin(PluginError):
+    code = "plugin.duplicate"
+
+
+class LLMError(ReasonLoopError):
+    """A provider call failed. ``status_code`` is set when an HTTP status was seen."""
+
+    code = "llm.error"
+
+    def __init__(self, message: str, *, status_code: int | None = None, **details: Any) -> None:
+        super().__init__(message, status_code=status_code, **details)
+        self.status_code = status_code
+
+
+class LLMNotConfigured(LLMError):
+    code = "llm.not_configured"
+
+
+class LLMAuthError(LLMError):
+    code = "llm.auth"
+
+
+class LLMRateLimited(LLMError):
+    code = "llm.rate_limited"
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **details: Any) -> None:
+        super().__init__(message, retry_after=retry_after, **details)
+        self.retry_after = retry_after
+
+
+class LLMUnreachable(LLMError):
+    code = "llm.unreachable"
+    retryable = True
+
+
+class LLMTimeout(LLMError):
+    code = "llm.timeout"
+    retryable = True
+
+
+class LLMServerError(LLMError):
+    code = "llm.server_error"
+    retryable = True
+
+
+class LLMBadRequest(LLMError):
+    code = "llm.bad_request"
+
+
+class LLMToolSchemaRejected(LLMBadRequest):
+    code = "llm.tool_schema_rejected"
+
+
+class LLMBadResponse(LLMError):
+    """The provider answered with something we cannot parse (malformed chunk, cut stream)."""
+
+    code = "llm.bad_response"
+
+
+class ToolError(ReasonLoopError):
+    code = "tool.error"
+
+
+class ToolNotFound(ToolError):
+    code = "tool.not_found"
+
+
+class ToolArgumentsInvalid(ToolError):
+    code = "tool.invalid_arguments"
+
+
+class ToolTimeout(ToolError):
+    code = "tool.timeout"
+
+
+class KBError(ReasonLoopError):
+    code = "kb.error"
+
+
+class KBModelMismatch(KBError):
+    code = "kb.model_mismatch"
+
+
+class KBLoadError(KBError):
+    code = "kb.load_error"
+
+
+class RunError(ReasonLoopError):
+    code = "run.error"
+
+
+class RunNotFound(RunError):
+    code = "run.not_found"
+
+
+class GuardTripped(RunError):
+    code = "agent.guard.tool_call_required"

@@ -1,0 +1,226 @@
+"""The event stream: what a run says while it works, and what it returns at the end.
+
+A run is an async iterator of :data:`Event`. Strategies create events without ``run_id``
+and ``seq``; the runner stamps them (see :class:`EventStamper`), so every event a surface
+sees carries ``run_id``, a per-run ``seq`` starting at 1, and ``ts`` (Unix seconds).
+
+Every surface serialises through :data:`event_adapter`, so the JSON on SSE, WebSocket
+and in the run store is one format::
+
+    >>> ev = Thought(text="look it up")
+    >>> event_adapter.validate_json(ev.model_dump_json()) == ev
+    True
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "Answer",
+    "AnswerDelta",
+    "Citation",
+    "ErrorEvent",
+    "Event",
+    "EventStamper",
+    "Progress",
+    "RunMeta",
+    "RunResult",
+    "RunStarted",
+    "Step",
+    "StopReason",
+    "Thought",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
+    "event_adapter",
+]
+
+StopReason = Literal[
+    "final",
+    "max_rounds",
+    "max_tool_calls",
+    "max_tokens",
+    "timeout",
+    "stopped",
+    "guard",
+    "error",
+    "interrupted",
+]
+"""Why a run ended. ``final``: the strategy answered on its own; a budget name: that
+budget ran out and a last tool-less call answered; ``stopped``: a stop request;
+``guard``: a policy replaced the answer; ``error``: the run failed; ``interrupted``:
+the process running it died (set by run stores on recovery)."""
+
+
+class Usage(BaseModel):
+    """What a run (or one LLM call) consumed."""
+
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    tool_calls: int = 0
+
+    def add(self, other: Usage) -> None:
+        """Accumulate ``other`` into this one in place."""
+        self.llm_calls += other.llm_calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.tool_calls += other.tool_calls
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class Citation(BaseModel):
+    """A piece of evidence an answer rests on: data, not markup."""
+
+    marker: int | None = None
+    """The number used inline in the answer, as in ``[1]``."""
+    chunk_id: str | None = None
+    document_id: str | None = None
+    source: str = ""
+    """Path or URL of the document."""
+    title: str | None = None
+    page: int | None = None
+    start: int | None = None
+    """Character offset of the chunk in its document."""
+    end: int | None = None
+    quote: str = ""
+    """The quoted span (trimmed)."""
+    score: float | None = None
+
+
+class _EventBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = ""
+    """Id of the run this event belongs to (set by the runner)."""
+    seq: int = 0
+    """1, 2, 3, ... within a run (set by the runner). Resume points refer to it."""
+    ts: float = Field(default_factory=time.time)
+    """Wall-clock time the event was made, Unix seconds."""
+    depth: int = 0
+    """0 for the run itself; 1 for the events of a sub-agent it called, and so on."""
+    parent_call_id: str | None = None
+    """For nested events: the tool call of the parent run that started the sub-agent."""
+
+
+class RunStarted(_EventBase):
+    type: Literal["run_started"] = "run_started"
+    reasoning: str
+    """Id of the strategy (or agent) answering."""
+    question: str
+
+
+class Progress(_EventBase):
+    """A status line for the 'thinking' lane (retrieving, planning, ...)."""
+
+    type: Literal["progress"] = "progress"
+    message: str
+
+
+class Thought(_EventBase):
+    type: Literal["thought"] = "thought"
+    text: str
+
+
+class ToolCall(_EventBase):
+    type: Literal["tool_call"] = "tool_call"
+    call_id: str
+    tool: str
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResult(_EventBase):
+    type: Literal["tool_result"] = "tool_result"
+    call_id: str
+    tool: str = ""
+    output: str = ""
+    """What the model was shown (already trimmed)."""
+    error: dict[str, Any] | None = None
+    """``{"tool", "error", "type"}`` when the call failed; the run goes on."""
+    citations: list[Citation] = Field(default_factory=list)
+
+
+class AnswerDelta(_EventBase):
+    """A piece of the final answer as it streams."""
+
+    type: Literal["answer_delta"] = "answer_delta"
+    text: str
+
+
+class Answer(_EventBase):
+    """The final answer: exactly one per run that was not stopped or failed."""
+
+    type: Literal["answer"] = "answer"
+    text: str
+    citations: list[Citation] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    stop_reason: StopReason = "final"
+
+
+class ErrorEvent(_EventBase):
+    """The run failed; ``code`` is a stable error code (see :mod:`reasonloop.errors`)."""
+
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+
+
+Event = Annotated[
+    RunStarted | Progress | Thought | ToolCall | ToolResult | AnswerDelta | Answer | ErrorEvent,
+    Field(discriminator="type"),
+]
+event_adapter: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+class EventStamper:
+    """Gives each event of one run its ``run_id`` and next ``seq``.
+
+    Nested (sub-agent) events keep their own run id but get a seq in the parent's
+    sequence, so a subscriber sees one gap-free numbering per stream.
+    """
+
+    def __init__(self, run_id: str, start: int = 0) -> None:
+        self.run_id = run_id
+        self.seq = start
+
+    def __call__(self, event: Event) -> Event:
+        self.seq += 1
+        if not event.run_id:
+            event.run_id = self.run_id
+        event.seq = self.seq
+        return event
+
+
+class Step(BaseModel):
+    """One action a strategy took and what it observed."""
+
+    action: str
+    action_input: Any = None
+    observation: str = ""
+    error: dict[str, Any] | None = None
+
+
+class RunMeta(BaseModel):
+    run_id: str
+    reasoning: str
+    started_at: float
+    ended_at: float | None = None
+
+
+class RunResult(BaseModel):
+    """Everything a caller needs after a run: the answer, its evidence and the trace."""
+
+    content: str
+    citations: list[Citation] = Field(default_factory=list)
+    steps: list[Step] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    stop_reason: StopReason = "final"
+    meta: RunMeta
+    error: dict[str, Any] | None = None

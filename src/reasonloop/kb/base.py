@@ -1,0 +1,103 @@
+"""The knowledge-source contract: an index ingests documents and hands out retrievers.
+
+``Index`` and ``Retriever`` are protocols: a backend conforms without inheriting. Hits are
+plain data with everything a citation needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from reasonloop.events import Citation
+
+__all__ = ["Filter", "Hit", "Index", "IngestProgress", "IngestReport", "KBStats", "Retriever"]
+
+
+class Hit(BaseModel):
+    """One retrieved chunk."""
+
+    chunk_id: str
+    document_id: str
+    source: str
+    title: str = ""
+    text: str
+    score: float = 0.0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """``page``, ``start``, ``end`` (character offsets) and whatever the loader kept."""
+
+    def citation(self, marker: int | None = None, quote_chars: int = 300) -> Citation:
+        """This hit as a citation (quote trimmed to ``quote_chars``)."""
+        return Citation(
+            marker=marker,
+            chunk_id=self.chunk_id,
+            document_id=self.document_id,
+            source=self.source,
+            title=self.title or None,
+            page=self.metadata.get("page"),
+            start=self.metadata.get("start"),
+            end=self.metadata.get("end"),
+            quote=self.text[:quote_chars],
+            score=self.score,
+        )
+
+
+class Filter(BaseModel):
+    """One metadata condition; a list of them is ANDed.
+
+    ``op``: ``eq``, ``in``, ``range`` (``value`` = ``[low, high]``, either may be null) or
+    ``contains`` (substring of a string field, or member of a list field).
+    """
+
+    field: str
+    op: str = "eq"
+    value: Any = None
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    async def search(
+        self, query: str, top_k: int = 10, filters: Sequence[Filter] | None = None
+    ) -> list[Hit]: ...
+
+
+class IngestProgress(BaseModel):
+    files_done: int = 0
+    files_total: int = 0
+    chunks_done: int = 0
+    chunks_total: int = 0
+    current: str = ""
+
+
+class IngestReport(BaseModel):
+    added: list[str] = Field(default_factory=list)
+    updated: list[str] = Field(default_factory=list)
+    unchanged: list[str] = Field(default_factory=list)
+    failed: dict[str, str] = Field(default_factory=dict)
+    """Source -> reason, for files that could not be read; the rest of the batch still ingests."""
+    chunks_added: int = 0
+    seconds: float = 0.0
+
+
+class KBStats(BaseModel):
+    documents: int = 0
+    chunks: int = 0
+    bytes: int = 0
+    sources: dict[str, int] = Field(default_factory=dict)
+    """Source -> chunk count."""
+    embedding_model: str | None = None
+    last_update: float | None = None
+
+
+class Index(Protocol):
+    """A knowledge-source plugin (registered under kind ``index``)."""
+
+    async def ingest(
+        self, sources: Sequence[str], *, on_progress: Callable[[IngestProgress], None] | None = None
+    ) -> IngestReport: ...
+
+    def retriever(self, settings: dict[str, Any] | None = None) -> Retriever: ...
+
+    async def stats(self) -> KBStats: ...

@@ -1,0 +1,329 @@
+"""The LLM contract: chat messages in, a stream of chunks out.
+
+Every provider subclasses :class:`LLM` and implements one hook, :meth:`LLM._stream`, which
+turns its SDK's stream into :data:`LLMChunk` values. The base class does what is shared:
+the per-call timeout, retries with exponential backoff (honouring Retry-After) as long as
+nothing has been yielded yet, usage estimation when a provider reports none, and a
+per-instance usage log.
+
+Example::
+
+    llm = registry.get("llm", "openai")(LLMSettings(model="gpt-4o-mini", api_key_env="OPENAI_API_KEY"))
+    async for chunk in llm.stream([Message.user("hi")]):
+        if isinstance(chunk, TextDelta):
+            print(chunk.text, end="")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from reasonloop.config import LLMSettings
+from reasonloop.errors import LLMBadResponse, LLMError, LLMRateLimited, LLMTimeout
+from reasonloop.tokens import count_tokens
+
+__all__ = [
+    "LLM",
+    "Capabilities",
+    "Completion",
+    "Done",
+    "LLMChunk",
+    "Message",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolCallPart",
+    "ToolSpec",
+    "collect",
+]
+
+
+# -- messages ---------------------------------------------------------------------------------
+class ToolCallPart(BaseModel):
+    """A tool call the assistant made: ``arguments`` already parsed to a dict."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Message(BaseModel):
+    """One chat message. ``tool`` messages answer the assistant tool call ``tool_call_id``."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCallPart] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    """For ``tool`` messages: the tool's name (Gemini and Ollama need it)."""
+
+    @classmethod
+    def system(cls, content: str) -> Message:
+        return cls(role="system", content=content)
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        return cls(role="user", content=content)
+
+    @classmethod
+    def assistant(cls, content: str = "", tool_calls: Sequence[ToolCallPart] = ()) -> Message:
+        return cls(role="assistant", content=content, tool_calls=list(tool_calls))
+
+    @classmethod
+    def tool(cls, tool_call_id: str, content: str, name: str | None = None) -> Message:
+        return cls(role="tool", content=content, tool_call_id=tool_call_id, name=name)
+
+
+class ToolSpec(BaseModel):
+    """What a model is told about one tool: name, description, JSON-schema parameters.
+
+    ``parameters`` must be an object schema with refs inlined; :mod:`reasonloop.tools.base`
+    builds it from a pydantic model and normalises quirky schemas, providers only reshape it.
+    """
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+# -- stream chunks ------------------------------------------------------------------------------
+@dataclass(slots=True)
+class TextDelta:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(slots=True)
+class ToolCallDelta:
+    """A piece of a tool call. ``index`` groups pieces of one call; ``id``/``name`` arrive once."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+    """A fragment of the JSON arguments; concatenate fragments of the same index."""
+    type: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(slots=True)
+class Done:
+    """Last chunk of every successful stream."""
+
+    finish_reason: str = "stop"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usage_estimated: bool = False
+    """True when the provider reported no usage and the counts are our estimate."""
+    type: Literal["done"] = "done"
+
+
+LLMChunk = TextDelta | ToolCallDelta | Done
+
+
+@dataclass
+class Capabilities:
+    """What a provider/model can do; strategies pick their prompting by these."""
+
+    native_tools: bool = True
+    parallel_tools: bool = True
+    streaming: bool = True
+    stop_sequences: bool = True
+    context_window: int = 8192
+
+
+@dataclass
+class Completion:
+    """A whole response, assembled from a stream by :func:`collect`."""
+
+    text: str = ""
+    tool_calls: list[ToolCallPart] = field(default_factory=list)
+    finish_reason: str = "stop"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+async def collect(stream: AsyncIterator[LLMChunk]) -> Completion:
+    """Drain a chunk stream into a :class:`Completion` (tool-call fragments joined and parsed).
+
+    Raises:
+        LLMBadResponse: a tool call's arguments are not a JSON object.
+    """
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    done = Done()
+    async for chunk in stream:
+        if isinstance(chunk, TextDelta):
+            text.append(chunk.text)
+        elif isinstance(chunk, ToolCallDelta):
+            slot = calls.setdefault(chunk.index, {"id": None, "name": None, "args": []})
+            slot["id"] = slot["id"] or chunk.id
+            slot["name"] = slot["name"] or chunk.name
+            slot["args"].append(chunk.arguments)
+        else:
+            done = chunk
+    parts = []
+    for index in sorted(calls):
+        slot = calls[index]
+        parts.append(
+            ToolCallPart(
+                id=slot["id"] or f"call_{index}",
+                name=slot["name"] or "",
+                arguments=parse_arguments("".join(slot["args"]), slot["name"]),
+            )
+        )
+    return Completion("".join(text), parts, done.finish_reason, done.prompt_tokens, done.completion_tokens)
+
+
+def parse_arguments(raw: str, tool: str | None = None) -> dict[str, Any]:
+    """Tool-call arguments as a dict; empty text means no arguments."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise LLMBadResponse(f"tool call {tool!r} has arguments that are not JSON: {raw[:200]!r}") from exc
+    if not isinstance(value, dict):
+        raise LLMBadResponse(f"tool call {tool!r} arguments are not a JSON object: {raw[:200]!r}")
+    return value
+
+
+# -- provider base ------------------------------------------------------------------------------
+@dataclass(slots=True)
+class ChatRequest:
+    """One call, as the base class hands it to a provider's :meth:`LLM._stream`."""
+
+    messages: list[Message]
+    tools: list[ToolSpec] | None
+    stop: list[str] | None
+    max_tokens: int | None
+    temperature: float | None
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """Usage of one call, kept in :attr:`LLM.calls`."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    estimated: bool
+    attempts: int
+
+
+class LLM(ABC):
+    """Base class of every provider.
+
+    Args:
+        settings: Model, endpoint, key variable, timeouts and retries (``[llm]`` config).
+    """
+
+    id: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    default_model: ClassVar[str] = ""
+    backoff_base_s: ClassVar[float] = 0.5
+    backoff_max_s: ClassVar[float] = 20.0
+
+    def __init__(self, settings: LLMSettings | None = None) -> None:
+        self.settings = settings or LLMSettings(provider=self.id)
+        self.model = self.settings.model or self.default_model
+        self.calls: list[CallRecord] = []
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities()
+
+    @property
+    def name(self) -> str:
+        """``provider:model`` as shown to people."""
+        return f"{self.id}:{self.model}" if self.model else self.id
+
+    @abstractmethod
+    def _stream(self, request: ChatRequest) -> AsyncIterator[LLMChunk]:
+        """Yield chunks for one attempt; raise :class:`LLMError` subclasses for failures."""
+
+    async def aclose(self) -> None:
+        """Release clients and connections (idempotent)."""
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        stop: Sequence[str] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> AsyncIterator[LLMChunk]:
+        """Stream one response.
+
+        Retries retryable failures (rate limits, 5xx, connection errors, timeouts) with
+        exponential backoff while nothing has been yielded; once output has streamed, a
+        failure is raised (a retry would repeat text the caller already has). The whole
+        call, retries included, is bounded by ``timeout_s`` per attempt.
+
+        Raises:
+            LLMError: a subclass with a stable code for every failure.
+        """
+        request = ChatRequest(
+            messages=list(messages),
+            tools=list(tools) if tools else None,
+            stop=list(stop) if stop else None,
+            max_tokens=max_tokens if max_tokens is not None else self.settings.max_tokens,
+            temperature=temperature if temperature is not None else self.settings.temperature,
+        )
+        attempt = 0
+        while True:
+            attempt += 1
+            yielded = False
+            completion_parts: list[str] = []
+            try:
+                async with asyncio.timeout(self.settings.timeout_s):
+                    async for chunk in self._stream(request):
+                        if isinstance(chunk, Done):
+                            chunk = self._finish(chunk, request, completion_parts, attempt)
+                        elif isinstance(chunk, TextDelta):
+                            completion_parts.append(chunk.text)
+                        else:
+                            completion_parts.append(chunk.arguments)
+                        yielded = True
+                        yield chunk
+                return
+            except TimeoutError as exc:
+                error: LLMError = LLMTimeout(
+                    f"{self.name}: no complete response within {self.settings.timeout_s:g}s",
+                    provider=self.id,
+                )
+                error.__cause__ = exc
+            except LLMError as exc:
+                error = exc
+            if yielded or not error.retryable or attempt > self.settings.max_retries:
+                if attempt > 1:
+                    error.details["attempts"] = attempt
+                raise error
+            await asyncio.sleep(self._backoff(attempt, error))
+
+    def _backoff(self, attempt: int, error: LLMError) -> float:
+        delay = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
+        delay *= 0.5 + random.random() / 2  # jitter so many clients do not retry in step
+        if isinstance(error, LLMRateLimited) and error.retry_after is not None:
+            delay = max(delay, min(error.retry_after, 60.0))
+        return delay
+
+    def _finish(self, done: Done, request: ChatRequest, parts: list[str], attempts: int) -> Done:
+        if not done.prompt_tokens and not done.completion_tokens:
+            done.prompt_tokens = sum(count_tokens(m.content) + 4 for m in request.messages)
+            done.completion_tokens = count_tokens("".join(parts))
+            done.usage_estimated = True
+        self.calls.append(
+            CallRecord(done.prompt_tokens, done.completion_tokens, done.usage_estimated, attempts)
+        )
+        return done
+
+    async def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
+        """The whole response at once (see :meth:`stream` for arguments)."""
+        return await collect(self.stream(messages, **kwargs))

@@ -1,0 +1,142 @@
+"""A provider that replays a recorded list of replies, for deterministic runs and tests.
+
+Each reply is a string (a text reply) or ``{"tool_calls": [{"name", "arguments"}], "text"?}``
+(a tool-call reply). Every request is recorded in :attr:`ScriptedProvider.prompts`, so a
+test can assert what the model was shown. ``stop`` sequences are honoured like a real
+server would: the text is cut before the first stop string.
+
+From the CLI: ``--llm scripted:replies.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from reasonloop.config import LLMSettings
+from reasonloop.errors import ConfigError, LLMBadResponse
+from reasonloop.llm.base import (
+    LLM,
+    Capabilities,
+    ChatRequest,
+    Done,
+    LLMChunk,
+    Message,
+    TextDelta,
+    ToolCallDelta,
+)
+
+__all__ = ["ScriptExhausted", "ScriptedProvider"]
+
+Reply = str | dict[str, Any]
+
+
+class ScriptExhausted(LLMBadResponse):
+    code = "llm.script_exhausted"
+
+
+class ScriptedProvider(LLM):
+    """Replays replies in order.
+
+    Args:
+        replies: The replies, or a function ``(messages, tools) -> reply`` called per request.
+        settings: ``model`` may name a JSON file of replies (as with ``scripted:PATH``).
+        chunk_size: Characters per streamed text delta (small values exercise streaming).
+        delay_s: Pause before each delta, to simulate a model's pace.
+        repeat_last: Keep answering with the last reply when the script runs out.
+    """
+
+    id: ClassVar[str] = "scripted"
+    description: ClassVar[str] = (
+        "Replays a JSON list of replies and records the prompts (tests, reproducible runs)"
+    )
+
+    def __init__(
+        self,
+        settings: LLMSettings | None = None,
+        *,
+        replies: Sequence[Reply] | Callable[[list[Message], list[Any] | None], Reply] | None = None,
+        chunk_size: int = 8,
+        delay_s: float = 0.0,
+        repeat_last: bool = False,
+        native_tools: bool = True,
+    ) -> None:
+        super().__init__(settings or LLMSettings(provider="scripted", max_retries=0))
+        if replies is None:
+            replies = self._load(self.settings.model)
+        self._fn = replies if callable(replies) else None
+        self.replies: list[Reply] = [] if callable(replies) else list(replies)
+        self.prompts: list[list[Message]] = []
+        self.tools_seen: list[list[Any] | None] = []
+        self.stops_seen: list[list[str] | None] = []
+        self.chunk_size = max(1, chunk_size)
+        self.delay_s = delay_s
+        self.repeat_last = repeat_last
+        self._native_tools = native_tools
+        self._next = 0
+
+    @staticmethod
+    def _load(path: str) -> list[Reply]:
+        if not path:
+            raise ConfigError("the scripted provider needs replies: use --llm scripted:PATH.json")
+        file = Path(path)
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise ConfigError(f"scripted replies file not found: {file}") from exc
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"scripted replies file {file} is not JSON: {exc}") from exc
+        if not isinstance(data, list) or not all(isinstance(r, str | dict) for r in data):
+            raise ConfigError(f"scripted replies file {file} must hold a JSON list of strings and objects")
+        return data
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(native_tools=self._native_tools, parallel_tools=self._native_tools)
+
+    @property
+    def remaining(self) -> int:
+        return max(0, len(self.replies) - self._next)
+
+    def _reply(self, request: ChatRequest) -> Reply:
+        if self._fn is not None:
+            return self._fn(request.messages, request.tools)
+        if self._next >= len(self.replies):
+            if self.repeat_last and self.replies:
+                return self.replies[-1]
+            raise ScriptExhausted(
+                f"scripted model has no reply left (it had {len(self.replies)}); add replies to the script"
+            )
+        reply = self.replies[self._next]
+        self._next += 1
+        return reply
+
+    async def _stream(self, request: ChatRequest) -> AsyncIterator[LLMChunk]:
+        self.prompts.append([m.model_copy(deep=True) for m in request.messages])
+        self.tools_seen.append(list(request.tools) if request.tools else None)
+        self.stops_seen.append(request.stop)
+        reply = self._reply(request)
+        text = reply if isinstance(reply, str) else str(reply.get("text") or reply.get("content") or "")
+        finish = "stop"
+        if request.stop:
+            cuts = [text.find(s) for s in request.stop if s and s in text]
+            if cuts:
+                text = text[: min(cuts)]
+        for i in range(0, len(text), self.chunk_size):
+            if self.delay_s:
+                await asyncio.sleep(self.delay_s)
+            yield TextDelta(text[i : i + self.chunk_size])
+        if isinstance(reply, dict):
+            for index, call in enumerate(reply.get("tool_calls") or []):
+                finish = "tool_calls"
+                args = call.get("arguments", {})
+                yield ToolCallDelta(
+                    index=index,
+                    id=call.get("id") or f"call_{len(self.prompts)}_{index}",
+                    name=call.get("name", ""),
+                    arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
+                )
+        yield Done(finish_reason=finish)

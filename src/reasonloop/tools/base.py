@@ -1,0 +1,222 @@
+"""The tool contract.
+
+A :class:`Tool` has a ``name``, a ``description`` (what the model reads to decide when to
+call it), a pydantic ``Params`` model (its JSON schema is what the model fills in) and an
+async ``run(params, ctx) -> ToolOutput``. :func:`tool` makes one from a typed function.
+
+:meth:`Tool.invoke` is how strategies call tools: it validates raw arguments, applies the
+per-tool timeout and output cap, and turns every failure into a :class:`ToolOutput` with
+``error`` set, so a bad call becomes an observation the model can act on, never an
+exception in the caller.
+
+Example::
+
+    @tool
+    async def add(a: int, b: int) -> str:
+        \"\"\"Add two integers.\"\"\"
+        return str(a + b)
+
+    out = await add.invoke({"a": 1, "b": 2}, ToolContext())
+    assert out.text == "3"
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from reasonloop.errors import ReasonLoopError, ToolArgumentsInvalid, ToolError, ToolTimeout
+from reasonloop.events import Citation
+from reasonloop.llm.base import ToolSpec
+from reasonloop.tools.schema import model_schema
+
+__all__ = ["FunctionTool", "Tool", "ToolContext", "ToolOutput", "tool"]
+
+DEFAULT_TIMEOUT_S = 60.0
+DEFAULT_MAX_OUTPUT_CHARS = 16_000
+
+
+class ToolOutput(BaseModel):
+    """What a tool returns: text for the model, citations for the answer, data for programs."""
+
+    text: str = ""
+    citations: list[Citation] = Field(default_factory=list)
+    data: Any = None
+    error: dict[str, Any] | None = None
+    """``{"tool", "error", "type"}`` (plus ``code``) when the call failed."""
+    elapsed_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass
+class ToolContext:
+    """What a running tool may use besides its arguments.
+
+    Strategies fill it from their run context; everything is optional so tools can be
+    called (and tested) on their own.
+    """
+
+    run_id: str = ""
+    call_id: str = ""
+    depth: int = 0
+    emit: Callable[[Any], Awaitable[None]] | None = None
+    """Send an event into the run's stream (nested sub-agent events, answer deltas)."""
+    services: dict[str, Any] = field(default_factory=dict)
+    """Shared resources by name: ``retrievers``, ``llm``, ``kb``, ``feedback``, ``user``, ..."""
+
+
+class Tool:
+    """Base class of tools. Subclasses set ``name``, ``description``, ``Params`` and ``run``."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    Params: ClassVar[type[BaseModel]]
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+
+    async def run(self, params: Any, ctx: ToolContext) -> ToolOutput | str:
+        raise NotImplementedError(f"{type(self).__name__}.run is not implemented")
+
+    def spec(self) -> ToolSpec:
+        """The tool as models see it (JSON schema accepted by OpenAI, Anthropic and Gemini)."""
+        return ToolSpec(name=self.name, description=self.description, parameters=model_schema(self.Params))
+
+    def _error(self, exc: BaseException, started: float) -> ToolOutput:
+        code = exc.code if isinstance(exc, ReasonLoopError) else ToolError.code
+        message = exc.message if isinstance(exc, ReasonLoopError) else f"{type(exc).__name__}: {exc}"
+        return ToolOutput(
+            text=f"Error from {self.name}: {message}",
+            error={"tool": self.name, "error": message, "type": type(exc).__name__, "code": code},
+            elapsed_s=time.perf_counter() - started,
+        )
+
+    async def invoke(self, arguments: Mapping[str, Any] | BaseModel, ctx: ToolContext) -> ToolOutput:
+        """Validate, run with timeout, cap the output. Never raises except on cancellation."""
+        started = time.perf_counter()
+        try:
+            params = (
+                arguments
+                if isinstance(arguments, self.Params)
+                else self.Params.model_validate(dict(arguments or {}))
+            )
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
+            )
+            return self._error(
+                ToolArgumentsInvalid(f"invalid arguments for {self.name}: {problems}"), started
+            )
+        except (TypeError, ValueError) as exc:
+            return self._error(ToolArgumentsInvalid(f"invalid arguments for {self.name}: {exc}"), started)
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                result = await self.run(params, ctx)
+        except TimeoutError:
+            return self._error(ToolTimeout(f"{self.name} did not finish within {self.timeout_s:g}s"), started)
+        except Exception as exc:
+            return self._error(exc, started)
+        out = result if isinstance(result, ToolOutput) else ToolOutput(text=_as_text(result))
+        if len(out.text) > self.max_output_chars:
+            dropped = len(out.text) - self.max_output_chars
+            out.text = out.text[: self.max_output_chars] + f"\n…[{dropped} characters cut]"
+        out.elapsed_s = time.perf_counter() - started
+        return out
+
+
+def _as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    import json
+
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+class FunctionTool(Tool):
+    """A tool made from a typed function by :func:`tool`."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+    ) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__  # type: ignore[misc]
+        doc = inspect.getdoc(fn) or ""
+        self.description = description or doc  # type: ignore[misc]
+        if not self.description:
+            raise ToolError(f"tool {self.name!r} needs a description (write a docstring)", tool=self.name)
+        self.timeout_s = timeout_s
+        self.max_output_chars = max_output_chars
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self._wants_ctx, self.Params = _params_model(fn, self.name)  # type: ignore[misc]
+
+    async def run(self, params: Any, ctx: ToolContext) -> Any:
+        kwargs = {k: getattr(params, k) for k in type(params).model_fields}
+        if self._wants_ctx:
+            kwargs["ctx"] = ctx
+        if self._is_async:
+            return await self.fn(**kwargs)
+        return await asyncio.to_thread(self.fn, **kwargs)
+
+
+def _params_model(fn: Callable[..., Any], name: str) -> tuple[bool, type[BaseModel]]:
+    hints = get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    wants_ctx = False
+    for pname, param in inspect.signature(fn).parameters.items():
+        if pname == "ctx" or hints.get(pname) is ToolContext:
+            wants_ctx = True
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ToolError(f"tool {name!r}: *args/**kwargs cannot be described to a model", tool=name)
+        if pname not in hints:
+            raise ToolError(f"tool {name!r}: parameter {pname!r} needs a type hint", tool=name)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (hints[pname], default)
+    model = create_model(  # type: ignore[call-overload]
+        f"{name}_params", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    return wants_ctx, model
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+) -> Any:
+    """Make a :class:`Tool` from a typed sync or async function (docstring = description).
+
+    A parameter named ``ctx`` (or typed :class:`ToolContext`) receives the context and is
+    left out of the schema; sync functions run in a worker thread. Use ``Annotated[int,
+    Field(description=...)]`` to describe a parameter to the model.
+    """
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(
+            f, name=name, description=description, timeout_s=timeout_s, max_output_chars=max_output_chars
+        )
+
+    return wrap(fn) if fn is not None else wrap
