@@ -85,15 +85,11 @@ def load_dotted(path: str) -> Any:
     if not attr:
         module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
-        raise PluginLoadFailed(
-            f"not a dotted path: {path!r} (expected 'package.module:Attribute')", path=path
-        )
+        raise PluginLoadFailed(f"not a dotted path: {path!r} (expected 'package.module:Attribute')", path=path)
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
-        raise PluginLoadFailed(
-            f"cannot import {module_name!r} for plugin {path!r}: {exc}", path=path
-        ) from exc
+        raise PluginLoadFailed(f"cannot import {module_name!r} for plugin {path!r}: {exc}", path=path) from exc
     obj: Any = module
     for part in attr.split("."):
         try:
@@ -233,9 +229,7 @@ class Registry:
         entry = self._entries[kind].get(plugin_id)
         if entry is None:
             known = ", ".join(sorted(self._entries[kind])) or "none"
-            raise PluginNotFound(
-                f"no {kind} plugin named {plugin_id!r} (available: {known})", kind=kind, id=plugin_id
-            )
+            raise PluginNotFound(f"no {kind} plugin named {plugin_id!r} (available: {known})", kind=kind, id=plugin_id)
         self._load(entry)
         if entry.error is not None:
             raise entry.error

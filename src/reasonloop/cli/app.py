@@ -105,7 +105,5 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(exc.exit_code)
         if state.debug:
             raise
-        err_console.print(
-            f"[bold red]error[/] {escape(f'{type(exc).__name__}: {exc}')} (run with --debug for details)"
-        )
+        err_console.print(f"[bold red]error[/] {escape(f'{type(exc).__name__}: {exc}')} (run with --debug for details)")
         sys.exit(1)

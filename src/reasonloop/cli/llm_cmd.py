@@ -22,9 +22,7 @@ LOCAL_MODEL_HINT = (
 @app.command("llm")
 def llm(
     prompt: Annotated[str, typer.Argument(help="The prompt.")],
-    llm_spec: Annotated[
-        str | None, typer.Option("--llm", help="provider:model, e.g. openai:gpt-4o-mini")
-    ] = None,
+    llm_spec: Annotated[str | None, typer.Option("--llm", help="provider:model, e.g. openai:gpt-4o-mini")] = None,
     system: Annotated[str | None, typer.Option("--system", help="System message.")] = None,
     max_tokens: Annotated[int | None, typer.Option("--max-tokens")] = None,
     temperature: Annotated[float | None, typer.Option("--temperature")] = None,

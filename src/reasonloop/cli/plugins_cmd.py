@@ -36,10 +36,6 @@ def plugins(
         return
     table = Table("kind", "id", "description", "source")
     for row in rows:
-        desc = (
-            row["description"]
-            if not row["error"]
-            else f"[red]{row['error']['code']}: {row['error']['message']}[/]"
-        )
+        desc = row["description"] if not row["error"] else f"[red]{row['error']['code']}: {row['error']['message']}[/]"
         table.add_row(row["kind"], row["id"], desc, row["source"])
     console.print(table)

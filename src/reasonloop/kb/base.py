@@ -58,9 +58,7 @@ class Filter(BaseModel):
 
 @runtime_checkable
 class Retriever(Protocol):
-    async def search(
-        self, query: str, top_k: int = 10, filters: Sequence[Filter] | None = None
-    ) -> list[Hit]: ...
+    async def search(self, query: str, top_k: int = 10, filters: Sequence[Filter] | None = None) -> list[Hit]: ...
 
 
 class IngestProgress(BaseModel):

@@ -319,9 +319,7 @@ class LLM(ABC):
             done.prompt_tokens = sum(count_tokens(m.content) + 4 for m in request.messages)
             done.completion_tokens = count_tokens("".join(parts))
             done.usage_estimated = True
-        self.calls.append(
-            CallRecord(done.prompt_tokens, done.completion_tokens, done.usage_estimated, attempts)
-        )
+        self.calls.append(CallRecord(done.prompt_tokens, done.completion_tokens, done.usage_estimated, attempts))
         return done
 
     async def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:

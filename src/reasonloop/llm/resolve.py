@@ -62,13 +62,9 @@ def auto_provider(settings: LLMSettings) -> LLMSettings:
         return settings
     for env, provider in _KEY_PROVIDERS:
         if os.environ.get(env):
-            return settings.model_copy(
-                update={"provider": provider, "api_key_env": settings.api_key_env or env}
-            )
+            return settings.model_copy(update={"provider": provider, "api_key_env": settings.api_key_env or env})
     if _ollama_answers(settings.ollama_url):
-        return settings.model_copy(
-            update={"provider": "ollama", "base_url": settings.base_url or settings.ollama_url}
-        )
+        return settings.model_copy(update={"provider": "ollama", "base_url": settings.base_url or settings.ollama_url})
     if local_model_installed():
         return settings.model_copy(update={"provider": "local"})
     raise LLMNotConfigured(HOW_TO_CONFIGURE)

@@ -50,9 +50,7 @@ class ScriptedProvider(LLM):
     """
 
     id: ClassVar[str] = "scripted"
-    description: ClassVar[str] = (
-        "Replays a JSON list of replies and records the prompts (tests, reproducible runs)"
-    )
+    description: ClassVar[str] = "Replays a JSON list of replies and records the prompts (tests, reproducible runs)"
 
     def __init__(
         self,

@@ -104,17 +104,13 @@ class Tool:
         started = time.perf_counter()
         try:
             params = (
-                arguments
-                if isinstance(arguments, self.Params)
-                else self.Params.model_validate(dict(arguments or {}))
+                arguments if isinstance(arguments, self.Params) else self.Params.model_validate(dict(arguments or {}))
             )
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
             )
-            return self._error(
-                ToolArgumentsInvalid(f"invalid arguments for {self.name}: {problems}"), started
-            )
+            return self._error(ToolArgumentsInvalid(f"invalid arguments for {self.name}: {problems}"), started)
         except (TypeError, ValueError) as exc:
             return self._error(ToolArgumentsInvalid(f"invalid arguments for {self.name}: {exc}"), started)
         try:

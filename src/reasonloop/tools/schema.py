@@ -114,9 +114,7 @@ def _normalize(node: Any) -> Any:
             if mapped is not None:
                 out["type"] = mapped
         elif key == "properties" and isinstance(value, dict):
-            out["properties"] = {
-                str(n): _normalize(p) if isinstance(p, dict) else {} for n, p in value.items()
-            }
+            out["properties"] = {str(n): _normalize(p) if isinstance(p, dict) else {} for n, p in value.items()}
         elif key in ("items", "additionalProperties") and isinstance(value, dict):
             out[key] = _normalize(value)
         elif key == "items" and isinstance(value, list):  # tuple-style items
