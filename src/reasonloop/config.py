@@ -16,7 +16,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from reasonloop.errors import ConfigError
@@ -26,6 +26,7 @@ __all__ = [
     "LLMSettings",
     "PluginSettings",
     "Settings",
+    "ToolsSettings",
     "load_settings",
     "masked_dump",
     "secret",
@@ -80,6 +81,91 @@ class PluginSettings(_Section):
     """Kind -> list of ``package.module:Attribute`` paths, e.g. ``{"tool": ["mytools:Weather"]}``."""
 
 
+class HTTPToolSettings(_Section):
+    """The ``http_request`` tool: what a model may fetch, and how much."""
+
+    enabled: bool = False
+    """Offer ``http_request`` to models at all."""
+    allow_hosts: list[str] = Field(default_factory=list)
+    """Exceptions to the private-address block: host names, ``*.suffix`` wildcards, IPs or CIDR networks."""
+    methods: list[str] = Field(default_factory=lambda: ["GET", "HEAD"])
+    """HTTP methods the model may use."""
+    max_bytes: int = Field(default=1_000_000, gt=0)
+    """Response bodies are cut after this many bytes."""
+    timeout_s: float = Field(default=20.0, gt=0)
+    """Whole request, redirects included."""
+    max_redirects: int = Field(default=5, ge=0)
+    host_secrets: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Host -> {header name: environment variable}; the header is added to requests to that host only."""
+
+
+class WebSearchSettings(_Section):
+    """The ``web_search`` tool: offered only when a backend is chosen."""
+
+    backend: Literal["", "searxng", "brave", "tavily", "serper"] = ""
+    base_url: str = ""
+    """Endpoint; empty means the backend's public API (SearXNG needs one)."""
+    api_key_env: str = ""
+    """Environment variable holding the backend's API key (Brave, Tavily, Serper)."""
+    max_results: int = Field(default=5, gt=0)
+    timeout_s: float = Field(default=15.0, gt=0)
+
+
+class WikipediaSettings(_Section):
+    """The ``wikipedia`` tool (MediaWiki API)."""
+
+    enabled: bool = False
+    base_url: str = "https://en.wikipedia.org/w/api.php"
+    """The wiki's ``api.php`` endpoint."""
+    max_results: int = Field(default=3, gt=0)
+    timeout_s: float = Field(default=15.0, gt=0)
+
+
+class MCPServerSettings(_Section):
+    """One MCP server whose tools join the toolbox: a ``command`` (stdio) or a ``url`` (streamable HTTP)."""
+
+    name: str
+    command: str = ""
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    """Extra environment for the server process."""
+    cwd: str = ""
+    url: str = ""
+    headers_env: dict[str, str] = Field(default_factory=dict)
+    """Header name -> environment variable, sent to a streamable-HTTP server (e.g. Authorization)."""
+    allow: list[str] | None = None
+    """Names of the server's tools to offer; ``None`` offers all."""
+    timeout_s: float = Field(default=60.0, gt=0)
+    """Per tool call."""
+    connect_timeout_s: float = Field(default=20.0, gt=0)
+    """Start, handshake and tool discovery."""
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> MCPServerSettings:
+        if bool(self.command) == bool(self.url):
+            raise ValueError(f"MCP server {self.name!r} needs exactly one of 'command' (stdio) or 'url' (HTTP)")
+        return self
+
+
+class FeedbackSettings(_Section):
+    """Where feedback on answers is kept and how much of it guides later prompts."""
+
+    path: str = ""
+    """SQLite file; empty means ``feedback.sqlite`` under ``[kb] path``."""
+    recent: int = Field(default=5, ge=0)
+    """How many recent judgements shape the guidance injected into system prompts."""
+
+
+class ToolsSettings(_Section):
+    """Built-in tools beyond document search, and MCP servers."""
+
+    http: HTTPToolSettings = Field(default_factory=HTTPToolSettings)
+    web_search: WebSearchSettings = Field(default_factory=WebSearchSettings)
+    wikipedia: WikipediaSettings = Field(default_factory=WikipediaSettings)
+    mcp_servers: list[MCPServerSettings] = Field(default_factory=list)
+    feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)
+
+
 class Settings(BaseSettings):
     """The whole effective configuration."""
 
@@ -93,6 +179,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     kb: KBSettings = Field(default_factory=KBSettings)
     plugins: PluginSettings = Field(default_factory=PluginSettings)
+    tools: ToolsSettings = Field(default_factory=ToolsSettings)
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
 
     @classmethod
