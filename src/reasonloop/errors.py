@@ -22,7 +22,10 @@ tests can match on; the message is for people and may change. The tree::
     ├── ToolError                        tool.error
     │   ├── ToolNotFound                 tool.not_found
     │   ├── ToolArgumentsInvalid         tool.invalid_arguments
-    │   └── ToolTimeout                  tool.timeout
+    │   ├── ToolTimeout                  tool.timeout
+    │   ├── ToolBlocked                  tool.blocked          (policy refused the call)
+    │   ├── ToolNetworkError             tool.network
+    │   └── ToolUnavailable              tool.unavailable      (its backend, e.g. an MCP server, is down)
     ├── KBError                          kb.error
     │   ├── KBModelMismatch              kb.model_mismatch
     │   └── KBLoadError                  kb.load_error
@@ -62,9 +65,12 @@ __all__ = [
     "RunError",
     "RunNotFound",
     "ToolArgumentsInvalid",
+    "ToolBlocked",
     "ToolError",
+    "ToolNetworkError",
     "ToolNotFound",
     "ToolTimeout",
+    "ToolUnavailable",
 ]
 
 
@@ -182,6 +188,24 @@ class ToolArgumentsInvalid(ToolError):
 
 class ToolTimeout(ToolError):
     code = "tool.timeout"
+
+
+class ToolBlocked(ToolError):
+    """A policy refused the call: a private address, a method not allowed, a host not allowed."""
+
+    code = "tool.blocked"
+
+
+class ToolNetworkError(ToolError):
+    """The tool could not reach the service it talks to (DNS, connection, bad response)."""
+
+    code = "tool.network"
+
+
+class ToolUnavailable(ToolError):
+    """The tool's backend is not running (an MCP server that failed to start or died)."""
+
+    code = "tool.unavailable"
 
 
 class KBError(ReasonLoopError):
