@@ -29,9 +29,15 @@ tests can match on; the message is for people and may change. The tree::
     ├── KBError                          kb.error
     │   ├── KBModelMismatch              kb.model_mismatch
     │   └── KBLoadError                  kb.load_error
-    └── RunError                         run.error
-        ├── RunNotFound                  run.not_found
-        └── GuardTripped                 agent.guard.tool_call_required
+    ├── RunError                         run.error
+    │   ├── RunNotFound                  run.not_found
+    │   ├── GuardTripped                 agent.guard.tool_call_required
+    │   ├── RunFinished                  run.finished
+    │   ├── RunQueueFull                 run.queue_full        (retryable)
+    │   └── RunStoreUnavailable          run.store_unavailable (retryable)
+    ├── RequestInvalid                   request.invalid
+    ├── AuthError                        auth.invalid_key
+    └── RateLimited                      auth.rate_limited     (retryable)
 
 Codes are class attributes, so ``except LLMError`` catches every provider failure and
 ``err.code`` says which one.
@@ -42,6 +48,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 __all__ = [
+    "AuthError",
     "ConfigError",
     "DuplicatePlugin",
     "GuardTripped",
@@ -61,9 +68,14 @@ __all__ = [
     "PluginError",
     "PluginLoadFailed",
     "PluginNotFound",
+    "RateLimited",
     "ReasonLoopError",
+    "RequestInvalid",
     "RunError",
+    "RunFinished",
     "RunNotFound",
+    "RunQueueFull",
+    "RunStoreUnavailable",
     "ToolArgumentsInvalid",
     "ToolBlocked",
     "ToolError",
@@ -230,3 +242,42 @@ class RunNotFound(RunError):
 
 class GuardTripped(RunError):
     code = "agent.guard.tool_call_required"
+
+
+class RunFinished(RunError):
+    """A stop (or other change) was asked of a run that has already ended; ``status`` says how."""
+
+    code = "run.finished"
+
+
+class RunQueueFull(RunError):
+    """The server is running its maximum of runs and its queue is full; retry later."""
+
+    code = "run.queue_full"
+    retryable = True
+
+
+class RunStoreUnavailable(RunError):
+    """The run store (SQLite file or Redis server) cannot be reached or written."""
+
+    code = "run.store_unavailable"
+    retryable = True
+
+
+class RequestInvalid(ReasonLoopError):
+    """A request names an unknown plugin or carries invalid settings; ``field`` names the culprit."""
+
+    code = "request.invalid"
+
+
+class AuthError(ReasonLoopError):
+    """Missing or unknown API key."""
+
+    code = "auth.invalid_key"
+
+
+class RateLimited(ReasonLoopError):
+    """An API key made more requests than its limit allows; ``retry_after`` is in seconds."""
+
+    code = "auth.rate_limited"
+    retryable = True
