@@ -180,9 +180,8 @@ class Registry:
             entry = PluginEntry(kind=kind, id=path, target=path, source="config", error=exc, loaded=True)
             self._add(entry)
             return
-        entry = PluginEntry(
-            kind=kind, id=_plugin_id(obj, path.rpartition(":")[2].lower()), target=path, source="config"
-        )
+        fallback = path.replace(":", ".").rpartition(".")[2].lower()
+        entry = PluginEntry(kind=kind, id=_plugin_id(obj, fallback), target=path, source="config")
         entry.obj, entry.loaded = obj, True
         self._add(entry)
 
