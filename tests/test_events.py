@@ -1,0 +1,112 @@
+"""Events: the one wire format every surface shares."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from reasonloop.events import (
+    Answer,
+    AnswerDelta,
+    Citation,
+    ErrorEvent,
+    EventStamper,
+    Progress,
+    RunMeta,
+    RunResult,
+    RunStarted,
+    Step,
+    Thought,
+    ToolCall,
+    ToolResult,
+    Usage,
+    event_adapter,
+)
+
+CITATION = Citation(marker=1, chunk_id="c1", document_id="d1", source="docs/a.md", page=2, start=10, end=40, quote="q")
+
+EVERY_EVENT = [
+    RunStarted(reasoning="react", question="why?"),
+    Progress(message="retrieving"),
+    Thought(text="look it up"),
+    ToolCall(call_id="call_1", tool="docsearch", input={"query": "x", "top_k": 3}),
+    ToolResult(call_id="call_1", tool="docsearch", output="found", citations=[CITATION]),
+    ToolResult(call_id="call_2", error={"tool": "web", "error": "boom", "type": "RuntimeError"}),
+    AnswerDelta(text="Par"),
+    Answer(text="Paris [1]", citations=[CITATION], usage=Usage(llm_calls=2, prompt_tokens=5), stop_reason="max_rounds"),
+    ErrorEvent(code="llm.timeout", message="no answer", depth=1, parent_call_id="call_9"),
+]
+
+
+@pytest.mark.parametrize("event", EVERY_EVENT, ids=lambda e: e.type)
+def test_every_event_round_trips_through_json(event):
+    stamped = EventStamper("run-1")(event)
+    text = event_adapter.dump_json(stamped)
+    back = event_adapter.validate_json(text)
+    assert type(back) is type(event)
+    assert back == stamped
+    data = json.loads(text)
+    assert data["type"] == event.type
+    assert data["run_id"] == "run-1"
+    assert data["seq"] == 1
+    assert isinstance(data["ts"], float)
+
+
+def test_event_types_are_distinct():
+    assert len({e.type for e in EVERY_EVENT}) == len({type(e) for e in EVERY_EVENT})
+
+
+def test_unknown_type_and_unknown_field_are_rejected():
+    with pytest.raises(ValidationError):
+        event_adapter.validate_python({"type": "nope", "text": "x"})
+    with pytest.raises(ValidationError):
+        event_adapter.validate_python({"type": "thought", "text": "x", "surprise": 1})
+
+
+def test_missing_required_field_is_rejected():
+    with pytest.raises(ValidationError):
+        event_adapter.validate_python({"type": "tool_call", "tool": "x"})
+
+
+def test_stamper_numbers_events_from_one_without_gaps():
+    stamp = EventStamper("run-7")
+    events = [stamp(Thought(text=str(i))) for i in range(5)]
+    assert [e.seq for e in events] == [1, 2, 3, 4, 5]
+    assert {e.run_id for e in events} == {"run-7"}
+
+
+def test_stamper_resumes_after_start_and_keeps_nested_run_ids():
+    stamp = EventStamper("parent", start=10)
+    own = stamp(Progress(message="a"))
+    nested = stamp(Thought(text="b", run_id="child", depth=1, parent_call_id="call_1"))
+    assert (own.seq, own.run_id) == (11, "parent")
+    assert (nested.seq, nested.run_id, nested.depth) == (12, "child", 1)
+
+
+def test_usage_accumulates_and_totals():
+    total = Usage()
+    total.add(Usage(llm_calls=1, prompt_tokens=10, completion_tokens=3, tool_calls=1))
+    total.add(Usage(llm_calls=2, prompt_tokens=5, completion_tokens=4))
+    assert total == Usage(llm_calls=3, prompt_tokens=15, completion_tokens=7, tool_calls=1)
+    assert total.total_tokens == 22
+
+
+def test_run_result_round_trips_and_defaults():
+    result = RunResult(
+        content="Paris",
+        citations=[CITATION],
+        steps=[Step(action="docsearch", action_input={"query": "capital"}, observation="Paris is...")],
+        usage=Usage(llm_calls=1),
+        stop_reason="max_tool_calls",
+        meta=RunMeta(run_id="r", reasoning="react", started_at=1.0, ended_at=2.5),
+    )
+    assert RunResult.model_validate_json(result.model_dump_json()) == result
+    bare = RunResult(content="", meta=RunMeta(run_id="r", reasoning="qa", started_at=0.0))
+    assert (bare.stop_reason, bare.citations, bare.steps, bare.error) == ("final", [], [], None)
+
+
+def test_run_result_rejects_unknown_stop_reason():
+    with pytest.raises(ValidationError):
+        RunResult(content="x", stop_reason="bored", meta=RunMeta(run_id="r", reasoning="qa", started_at=0.0))
