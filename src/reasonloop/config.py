@@ -22,9 +22,12 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from reasonloop.errors import ConfigError
 
 __all__ = [
+    "APIKeySettings",
     "KBSettings",
     "LLMSettings",
     "PluginSettings",
+    "RunsSettings",
+    "ServerSettings",
     "Settings",
     "ToolsSettings",
     "load_settings",
@@ -166,6 +169,61 @@ class ToolsSettings(_Section):
     feedback: FeedbackSettings = Field(default_factory=FeedbackSettings)
 
 
+class RunsSettings(_Section):
+    """Where runs are recorded and how many run at once."""
+
+    store: str = "sqlite"
+    """Run store id: ``sqlite`` (one file, one machine) or ``redis`` (several server instances)."""
+    sqlite_path: str = ""
+    """SQLite file; empty means ``runs.sqlite`` under ``[kb] path``."""
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = "reasonloop:"
+    """Prefix of every Redis key, so several deployments can share one Redis."""
+    ttl_s: int = Field(default=7 * 24 * 3600, gt=0)
+    """How long a finished run, its events and a conversation are kept in Redis."""
+    max_concurrent: int = Field(default=16, ge=1)
+    """Runs executing at once in one server process; more wait in the queue."""
+    max_queued: int = Field(default=1000, ge=0)
+    """Runs allowed to wait; beyond that a start is refused with ``run.queue_full``."""
+    keep_finished_s: float = Field(default=30.0, ge=0)
+    """How long a finished run's events stay in memory for late subscribers (then the store serves them)."""
+    stop_wait_s: float = Field(default=5.0, gt=0)
+    """How long a stop request waits for a run on another instance to end before answering."""
+
+
+class APIKeySettings(_Section):
+    """One API key, stored as its SHA-256 hex digest (``reasonloop serve`` never sees the key itself)."""
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    tenant: str = "default"
+    """Documents, conversations and runs are scoped to this tenant."""
+    name: str = ""
+    rate_per_minute: float | None = Field(default=None, gt=0)
+    """Requests per minute for this key; ``None`` uses ``[server] rate_per_minute``."""
+    burst: int | None = Field(default=None, ge=1)
+
+
+class ServerSettings(_Section):
+    """The HTTP/WebSocket server."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    workers: int = Field(default=1, ge=1)
+    api_keys: list[APIKeySettings] = Field(default_factory=list)
+    """With no keys, auth is off (meant for loopback; a warning is logged otherwise)."""
+    rate_per_minute: float | None = Field(default=None, gt=0)
+    """Default per-key request rate; ``None`` means unlimited."""
+    burst: int = Field(default=20, ge=1)
+    """Requests a key may make at once before the rate applies."""
+    max_upload_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    ws_max_frame_bytes: int = Field(default=64 * 1024, ge=64)
+    """Largest WebSocket frame accepted from a client; larger ones are refused."""
+    ws_ping_interval_s: float = Field(default=20.0, gt=0)
+    ws_ping_timeout_s: float = Field(default=20.0, gt=0)
+    """A socket that does not answer a protocol ping within this time is closed."""
+    cors_origins: list[str] = Field(default_factory=list)
+
+
 class Settings(BaseSettings):
     """The whole effective configuration."""
 
@@ -180,6 +238,8 @@ class Settings(BaseSettings):
     kb: KBSettings = Field(default_factory=KBSettings)
     plugins: PluginSettings = Field(default_factory=PluginSettings)
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
+    runs: RunsSettings = Field(default_factory=RunsSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
 
     @classmethod
