@@ -102,7 +102,7 @@ def test_wrong_type_from_env_names_key(monkeypatch):
 
 def test_out_of_range_value_is_rejected(tmp_path):
     write(tmp_path / "reasonloop.toml", "[llm]\ntimeout_s = 0\n")
-    with pytest.raises(ConfigError, match="llm.timeout_s"):
+    with pytest.raises(ConfigError, match=r"llm\.timeout_s"):
         load_settings()
 
 
