@@ -164,24 +164,25 @@ class FunctionTool(Tool):
         self.timeout_s = timeout_s
         self.max_output_chars = max_output_chars
         self._is_async = inspect.iscoroutinefunction(fn)
-        self._wants_ctx, self.Params = _params_model(fn, self.name)  # type: ignore[misc]
+        self._ctx_param, self.Params = _params_model(fn, self.name)  # type: ignore[misc]
 
     async def run(self, params: Any, ctx: ToolContext) -> Any:
         kwargs = {k: getattr(params, k) for k in type(params).model_fields}
-        if self._wants_ctx:
-            kwargs["ctx"] = ctx
+        if self._ctx_param:
+            kwargs[self._ctx_param] = ctx
         if self._is_async:
             return await self.fn(**kwargs)
         return await asyncio.to_thread(self.fn, **kwargs)
 
 
-def _params_model(fn: Callable[..., Any], name: str) -> tuple[bool, type[BaseModel]]:
+def _params_model(fn: Callable[..., Any], name: str) -> tuple[str | None, type[BaseModel]]:
+    """The name of the parameter that receives the context (if any) and the model of the others."""
     hints = get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
-    wants_ctx = False
+    ctx_param: str | None = None
     for pname, param in inspect.signature(fn).parameters.items():
         if pname == "ctx" or hints.get(pname) is ToolContext:
-            wants_ctx = True
+            ctx_param = pname
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise ToolError(f"tool {name!r}: *args/**kwargs cannot be described to a model", tool=name)
@@ -192,7 +193,7 @@ def _params_model(fn: Callable[..., Any], name: str) -> tuple[bool, type[BaseMod
     model = create_model(  # type: ignore[call-overload]
         f"{name}_params", __config__=ConfigDict(extra="forbid"), **fields
     )
-    return wants_ctx, model
+    return ctx_param, model
 
 
 def tool(
