@@ -113,10 +113,13 @@ class Tool:
             return self._error(ToolArgumentsInvalid(f"invalid arguments for {self.name}: {problems}"), started)
         except (TypeError, ValueError) as exc:
             return self._error(ToolArgumentsInvalid(f"invalid arguments for {self.name}: {exc}"), started)
+        deadline = asyncio.timeout(self.timeout_s)
         try:
-            async with asyncio.timeout(self.timeout_s):
+            async with deadline:
                 result = await self.run(params, ctx)
-        except TimeoutError:
+        except TimeoutError as exc:
+            if not deadline.expired():  # the tool's own timeout (a socket, a client): report it as it is
+                return self._error(exc, started)
             return self._error(ToolTimeout(f"{self.name} did not finish within {self.timeout_s:g}s"), started)
         except Exception as exc:
             return self._error(exc, started)
