@@ -21,6 +21,7 @@ import json
 import random
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -282,8 +283,10 @@ class LLM(ABC):
             yielded = False
             completion_parts: list[str] = []
             try:
-                async with asyncio.timeout(self.settings.timeout_s):
-                    async for chunk in self._stream(request):
+                # aclosing: a provider's stream (and its HTTP response) is closed as soon as this
+                # one is, not whenever the garbage collector gets to it.
+                async with asyncio.timeout(self.settings.timeout_s), aclosing(self._stream(request)) as chunks:
+                    async for chunk in chunks:
                         if isinstance(chunk, Done):
                             chunk = self._finish(chunk, request, completion_parts, attempt)
                         elif isinstance(chunk, TextDelta):
