@@ -1,0 +1,244 @@
+"""Framework time per tool-calling step, reasonloop beside other agent frameworks.
+
+Every agent answers the same question with a fake model that costs nothing: it calls a
+no-op tool once per turn for ``--steps`` turns (20 by default), then answers. What a run
+takes is then the framework's own work: building prompts, parsing the reply, dispatching
+the tool, keeping history and, for reasonloop, emitting and consuming the event stream.
+One run is timed from the call to the returned answer (for reasonloop: until the event
+stream is exhausted); per-step time is that time divided by ``--steps``. Each framework
+runs in its own subprocess, one after another, after a few untimed warm-up runs; every
+timed run is checked to have called the tool ``--steps`` times and answered.
+
+The peers are not dependencies of reasonloop: install them in a separate environment
+(``benchmarks/peers/setup.sh``) and point ``--python`` at its interpreter. reasonloop and
+the plain loops run in the interpreter running this script.
+
+Usage::
+
+    python benchmarks/overhead.py                          # 200 timed runs each
+    python benchmarks/overhead.py --quick                  # 30 timed runs each
+    python benchmarks/overhead.py --python /work/benchenv/bin/python --only smolagents,reasonloop-toolcall
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from overhead_frameworks import ANSWER, BUILDERS, Script  # noqa: E402
+
+OURS = ("reasonloop-toolcall", "reasonloop-react")
+FLOORS = ("plain", "plain-async")
+PEERS = ("smolagents", "langgraph", "pydantic-ai", "llamaindex")
+DEFAULT_PEER_PYTHON = Path("/work/benchenv/bin/python")
+GOAL = 10.0
+"""reasonloop should take less than 1/GOAL of the fastest peer's time per step."""
+
+
+# -- worker: runs inside the subprocess ------------------------------------------------------------
+def _version(dist: str) -> str:
+    if not dist:
+        return platform.python_version()
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
+def _measure(name: str, runs: int, warmup: int, steps: int) -> dict[str, Any]:
+    dist, build = BUILDERS[name]
+    script = Script(steps)
+    run, tools_called = build(script)
+    samples: list[float] = []
+
+    def check(result: Any, index: int) -> None:
+        if tools_called() != steps or script.turn != steps + 1 or ANSWER not in repr(result):
+            raise RuntimeError(
+                f"run {index}: expected {steps} tool calls, {steps + 1} model turns and the answer; got "
+                f"{tools_called()} tool calls, {script.turn} turns, result {repr(result)[:300]}"
+            )
+
+    if inspect.iscoroutinefunction(run):
+
+        async def loop() -> None:
+            for i in range(warmup + runs):
+                script.reset()
+                started = time.perf_counter_ns()
+                result = await run()
+                elapsed = time.perf_counter_ns() - started
+                check(result, i)
+                if i >= warmup:
+                    samples.append(elapsed)
+
+        asyncio.run(loop())
+    else:
+        for i in range(warmup + runs):
+            script.reset()
+            started = time.perf_counter_ns()
+            result = run()
+            elapsed = time.perf_counter_ns() - started
+            check(result, i)
+            if i >= warmup:
+                samples.append(elapsed)
+    return {
+        "name": name,
+        "version": _version(dist),
+        "python": platform.python_version(),
+        "interpreter": sys.executable,
+        "per_step_us": [ns / steps / 1000 for ns in samples],
+    }
+
+
+def _worker(args: argparse.Namespace) -> int:
+    try:
+        result = _measure(args.worker, args.runs, args.warmup, args.steps)
+    except Exception as exc:  # reported as a row, the other frameworks still run
+        result = {"name": args.worker, "error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(result))
+    return 0
+
+
+# -- driver: spawns one worker per framework ----------------------------------------------------------
+def _spawn(python: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
+    command = [python, str(Path(__file__).resolve()), "--worker", name]
+    command += ["--runs", str(args.runs), "--warmup", str(args.warmup), "--steps", str(args.steps)]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false"}
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, env=env, check=False)
+    except subprocess.TimeoutExpired:
+        return {"name": name, "error": f"no result within {args.timeout:g}s"}
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return {"name": name, "error": f"worker exited {proc.returncode}: {tail}"}
+    return json.loads(lines[-1])
+
+
+def _p90(values: list[float]) -> float:
+    return statistics.quantiles(values, n=10)[8] if len(values) > 1 else values[0]
+
+
+def _summarise(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for row in results:
+        if "per_step_us" in row:
+            row["median_us"] = statistics.median(row["per_step_us"])
+            row["p90_us"] = _p90(row["per_step_us"])
+    timed = {r["name"]: r for r in results if "median_us" in r}
+    peers = [timed[n] for n in PEERS if n in timed]
+    fastest = min(peers, key=lambda r: r["median_us"]) if peers else None
+    plain = timed.get("plain")
+    for row in timed.values():
+        row["x_fastest_peer"] = row["median_us"] / fastest["median_us"] if fastest else None
+        row["x_plain"] = row["median_us"] / plain["median_us"] if plain else None
+    return sorted(results, key=lambda r: r.get("median_us", float("inf")))
+
+
+def _table(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    def ratio(value: float | None) -> str:
+        if value is None:
+            return "-"
+        return f"{value:,.1f}x" if value >= 1 else f"1/{1 / value:,.1f}"
+
+    header = ("framework", "version", "median µs/step", "p90 µs/step", "vs fastest peer", "vs plain loop")
+    rows, errors = [], []
+    for r in results:
+        if "error" in r:
+            rows.append((r["name"], "-", "failed", "failed", "-", "-"))
+            errors.append(f"{r['name']} failed: {r['error']}")
+            continue
+        median, p90 = f"{r['median_us']:.1f}", f"{r['p90_us']:.1f}"
+        rows.append((r["name"], r["version"], median, p90, ratio(r["x_fastest_peer"]), ratio(r["x_plain"])))
+    widths = [max(len(str(row[i])) for row in (header, *rows)) for i in range(len(header))]
+    right = {2, 3, 4, 5}
+
+    def line(cells: tuple[str, ...]) -> str:
+        return "  ".join(
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    out = [
+        f"{args.steps} tool steps + 1 answer per run, {args.runs} timed runs after {args.warmup} warm-up runs, "
+        f"zero-latency fake model, no-op tool; {os.cpu_count()} CPUs, load average {load}",
+        line(header),
+        line(tuple("-" * w for w in widths)),
+        *(line(row) for row in rows),
+        *errors,
+    ]
+    timed = {r["name"]: r for r in results if "median_us" in r}
+    peers = [timed[n] for n in PEERS if n in timed]
+    if peers:
+        fastest = min(peers, key=lambda r: r["median_us"])
+        limit = fastest["median_us"] / GOAL
+        out.append(f"goal: under 1/{GOAL:g} of the fastest peer ({fastest['name']}) = {limit:.1f} µs/step")
+        for name in OURS:
+            if name in timed:
+                verdict = "met" if timed[name]["median_us"] < limit else "NOT met"
+                out.append(f"  {name}: {timed[name]['median_us']:.1f} µs/step -> {verdict}")
+    return "\n".join(out)
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="30 timed runs and 5 warm-up runs per framework")
+    parser.add_argument("--runs", type=int, help="timed runs per framework (default 200)")
+    parser.add_argument("--warmup", type=int, help="untimed runs first (default 20)")
+    parser.add_argument("--steps", type=int, default=20, help="tool calls per run before the answer")
+    parser.add_argument(
+        "--python",
+        help="interpreter with the peer frameworks installed "
+        f"(default {DEFAULT_PEER_PYTHON} if it exists, else this interpreter)",
+    )
+    parser.add_argument("--only", help="comma-separated frameworks: " + ", ".join((*OURS, *FLOORS, *PEERS)))
+    parser.add_argument("--json", type=Path, help="also write every sample to this file")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per framework")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.runs = args.runs or (30 if args.quick else 200)
+    args.warmup = args.warmup if args.warmup is not None else (5 if args.quick else 20)
+    if args.steps < 1 or args.runs < 1 or args.warmup < 0:
+        parser.error("--steps and --runs must be at least 1, --warmup at least 0")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    if args.worker:
+        return _worker(args)
+    peer_python = args.python or (str(DEFAULT_PEER_PYTHON) if DEFAULT_PEER_PYTHON.exists() else sys.executable)
+    names = [*OURS, *FLOORS, *PEERS]
+    if args.only:
+        wanted = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = sorted(set(wanted) - set(names))
+        if unknown:
+            print(f"unknown framework(s): {', '.join(unknown)}; choose from {', '.join(names)}", file=sys.stderr)
+            return 2
+        names = [n for n in names if n in wanted]
+    results = []
+    for name in names:
+        python = peer_python if name in PEERS else sys.executable
+        print(f"measuring {name} ({python}) ...", file=sys.stderr, flush=True)
+        results.append(_spawn(python, name, args))
+    results = _summarise(results)
+    print(_table(results, args))
+    if args.json:
+        args.json.write_text(json.dumps({"steps": args.steps, "runs": args.runs, "results": results}, indent=1))
+    return 1 if any("error" in r for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
