@@ -88,7 +88,10 @@ def main(argv: list[str] | None = None) -> None:
     except ReasonLoopError as exc:
         if state.debug:
             raise
-        err_console.print(f"[bold red]error[/] {escape(f'[{exc.code}] {exc.message}')}", highlight=False)
+        # soft_wrap: one line however narrow the terminal (or a pipe's assumed 80 columns).
+        err_console.print(
+            f"[bold red]error[/] {escape(f'[{exc.code}] {exc.message}')}", highlight=False, soft_wrap=True
+        )
         sys.exit(1)
     except KeyboardInterrupt:
         err_console.print("interrupted")
@@ -105,5 +108,8 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(exc.exit_code)
         if state.debug:
             raise
-        err_console.print(f"[bold red]error[/] {escape(f'{type(exc).__name__}: {exc}')} (run with --debug for details)")
+        err_console.print(
+            f"[bold red]error[/] {escape(f'{type(exc).__name__}: {exc}')} (run with --debug for details)",
+            soft_wrap=True,
+        )
         sys.exit(1)
