@@ -1,0 +1,161 @@
+"""The command line: version, config, plugins, streaming, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reasonloop import __version__
+from reasonloop.cli import main
+from reasonloop.registry import Registry
+
+REASONLOOP = str(Path(sys.executable).with_name("reasonloop"))
+
+
+@pytest.fixture(autouse=True)
+def isolated(monkeypatch, tmp_path):
+    """A cwd without reasonloop.toml, no REASONLOOP_* variables, and the default registry restored."""
+    for name in list(os.environ):
+        if name.startswith("REASONLOOP_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    saved = Registry._default
+    yield
+    Registry.set_default(saved)
+
+
+def run(capsys, *argv):
+    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_version(capsys):
+    code, out, _ = run(capsys, "--version")
+    assert (code, out.strip()) == (0, f"reasonloop {__version__}")
+
+
+def test_config_show_masks_secrets(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("MY_API_KEY", "sk-live-123")
+    monkeypatch.setenv("REASONLOOP_LLM__API_KEY_ENV", "MY_API_KEY")
+    (tmp_path / "reasonloop.toml").write_text(
+        '[llm]\nprovider = "openai"\n[llm.extra]\napi_key = "inline-secret"\n', encoding="utf-8"
+    )
+    code, out, _ = run(capsys, "config", "show")
+    assert code == 0
+    assert "[llm]" in out
+    assert 'provider = "openai"' in out
+    assert 'api_key_env = "MY_API_KEY (set: ***)"' in out
+    assert "sk-live-123" not in out
+    assert "inline-secret" not in out
+
+    code, out, _ = run(capsys, "config", "show", "--json")
+    data = json.loads(out)
+    assert data["llm"]["api_key_env"] == "MY_API_KEY (set: ***)"
+    assert data["llm"]["extra"]["api_key"] == "***"
+
+
+def test_config_option_selects_the_file(capsys, tmp_path):
+    path = tmp_path / "elsewhere.toml"
+    path.write_text('[llm]\nmodel = "chosen"\n', encoding="utf-8")
+    code, out, _ = run(capsys, "--config", str(path), "config", "show", "--json")
+    assert code == 0
+    assert json.loads(out)["llm"]["model"] == "chosen"
+
+
+def test_invalid_config_is_one_line_error(capsys, tmp_path):
+    (tmp_path / "reasonloop.toml").write_text('[llm]\nmodle = "x"\n', encoding="utf-8")
+    code, out, err = run(capsys, "config", "show")
+    assert code == 1
+    assert out == ""
+    assert err.count("\n") == 1
+    assert "[config.invalid]" in err
+    assert "llm.modle: unknown key" in err
+    assert "Traceback" not in err
+
+
+def test_plugins_json_lists_kind_id_description(capsys, tmp_path):
+    code, out, _ = run(capsys, "plugins", "--json")
+    assert code == 0
+    rows = json.loads(out)
+    scripted = next(r for r in rows if (r["kind"], r["id"]) == ("llm", "scripted"))
+    assert scripted["description"].startswith("Replays a JSON list of replies")
+    assert scripted["error"] is None
+    assert {"kind", "id", "description", "source", "target", "error"} == set(scripted)
+
+
+def test_plugins_reports_a_broken_dotted_plugin_and_lists_the_rest(capsys, tmp_path):
+    (tmp_path / "reasonloop.toml").write_text(
+        '[plugins.paths]\ntool = ["no_such_module_for_cli:Thing"]\n', encoding="utf-8"
+    )
+    code, out, _ = run(capsys, "plugins", "--json")
+    assert code == 0
+    rows = {(r["kind"], r["id"]): r for r in json.loads(out)}
+    broken = rows[("tool", "no_such_module_for_cli:Thing")]
+    assert broken["error"]["code"] == "plugin.load_failed"
+    assert rows[("llm", "scripted")]["error"] is None
+
+
+def test_plugins_table(capsys):
+    code, out, _ = run(capsys, "plugins", "--kind", "llm")
+    assert code == 0
+    assert "scripted" in out
+    assert "kind" in out and "description" in out
+
+
+def test_llm_streams_from_scripted_replies(capsys, tmp_path):
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(["Streaming works."]), encoding="utf-8")
+    code, out, err = run(capsys, "llm", "--llm", f"scripted:{replies}", "Say something")
+    assert code == 0
+    assert out == "Streaming works.\n"
+    assert "prompt +" in err and "completion tokens (estimated)" in err
+
+
+def test_unknown_provider_is_one_line_error_with_code(capsys):
+    code, out, err = run(capsys, "llm", "--llm", "nosuchprovider:model", "hi")
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1, err
+    assert err.startswith("error [plugin.not_found] no llm plugin named 'nosuchprovider'")
+    assert "scripted" in err  # the available ids are listed
+    assert "Traceback" not in err
+
+
+def test_debug_shows_the_exception(capsys):
+    from reasonloop.errors import PluginNotFound
+
+    with pytest.raises(PluginNotFound):
+        main(["--debug", "llm", "--llm", "nosuchprovider", "hi"])
+
+
+def test_usage_error_exits_non_zero(capsys):
+    code, _, err = run(capsys, "llm")
+    assert code == 2
+    assert "Missing argument" in err
+
+
+def test_console_script_errors_without_traceback(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLOOP_")}
+    proc = subprocess.run(
+        [REASONLOOP, "llm", "--llm", "nosuchprovider:x", "hi"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert "[plugin.not_found]" in proc.stderr
+    assert "Traceback" not in proc.stderr
