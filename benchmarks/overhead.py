@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import inspect
 import json
 import os
 import platform
+import pstats
 import statistics
 import subprocess
 import sys
@@ -59,11 +61,13 @@ def _version(dist: str) -> str:
         return "?"
 
 
-def _measure(name: str, runs: int, warmup: int, steps: int) -> dict[str, Any]:
+def _measure(name: str, runs: int, warmup: int, steps: int, profiler: cProfile.Profile | None) -> dict[str, Any]:
     dist, build = BUILDERS[name]
     script = Script(steps)
     run, tools_called = build(script)
     samples: list[float] = []
+    if profiler:  # the runs only, not imports and construction
+        profiler.enable()
 
     def check(result: Any, index: int) -> None:
         if tools_called() != steps or script.turn != steps + 1 or ANSWER not in repr(result):
@@ -104,10 +108,17 @@ def _measure(name: str, runs: int, warmup: int, steps: int) -> dict[str, Any]:
 
 
 def _worker(args: argparse.Namespace) -> int:
+    profiler = cProfile.Profile() if args.profile else None
     try:
-        result = _measure(args.worker, args.runs, args.warmup, args.steps)
+        result = _measure(args.worker, args.runs, args.warmup, args.steps, profiler)
     except Exception as exc:  # reported as a row, the other frameworks still run
         result = {"name": args.worker, "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        if profiler:
+            profiler.disable()
+    if profiler:
+        print(f"== cProfile of {args.worker}: top functions by own time ==", file=sys.stderr)
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("tottime").print_stats(args.profile)
     print(json.dumps(result))
     return 0
 
@@ -117,8 +128,12 @@ def _spawn(python: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
     command = [python, str(Path(__file__).resolve()), "--worker", name]
     command += ["--runs", str(args.runs), "--warmup", str(args.warmup), "--steps", str(args.steps)]
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false"}
+    if args.profile:
+        command += ["--profile", str(args.profile)]
     try:
         proc = subprocess.run(command, capture_output=True, text=True, timeout=args.timeout, env=env, check=False)
+        if args.profile:
+            sys.stderr.write(proc.stderr)
     except subprocess.TimeoutExpired:
         return {"name": name, "error": f"no result within {args.timeout:g}s"}
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -173,7 +188,8 @@ def _table(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     out = [
         f"{args.steps} tool steps + 1 answer per run, {args.runs} timed runs after {args.warmup} warm-up runs, "
-        f"zero-latency fake model, no-op tool; {os.cpu_count()} CPUs, load average {load}",
+        f"zero-latency fake model, no-op tool; {os.cpu_count()} CPUs, load average {load}"
+        + ("; UNDER cProfile, times inflated" if args.profile else ""),
         line(header),
         line(tuple("-" * w for w in widths)),
         *(line(row) for row in rows),
@@ -206,6 +222,13 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", help="comma-separated frameworks: " + ", ".join((*OURS, *FLOORS, *PEERS)))
     parser.add_argument("--json", type=Path, help="also write every sample to this file")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per framework")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run each framework under cProfile and print its N most expensive functions (slows every run)",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.runs = args.runs or (30 if args.quick else 200)
