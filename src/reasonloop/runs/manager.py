@@ -1,0 +1,449 @@
+"""RunManager: start runs as tasks, fan their events out, stop them, record everything.
+
+The caller that starts a run never waits on it: :meth:`RunManager.start` records the run,
+creates its task and returns. The task takes a slot (at most ``max_concurrent`` runs execute;
+the rest queue), iterates the runner's events, stamps each with the run id and the next
+``seq``, writes it to the run store and then hands it to every subscriber, so a subscriber
+can never have seen an event the store does not hold.
+
+Subscribers read one shared in-memory list per run (no per-subscriber queue, so a slow
+reader costs nothing to the others) and resume after any ``seq``; runs executed by another
+instance, or finished long ago, are read through the store instead.
+
+Example::
+
+    manager = RunManager(store, runner)
+    await manager.open()
+    record = await manager.start(RunRequest(question="what is WAL?"))
+    async for event in await manager.subscribe(record.run_id):
+        print(event.type)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from reasonloop.config import RunsSettings
+from reasonloop.errors import (
+    ReasonLoopError,
+    RequestInvalid,
+    RunFinished,
+    RunNotFound,
+    RunQueueFull,
+    RunStoreUnavailable,
+)
+from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunResult, RunStarted
+from reasonloop.llm.base import Message
+from reasonloop.runs.models import ConversationRecord, RunRecord, RunRequest, new_id, result_from_events
+from reasonloop.runs.store import RunStore, is_terminal_event, new_instance_id, recover_interrupted
+
+__all__ = ["RunManager", "Runner"]
+
+log = logging.getLogger(__name__)
+
+Runner = Callable[[RunRequest], AsyncIterator[Event]]
+"""Turns a request into its events (RunStarted first, Answer or ErrorEvent last). A runner may
+also have ``validate(request)``, raising :class:`~reasonloop.errors.RequestInvalid`."""
+
+Observer = Callable[[str, RunRecord, Event | None], None]
+"""Called with ``("event", record, event)`` for each event and ``("status", record, None)``."""
+
+_HEARTBEAT_S = 3.0
+
+
+@dataclass(eq=False)
+class _LiveRun:
+    record: RunRecord
+    request: RunRequest
+    events: list[Event] = field(default_factory=list)
+    parts: list[str] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+    waiter: asyncio.Future[None] | None = None
+    cancellable: bool = True
+    """True while the task waits for a slot or for the runner (never mid-write)."""
+    stop_requested: bool = False
+    shutting_down: bool = False
+    done: bool = False
+
+    def publish(self, event: Event) -> None:
+        self.events.append(event)
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+        self.waiter = None
+
+    def wait(self) -> asyncio.Future[None]:
+        if self.waiter is None:
+            self.waiter = asyncio.get_running_loop().create_future()
+        return self.waiter
+
+
+class _Stop(Exception):
+    """Raised inside a run task at an event boundary when a stop was requested mid-write."""
+
+
+class RunManager:
+    """Runs, subscriptions and stops for one server process.
+
+    Args:
+        store: Where runs, events and conversations are recorded (opened by the caller).
+        runner: Makes a run's events from its request.
+        settings: ``[runs]`` settings (concurrency, queue, retention).
+        instance: This process's id in the store (generated when omitted).
+    """
+
+    def __init__(
+        self, store: RunStore, runner: Runner, settings: RunsSettings | None = None, *, instance: str | None = None
+    ) -> None:
+        self.store = store
+        self.runner = runner
+        self.settings = settings or RunsSettings()
+        self.instance = instance or new_instance_id()
+        self.observers: list[Observer] = []
+        self._live: dict[str, _LiveRun] = {}
+        self._slots = asyncio.Semaphore(self.settings.max_concurrent)
+        self._waiting = 0
+        self._background: list[asyncio.Task[Any]] = []
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def open(self) -> list[str]:
+        """Mark runs orphaned by dead instances ``interrupted`` and start the background loops.
+
+        Returns:
+            Ids of the runs marked interrupted.
+        """
+        await self.store.heartbeat(self.instance)
+        marked = await recover_interrupted(self.store, me=self.instance)
+        if marked:
+            log.warning("marked %d run(s) interrupted: %s", len(marked), ", ".join(marked))
+        self._background = [
+            asyncio.create_task(self._watch_stops(), name="run-manager-stops"),
+            asyncio.create_task(self._housekeeping(), name="run-manager-housekeeping"),
+        ]
+        return marked
+
+    async def close(self) -> None:
+        """Cancel the background loops and interrupt runs still executing (their partial answer is kept)."""
+        for task in self._background:
+            task.cancel()
+        for live in list(self._live.values()):
+            if live.task is not None and not live.done:
+                live.shutting_down = True
+                self._cancel(live)
+        tasks = [t for t in (*self._background, *(lv.task for lv in self._live.values())) if t is not None]
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._background = []
+
+    async def _watch_stops(self) -> None:
+        while True:
+            try:
+                async for run_id in self.store.stop_requests(self.instance):
+                    live = self._live.get(run_id)
+                    if live is not None and not live.done:
+                        self._request_stop(live)
+            except RunStoreUnavailable as exc:
+                log.warning("stop requests unavailable, retrying: %s", exc.message)
+                await asyncio.sleep(1.0)
+
+    async def _housekeeping(self) -> None:
+        while True:
+            await asyncio.sleep(_HEARTBEAT_S)
+            try:
+                await self.store.heartbeat(self.instance)
+                await recover_interrupted(self.store, me=self.instance)
+            except RunStoreUnavailable as exc:
+                log.warning("run store unavailable: %s", exc.message)
+
+    # -- starting ---------------------------------------------------------------------------------
+    @property
+    def running(self) -> int:
+        """Runs of this process executing now (not queued)."""
+        return sum(1 for lv in self._live.values() if lv.record.status == "running")
+
+    async def start(self, request: RunRequest) -> RunRecord:
+        """Record and launch a run; returns at once with its record (status ``queued``).
+
+        Raises:
+            RequestInvalid: the runner rejected the request (unknown strategy, bad settings).
+            RunQueueFull: every slot is busy and the queue is full.
+        """
+        validate = getattr(self.runner, "validate", None)
+        if validate is not None:
+            validate(request)
+        if self._slots.locked() and self._waiting >= self.settings.max_queued:
+            raise RunQueueFull(
+                f"{self.settings.max_concurrent} runs are executing and {self._waiting} are queued; retry later",
+                queued=self._waiting,
+            )
+        run_id = request.run_id or new_id("run")
+        conversation_id = await self._conversation(request)
+        request = request.model_copy(update={"run_id": run_id, "conversation_id": conversation_id})
+        record = RunRecord(
+            run_id=run_id,
+            tenant=request.tenant,
+            conversation_id=conversation_id,
+            reasoning=request.agent or request.reasoning or "",
+            question=request.question,
+            instance=self.instance,
+        )
+        await self.store.create_run(record)
+        live = _LiveRun(record=record, request=request)
+        self._live[run_id] = live
+        self._waiting += 1
+        live.task = asyncio.create_task(self._execute(live), name=f"run:{run_id}")
+        self._notify("status", record, None)
+        return record.model_copy()
+
+    async def _conversation(self, request: RunRequest) -> str:
+        if request.conversation_id is None:
+            conv = ConversationRecord(
+                conversation_id=new_id("conv"), tenant=request.tenant, title=request.question[:80]
+            )
+            await self.store.create_conversation(conv)
+            return conv.conversation_id
+        conv = await self.store.get_conversation(request.conversation_id)
+        if conv is None or conv.tenant != request.tenant:
+            raise RequestInvalid(f"no conversation {request.conversation_id!r}", field="conversation_id")
+        if not request.history:
+            request.history = [
+                Message(role=m["role"], content=m.get("content", ""))
+                for m in conv.messages
+                if m.get("role") in ("user", "assistant")
+            ]
+        return conv.conversation_id
+
+    # -- executing --------------------------------------------------------------------------------
+    async def _execute(self, live: _LiveRun) -> None:
+        record = live.record
+        try:
+            try:
+                async with self._slots:
+                    self._waiting -= 1
+                    live.cancellable = False
+                    record.status, record.started_at = "running", time.time()
+                    self._notify("status", record, None)
+                    await self._update(record, status="running", started_at=record.started_at)
+                    await self._drive(live)
+            finally:
+                if record.status == "queued":
+                    self._waiting -= 1
+        except (asyncio.CancelledError, _Stop) as exc:
+            task = asyncio.current_task()
+            if isinstance(exc, asyncio.CancelledError) and task is not None and live.stop_requested:
+                task.uncancel()
+            await self._finish_stopped(live)
+            if not live.stop_requested:
+                raise
+        except RunStoreUnavailable as exc:
+            # The store is gone: tell live subscribers; what they already received stays theirs.
+            self._terminal_local(live, ErrorEvent(code=exc.code, message=f"run failed, run store lost: {exc.message}"))
+        except ReasonLoopError as exc:
+            await self._fail(live, exc.code, exc.message)
+        except Exception as exc:
+            log.exception("run %s crashed", record.run_id)
+            await self._fail(live, "run.error", f"{type(exc).__name__}: {exc}")
+        finally:
+            live.done = True
+            if live.waiter is not None and not live.waiter.done():
+                live.waiter.set_result(None)
+            self._notify("status", record, None)
+            asyncio.get_running_loop().call_later(self.settings.keep_finished_s, self._forget, record.run_id, live)
+
+    async def _drive(self, live: _LiveRun) -> None:
+        stream = self.runner(live.request)
+        try:
+            while True:
+                live.cancellable = True
+                if live.stop_requested:
+                    raise _Stop
+                try:
+                    event = await anext(stream)
+                except StopAsyncIteration:
+                    break
+                finally:
+                    live.cancellable = False
+                await self._emit(live, event)
+                if is_terminal_event(event):
+                    await self._finish(live, event)
+                    return
+        finally:
+            with contextlib.suppress(Exception):
+                await stream.aclose()  # type: ignore[attr-defined]
+        await self._fail(live, "run.error", "the run ended without an answer")
+
+    async def _emit(self, live: _LiveRun, event: Event) -> None:
+        record = live.record
+        if not live.events and not isinstance(event, RunStarted):
+            await self._emit(live, RunStarted(reasoning=record.reasoning, question=record.question))
+        if event.depth == 0:
+            event.run_id = record.run_id
+        event.seq = record.last_seq + 1
+        await self.store.append_event(record.run_id, event)
+        record.last_seq = event.seq
+        if isinstance(event, AnswerDelta) and event.depth == 0:
+            live.parts.append(event.text)
+        live.publish(event)
+        self._notify("event", record, event)
+
+    async def _finish(self, live: _LiveRun, event: Event) -> None:
+        record = live.record
+        if isinstance(event, Answer):
+            record.content, record.stop_reason = event.text, event.stop_reason
+            record.status = {"stopped": "stopped", "interrupted": "interrupted"}.get(event.stop_reason, "completed")
+        else:
+            assert isinstance(event, ErrorEvent)
+            record.content = "".join(live.parts)
+            record.status, record.stop_reason = "failed", "error"
+            record.error = {"code": event.code, "message": event.message}
+        record.ended_at = time.time()
+        await self._update(
+            record,
+            status=record.status,
+            content=record.content,
+            stop_reason=record.stop_reason,
+            error=record.error,
+            last_seq=record.last_seq,
+            ended_at=record.ended_at,
+        )
+        if record.conversation_id and (record.content or record.status == "completed"):
+            now = time.time()
+            await self.store.add_messages(
+                record.conversation_id,
+                [
+                    {"role": "user", "content": record.question, "run_id": record.run_id, "ts": record.created_at},
+                    {"role": "assistant", "content": record.content, "run_id": record.run_id, "ts": now},
+                ],
+            )
+
+    async def _finish_stopped(self, live: _LiveRun) -> None:
+        reason = "stopped" if live.stop_requested else "interrupted"
+        answer = Answer(text="".join(live.parts), stop_reason=reason)
+        try:
+            await self._emit(live, answer)
+            await self._finish(live, answer)
+        except RunStoreUnavailable as exc:
+            self._terminal_local(live, ErrorEvent(code=exc.code, message=f"run store lost: {exc.message}"))
+
+    async def _fail(self, live: _LiveRun, code: str, message: str) -> None:
+        error = ErrorEvent(code=code, message=message)
+        try:
+            await self._emit(live, error)
+            await self._finish(live, error)
+        except RunStoreUnavailable as exc:
+            self._terminal_local(live, ErrorEvent(code=exc.code, message=f"{message}; run store lost: {exc.message}"))
+
+    def _terminal_local(self, live: _LiveRun, event: ErrorEvent) -> None:
+        record = live.record
+        event.run_id, event.seq = record.run_id, record.last_seq + 1
+        record.last_seq = event.seq
+        record.status, record.stop_reason, record.ended_at = "failed", "error", time.time()
+        record.content = "".join(live.parts)
+        record.error = {"code": event.code, "message": event.message}
+        live.publish(event)
+        self._notify("event", record, event)
+
+    async def _update(self, record: RunRecord, **fields: Any) -> None:
+        await self.store.update_run(record.run_id, **fields)
+
+    def _forget(self, run_id: str, live: _LiveRun) -> None:
+        if self._live.get(run_id) is live:
+            del self._live[run_id]
+
+    def _notify(self, kind: str, record: RunRecord, event: Event | None) -> None:
+        for observer in self.observers:
+            try:
+                observer(kind, record, event)
+            except Exception:  # an observer must never break a run
+                log.exception("run observer failed")
+
+    # -- reading ----------------------------------------------------------------------------------
+    async def get(self, run_id: str, tenant: str | None = None) -> RunRecord:
+        """The run's record (live when this process executes it).
+
+        Raises:
+            RunNotFound: no such run, or it belongs to another tenant.
+        """
+        live = self._live.get(run_id)
+        if live is not None:
+            record = live.record.model_copy()
+            if not record.finished:
+                record.content = "".join(live.parts)
+        else:
+            found = await self.store.get_run(run_id)
+            if found is None:
+                raise RunNotFound(f"no run {run_id!r}", run_id=run_id)
+            record = found
+        if tenant is not None and record.tenant != tenant:
+            raise RunNotFound(f"no run {run_id!r}", run_id=run_id)
+        return record
+
+    async def result(self, run_id: str, tenant: str | None = None) -> tuple[RunRecord, RunResult]:
+        """The record and the :class:`RunResult` rebuilt from the run's events so far."""
+        record = await self.get(run_id, tenant)
+        live = self._live.get(run_id)
+        events = list(live.events) if live is not None else await self.store.events(run_id)
+        return record, result_from_events(record, events)
+
+    async def subscribe(self, run_id: str, after_seq: int = 0, tenant: str | None = None) -> AsyncIterator[Event]:
+        """Check access, then return an iterator over the run's events with ``seq > after_seq``.
+
+        The iterator replays what exists and follows live events until the terminal one.
+
+        Raises:
+            RunNotFound: no such run, or another tenant's.
+        """
+        await self.get(run_id, tenant)
+        live = self._live.get(run_id)
+        if live is None:
+            return self.store.follow(run_id, after_seq)
+        return self._follow_live(live, after_seq)
+
+    async def _follow_live(self, live: _LiveRun, after_seq: int) -> AsyncIterator[Event]:
+        index = max(0, after_seq)
+        while True:
+            events = live.events
+            while index < len(events):
+                event = events[index]
+                index += 1
+                yield event
+            if live.done:
+                return
+            await live.wait()
+
+    # -- stopping ---------------------------------------------------------------------------------
+    def _cancel(self, live: _LiveRun) -> None:
+        if live.task is not None and live.cancellable and not live.task.done():
+            live.task.cancel()
+
+    def _request_stop(self, live: _LiveRun) -> None:
+        live.stop_requested = True
+        self._cancel(live)
+
+    async def stop(self, run_id: str, tenant: str | None = None) -> RunRecord:
+        """Stop a run (on this instance or, through the store, on another); returns its record.
+
+        Raises:
+            RunNotFound: no such run, or another tenant's.
+            RunFinished: the run had already ended (``status`` in the error's details).
+        """
+        record = await self.get(run_id, tenant)
+        if record.finished:
+            raise RunFinished(f"run {run_id} already ended: {record.status}", run_id=run_id, status=record.status)
+        live = self._live.get(run_id)
+        if live is not None and live.task is not None:
+            self._request_stop(live)
+            await asyncio.wait({live.task}, timeout=self.settings.stop_wait_s)
+            return await self.get(run_id, tenant)
+        await self.store.request_stop(run_id)
+        deadline = time.monotonic() + self.settings.stop_wait_s
+        while time.monotonic() < deadline:
+            record = await self.get(run_id, tenant)
+            if record.finished:
+                break
+            await asyncio.sleep(0.02)
+        return record

@@ -1,0 +1,141 @@
+"""What the runs layer records: the request that starts a run, and the run's record.
+
+A run moves ``queued -> running -> completed | failed | stopped``; a run whose process died
+becomes ``interrupted`` when a server next starts. :class:`RunRecord` is what the run store
+keeps and what ``GET /v1/runs/{id}`` returns (with the :class:`~reasonloop.events.RunResult`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunMeta, RunResult, Step, ToolCall, ToolResult
+from reasonloop.llm.base import Message
+
+__all__ = [
+    "TERMINAL",
+    "ConversationRecord",
+    "RunRecord",
+    "RunRequest",
+    "RunStatus",
+    "new_id",
+    "partial_content",
+    "result_from_events",
+]
+
+RunStatus = Literal["queued", "running", "completed", "failed", "stopped", "interrupted"]
+TERMINAL: frozenset[str] = frozenset({"completed", "failed", "stopped", "interrupted"})
+"""Statuses a run never leaves."""
+
+
+def new_id(prefix: str) -> str:
+    """A short random id such as ``run_3f9c...`` (the prefix says what it names)."""
+    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+
+
+class RunRequest(BaseModel):
+    """What a caller asks for. The run manager fills ``run_id``, ``tenant`` and ``history``."""
+
+    question: str = Field(min_length=1)
+    reasoning: str | None = None
+    """Strategy id; ``None`` lets the runner choose its default."""
+    agent: str | None = None
+    """A configured agent id (wins over ``reasoning``)."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """Strategy settings, validated against the strategy's settings schema."""
+    conversation_id: str | None = None
+    """Continue this conversation (its messages become the history); ``None`` starts one."""
+    run_id: str = ""
+    tenant: str = "default"
+    history: list[Message] = Field(default_factory=list)
+
+
+class RunRecord(BaseModel):
+    """A run as stored: identity, status and what it has produced so far."""
+
+    run_id: str
+    tenant: str = "default"
+    conversation_id: str | None = None
+    reasoning: str = ""
+    question: str = ""
+    status: RunStatus = "queued"
+    created_at: float = Field(default_factory=time.time)
+    started_at: float | None = None
+    ended_at: float | None = None
+    last_seq: int = 0
+    content: str = ""
+    """The answer so far (partial while running or when stopped/interrupted)."""
+    stop_reason: str | None = None
+    error: dict[str, Any] | None = None
+    instance: str = ""
+    """The server instance executing the run."""
+
+    @property
+    def finished(self) -> bool:
+        return self.status in TERMINAL
+
+
+class ConversationRecord(BaseModel):
+    """A conversation: an ordered list of messages that runs continue."""
+
+    conversation_id: str
+    tenant: str = "default"
+    title: str = ""
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+    """``{"role", "content", "run_id", "ts"}`` in order (only filled when asked for)."""
+
+
+def partial_content(events: list[Event]) -> str:
+    """The answer text the events carry: the final answer if there is one, else the deltas so far."""
+    for event in reversed(events):
+        if isinstance(event, Answer) and event.depth == 0:
+            return event.text
+    return "".join(e.text for e in events if isinstance(e, AnswerDelta) and e.depth == 0)
+
+
+def result_from_events(record: RunRecord, events: list[Event]) -> RunResult:
+    """Rebuild a :class:`RunResult` from a run's events (the store keeps events, not results)."""
+    steps: list[Step] = []
+    calls: dict[str, Step] = {}
+    answer: Answer | None = None
+    error: dict[str, Any] | None = record.error
+    for event in events:
+        if event.depth != 0:
+            continue
+        if isinstance(event, ToolCall):
+            step = Step(action=event.tool, action_input=event.input)
+            calls[event.call_id] = step
+            steps.append(step)
+        elif isinstance(event, ToolResult):
+            step = calls.get(event.call_id) or Step(action=event.tool)
+            if event.call_id not in calls:
+                steps.append(step)
+            step.observation, step.error = event.output, event.error
+        elif isinstance(event, Answer):
+            answer = event
+        elif isinstance(event, ErrorEvent):
+            error = {"code": event.code, "message": event.message}
+    meta = RunMeta(
+        run_id=record.run_id,
+        reasoning=record.reasoning,
+        started_at=record.started_at or record.created_at,
+        ended_at=record.ended_at,
+    )
+    if answer is not None:
+        return RunResult(
+            content=answer.text,
+            citations=answer.citations,
+            steps=steps,
+            usage=answer.usage,
+            stop_reason=answer.stop_reason,
+            meta=meta,
+            error=error,
+        )
+    stop_reason: Any = record.stop_reason or ("error" if error else "final")
+    return RunResult(content=partial_content(events), steps=steps, stop_reason=stop_reason, meta=meta, error=error)

@@ -1,0 +1,342 @@
+"""The default run store: one SQLite file in WAL mode, written by one dedicated thread.
+
+Every call becomes a job for the writer thread, which takes all jobs waiting, runs them in
+one transaction and commits, so thousands of appended events per second cost a handful of
+commits and the event loop never waits on the disk. Events are committed before
+:meth:`SQLiteRunStore.append_event` returns, so whatever a client was sent survives a crash.
+Several server processes may share the file: cross-process subscribers and stop requests
+are served by polling (see :meth:`follow` and :meth:`stop_requests`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import queue
+import sqlite3
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from reasonloop.config import RunsSettings
+from reasonloop.errors import RunStoreUnavailable
+from reasonloop.events import Event, event_adapter
+from reasonloop.runs.models import ConversationRecord, RunRecord
+from reasonloop.runs.store import default_sqlite_path, instance_alive, is_terminal_event
+
+__all__ = ["SQLiteRunStore"]
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, conversation_id TEXT, data TEXT NOT NULL,
+    status TEXT NOT NULL, created_at REAL NOT NULL, instance TEXT NOT NULL DEFAULT '',
+    stop_requested INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at);
+CREATE INDEX IF NOT EXISTS runs_status ON runs (status);
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS conversations (
+    conversation_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, title TEXT NOT NULL,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS conversations_tenant ON conversations (tenant, updated_at);
+CREATE TABLE IF NOT EXISTS messages (
+    conversation_id TEXT NOT NULL, idx INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (conversation_id, idx));
+CREATE TABLE IF NOT EXISTS feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT, data TEXT NOT NULL);
+"""
+
+_MAX_BATCH = 1000
+"""Jobs per transaction: large enough to amortise commits, small enough to bound latency."""
+
+
+class _Writer(threading.Thread):
+    """Owns the connection; runs queued jobs in batched transactions."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(name=f"sqlite-run-store:{path}", daemon=True)
+        self.path = path
+        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.ready = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=5000")
+            conn.executescript(_SCHEMA)
+        except Exception as exc:
+            self.error = exc
+            self.ready.set()
+            return
+        self.ready.set()
+        while True:
+            batch = [self.jobs.get()]
+            while len(batch) < _MAX_BATCH:
+                try:
+                    batch.append(self.jobs.get_nowait())
+                except queue.Empty:
+                    break
+            stop = any(job is None for job in batch)
+            results = []
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                for job in batch:
+                    if job is None:
+                        continue
+                    fn, fut, loop = job
+                    try:
+                        results.append((fut, loop, fn(conn), None))
+                    except Exception as exc:
+                        results.append((fut, loop, None, exc))
+                conn.execute("COMMIT")
+            except Exception as exc:  # the commit itself failed: every job of the batch failed
+                results = [(job[1], job[2], None, exc) for job in batch if job is not None]
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            for fut, loop, value, exc in results:
+                with contextlib.suppress(RuntimeError):  # the caller's loop has closed
+                    loop.call_soon_threadsafe(_resolve, fut, value, exc)
+            if stop:
+                conn.close()
+                return
+
+
+def _resolve(fut: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
+    if fut.done():
+        return
+    if exc is not None:
+        fut.set_exception(exc)
+    else:
+        fut.set_result(value)
+
+
+class SQLiteRunStore:
+    """Runs, events, conversations, messages and feedback in one SQLite file.
+
+    Args:
+        settings: ``[runs]`` settings (``sqlite_path``).
+        kb_path: Where the file goes when ``sqlite_path`` is empty.
+        poll_s: Polling interval for cross-process followers and stop requests.
+    """
+
+    def __init__(self, settings: RunsSettings | None = None, *, kb_path: str = ".reasonloop", poll_s: float = 0.1):
+        self.settings = settings or RunsSettings()
+        self.path = default_sqlite_path(self.settings, kb_path)
+        self.poll_s = poll_s
+        self._writer: _Writer | None = None
+
+    async def open(self) -> None:
+        try:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunStoreUnavailable(f"cannot create the run store directory for {self.path}: {exc}") from exc
+        writer = _Writer(self.path)
+        writer.start()
+        await asyncio.to_thread(writer.ready.wait)
+        if writer.error is not None:
+            raise RunStoreUnavailable(f"cannot open the SQLite run store {self.path}: {writer.error}", path=self.path)
+        self._writer = writer
+
+    async def close(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.jobs.put(None)
+            await asyncio.to_thread(writer.join, 5)
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._writer is None:
+            raise RunStoreUnavailable(f"the SQLite run store {self.path} is not open")
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[T] = loop.create_future()
+        self._writer.jobs.put((fn, fut, loop))
+        try:
+            return await fut
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.Error as exc:
+            raise RunStoreUnavailable(f"SQLite run store {self.path}: {exc}", path=self.path) from exc
+
+    # -- runs -------------------------------------------------------------------------------
+    async def create_run(self, record: RunRecord) -> None:
+        row = (
+            record.run_id,
+            record.tenant,
+            record.conversation_id,
+            record.model_dump_json(),
+            record.status,
+            record.created_at,
+            record.instance,
+        )
+        await self._run(
+            lambda c: c.execute(
+                "INSERT INTO runs (run_id, tenant, conversation_id, data, status, created_at, instance)"
+                " VALUES (?,?,?,?,?,?,?)",
+                row,
+            )
+        )
+
+    async def update_run(self, run_id: str, **fields: Any) -> None:
+        def job(c: sqlite3.Connection) -> None:
+            row = c.execute("SELECT data FROM runs WHERE run_id=?", (run_id,)).fetchone()
+            if row is None:
+                return
+            record = RunRecord.model_validate_json(row[0]).model_copy(update=fields)
+            c.execute(
+                "UPDATE runs SET data=?, status=?, instance=? WHERE run_id=?",
+                (record.model_dump_json(), record.status, record.instance, run_id),
+            )
+
+        await self._run(job)
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        row = await self._run(lambda c: c.execute("SELECT data FROM runs WHERE run_id=?", (run_id,)).fetchone())
+        return RunRecord.model_validate_json(row[0]) if row else None
+
+    async def list_runs(self, tenant: str, limit: int = 50) -> list[RunRecord]:
+        rows = await self._run(
+            lambda c: c.execute(
+                "SELECT data FROM runs WHERE tenant=? ORDER BY created_at DESC LIMIT ?", (tenant, limit)
+            ).fetchall()
+        )
+        return [RunRecord.model_validate_json(r[0]) for r in rows]
+
+    async def inflight_runs(self) -> list[RunRecord]:
+        rows = await self._run(
+            lambda c: c.execute("SELECT data FROM runs WHERE status IN ('queued','running')").fetchall()
+        )
+        return [RunRecord.model_validate_json(r[0]) for r in rows]
+
+    # -- events -----------------------------------------------------------------------------
+    async def append_event(self, run_id: str, event: Event) -> None:
+        row = (run_id, event.seq, event.model_dump_json())
+        try:
+            await self._run(lambda c: c.execute("INSERT INTO events (run_id, seq, data) VALUES (?,?,?)", row))
+        except sqlite3.IntegrityError as exc:
+            raise ValueError(f"run {run_id} already has an event with seq {event.seq}") from exc
+
+    async def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        rows = await self._run(
+            lambda c: c.execute(
+                "SELECT data FROM events WHERE run_id=? AND seq>? ORDER BY seq", (run_id, after_seq)
+            ).fetchall()
+        )
+        return [event_adapter.validate_json(r[0]) for r in rows]
+
+    async def follow(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
+        last = after_seq
+        while True:
+            batch = await self.events(run_id, last)
+            for event in batch:
+                last = event.seq
+                yield event
+                if is_terminal_event(event):
+                    return
+            if not batch:
+                record = await self.get_run(run_id)
+                if record is None:
+                    return
+                if record.finished:
+                    # The terminal event is written before the status: read once more, then end.
+                    for event in await self.events(run_id, last):
+                        yield event
+                    return
+                await asyncio.sleep(self.poll_s)
+
+    # -- stop requests and liveness ------------------------------------------------------------
+    async def request_stop(self, run_id: str) -> None:
+        await self._run(lambda c: c.execute("UPDATE runs SET stop_requested=1 WHERE run_id=?", (run_id,)))
+
+    async def stop_requests(self, instance: str) -> AsyncIterator[str]:
+        while True:
+            rows = await self._run(
+                lambda c: c.execute(
+                    "UPDATE runs SET stop_requested=2 WHERE stop_requested=1 AND instance=? RETURNING run_id",
+                    (instance,),
+                ).fetchall()
+            )
+            for row in rows:
+                yield row[0]
+            await asyncio.sleep(max(self.poll_s, 0.25))
+
+    async def heartbeat(self, instance: str) -> None:
+        """Nothing to do: instances sharing a SQLite file share a host, and pids are checked directly."""
+
+    async def instance_alive(self, instance: str) -> bool:
+        return bool(instance_alive(instance))
+
+    # -- conversations and feedback ---------------------------------------------------------------
+    async def create_conversation(self, record: ConversationRecord) -> None:
+        row = (record.conversation_id, record.tenant, record.title, record.created_at, record.updated_at)
+        await self._run(
+            lambda c: c.execute(
+                "INSERT INTO conversations (conversation_id, tenant, title, created_at, updated_at) VALUES (?,?,?,?,?)",
+                row,
+            )
+        )
+
+    async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
+        def job(c: sqlite3.Connection) -> tuple[Any, list[Any]]:
+            head = c.execute(
+                "SELECT conversation_id, tenant, title, created_at, updated_at FROM conversations"
+                " WHERE conversation_id=?",
+                (conversation_id,),
+            ).fetchone()
+            msgs = c.execute(
+                "SELECT data FROM messages WHERE conversation_id=? ORDER BY idx", (conversation_id,)
+            ).fetchall()
+            return head, msgs
+
+        head, msgs = await self._run(job)
+        if head is None:
+            return None
+        return ConversationRecord(
+            conversation_id=head[0],
+            tenant=head[1],
+            title=head[2],
+            created_at=head[3],
+            updated_at=head[4],
+            messages=[json.loads(m[0]) for m in msgs],
+        )
+
+    async def list_conversations(self, tenant: str, limit: int = 50) -> list[ConversationRecord]:
+        rows = await self._run(
+            lambda c: c.execute(
+                "SELECT conversation_id, tenant, title, created_at, updated_at FROM conversations"
+                " WHERE tenant=? ORDER BY updated_at DESC LIMIT ?",
+                (tenant, limit),
+            ).fetchall()
+        )
+        return [
+            ConversationRecord(conversation_id=r[0], tenant=r[1], title=r[2], created_at=r[3], updated_at=r[4])
+            for r in rows
+        ]
+
+    async def add_messages(self, conversation_id: str, messages: list[dict[str, Any]]) -> None:
+        def job(c: sqlite3.Connection) -> None:
+            start = c.execute(
+                "SELECT COALESCE(MAX(idx), -1) + 1 FROM messages WHERE conversation_id=?", (conversation_id,)
+            ).fetchone()[0]
+            c.executemany(
+                "INSERT INTO messages (conversation_id, idx, data) VALUES (?,?,?)",
+                [(conversation_id, start + i, json.dumps(m, ensure_ascii=False)) for i, m in enumerate(messages)],
+            )
+            c.execute("UPDATE conversations SET updated_at=? WHERE conversation_id=?", (time.time(), conversation_id))
+
+        await self._run(job)
+
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        def job(c: sqlite3.Connection) -> bool:
+            c.execute("DELETE FROM messages WHERE conversation_id=?", (conversation_id,))
+            return c.execute("DELETE FROM conversations WHERE conversation_id=?", (conversation_id,)).rowcount > 0
+
+        return await self._run(job)
+
+    async def add_feedback(self, feedback: dict[str, Any]) -> None:
+        row = (feedback.get("tenant"), json.dumps(feedback, ensure_ascii=False))
+        await self._run(lambda c: c.execute("INSERT INTO feedback (tenant, data) VALUES (?,?)", row))

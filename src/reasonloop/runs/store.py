@@ -1,0 +1,180 @@
+"""The run store contract, and what every store shares: instance ids, recovery, choosing one.
+
+A run store keeps runs, their events (appended as they happen, addressed by ``seq``),
+conversations with their messages, feedback, and carries stop requests between server
+instances. Two implementations ship: :class:`~reasonloop.runs.sqlite_store.SQLiteRunStore`
+(one file, default) and :class:`~reasonloop.runs.redis_store.RedisRunStore` (scale-out).
+Third-party stores register under the ``reasonloop.run_store`` entry-point group and are
+constructed with the ``[runs]`` settings.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol, runtime_checkable
+
+from reasonloop.config import RunsSettings, Settings
+from reasonloop.errors import PluginNotFound
+from reasonloop.events import Answer, ErrorEvent, Event
+from reasonloop.runs.models import ConversationRecord, RunRecord, partial_content
+
+__all__ = ["RunStore", "instance_alive", "is_terminal_event", "new_instance_id", "open_store", "recover_interrupted"]
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """Persistence for runs, events, conversations and stop requests.
+
+    Every method raises :class:`~reasonloop.errors.RunStoreUnavailable` when the backend
+    cannot be reached.
+    """
+
+    async def open(self) -> None:
+        """Connect (and create tables); raises RunStoreUnavailable with the reason."""
+
+    async def close(self) -> None: ...
+
+    async def create_run(self, record: RunRecord) -> None: ...
+
+    async def update_run(self, run_id: str, **fields: Any) -> None:
+        """Set fields of a run record (status, content, last_seq, ...)."""
+
+    async def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    async def list_runs(self, tenant: str, limit: int = 50) -> list[RunRecord]:
+        """The tenant's most recent runs, newest first."""
+
+    async def inflight_runs(self) -> list[RunRecord]:
+        """Runs recorded as queued or running (by any instance)."""
+
+    async def append_event(self, run_id: str, event: Event) -> None:
+        """Record ``event`` (already stamped); a duplicate seq raises ValueError."""
+
+    async def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        """Stored events with ``seq > after_seq``, in order."""
+
+    def follow(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
+        """Stored events after ``after_seq``, then new ones as other instances append them,
+        ending after the run's terminal event."""
+        ...
+
+    async def request_stop(self, run_id: str) -> None:
+        """Ask whichever instance runs ``run_id`` to stop it."""
+
+    def stop_requests(self, instance: str) -> AsyncIterator[str]:
+        """Run ids whose stop was requested (through this store) while ``instance`` runs them."""
+        ...
+
+    async def heartbeat(self, instance: str) -> None:
+        """Tell other instances that ``instance`` is alive."""
+
+    async def instance_alive(self, instance: str) -> bool:
+        """Whether ``instance`` has sent a heartbeat recently (same-host pids are checked directly)."""
+        ...
+
+    async def create_conversation(self, record: ConversationRecord) -> None: ...
+
+    async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
+        """The conversation with its messages."""
+
+    async def list_conversations(self, tenant: str, limit: int = 50) -> list[ConversationRecord]: ...
+
+    async def add_messages(self, conversation_id: str, messages: list[dict[str, Any]]) -> None: ...
+
+    async def delete_conversation(self, conversation_id: str) -> bool: ...
+
+    async def add_feedback(self, feedback: dict[str, Any]) -> None: ...
+
+
+def is_terminal_event(event: Event) -> bool:
+    """Whether ``event`` ends its run's stream (the answer or the error of the top-level run)."""
+    return isinstance(event, Answer | ErrorEvent) and event.depth == 0
+
+
+def new_instance_id() -> str:
+    """``host:pid:random``: unique per server process, and checkable on the same host."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def instance_alive(instance: str) -> bool | None:
+    """``True``/``False`` for a process on this host, ``None`` when only a heartbeat can tell."""
+    host, _, rest = instance.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return None
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+async def recover_interrupted(store: RunStore, *, me: str) -> list[str]:
+    """Mark runs left in flight by dead instances as ``interrupted``, keeping their partial answer.
+
+    The partial answer is appended as a last :class:`~reasonloop.events.Answer` with
+    ``stop_reason="interrupted"``, so streams of the run end like any other.
+
+    Returns:
+        The ids of the runs marked.
+    """
+    marked: list[str] = []
+    for record in await store.inflight_runs():
+        if record.instance == me or await store.instance_alive(record.instance):
+            continue
+        events = await store.events(record.run_id)
+        if events and is_terminal_event(events[-1]):
+            continue
+        content = partial_content(events)
+        last = events[-1].seq if events else record.last_seq
+        final = Answer(run_id=record.run_id, seq=last + 1, text=content, stop_reason="interrupted")
+        try:
+            await store.append_event(record.run_id, final)
+        except ValueError:  # another instance recovered it first
+            continue
+        await store.update_run(
+            record.run_id,
+            status="interrupted",
+            content=content,
+            last_seq=last + 1,
+            stop_reason="interrupted",
+            ended_at=final.ts,
+        )
+        marked.append(record.run_id)
+    return marked
+
+
+_BUILTIN = {
+    "sqlite": "reasonloop.runs.sqlite_store:SQLiteRunStore",
+    "redis": "reasonloop.runs.redis_store:RedisRunStore",
+}
+
+
+def open_store(settings: Settings, registry: Any = None) -> RunStore:
+    """The run store named by ``[runs] store``, constructed (not yet opened).
+
+    Looks the id up in the ``run_store`` registry; the built-in ids also resolve when the
+    package's entry points are not installed (running from a source tree).
+    """
+    from reasonloop.registry import Registry, load_dotted
+
+    reg = registry or Registry.default()
+    store_id = settings.runs.store
+    factory: Callable[..., RunStore]
+    try:
+        factory = reg.get("run_store", store_id)
+    except PluginNotFound:
+        if store_id not in _BUILTIN:
+            raise
+        factory = load_dotted(_BUILTIN[store_id])
+    return factory(settings.runs, kb_path=settings.kb.path)
+
+
+def default_sqlite_path(runs: RunsSettings, kb_path: str) -> str:
+    """``[runs] sqlite_path``, or ``runs.sqlite`` beside the knowledge base."""
+    return runs.sqlite_path or os.path.join(kb_path, "runs.sqlite")

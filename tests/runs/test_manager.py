@@ -1,0 +1,205 @@
+"""RunManager over the real SQLite store: fan-out, resume, stop, queueing, failures, conversations."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from reasonloop.config import RunsSettings
+from reasonloop.errors import LLMBadRequest, RequestInvalid, RunFinished, RunNotFound, RunQueueFull
+from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunStarted
+from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.runs.llm_runner import LLMRunner
+from reasonloop.runs.manager import RunManager
+from reasonloop.runs.models import RunRequest
+from tests.runs.helpers import GatedRunner
+
+
+async def drain(it: AsyncIterator[Event]) -> list[Event]:
+    return [e async for e in it]
+
+
+@pytest.fixture
+async def make_manager(store):
+    managers: list[RunManager] = []
+
+    async def make(runner, **settings) -> RunManager:
+        m = RunManager(store, runner, RunsSettings(**settings))
+        await m.open()
+        managers.append(m)
+        return m
+
+    yield make
+    for m in managers:
+        await m.close()
+
+
+async def test_run_streams_stamped_events_and_records_them(store, make_manager):
+    runner = LLMRunner(lambda: ScriptedProvider(replies=["The answer is forty-two."], chunk_size=4))
+    manager = await make_manager(runner)
+    record = await manager.start(RunRequest(question="what?"))
+    assert record.status == "queued"
+    events = await drain(await manager.subscribe(record.run_id))
+    assert isinstance(events[0], RunStarted) and isinstance(events[-1], Answer)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert {e.run_id for e in events} == {record.run_id}
+    assert "".join(e.text for e in events if isinstance(e, AnswerDelta)) == "The answer is forty-two."
+    stored = await store.events(record.run_id)
+    assert [e.model_dump() for e in stored] == [e.model_dump() for e in events]
+    done, result = await manager.result(record.run_id)
+    assert done.status == "completed" and result.content == "The answer is forty-two."
+    assert (await store.get_run(record.run_id)).status == "completed"
+
+
+async def test_subscribers_see_the_same_events_and_resume_without_gaps(store, make_manager):
+    runner = GatedRunner(steps=4)
+    manager = await make_manager(runner)
+    record = await manager.start(RunRequest(question="q"))
+    first = asyncio.create_task(drain(await manager.subscribe(record.run_id)))
+    await runner.entered_event(record.run_id).wait()
+    runner.gate(record.run_id).set()  # one more delta
+    await asyncio.sleep(0)
+    late = asyncio.create_task(drain(await manager.subscribe(record.run_id, after_seq=2)))
+    runner.finish(record.run_id)
+    full, tail = await first, await late
+    assert [e.seq for e in full] == list(range(1, 7))  # started, 4 deltas, answer
+    assert [e.model_dump() for e in tail] == [e.model_dump() for e in full[2:]]
+
+
+async def test_finished_run_is_read_from_the_store_once_forgotten(store, make_manager):
+    manager = await make_manager(LLMRunner(ScriptedProvider(replies=["abc def"], chunk_size=2)), keep_finished_s=0)
+    record = await manager.start(RunRequest(question="q"))
+    live = await drain(await manager.subscribe(record.run_id))
+    await asyncio.sleep(0.01)
+    assert record.run_id not in manager._live
+    again = await drain(await manager.subscribe(record.run_id, after_seq=1))
+    assert [e.model_dump() for e in again] == [e.model_dump() for e in live[1:]]
+
+
+async def test_stop_keeps_partial_content(store, make_manager):
+    runner = GatedRunner(steps=5)
+    manager = await make_manager(runner)
+    record = await manager.start(RunRequest(question="q"))
+    await runner.entered_event(record.run_id).wait()
+    stopped = await manager.stop(record.run_id)
+    assert stopped.status == "stopped"
+    assert stopped.content == "part0 "
+    assert runner.cancelled == [record.run_id]
+    events = await drain(await manager.subscribe(record.run_id))
+    assert isinstance(events[-1], Answer) and events[-1].stop_reason == "stopped"
+    assert events[-1].text == "part0 "
+    assert (await store.get_run(record.run_id)).status == "stopped"
+    with pytest.raises(RunFinished) as info:
+        await manager.stop(record.run_id)
+    assert info.value.details["status"] == "stopped"
+
+
+async def test_stop_of_a_queued_run(store, make_manager):
+    runner = GatedRunner(steps=1)
+    manager = await make_manager(runner, max_concurrent=1)
+    first = await manager.start(RunRequest(question="one"))
+    second = await manager.start(RunRequest(question="two"))
+    await runner.entered_event(first.run_id).wait()
+    assert (await manager.get(second.run_id)).status == "queued"
+    stopped = await manager.stop(second.run_id)
+    assert stopped.status == "stopped" and stopped.content == ""
+    events = await drain(await manager.subscribe(second.run_id))
+    assert [type(e) for e in events] == [RunStarted, Answer]
+    runner.finish(first.run_id)
+    assert (await drain(await manager.subscribe(first.run_id)))[-1].stop_reason == "final"
+
+
+async def test_unknown_run_and_other_tenant_are_not_found(store, make_manager):
+    manager = await make_manager(LLMRunner(ScriptedProvider(replies=["x"])))
+    with pytest.raises(RunNotFound):
+        await manager.get("run_nope")
+    with pytest.raises(RunNotFound):
+        await manager.stop("run_nope")
+    record = await manager.start(RunRequest(question="q", tenant="acme"))
+    with pytest.raises(RunNotFound):
+        await manager.subscribe(record.run_id, tenant="other")
+    with pytest.raises(RunNotFound):
+        await manager.stop(record.run_id, tenant="other")
+    assert (await manager.get(record.run_id, tenant="acme")).tenant == "acme"
+
+
+async def test_concurrency_limit_queues_runs(store, make_manager):
+    runner = GatedRunner(steps=1)
+    manager = await make_manager(runner, max_concurrent=2, max_queued=3)
+    records = [await manager.start(RunRequest(question=f"q{i}")) for i in range(5)]
+    with pytest.raises(RunQueueFull):
+        await manager.start(RunRequest(question="one too many"))
+    for r in records:
+        runner.finish(r.run_id)
+    for r in records:
+        assert (await drain(await manager.subscribe(r.run_id)))[-1].type == "answer"
+    assert runner.max_running == 2
+
+
+async def test_runner_failure_becomes_an_error_event(store, make_manager):
+    async def failing(request: RunRequest) -> AsyncIterator[Event]:
+        yield AnswerDelta(text="half an ")
+        raise LLMBadRequest("model refused the prompt")
+
+    manager = await make_manager(failing)
+    record = await manager.start(RunRequest(question="q"))
+    events = await drain(await manager.subscribe(record.run_id))
+    assert isinstance(events[0], RunStarted)  # synthesised when the runner does not start with one
+    assert isinstance(events[-1], ErrorEvent) and events[-1].code == "llm.bad_request"
+    failed = await manager.get(record.run_id)
+    assert failed.status == "failed" and failed.content == "half an "
+    assert failed.error["code"] == "llm.bad_request"
+
+
+async def test_runner_ending_without_answer_fails(store, make_manager):
+    async def mute(request: RunRequest) -> AsyncIterator[Event]:
+        yield RunStarted(reasoning="mute", question=request.question)
+
+    manager = await make_manager(mute)
+    record = await manager.start(RunRequest(question="q"))
+    events = await drain(await manager.subscribe(record.run_id))
+    assert isinstance(events[-1], ErrorEvent) and "without an answer" in events[-1].message
+
+
+async def test_runner_validation_rejects_before_anything_is_recorded(store, make_manager):
+    class Picky(GatedRunner):
+        def validate(self, request: RunRequest) -> None:
+            if "temperature" in request.settings:
+                raise RequestInvalid("settings.temperature: not allowed", field="settings.temperature")
+
+    manager = await make_manager(Picky())
+    with pytest.raises(RequestInvalid) as info:
+        await manager.start(RunRequest(question="q", settings={"temperature": 3}))
+    assert info.value.details["field"] == "settings.temperature"
+    assert await store.list_runs("default") == []
+
+
+async def test_conversation_history_reaches_the_next_run(store, make_manager):
+    llm = ScriptedProvider(replies=["Paris.", "About 2 million."])
+    manager = await make_manager(LLMRunner(llm))
+    first = await manager.start(RunRequest(question="Capital of France?"))
+    await drain(await manager.subscribe(first.run_id))
+    second = await manager.start(RunRequest(question="Population?", conversation_id=first.conversation_id))
+    await drain(await manager.subscribe(second.run_id))
+    assert [m.content for m in llm.prompts[1]] == ["Capital of France?", "Paris.", "Population?"]
+    conv = await store.get_conversation(first.conversation_id)
+    assert [m["content"] for m in conv.messages] == ["Capital of France?", "Paris.", "Population?", "About 2 million."]
+    with pytest.raises(RequestInvalid):
+        await manager.start(RunRequest(question="x", conversation_id=first.conversation_id, tenant="other"))
+
+
+async def test_store_lost_mid_run_fails_the_run_with_a_clear_event(store, make_manager):
+    runner = GatedRunner(steps=3)
+    manager = await make_manager(runner)
+    record = await manager.start(RunRequest(question="q"))
+    sub = await manager.subscribe(record.run_id)
+    await runner.entered_event(record.run_id).wait()
+    await store.close()
+    runner.finish(record.run_id)
+    events = await drain(sub)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert isinstance(events[-1], ErrorEvent) and events[-1].code == "run.store_unavailable"
+    assert events[1].text == "part0 "  # delivered before the loss, still there
+    await store.open()
