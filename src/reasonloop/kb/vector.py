@@ -54,10 +54,7 @@ def top_k_exact(matrix: np.ndarray, keys: np.ndarray, query: np.ndarray, k: int)
     if k <= 0 or len(keys) == 0:
         return []
     scores = matrix @ query.astype(np.float32, copy=False)
-    if k < len(scores):
-        part = np.argpartition(-scores, k - 1)[:k]
-    else:
-        part = np.arange(len(scores))
+    part = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
     order = part[np.lexsort((keys[part], -scores[part]))]
     return [(int(keys[i]), float(scores[i])) for i in order]
 
