@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
+import socket
+import subprocess
+import time
 from collections.abc import AsyncIterator
+
+import pytest
 
 from reasonloop.events import Answer, AnswerDelta, Event, RunStarted
 from reasonloop.runs.models import RunRequest
@@ -56,3 +62,41 @@ class GatedRunner:
             raise
         finally:
             self.running -= 1
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    """A real ``redis-server`` on a free loopback port, without persistence.
+
+    Fails (never skips) when the binary is missing: the multi-instance tests need it.
+    """
+
+    def __init__(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            pytest.fail("redis-server is not installed (apt-get install -y redis-server)", pytrace=False)
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.02)
+        self.stop()
+        pytest.fail(f"redis-server did not start on port {self.port}", pytrace=False)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(5)

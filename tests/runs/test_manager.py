@@ -203,3 +203,36 @@ async def test_store_lost_mid_run_fails_the_run_with_a_clear_event(store, make_m
     assert isinstance(events[-1], ErrorEvent) and events[-1].code == "run.store_unavailable"
     assert events[1].text == "part0 "  # delivered before the loss, still there
     await store.open()
+
+
+async def test_two_instances_share_runs_through_redis(redis_server):
+    import uuid
+
+    from reasonloop.runs.redis_store import RedisRunStore
+
+    settings = RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix=f"m{uuid.uuid4().hex[:6]}:")
+    stores = [RedisRunStore(settings), RedisRunStore(settings)]
+    for s in stores:
+        await s.open()
+    runner = GatedRunner(steps=50)
+    a, b = RunManager(stores[0], runner, settings), RunManager(stores[1], runner, settings)
+    await a.open()
+    await b.open()
+    try:
+        record = await a.start(RunRequest(question="q"))
+        await runner.entered_event(record.run_id).wait()
+        runner.gate(record.run_id).set()
+        from_b = await b.subscribe(record.run_id)
+        first = [await anext(from_b), await anext(from_b)]
+        assert [e.seq for e in first] == [1, 2]
+        stopped = await b.stop(record.run_id)
+        assert stopped.status == "stopped"
+        rest = [e async for e in from_b]
+        assert isinstance(rest[-1], Answer) and rest[-1].stop_reason == "stopped"
+        resumed = [e async for e in await a.subscribe(record.run_id, after_seq=1)]
+        assert [e.model_dump() for e in resumed] == [e.model_dump() for e in first[1:] + rest]
+    finally:
+        await a.close()
+        await b.close()
+        for s in stores:
+            await s.close()

@@ -156,8 +156,18 @@ class RunManager:
             try:
                 await self.store.heartbeat(self.instance)
                 await recover_interrupted(self.store, me=self.instance)
+                await self._check_stop_keys()
             except RunStoreUnavailable as exc:
                 log.warning("run store unavailable: %s", exc.message)
+
+    async def _check_stop_keys(self) -> None:
+        # A stop published while this instance was not yet listening is still seen here.
+        check = getattr(self.store, "stop_requested", None)
+        if check is None:
+            return
+        for live in list(self._live.values()):
+            if not live.done and not live.stop_requested and await check(live.record.run_id):
+                self._request_stop(live)
 
     # -- starting ---------------------------------------------------------------------------------
     @property

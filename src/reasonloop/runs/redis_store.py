@@ -1,0 +1,278 @@
+"""The scale-out run store: Redis, shared by every server instance.
+
+Keys (all under ``[runs] redis_prefix``):
+
+* ``run:{id}`` hash: ``data`` (the :class:`RunRecord` as JSON), ``status``, ``tenant``, ``instance``.
+* ``events:{id}`` stream: one entry per event with the explicit id ``0-{seq}``, so a resume
+  after ``seq`` N is ``XRANGE (0-N +`` and a follower blocks with ``XREAD`` from its last id.
+* ``runs:{tenant}`` sorted set of run ids by creation time; ``inflight`` set of unfinished runs.
+* ``stop:{id}`` key plus a message on the ``stops`` channel: every instance hears a stop and
+  the one executing the run cancels it.
+* ``instance:{id}`` key with a short TTL: the heartbeat that tells others an instance is alive.
+* ``conv:{id}`` hash, ``conv:{id}:messages`` list, ``convs:{tenant}`` sorted set; ``feedback`` stream.
+
+Finished runs, their events and conversations expire after ``[runs] ttl_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from reasonloop.config import RunsSettings
+from reasonloop.errors import RunStoreUnavailable
+from reasonloop.events import Event, event_adapter
+from reasonloop.runs.models import TERMINAL, ConversationRecord, RunRecord
+from reasonloop.runs.store import instance_alive, is_terminal_event
+
+__all__ = ["RedisRunStore"]
+
+_HEARTBEAT_TTL_S = 10
+"""An instance whose heartbeat is older than this is dead (heartbeats are sent every 3 s)."""
+_BLOCK_MS = 1000
+"""How long a follower blocks on ``XREAD`` before re-checking the run's status."""
+
+
+@contextlib.contextmanager
+def _guard(url: str) -> Iterator[None]:
+    try:
+        yield
+    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+        raise RunStoreUnavailable(f"Redis at {url} is unreachable: {exc}", url=url) from exc
+
+
+class RedisRunStore:
+    """Run store on a Redis server.
+
+    Args:
+        settings: ``[runs]`` settings (``redis_url``, ``redis_prefix``, ``ttl_s``).
+        kb_path: Unused (accepted so every store is built the same way).
+    """
+
+    def __init__(self, settings: RunsSettings | None = None, *, kb_path: str = "") -> None:
+        self.settings = settings or RunsSettings(store="redis")
+        self.url = self.settings.redis_url
+        self.p = self.settings.redis_prefix
+        self.ttl = self.settings.ttl_s
+        self._r: aioredis.Redis | None = None
+
+    @property
+    def r(self) -> aioredis.Redis:
+        if self._r is None:
+            raise RunStoreUnavailable(f"the Redis run store ({self.url}) is not open")
+        return self._r
+
+    async def open(self) -> None:
+        client = aioredis.Redis.from_url(
+            self.url, decode_responses=True, socket_connect_timeout=3, health_check_interval=30
+        )
+        try:
+            with _guard(self.url):
+                await client.ping()
+        except RunStoreUnavailable:
+            await client.aclose()
+            raise
+        self._r = client
+
+    async def close(self) -> None:
+        client, self._r = self._r, None
+        if client is not None:
+            await client.aclose()
+
+    # -- runs -------------------------------------------------------------------------------
+    async def create_run(self, record: RunRecord) -> None:
+        with _guard(self.url):
+            pipe = self.r.pipeline(transaction=True)
+            pipe.hset(f"{self.p}run:{record.run_id}", mapping=self._run_fields(record))
+            pipe.zadd(f"{self.p}runs:{record.tenant}", {record.run_id: record.created_at})
+            pipe.sadd(f"{self.p}inflight", record.run_id)
+            await pipe.execute()
+
+    @staticmethod
+    def _run_fields(record: RunRecord) -> dict[str, str]:
+        return {
+            "data": record.model_dump_json(),
+            "status": record.status,
+            "tenant": record.tenant,
+            "instance": record.instance,
+        }
+
+    async def update_run(self, run_id: str, **fields: Any) -> None:
+        key = f"{self.p}run:{run_id}"
+        with _guard(self.url):
+            data = await self.r.hget(key, "data")
+            if data is None:
+                return
+            record = RunRecord.model_validate_json(data).model_copy(update=fields)
+            pipe = self.r.pipeline(transaction=True)
+            pipe.hset(key, mapping=self._run_fields(record))
+            if record.status in TERMINAL:
+                pipe.srem(f"{self.p}inflight", run_id)
+                pipe.expire(key, self.ttl)
+                pipe.expire(f"{self.p}events:{run_id}", self.ttl)
+            await pipe.execute()
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        with _guard(self.url):
+            data = await self.r.hget(f"{self.p}run:{run_id}", "data")
+        return RunRecord.model_validate_json(data) if data else None
+
+    async def list_runs(self, tenant: str, limit: int = 50) -> list[RunRecord]:
+        with _guard(self.url):
+            ids = await self.r.zrevrange(f"{self.p}runs:{tenant}", 0, limit - 1)
+            pipe = self.r.pipeline(transaction=False)
+            for run_id in ids:
+                pipe.hget(f"{self.p}run:{run_id}", "data")
+            rows = await pipe.execute()
+        return [RunRecord.model_validate_json(r) for r in rows if r]
+
+    async def inflight_runs(self) -> list[RunRecord]:
+        with _guard(self.url):
+            ids = await self.r.smembers(f"{self.p}inflight")
+        records = [await self.get_run(run_id) for run_id in sorted(ids)]
+        return [r for r in records if r is not None and not r.finished]
+
+    # -- events -----------------------------------------------------------------------------
+    async def append_event(self, run_id: str, event: Event) -> None:
+        with _guard(self.url):
+            try:
+                await self.r.xadd(f"{self.p}events:{run_id}", {"e": event.model_dump_json()}, id=f"0-{event.seq}")
+            except ResponseError as exc:
+                raise ValueError(f"run {run_id} already has an event with seq >= {event.seq}: {exc}") from exc
+
+    async def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
+        with _guard(self.url):
+            rows = await self.r.xrange(f"{self.p}events:{run_id}", min=f"(0-{after_seq}", max="+")
+        return [event_adapter.validate_json(fields["e"]) for _, fields in rows]
+
+    async def follow(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
+        stream = f"{self.p}events:{run_id}"
+        last = after_seq
+        for event in await self.events(run_id, after_seq):
+            last = event.seq
+            yield event
+            if is_terminal_event(event):
+                return
+        while True:
+            with _guard(self.url):
+                reply = await self.r.xread({stream: f"0-{last}"}, block=_BLOCK_MS, count=500)
+            if not reply:
+                record = await self.get_run(run_id)
+                if record is None:
+                    return
+                if record.finished:
+                    for event in await self.events(run_id, last):
+                        yield event
+                    return
+                continue
+            for _, rows in reply:
+                for _, fields in rows:
+                    event = event_adapter.validate_json(fields["e"])
+                    last = event.seq
+                    yield event
+                    if is_terminal_event(event):
+                        return
+
+    # -- stop requests and liveness ------------------------------------------------------------
+    async def request_stop(self, run_id: str) -> None:
+        with _guard(self.url):
+            await self.r.set(f"{self.p}stop:{run_id}", "1", ex=self.ttl)
+            await self.r.publish(f"{self.p}stops", run_id)
+
+    async def stop_requests(self, instance: str) -> AsyncIterator[str]:
+        pubsub = self.r.pubsub(ignore_subscribe_messages=True)
+        try:
+            with _guard(self.url):
+                await pubsub.subscribe(f"{self.p}stops")
+            while True:
+                with _guard(self.url):
+                    message = await pubsub.get_message(timeout=1.0)
+                if message is not None and message.get("type") == "message":
+                    yield str(message["data"])
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(pubsub.aclose())
+
+    async def stop_requested(self, run_id: str) -> bool:
+        with _guard(self.url):
+            return bool(await self.r.exists(f"{self.p}stop:{run_id}"))
+
+    async def heartbeat(self, instance: str) -> None:
+        with _guard(self.url):
+            await self.r.set(f"{self.p}instance:{instance}", str(time.time()), ex=_HEARTBEAT_TTL_S)
+
+    async def instance_alive(self, instance: str) -> bool:
+        local = instance_alive(instance)
+        if local is not None:
+            return local
+        with _guard(self.url):
+            return bool(await self.r.exists(f"{self.p}instance:{instance}"))
+
+    # -- conversations and feedback ---------------------------------------------------------------
+    async def create_conversation(self, record: ConversationRecord) -> None:
+        head = record.model_dump_json(exclude={"messages"})
+        with _guard(self.url):
+            pipe = self.r.pipeline(transaction=True)
+            pipe.set(f"{self.p}conv:{record.conversation_id}", head, ex=self.ttl)
+            pipe.zadd(f"{self.p}convs:{record.tenant}", {record.conversation_id: record.updated_at})
+            await pipe.execute()
+
+    async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
+        with _guard(self.url):
+            head = await self.r.get(f"{self.p}conv:{conversation_id}")
+            if head is None:
+                return None
+            msgs = await self.r.lrange(f"{self.p}conv:{conversation_id}:messages", 0, -1)
+        record = ConversationRecord.model_validate_json(head)
+        record.messages = [json.loads(m) for m in msgs]
+        return record
+
+    async def list_conversations(self, tenant: str, limit: int = 50) -> list[ConversationRecord]:
+        with _guard(self.url):
+            ids = await self.r.zrevrange(f"{self.p}convs:{tenant}", 0, limit - 1)
+            pipe = self.r.pipeline(transaction=False)
+            for conv_id in ids:
+                pipe.get(f"{self.p}conv:{conv_id}")
+            heads = await pipe.execute()
+        return [ConversationRecord.model_validate_json(h) for h in heads if h]
+
+    async def add_messages(self, conversation_id: str, messages: list[dict[str, Any]]) -> None:
+        key = f"{self.p}conv:{conversation_id}"
+        with _guard(self.url):
+            head = await self.r.get(key)
+            if head is None:
+                return
+            record = ConversationRecord.model_validate_json(head)
+            record.updated_at = time.time()
+            pipe = self.r.pipeline(transaction=True)
+            pipe.rpush(f"{key}:messages", *[json.dumps(m, ensure_ascii=False) for m in messages])
+            pipe.set(key, record.model_dump_json(exclude={"messages"}), ex=self.ttl)
+            pipe.expire(f"{key}:messages", self.ttl)
+            pipe.zadd(f"{self.p}convs:{record.tenant}", {conversation_id: record.updated_at})
+            await pipe.execute()
+
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        key = f"{self.p}conv:{conversation_id}"
+        with _guard(self.url):
+            head = await self.r.get(key)
+            if head is None:
+                return False
+            tenant = ConversationRecord.model_validate_json(head).tenant
+            pipe = self.r.pipeline(transaction=True)
+            pipe.delete(key, f"{key}:messages")
+            pipe.zrem(f"{self.p}convs:{tenant}", conversation_id)
+            await pipe.execute()
+        return True
+
+    async def add_feedback(self, feedback: dict[str, Any]) -> None:
+        with _guard(self.url):
+            await self.r.xadd(f"{self.p}feedback", {"f": json.dumps(feedback, ensure_ascii=False)})

@@ -1,0 +1,152 @@
+"""The same contract checked on both run stores, each against its real backend."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from reasonloop.config import RunsSettings, Settings
+from reasonloop.errors import RunStoreUnavailable
+from reasonloop.events import Answer, AnswerDelta, RunStarted
+from reasonloop.runs.models import ConversationRecord, RunRecord
+from reasonloop.runs.redis_store import RedisRunStore
+from reasonloop.runs.sqlite_store import SQLiteRunStore
+from reasonloop.runs.store import open_store, recover_interrupted
+from tests.runs.helpers import free_port
+
+
+def dead_instance() -> str:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return f"{socket.gethostname()}:{proc.pid}:dead"
+
+
+def stamped(run_id: str, seq: int, event):
+    event.run_id, event.seq = run_id, seq
+    return event
+
+
+async def test_runs_round_trip(any_store):
+    record = RunRecord(run_id="run_a", tenant="t1", question="q", instance="me")
+    await any_store.create_run(record)
+    await any_store.update_run("run_a", status="running", started_at=1.0)
+    got = await any_store.get_run("run_a")
+    assert got.status == "running" and got.started_at == 1.0 and got.question == "q"
+    assert [r.run_id for r in await any_store.inflight_runs()] == ["run_a"]
+    await any_store.update_run("run_a", status="completed", content="done")
+    assert await any_store.inflight_runs() == []
+    assert [r.run_id for r in await any_store.list_runs("t1")] == ["run_a"]
+    assert await any_store.list_runs("t2") == []
+    assert await any_store.get_run("run_missing") is None
+
+
+async def test_events_append_in_order_and_resume(any_store):
+    await any_store.create_run(RunRecord(run_id="run_e"))
+    for seq, event in enumerate([RunStarted(reasoning="x", question="q"), AnswerDelta(text="a")], start=1):
+        await any_store.append_event("run_e", stamped("run_e", seq, event))
+    with pytest.raises(ValueError):
+        await any_store.append_event("run_e", stamped("run_e", 2, AnswerDelta(text="again")))
+    assert [e.seq for e in await any_store.events("run_e")] == [1, 2]
+    assert [e.text for e in await any_store.events("run_e", after_seq=1)] == ["a"]
+
+
+async def test_follow_replays_then_follows_to_the_terminal_event(any_store):
+    await any_store.create_run(RunRecord(run_id="run_f", status="running"))
+    await any_store.append_event("run_f", stamped("run_f", 1, RunStarted(reasoning="x", question="q")))
+    await any_store.append_event("run_f", stamped("run_f", 2, AnswerDelta(text="a")))
+    got = []
+
+    async def reader():
+        async for event in any_store.follow("run_f", after_seq=1):
+            got.append(event)
+            if len(got) == 1:
+                appended.set()
+
+    appended = asyncio.Event()
+    task = asyncio.create_task(reader())
+    await appended.wait()
+    await any_store.append_event("run_f", stamped("run_f", 3, AnswerDelta(text="b")))
+    await any_store.append_event("run_f", stamped("run_f", 4, Answer(text="ab")))
+    await asyncio.wait_for(task, 10)
+    assert [e.seq for e in got] == [2, 3, 4]
+
+
+async def test_stop_requests_reach_the_executing_instance(any_store):
+    await any_store.create_run(RunRecord(run_id="run_s", status="running", instance="inst-1"))
+    stream = any_store.stop_requests("inst-1")
+    first = asyncio.ensure_future(anext(stream))
+    await asyncio.sleep(0.3)  # let the listener subscribe before the request is published
+    await any_store.request_stop("run_s")
+    assert await asyncio.wait_for(first, 10) == "run_s"
+    await stream.aclose()
+
+
+async def test_conversations_and_feedback(any_store):
+    await any_store.create_conversation(ConversationRecord(conversation_id="conv_1", tenant="t1", title="hello"))
+    await any_store.add_messages("conv_1", [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])
+    await any_store.add_messages("conv_1", [{"role": "user", "content": "again"}])
+    conv = await any_store.get_conversation("conv_1")
+    assert [m["content"] for m in conv.messages] == ["hi", "yo", "again"] and conv.tenant == "t1"
+    assert [c.conversation_id for c in await any_store.list_conversations("t1")] == ["conv_1"]
+    assert await any_store.list_conversations("t2") == []
+    assert await any_store.delete_conversation("conv_1") is True
+    assert await any_store.delete_conversation("conv_1") is False
+    assert await any_store.get_conversation("conv_1") is None
+    await any_store.add_feedback({"run_id": "run_x", "rating": 1, "tenant": "t1"})
+
+
+async def test_recovery_marks_orphans_interrupted_with_partial_content(any_store):
+    dead = dead_instance()
+    await any_store.create_run(RunRecord(run_id="run_dead", status="running", instance=dead))
+    await any_store.append_event("run_dead", stamped("run_dead", 1, RunStarted(reasoning="x", question="q")))
+    await any_store.append_event("run_dead", stamped("run_dead", 2, AnswerDelta(text="half ")))
+    await any_store.append_event("run_dead", stamped("run_dead", 3, AnswerDelta(text="done")))
+    alive = f"{socket.gethostname()}:{__import__('os').getpid()}:other"
+    await any_store.create_run(RunRecord(run_id="run_alive", status="running", instance=alive))
+    assert await recover_interrupted(any_store, me="me") == ["run_dead"]
+    record = await any_store.get_run("run_dead")
+    assert record.status == "interrupted" and record.content == "half done"
+    events = await any_store.events("run_dead")
+    assert isinstance(events[-1], Answer) and events[-1].stop_reason == "interrupted" and events[-1].seq == 4
+    assert (await any_store.get_run("run_alive")).status == "running"
+    assert await recover_interrupted(any_store, me="me") == []
+
+
+async def test_redis_unavailable_at_start_is_a_clear_error():
+    port = free_port()
+    store = RedisRunStore(RunsSettings(store="redis", redis_url=f"redis://127.0.0.1:{port}/0"))
+    with pytest.raises(RunStoreUnavailable) as info:
+        await store.open()
+    assert f"127.0.0.1:{port}" in info.value.message and info.value.code == "run.store_unavailable"
+
+
+async def test_redis_finished_runs_expire(redis_server):
+    store = RedisRunStore(RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix="ttl:", ttl_s=60))
+    await store.open()
+    try:
+        await store.create_run(RunRecord(run_id="run_t"))
+        await store.append_event("run_t", stamped("run_t", 1, Answer(text="x")))
+        assert await store.r.ttl("ttl:run:run_t") == -1
+        await store.update_run("run_t", status="completed")
+        assert 0 < await store.r.ttl("ttl:run:run_t") <= 60
+        assert 0 < await store.r.ttl("ttl:events:run_t") <= 60
+    finally:
+        await store.close()
+
+
+def test_open_store_picks_the_configured_store(tmp_path):
+    settings = Settings(runs=RunsSettings(sqlite_path=str(tmp_path / "r.sqlite")))
+    assert isinstance(open_store(settings), SQLiteRunStore)
+    assert isinstance(open_store(Settings(runs=RunsSettings(store="redis"))), RedisRunStore)
+
+
+async def test_sqlite_store_in_an_unwritable_place_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    store = SQLiteRunStore(RunsSettings(sqlite_path=str(blocker / "runs.sqlite")))
+    with pytest.raises(RunStoreUnavailable):
+        await store.open()
