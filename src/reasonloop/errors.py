@@ -28,10 +28,14 @@ tests can match on; the message is for people and may change. The tree::
     │   └── ToolUnavailable              tool.unavailable      (its backend, e.g. an MCP server, is down)
     ├── KBError                          kb.error
     │   ├── KBModelMismatch              kb.model_mismatch
-    │   └── KBLoadError                  kb.load_error
+    │   ├── KBLoadError                  kb.load_error
+    │   ├── KBUnavailable                kb.unavailable
+    │   ├── DocumentNotFound             kb.document_not_found
+    │   └── UploadTooLarge               kb.upload_too_large
     ├── RunError                         run.error
     │   ├── RunNotFound                  run.not_found
     │   ├── GuardTripped                 agent.guard.tool_call_required
+    │   ├── ConversationNotFound         conversation.not_found
     │   ├── RunFinished                  run.finished
     │   ├── RunQueueFull                 run.queue_full        (retryable)
     │   └── RunStoreUnavailable          run.store_unavailable (retryable)
@@ -50,11 +54,14 @@ from typing import Any, ClassVar
 __all__ = [
     "AuthError",
     "ConfigError",
+    "ConversationNotFound",
+    "DocumentNotFound",
     "DuplicatePlugin",
     "GuardTripped",
     "KBError",
     "KBLoadError",
     "KBModelMismatch",
+    "KBUnavailable",
     "LLMAuthError",
     "LLMBadRequest",
     "LLMBadResponse",
@@ -83,6 +90,7 @@ __all__ = [
     "ToolNotFound",
     "ToolTimeout",
     "ToolUnavailable",
+    "UploadTooLarge",
 ]
 
 
@@ -281,3 +289,23 @@ class RateLimited(ReasonLoopError):
 
     code = "auth.rate_limited"
     retryable = True
+
+
+class ConversationNotFound(RunError):
+    code = "conversation.not_found"
+
+
+class KBUnavailable(KBError):
+    """The knowledge-base module or its backend is not available."""
+
+    code = "kb.unavailable"
+
+
+class DocumentNotFound(KBError):
+    code = "kb.document_not_found"
+
+
+class UploadTooLarge(KBError):
+    """An uploaded file is over the server's size limit."""
+
+    code = "kb.upload_too_large"
