@@ -264,8 +264,9 @@ class LLM(ABC):
 
         Retries retryable failures (rate limits, 5xx, connection errors, timeouts) with
         exponential backoff while nothing has been yielded; once output has streamed, a
-        failure is raised (a retry would repeat text the caller already has). The whole
-        call, retries included, is bounded by ``timeout_s`` per attempt.
+        failure is raised (a retry would repeat text the caller already has). Each attempt
+        may wait at most ``timeout_s`` in total for the provider; time the caller spends
+        between chunks does not count and is never interrupted.
 
         Raises:
             LLMError: a subclass with a stable code for every failure.
@@ -277,6 +278,7 @@ class LLM(ABC):
             max_tokens=max_tokens if max_tokens is not None else self.settings.max_tokens,
             temperature=temperature if temperature is not None else self.settings.temperature,
         )
+        loop = asyncio.get_running_loop()
         attempt = 0
         while True:
             attempt += 1
@@ -285,8 +287,18 @@ class LLM(ABC):
             try:
                 # aclosing: a provider's stream (and its HTTP response) is closed as soon as this
                 # one is, not whenever the garbage collector gets to it.
-                async with asyncio.timeout(self.settings.timeout_s), aclosing(self._stream(request)) as chunks:
-                    async for chunk in chunks:
+                async with aclosing(self._stream(request)) as chunks:
+                    budget = self.settings.timeout_s
+                    while True:
+                        # Only waiting on the provider counts against the timeout: a timeout
+                        # spanning the ``yield`` would cancel the caller's own work instead.
+                        waited_from = loop.time()
+                        async with asyncio.timeout(budget):
+                            try:
+                                chunk = await anext(chunks)
+                            except StopAsyncIteration:
+                                break
+                        budget -= loop.time() - waited_from
                         if isinstance(chunk, Done):
                             chunk = self._finish(chunk, request, completion_parts, attempt)
                         elif isinstance(chunk, TextDelta):
