@@ -1,0 +1,188 @@
+"""The reasoning contract: a strategy turns a question into a stream of events.
+
+A :class:`Reasoning` plugin is constructed per run with its validated settings and a
+:class:`RunContext` (LLMs, tools, retrievers, history, budget, instructions), and
+:meth:`Reasoning.stream` yields the events of :mod:`reasonloop.events` ending with exactly
+one :class:`~reasonloop.events.Answer`. Strategies create events without ``run_id``/``seq``;
+the runner (:class:`reasonloop.agent.Agent`) stamps them.
+
+Example::
+
+    class Echo(Reasoning):
+        info = PluginInfo(id="echo", name="Echo", description="Repeats the question")
+
+        async def stream(self, question):
+            yield self.answer(question)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from reasonloop.errors import ConfigError
+from reasonloop.events import Answer, Citation, Event, Step, StopReason, Usage
+from reasonloop.kb.base import Retriever
+from reasonloop.llm.base import LLM, Message
+from reasonloop.registry import PluginInfo
+from reasonloop.tools.base import Tool, ToolContext
+
+__all__ = [
+    "Budget",
+    "LoopSettings",
+    "Reasoning",
+    "ReasoningSettings",
+    "RunContext",
+]
+
+
+class ReasoningSettings(BaseModel):
+    """Settings every strategy has; subclasses add their own fields (the UI renders the schema)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_evidence_tokens: int = Field(default=1500, ge=50)
+    """Token budget of the evidence (or of one tool observation) shown to the model."""
+
+
+class Budget(BaseModel):
+    """The limits of one run. When one is hit, a last tool-less call answers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_rounds: int = Field(default=6, ge=1)
+    """LLM reasoning rounds (one model turn that may call tools)."""
+    max_tool_calls: int = Field(default=10, ge=0)
+    """Tool calls executed; calls beyond it are not run and the model is told so."""
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Prompt plus completion tokens over all LLM calls of the run."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Wall time of the whole run before the forced answer."""
+
+
+class LoopSettings(ReasoningSettings, Budget):
+    """Settings of strategies that loop over tools: the budget plus the tool-call guard."""
+
+    require_tool_call: bool = False
+    """Replace an answer given without any real tool call by a guard error."""
+
+    def budget(self) -> Budget:
+        return Budget(
+            max_rounds=self.max_rounds,
+            max_tool_calls=self.max_tool_calls,
+            max_tokens=self.max_tokens,
+            timeout_s=self.timeout_s,
+        )
+
+
+@dataclass
+class RunContext:
+    """Everything a strategy may use during one run.
+
+    Attributes:
+        llm: The model that reasons (and answers, unless ``solver_llm`` is set).
+        planner_llm: Model for planning steps (ReWOO); defaults to ``llm``.
+        solver_llm: Model for the final synthesis (ReWOO); defaults to ``llm``.
+        tools: Tools by name.
+        retrievers: Every knowledge source of the run (docsearch searches all of them).
+        history: Earlier conversation turns, oldest first, without a system message.
+        budget: A run-wide cap that overrides the strategy's own budget settings.
+        instructions: User instructions appended to the built-in prompts.
+        language: ``"en"``, ``"zh"``...; ``None`` follows the question's language.
+        services: Shared resources handed to every tool as ``ToolContext.services``.
+        steps: Actions taken so far (filled by the strategy; read by the runner).
+        usage: Consumption so far (filled by the helpers; read by the runner).
+        error: A structured error the run ended with (set by the guard).
+    """
+
+    llm: LLM
+    planner_llm: LLM | None = None
+    solver_llm: LLM | None = None
+    tools: dict[str, Tool] = field(default_factory=dict)
+    retrievers: list[Retriever] = field(default_factory=list)
+    history: list[Message] = field(default_factory=list)
+    budget: Budget | None = None
+    instructions: list[str] = field(default_factory=list)
+    language: str | None = None
+    user_id: str | None = None
+    conversation_id: str | None = None
+    run_id: str = ""
+    depth: int = 0
+    services: dict[str, Any] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    error: dict[str, Any] | None = None
+    pending: list[Event] = field(default_factory=list)
+    """Nested events emitted by tools, waiting to be yielded into the run's stream."""
+    _wake: asyncio.Event | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.services.setdefault("retrievers", self.retrievers)
+        self.services.setdefault("llm", self.llm)
+
+    async def emit(self, event: Event) -> None:
+        """Queue a nested event (from a sub-agent tool) for the run's stream."""
+        self.pending.append(event)
+        if self._wake is not None:
+            self._wake.set()
+
+    def drain(self) -> list[Event]:
+        """Take the queued nested events."""
+        events, self.pending = self.pending, []
+        return events
+
+    def tool_context(self, call_id: str) -> ToolContext:
+        return ToolContext(
+            run_id=self.run_id, call_id=call_id, depth=self.depth, emit=self.emit, services=self.services
+        )
+
+
+class Reasoning(ABC):
+    """Base class of reasoning strategies (plugins of kind ``reasoning``).
+
+    Args:
+        settings: An instance of :attr:`Settings`, a mapping validated into one, or ``None``.
+        ctx: The run's context.
+
+    Raises:
+        ConfigError: the settings do not validate; the message names the key.
+    """
+
+    info: ClassVar[PluginInfo]
+    Settings: ClassVar[type[BaseModel]] = ReasoningSettings
+    uses_tools: ClassVar[bool] = False
+    """True when the strategy calls tools, so a runner gives it ``docsearch`` by default."""
+
+    def __init__(self, settings: BaseModel | Mapping[str, Any] | None, ctx: RunContext) -> None:
+        self.settings: Any = self.validate_settings(settings)
+        self.ctx = ctx
+
+    @classmethod
+    def validate_settings(cls, settings: BaseModel | Mapping[str, Any] | None) -> BaseModel:
+        """``settings`` as an instance of :attr:`Settings` (validated once, reused per run)."""
+        if isinstance(settings, cls.Settings):
+            return settings
+        raw = settings.model_dump() if isinstance(settings, BaseModel) else dict(settings or {})
+        try:
+            return cls.Settings.model_validate(raw)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"invalid settings for reasoning {cls.info.id!r}: {problems}") from None
+
+    @classmethod
+    def settings_schema(cls) -> dict[str, Any]:
+        """JSON schema of :attr:`Settings` (what a UI renders as the settings form)."""
+        return cls.Settings.model_json_schema()
+
+    @abstractmethod
+    def stream(self, question: str) -> AsyncIterator[Event]:
+        """Answer ``question``, yielding events; the last one is an :class:`Answer`."""
+
+    def answer(self, text: str, citations: list[Citation] | None = None, stop_reason: StopReason = "final") -> Answer:
+        """The closing event, with the run's usage so far."""
+        return Answer(text=text, citations=citations or [], usage=self.ctx.usage.model_copy(), stop_reason=stop_reason)

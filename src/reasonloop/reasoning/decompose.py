@@ -1,0 +1,143 @@
+"""Decomposition: split the question, answer the parts concurrently, synthesise one answer.
+
+The model splits the question into at most N sub-questions; each is retrieved and answered
+at the same time as the others; one streamed synthesis then answers the original question
+from the sub-answers, citing the evidence of all of them (numbers are shared by the run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pydantic import Field
+
+from reasonloop.events import Event, Progress, Step, Thought, ToolCall, ToolResult
+from reasonloop.llm.base import Message
+from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings
+from reasonloop.reasoning.budget import BudgetTracker
+from reasonloop.reasoning.finish import close
+from reasonloop.reasoning.intent import needs_no_retrieval
+from reasonloop.reasoning.language import detect_language
+from reasonloop.reasoning.llmcall import Turn, llm_turn
+from reasonloop.reasoning.prompts import render, system_prompt
+from reasonloop.reasoning.retrieval import direct_answer
+from reasonloop.registry import PluginInfo
+from reasonloop.tools.docsearch import EvidenceLog, format_evidence, search_all
+
+__all__ = ["DecomposeReasoning", "DecomposeSettings", "parse_subquestions"]
+
+_ITEM = re.compile(r"^\s*(?:[-*•]|\(?\d{1,2}[.)、:：]|[Qq]\d{1,2}[.:：])\s*(?P<q>.+?)\s*$")
+
+
+def parse_subquestions(text: str, limit: int) -> list[str]:
+    """Numbered or bulleted lines as sub-questions (unmarked lines if none are marked), at most ``limit``."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    marked = [m.group("q") for line in lines if (m := _ITEM.match(line))]
+    chosen = marked or [line for line in lines if not line.endswith(":")]
+    unique: list[str] = []
+    for q in chosen:
+        q = q.strip().strip("*").strip()
+        if q and q not in unique:
+            unique.append(q)
+    return unique[:limit]
+
+
+class DecomposeSettings(ReasoningSettings):
+    max_subquestions: int = Field(default=4, ge=1, le=8)
+    """Most sub-questions the question is split into."""
+    top_k: int = Field(default=4, ge=1, le=20)
+    """Passages retrieved per sub-question."""
+
+
+@dataclass
+class _Finding:
+    index: int
+    question: str
+    evidence: str = ""
+    answer: str = ""
+
+
+class DecomposeReasoning(Reasoning):
+    """Split into sub-questions answered concurrently, then one synthesis with citations."""
+
+    info: ClassVar[PluginInfo] = PluginInfo(
+        id="decompose",
+        name="Decomposition",
+        description="Split the question into sub-questions answered concurrently, then synthesise with citations",
+    )
+    Settings = DecomposeSettings
+
+    async def stream(self, question: str) -> AsyncIterator[Event]:
+        ctx, settings = self.ctx, self.settings
+        language = ctx.language or detect_language(question)
+        self.language = language
+        tracker = self.tracker = BudgetTracker(ctx.budget or Budget(), ctx.usage)
+        answer = Turn()
+        if needs_no_retrieval(question):
+            system = system_prompt("chat", language, ctx.instructions)
+            async for event in direct_answer(ctx, tracker, ctx.llm, system, ctx.history, question, answer):
+                yield event
+            yield close(ctx, settings, tracker, answer.text, language)
+            return
+
+        # 1. Split.
+        yield Progress(message="splitting the question")
+        split = Turn()
+        system = render("decompose", language, max_subquestions=settings.max_subquestions)
+        async for event in llm_turn(
+            ctx.llm, [Message.system(system), *ctx.history, Message.user(question)], split, tracker
+        ):
+            yield event
+        subquestions = parse_subquestions(split.text, settings.max_subquestions) or [question]
+        yield Thought(text="\n".join(f"{i}. {q}" for i, q in enumerate(subquestions, 1)))
+
+        # 2. Retrieve and answer every sub-question concurrently.
+        findings = [_Finding(i, q) for i, q in enumerate(subquestions, 1)]
+        for f in findings:
+            yield ToolCall(call_id=f"sub_{f.index}", tool="docsearch", input={"query": f.question})
+        tasks = {asyncio.create_task(self._answer_part(f)): f for f in findings}
+        try:
+            for next_done in asyncio.as_completed(tasks):
+                f = await next_done
+                ctx.steps.append(Step(action="subquestion", action_input=f.question, observation=f.answer))
+                yield ToolResult(call_id=f"sub_{f.index}", tool="docsearch", output=f.evidence or "(no passages found)")
+                yield Thought(text=f"{f.question}\n{f.answer}")
+        finally:
+            leftovers = [t for t in tasks if not t.done()]
+            for task in leftovers:
+                task.cancel()
+            if leftovers:
+                await asyncio.gather(*leftovers, return_exceptions=True)
+
+        # 3. Synthesise.
+        if not any(f.evidence for f in findings) and not ctx.history:
+            yield close(ctx, settings, tracker, render("dont_know", language), language)
+            return
+        text = "\n\n".join(
+            f"Sub-question {f.index}: {f.question}\nEvidence:\n{f.evidence or '(none)'}\nAnswer: {f.answer}"
+            for f in findings
+        )
+        user = render("decompose_synthesis_user", language, findings=text, question=question)
+        system = system_prompt("decompose_synthesis", language, ctx.instructions)
+        async for event in direct_answer(ctx, tracker, ctx.llm, system, ctx.history, user, answer):
+            yield event
+        yield close(ctx, settings, tracker, answer.text, language)
+
+    async def _answer_part(self, finding: _Finding) -> _Finding:
+        ctx, settings = self.ctx, self.settings
+        hits = await search_all(ctx.retrievers, finding.question, settings.top_k)
+        finding.evidence, _ = format_evidence(hits, EvidenceLog.of(ctx.services), settings.max_evidence_tokens)
+        if not finding.evidence:
+            finding.answer = render("dont_know", self.language)
+            return finding
+        turn = Turn()
+        user = render("qa_user", self.language, evidence=finding.evidence, question=finding.question)
+        messages = [Message.system(render("qa", self.language)), Message.user(user)]
+        async for _ in llm_turn(ctx.llm, messages, turn, self.tracker):
+            pass
+        finding.answer = turn.text.strip()
+        return finding

@@ -1,0 +1,86 @@
+"""How a run ends: the guard, citations, the forced tool-less answer, never an empty answer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from reasonloop.errors import GuardTripped
+from reasonloop.events import Answer, Event, Step, StopReason
+from reasonloop.llm.base import LLM, Message
+from reasonloop.reasoning.base import RunContext
+from reasonloop.reasoning.budget import BudgetTracker
+from reasonloop.reasoning.citations import cite
+from reasonloop.reasoning.llmcall import Turn, llm_turn
+from reasonloop.reasoning.prompts import render
+from reasonloop.reasoning.react_parser import AnswerSpotter, parse_react
+from reasonloop.tools.docsearch import EvidenceLog
+
+__all__ = ["close", "forced_answer", "guard_armed"]
+
+
+def guard_armed(settings: Any, tracker: BudgetTracker) -> bool:
+    """True when an answer now would be replaced by the ``require_tool_call`` guard."""
+    return bool(getattr(settings, "require_tool_call", False)) and tracker.real_tool_calls == 0
+
+
+def close(
+    ctx: RunContext,
+    settings: Any,
+    tracker: BudgetTracker,
+    text: str,
+    language: str,
+    stop_reason: StopReason | None = None,
+) -> Answer:
+    """The run's one :class:`Answer`: guard applied, markers mapped, never empty."""
+    reason: StopReason = stop_reason or tracker.stop_reason or "final"
+    text = text.strip()
+    if guard_armed(settings, tracker):
+        error = GuardTripped(
+            "the answer was given without calling any tool, and this run requires one", raw_answer=text
+        )
+        ctx.error = error.to_dict()
+        ctx.steps.append(Step(action="answer", action_input=None, observation=text, error=ctx.error))
+        return Answer(text=render("guard", language), usage=ctx.usage.model_copy(), stop_reason="guard")
+    if not text:
+        text = render("no_answer", language, reason=reason)
+    log = ctx.services.get("evidence")
+    citations = cite(text, log.citations) if isinstance(log, EvidenceLog) and log.citations else []
+    return Answer(text=text, citations=citations, usage=ctx.usage.model_copy(), stop_reason=reason)
+
+
+async def forced_answer(
+    ctx: RunContext,
+    settings: Any,
+    tracker: BudgetTracker,
+    llm: LLM,
+    messages: Sequence[Message],
+    language: str,
+) -> AsyncIterator[Event]:
+    """One last tool-less call that answers from what the run gathered, then the Answer."""
+    reason: StopReason = tracker.stop_reason or "max_rounds"
+    prompt = [*_flatten(messages), Message.user(render("final", language, reason=reason.replace("_", " ")))]
+    turn = Turn()
+    spotter = None if guard_armed(settings, tracker) else AnswerSpotter(direct=True)
+    async for event in llm_turn(llm, prompt, turn, tracker, deltas=spotter.feed if spotter else None, bounded=False):
+        yield event
+    parsed = parse_react(turn.text)
+    text = parsed.final_answer if parsed.final_answer is not None else parsed.text_answer()
+    yield close(ctx, settings, tracker, text, language, reason)
+
+
+def _flatten(messages: Sequence[Message]) -> list[Message]:
+    """Tool calls and results as plain text, so a tool-less call is valid for every provider."""
+    if not any(m.role == "tool" or m.tool_calls for m in messages):
+        return list(messages)
+    out: list[Message] = []
+    for m in messages:
+        if m.tool_calls:
+            calls = "; ".join(f"{c.name}({json.dumps(c.arguments, ensure_ascii=False)})" for c in m.tool_calls)
+            out.append(Message.assistant(f"{m.content}\n[called {calls}]".strip()))
+        elif m.role == "tool":
+            out.append(Message.user(f"[result of {m.name or 'tool'}]\n{m.content}"))
+        else:
+            out.append(m)
+    return out

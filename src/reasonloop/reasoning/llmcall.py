@@ -1,0 +1,105 @@
+"""One LLM turn: stream it, count its usage, hand its text to an answer streamer.
+
+:func:`llm_turn` is an async generator of :class:`~reasonloop.events.AnswerDelta` events
+(when the caller passes ``deltas``) that fills a :class:`Turn` with the text and tool
+calls. Usage goes into the run's :class:`~reasonloop.events.Usage`. Tool-call arguments
+that are not a JSON object do not fail the run: the call is marked invalid and answered
+with an error observation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reasonloop.events import AnswerDelta, Event
+from reasonloop.llm.base import LLM, Done, Message, TextDelta, ToolSpec
+from reasonloop.reasoning.budget import BudgetTracker
+from reasonloop.reasoning.toolexec import PlannedCall
+
+__all__ = ["Turn", "llm_turn"]
+
+
+@dataclass(slots=True)
+class Turn:
+    """What one model turn produced."""
+
+    text: str = ""
+    calls: list[PlannedCall] = field(default_factory=list)
+    finish_reason: str = "stop"
+    streamed: str = ""
+    """The part of the text that went out as answer deltas."""
+    cut_short: bool = False
+    """The run's deadline interrupted the turn."""
+
+
+async def llm_turn(
+    llm: LLM,
+    messages: Sequence[Message],
+    turn: Turn,
+    tracker: BudgetTracker,
+    *,
+    tools: Sequence[ToolSpec] | None = None,
+    stop: Sequence[str] | None = None,
+    deltas: Callable[[str], str] | None = None,
+    bounded: bool = True,
+) -> AsyncIterator[Event]:
+    """Stream one call into ``turn``; yield answer deltas chosen by ``deltas(chunk) -> text``.
+
+    Args:
+        bounded: Stop at the run's deadline (``turn.cut_short`` tells); the forced final
+            answer passes ``False``.
+    """
+    parts: list[str] = []
+    raw_calls: dict[int, list[Any]] = {}
+    streamed: list[str] = []
+    usage = tracker.usage
+    usage.llm_calls += 1
+    left = tracker.time_left() if bounded else None
+    try:
+        async with asyncio.timeout(max(left, 0.0) if left is not None else None):
+            async for chunk in llm.stream(messages, tools=tools, stop=stop):
+                if isinstance(chunk, TextDelta):
+                    parts.append(chunk.text)
+                    if deltas is not None:
+                        piece = deltas(chunk.text)
+                        if piece:
+                            streamed.append(piece)
+                            yield AnswerDelta(text=piece)
+                elif isinstance(chunk, Done):
+                    usage.prompt_tokens += chunk.prompt_tokens
+                    usage.completion_tokens += chunk.completion_tokens
+                    turn.finish_reason = chunk.finish_reason
+                else:
+                    slot = raw_calls.setdefault(chunk.index, [None, None, []])
+                    slot[0] = slot[0] or chunk.id
+                    slot[1] = slot[1] or chunk.name
+                    slot[2].append(chunk.arguments)
+    except TimeoutError:
+        turn.cut_short = True
+        tracker.hit("timeout")
+    turn.text = "".join(parts)
+    turn.streamed = "".join(streamed)
+    turn.calls = [_planned(index, slot) for index, slot in sorted(raw_calls.items())]
+
+
+def _planned(index: int, slot: list[Any]) -> PlannedCall:
+    call_id, name, fragments = slot
+    raw = "".join(fragments)
+    call = PlannedCall(call_id=call_id or f"call_{index}", tool=name or "", raw_input=raw or {})
+    if not raw.strip():
+        return call
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        call.invalid = f"arguments are not valid JSON: {raw[:200]!r}"
+        return call
+    if isinstance(value, dict):
+        call.arguments = value
+        call.raw_input = None
+    else:
+        call.invalid = f"arguments must be a JSON object, got {raw[:200]!r}"
+    return call

@@ -1,0 +1,84 @@
+"""Retrieval-QA: retrieve, number the evidence, answer once with citations.
+
+The classic retrieve-then-read pipeline: a follow-up question is first rewritten into a
+standalone query; the hits of every knowledge source become numbered evidence; one
+streamed answer cites it as ``[n]``. With no evidence (and no conversation to draw on) the
+strategy says it doesn't know without asking the model to guess. Greetings, small talk,
+translation and creative writing are answered directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import ClassVar
+
+from pydantic import Field
+
+from reasonloop.events import Event
+from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings
+from reasonloop.reasoning.budget import BudgetTracker
+from reasonloop.reasoning.finish import close
+from reasonloop.reasoning.intent import needs_no_retrieval
+from reasonloop.reasoning.language import detect_language
+from reasonloop.reasoning.llmcall import Turn
+from reasonloop.reasoning.prompts import render, system_prompt
+from reasonloop.reasoning.retrieval import Evidence, condense_question, direct_answer, retrieve
+from reasonloop.registry import PluginInfo
+
+__all__ = ["QAReasoning", "QASettings"]
+
+
+class QASettings(ReasoningSettings):
+    top_k: int = Field(default=5, ge=1, le=50)
+    """Passages retrieved for the question."""
+    rewrite_followups: bool = True
+    """Rewrite a follow-up question into a standalone query before searching."""
+
+
+class QAReasoning(Reasoning):
+    """Retrieve, build numbered evidence, one streamed answer with [n] citations."""
+
+    info: ClassVar[PluginInfo] = PluginInfo(
+        id="qa",
+        name="Retrieval QA",
+        description="Retrieve, then one streamed answer citing the numbered evidence",
+    )
+    Settings = QASettings
+
+    async def stream(self, question: str) -> AsyncIterator[Event]:
+        ctx, settings = self.ctx, self.settings
+        language = ctx.language or detect_language(question)
+        tracker = BudgetTracker(ctx.budget or Budget(), ctx.usage)
+        answer = Turn()
+
+        if needs_no_retrieval(question):
+            system = system_prompt("chat", language, ctx.instructions)
+            async for event in direct_answer(ctx, tracker, ctx.llm, system, ctx.history, question, answer):
+                yield event
+            yield close(ctx, settings, tracker, answer.text, language)
+            return
+
+        evidence = Evidence()
+        if ctx.retrievers:
+            query: list[str] = []
+            if settings.rewrite_followups:
+                async for event in condense_question(ctx, tracker, question, language, query):
+                    yield event
+            async for event in retrieve(
+                ctx,
+                query[0] if query else question,
+                settings.top_k,
+                settings.max_evidence_tokens,
+                evidence,
+                "retrieve_1",
+            ):
+                yield event
+
+        if not evidence.text and not ctx.history:
+            yield close(ctx, settings, tracker, render("dont_know", language), language)
+            return
+        user = render("qa_user", language, evidence=evidence.text or "(none)", question=question)
+        system = system_prompt("qa", language, ctx.instructions)
+        async for event in direct_answer(ctx, tracker, ctx.llm, system, ctx.history, user, answer):
+            yield event
+        yield close(ctx, settings, tracker, answer.text, language)

@@ -1,0 +1,102 @@
+"""ReAct: reason and act in plain text (Yao et al., 2022), for any model.
+
+Each round the model writes ``Thought / Action / Action Input``; generation stops at
+``Observation:`` so the model never invents one; the tool runs and its result is sent back
+as the observation. The loop ends with ``Final Answer:``, with text that is not a ReAct turn
+at all (taken as the direct answer), or with a budget, after which one last tool-less call
+answers from what was gathered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import ClassVar
+
+from reasonloop.events import Event, Thought
+from reasonloop.llm.base import Message
+from reasonloop.reasoning.base import LoopSettings, Reasoning
+from reasonloop.reasoning.budget import BudgetTracker
+from reasonloop.reasoning.finish import close, forced_answer, guard_armed
+from reasonloop.reasoning.language import detect_language
+from reasonloop.reasoning.llmcall import Turn, llm_turn
+from reasonloop.reasoning.prompts import conversation, describe_tools, system_prompt
+from reasonloop.reasoning.react_parser import AnswerSpotter, cut_observation, parse_react
+from reasonloop.reasoning.toolexec import PlannedCall, coerce_input, run_tools
+from reasonloop.registry import PluginInfo
+from reasonloop.tools.base import Tool, ToolOutput
+
+__all__ = ["ReActReasoning", "ReActSettings"]
+
+STOP = ["Observation:", "\nObservation", "观察：", "Observation："]
+"""Where generation stops: the observation is ours to write."""
+
+
+class ReActSettings(LoopSettings):
+    """ReAct settings: the loop budget and guard."""
+
+
+class ReActReasoning(Reasoning):
+    """Thought / Action / Observation loop in plain text; works with any model."""
+
+    info: ClassVar[PluginInfo] = PluginInfo(
+        id="react",
+        name="ReAct",
+        description="Thought / Action / Observation loop in plain text; works with any model",
+    )
+    Settings = ReActSettings
+    uses_tools = True
+
+    async def stream(self, question: str) -> AsyncIterator[Event]:
+        ctx, settings = self.ctx, self.settings
+        language = ctx.language or detect_language(question)
+        tracker = BudgetTracker(ctx.budget or settings.budget(), ctx.usage)
+        system = system_prompt(
+            "react",
+            language,
+            ctx.instructions,
+            tools=describe_tools(ctx.tools.values()),
+            tool_names=", ".join(ctx.tools),
+        )
+        messages = conversation(system, ctx.history, f"Question: {question}")
+
+        while tracker.exhausted() is None:
+            tracker.start_round()
+            turn = Turn()
+            spotter = None if guard_armed(settings, tracker) else AnswerSpotter()
+            async for event in llm_turn(
+                ctx.llm, messages, turn, tracker, stop=STOP, deltas=spotter.feed if spotter else None
+            ):
+                yield event
+            if turn.cut_short:
+                break
+            step = parse_react(turn.text)
+            if step.thought:
+                yield Thought(text=step.thought)
+            if step.kind != "action":
+                yield close(ctx, settings, tracker, step.text_answer(), language, "final")
+                return
+
+            tool = self._tool(step.action or "")
+            call = PlannedCall(
+                call_id=f"react_{tracker.rounds}",
+                tool=tool.name if tool else step.action or "",
+                arguments=coerce_input(tool, step.action_input) if tool else {"input": step.action_input},
+                raw_input=step.action_input,
+            )
+            outputs: list[ToolOutput] = []
+            async for event in run_tools(
+                ctx, tracker, [call], outputs, observation_tokens=settings.max_evidence_tokens
+            ):
+                yield event
+            messages.append(Message.assistant(cut_observation(turn.text).rstrip()))
+            messages.append(Message.user(f"Observation: {outputs[0].text}"))
+
+        async for event in forced_answer(ctx, settings, tracker, ctx.llm, messages, language):
+            yield event
+
+    def _tool(self, name: str) -> Tool | None:
+        tools = self.ctx.tools
+        if name in tools:
+            return tools[name]
+        folded = name.lower()
+        return next((t for n, t in tools.items() if n.lower() == folded), None)

@@ -1,0 +1,198 @@
+"""ReWOO: plan once, work in parallel, solve (Xu et al., 2023).
+
+The planner writes the whole plan up front (``#E1 = tool[input]``, inputs may use earlier
+results ``#En``); the worker runs every step as soon as its own dependencies are done,
+independent ones in parallel (:mod:`reasonloop.reasoning.rewoo_plan`); the solver answers
+from the plan and the evidence, with citations. Since observations never go back to the
+planner, the prompt does not grow with every step as in ReAct. If evidence failed, the
+planner may write one new plan that knows what failed. Planner and solver may be
+different models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import ClassVar
+
+from pydantic import Field
+
+from reasonloop.events import Event, Progress, Thought, ToolCall
+from reasonloop.llm.base import Message
+from reasonloop.reasoning.base import LoopSettings, Reasoning
+from reasonloop.reasoning.budget import BudgetTracker
+from reasonloop.reasoning.finish import close, guard_armed
+from reasonloop.reasoning.intent import needs_no_retrieval
+from reasonloop.reasoning.language import detect_language
+from reasonloop.reasoning.llmcall import Turn, llm_turn
+from reasonloop.reasoning.prompts import describe_tools, render, system_prompt
+from reasonloop.reasoning.retrieval import direct_answer
+from reasonloop.reasoning.rewoo_plan import (
+    Plan,
+    PlanStep,
+    StepFailed,
+    StepResult,
+    StepStarted,
+    execute,
+    parse_plan,
+    substitute,
+)
+from reasonloop.reasoning.toolexec import PlannedCall, coerce_input, failure, record_result
+from reasonloop.registry import PluginInfo
+from reasonloop.tokens import trim_to_tokens
+from reasonloop.tools.base import ToolOutput
+
+__all__ = ["ReWOOReasoning", "ReWOOSettings"]
+
+
+class ReWOOSettings(LoopSettings):
+    replan: bool = True
+    """When evidence failed, let the planner write one new plan."""
+    max_concurrency: int = Field(default=8, ge=1)
+    """Most steps running at once."""
+    reference_tokens: int = Field(default=300, ge=10)
+    """How much of an earlier result replaces a ``#En`` reference in a later input."""
+
+
+class ReWOOReasoning(Reasoning):
+    """Plan all steps once, run them as their inputs become ready, then solve with citations."""
+
+    info: ClassVar[PluginInfo] = PluginInfo(
+        id="rewoo",
+        name="ReWOO",
+        description="Plan once, run independent steps in parallel, then solve from the evidence with citations",
+    )
+    Settings = ReWOOSettings
+    uses_tools = True
+
+    async def stream(self, question: str) -> AsyncIterator[Event]:
+        ctx, settings = self.ctx, self.settings
+        language = ctx.language or detect_language(question)
+        tracker = self.tracker = BudgetTracker(ctx.budget or settings.budget(), ctx.usage)
+        planner = ctx.planner_llm or ctx.llm
+        solver = ctx.solver_llm or ctx.llm
+        answer = Turn()
+        if needs_no_retrieval(question):
+            system = system_prompt("chat", language, ctx.instructions)
+            async for event in direct_answer(ctx, tracker, solver, system, ctx.history, question, answer):
+                yield event
+            yield close(ctx, settings, tracker, answer.text, language)
+            return
+
+        system = system_prompt("rewoo_planner", language, ctx.instructions, tools=describe_tools(ctx.tools.values()))
+        messages = [Message.system(system), *ctx.history, Message.user(question)]
+        sections: list[str] = []
+        for attempt in (1, 2):
+            # Plan.
+            tracker.start_round()
+            yield Progress(message="planning" if attempt == 1 else "replanning after failed steps")
+            planned = Turn()
+            async for event in llm_turn(planner, messages, planned, tracker):
+                yield event
+            plan = parse_plan(planned.text, tools=ctx.tools.keys())
+            if planned.text.strip():
+                yield Thought(text=planned.text.strip())
+
+            # Work.
+            results: dict[str, StepResult] = {}
+            async for event in self._work(plan, attempt, results):
+                yield event
+            sections.append(self._section(plan, results, attempt))
+
+            failures = [r for r in results.values() if not r.ok]
+            if not (failures and settings.replan and attempt == 1 and tracker.exhausted() is None):
+                break
+            listing = "\n".join(f"#{r.step.id} = {r.step.tool}[{r.step.input}]: {r.error}" for r in failures)
+            kept = (
+                "\n".join(
+                    f"#{sid}: {trim_to_tokens(r.output, settings.reference_tokens)}"
+                    for sid, r in results.items()
+                    if r.ok
+                )
+                or "(none)"
+            )
+            messages = [
+                *messages,
+                Message.assistant(planned.text),
+                Message.user(render("rewoo_replan", language, failures=listing, evidence=kept)),
+            ]
+
+        # Solve.
+        yield Progress(message="solving")
+        user = render("rewoo_solver_user", language, plan="\n\n".join(sections), question=question)
+        system = system_prompt("rewoo_solver", language, ctx.instructions)
+        async for event in direct_answer(
+            ctx, tracker, solver, system, ctx.history, user, answer, stream=not guard_armed(settings, tracker)
+        ):
+            yield event
+        yield close(ctx, settings, tracker, answer.text, language)
+
+    async def _work(self, plan: Plan, attempt: int, results: dict[str, StepResult]) -> AsyncIterator[Event]:
+        ctx, settings = self.ctx, self.settings
+        outputs: dict[str, ToolOutput] = {}
+
+        async def run_step(step: PlanStep, text: str) -> str:
+            tool = ctx.tools[step.tool]
+            if self.tracker.take_tool_slots(1) == 0:
+                outputs[step.id] = failure(
+                    step.tool,
+                    "not executed: the tool-call budget of this run is spent",
+                    "BudgetExhausted",
+                    "agent.budget_exhausted",
+                )
+                raise StepFailed(outputs[step.id].error["error"])  # type: ignore[index]
+            self.tracker.real_tool_calls += 1
+            out = outputs[step.id] = await tool.invoke(
+                coerce_input(tool, text), ctx.tool_context(self._cid(attempt, step))
+            )
+            if out.error is not None:
+                raise StepFailed(out.error["error"])
+            return out.text
+
+        def resolve(text: str, done: dict[str, str]) -> str:
+            return substitute(text, {k: trim_to_tokens(v, settings.reference_tokens) for k, v in done.items()})
+
+        async for update in execute(
+            plan,
+            run_step,
+            max_concurrency=settings.max_concurrency,
+            timeout_s=self.tracker.time_left(),
+            resolve=resolve,
+        ):
+            if isinstance(update, StepStarted):
+                tool = ctx.tools[update.step.tool]
+                yield ToolCall(
+                    call_id=self._cid(attempt, update.step),
+                    tool=update.step.tool,
+                    input=coerce_input(tool, update.input),
+                )
+                continue
+            step = update.step
+            results[step.id] = update
+            call = PlannedCall(call_id=self._cid(attempt, step), tool=step.tool, raw_input=step.input)
+            out = outputs.get(step.id)
+            if out is None:  # failed without running: problem, cycle, failed dependency, timeout
+                if "time budget" in (update.error or ""):
+                    self.tracker.hit("timeout")
+                yield ToolCall(call_id=call.call_id, tool=step.tool, input={"input": step.input})
+                out = failure(step.tool, update.error or "failed", "PlanError", "agent.plan_error")
+            yield record_result(ctx, call, out, settings.max_evidence_tokens)
+            if out.error is None:
+                update.output = out.text
+
+    @staticmethod
+    def _cid(attempt: int, step: PlanStep) -> str:
+        return f"rewoo_{attempt}_{step.id}"
+
+    @staticmethod
+    def _section(plan: Plan, results: dict[str, StepResult], attempt: int) -> str:
+        lines = [f"Plan {attempt}:"] if attempt > 1 else []
+        for step in plan.steps:
+            if step.reason:
+                lines.append(f"Plan: {step.reason}")
+            lines.append(f"#{step.id} = {step.tool}[{step.input}]")
+            r = results.get(step.id)
+            if r is not None and r.ok:
+                lines.append(f"Evidence #{step.id}: {r.output}")
+            else:
+                lines.append(f"Evidence #{step.id}: (failed: {r.error if r else 'not run'})")
+        return "\n".join(lines) if lines else "(no plan steps)"

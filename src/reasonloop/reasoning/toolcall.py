@@ -1,0 +1,99 @@
+"""Native tool calling: the model asks for tools in structured calls, several per turn.
+
+Each round the model either answers in text or returns tool calls; the calls of one turn
+run concurrently and their results go back as ``tool`` messages, one per call. Budgets end
+the loop with one last tool-less call. A model without native tool calling is served by
+the ReAct loop instead, with the same tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import ClassVar
+
+from reasonloop.events import Event, Progress, Thought
+from reasonloop.llm.base import Message, ToolCallPart
+from reasonloop.reasoning.base import LoopSettings, Reasoning
+from reasonloop.reasoning.budget import BudgetTracker
+from reasonloop.reasoning.finish import close, forced_answer, guard_armed
+from reasonloop.reasoning.language import detect_language
+from reasonloop.reasoning.llmcall import Turn, llm_turn
+from reasonloop.reasoning.prompts import conversation, system_prompt
+from reasonloop.reasoning.toolexec import run_tools
+from reasonloop.registry import PluginInfo
+from reasonloop.tools.base import ToolOutput
+
+__all__ = ["ToolCallReasoning", "ToolCallSettings"]
+
+
+class ToolCallSettings(LoopSettings):
+    """Tool-calling settings: the loop budget and guard."""
+
+
+def _whole(text: str) -> str:
+    return text
+
+
+class ToolCallReasoning(Reasoning):
+    """Native tool calls (several per turn, run concurrently); results sent back as tool messages."""
+
+    info: ClassVar[PluginInfo] = PluginInfo(
+        id="toolcall",
+        name="Tool calling",
+        description="Native tool calls, several per turn run concurrently; needs a model with tool calling",
+    )
+    Settings = ToolCallSettings
+    uses_tools = True
+
+    async def stream(self, question: str) -> AsyncIterator[Event]:
+        ctx, settings = self.ctx, self.settings
+        if ctx.tools and not ctx.llm.capabilities.native_tools:
+            from reasonloop.reasoning.react import ReActReasoning
+
+            yield Progress(message=f"{ctx.llm.name} has no native tool calling: using the ReAct text format")
+            fallback = ReActReasoning(ReActReasoning.Settings(**settings.model_dump()), ctx)
+            async for event in fallback.stream(question):
+                yield event
+            return
+
+        language = ctx.language or detect_language(question)
+        tracker = BudgetTracker(ctx.budget or settings.budget(), ctx.usage)
+        specs = [tool.spec() for tool in ctx.tools.values()] or None
+        messages = conversation(system_prompt("toolcall", language, ctx.instructions), ctx.history, question)
+
+        while tracker.exhausted() is None:
+            tracker.start_round()
+            turn = Turn()
+            deltas = None if guard_armed(settings, tracker) else _whole
+            async for event in llm_turn(ctx.llm, messages, turn, tracker, tools=specs, deltas=deltas):
+                yield event
+            if turn.cut_short:
+                break
+            if not turn.calls:
+                yield close(ctx, settings, tracker, turn.text, language, "final")
+                return
+            if turn.text.strip():
+                yield Thought(text=turn.text.strip())
+
+            seen: set[str] = set()
+            for n, call in enumerate(turn.calls):
+                if call.call_id in seen:
+                    call.call_id = f"{call.call_id}_{n}"
+                seen.add(call.call_id)
+            messages.append(
+                Message.assistant(
+                    turn.text, [ToolCallPart(id=c.call_id, name=c.tool, arguments=c.arguments) for c in turn.calls]
+                )
+            )
+            outputs: list[ToolOutput] = []
+            async for event in run_tools(
+                ctx, tracker, turn.calls, outputs, observation_tokens=settings.max_evidence_tokens
+            ):
+                yield event
+            messages.extend(
+                Message.tool(call.call_id, out.text, name=call.tool)
+                for call, out in zip(turn.calls, outputs, strict=True)
+            )
+
+        async for event in forced_answer(ctx, settings, tracker, ctx.llm, messages, language):
+            yield event
