@@ -10,7 +10,7 @@ from reasonloop.errors import LLMNotConfigured
 from reasonloop.llm.base import LLM, Message, ToolCallDelta, ToolCallPart
 from reasonloop.llm.openai_provider import OpenAIProvider
 from tests.llm.fixtures.contract import TOOLS, ProviderContract, settings
-from tests.llm.fixtures.server import StubServer
+from tests.llm.fixtures.server import Reply, StubServer
 from tests.llm.fixtures.wires import OpenAIWire
 
 
@@ -90,3 +90,11 @@ async def test_stream_without_finish_reason_is_a_bad_response(stub: StubServer) 
     with pytest.raises(Exception) as info:
         await llm.complete([Message.user("hi")])
     assert getattr(info.value, "code", None) == "llm.bad_response"
+
+
+async def test_error_object_inside_the_stream_is_retried(stub: StubServer, backoffs: list[float]) -> None:
+    error = b'data: {"error": {"message": "The server is overloaded", "type": "server_error"}}\n\n'
+    stub.script(Reply(chunks=[error]), OpenAIWire().text(["ok"]))
+    llm = OpenAIProvider(settings(base_url=stub.url + "/v1"))
+    assert (await llm.complete([Message.user("hi")])).text == "ok"
+    assert len(stub.requests) == 2

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import anthropic
 
+from reasonloop.config import LLMSettings
 from reasonloop.errors import LLMBadResponse, LLMError, LLMRateLimited, LLMServerError, LLMTimeout
 from reasonloop.llm.base import LLM, Capabilities, ChatRequest, Done, LLMChunk, Message, TextDelta, ToolCallDelta
 from reasonloop.llm.http_errors import (
@@ -50,7 +51,7 @@ class AnthropicProvider(LLM):
     description: ClassVar[str] = "Anthropic Claude models (Messages API, streaming, native tool use)"
     default_model: ClassVar[str] = "claude-haiku-4-5"
 
-    def __init__(self, settings: Any = None) -> None:
+    def __init__(self, settings: LLMSettings | None = None) -> None:
         super().__init__(settings)
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key(self.settings, self.id, "ANTHROPIC_API_KEY") or KEYLESS,

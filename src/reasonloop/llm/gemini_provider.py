@@ -15,13 +15,14 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 from pydantic import ValidationError
 
+from reasonloop.config import LLMSettings
 from reasonloop.errors import LLMBadResponse, LLMError
 from reasonloop.llm.base import LLM, Capabilities, ChatRequest, Done, LLMChunk, Message, TextDelta, ToolCallDelta
 from reasonloop.llm.gemini_schema import gemini_schema
@@ -43,7 +44,7 @@ class GeminiProvider(LLM):
     description: ClassVar[str] = "Google Gemini models (google-genai SDK, streaming, function calling)"
     default_model: ClassVar[str] = "gemini-2.5-flash"
 
-    def __init__(self, settings: Any = None) -> None:
+    def __init__(self, settings: LLMSettings | None = None) -> None:
         super().__init__(settings)
         options = types.HttpOptions(
             base_url=self.settings.base_url or None,

@@ -21,6 +21,7 @@ import httpx
 import ollama
 from pydantic import ValidationError
 
+from reasonloop.config import LLMSettings
 from reasonloop.errors import LLMBadResponse, LLMError, LLMServerError
 from reasonloop.llm.base import (
     LLM,
@@ -60,7 +61,7 @@ class OllamaProvider(LLM):
     description: ClassVar[str] = "Models served by Ollama (native /api/chat, streaming, tool calls)"
     default_model: ClassVar[str] = "llama3.2"
 
-    def __init__(self, settings: Any = None) -> None:
+    def __init__(self, settings: LLMSettings | None = None) -> None:
         super().__init__(settings)
         key = api_key(self.settings, self.id, None)
         self._client = ollama.AsyncClient(

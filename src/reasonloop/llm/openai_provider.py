@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 import openai
 
+from reasonloop.config import LLMSettings
 from reasonloop.errors import LLMBadResponse, LLMError, LLMServerError, LLMTimeout
 from reasonloop.llm.base import LLM, Capabilities, ChatRequest, Done, LLMChunk, Message, TextDelta, ToolCallDelta
 from reasonloop.llm.http_errors import (
@@ -53,7 +54,7 @@ class OpenAIProvider(LLM):
     description: ClassVar[str] = "OpenAI and any OpenAI-compatible endpoint (vLLM, llama.cpp, LM Studio, Azure, ...)"
     default_model: ClassVar[str] = "gpt-4o-mini"
 
-    def __init__(self, settings: Any = None) -> None:
+    def __init__(self, settings: LLMSettings | None = None) -> None:
         super().__init__(settings)
         key = api_key(self.settings, self.id, "OPENAI_API_KEY") or KEYLESS
         extra = self.settings.extra
@@ -142,11 +143,11 @@ def _pieces(delta: Any) -> list[LLMChunk]:
     out: list[LLMChunk] = []
     if delta.content:
         out.append(TextDelta(delta.content))
-    for call in delta.tool_calls or ():
+    for position, call in enumerate(delta.tool_calls or ()):
         function = call.function
         out.append(
             ToolCallDelta(
-                index=int(call.index),
+                index=int(call.index) if call.index is not None else position,
                 id=call.id or None,
                 name=(function.name if function else None) or None,
                 arguments=(function.arguments if function else None) or "",
