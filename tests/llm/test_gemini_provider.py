@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
+from pydantic import BaseModel, Field
 
 from reasonloop.errors import LLMNotConfigured
-from reasonloop.llm.base import LLM, Message, ToolCallPart
+from reasonloop.llm.base import LLM, Message, ToolCallPart, ToolSpec
 from reasonloop.llm.gemini_provider import GeminiProvider
 from reasonloop.llm.gemini_schema import gemini_schema
+from reasonloop.tools.schema import model_schema
 from tests.llm.fixtures.contract import TOOLS, ProviderContract, settings
 from tests.llm.fixtures.server import Reply, StubServer
 from tests.llm.fixtures.wires import GeminiWire
@@ -138,3 +140,40 @@ async def test_api_key_header(stub: StubServer, monkeypatch: pytest.MonkeyPatch)
 )
 def test_schema_reshaped_to_what_gemini_accepts(schema: dict[str, Any], expected: dict[str, Any]) -> None:
     assert gemini_schema(schema) == expected
+
+
+async def test_pydantic_tool_schema_reaches_the_wire_without_unsupported_keys(stub: StubServer) -> None:
+    class Window(BaseModel):
+        start: int = Field(ge=0)
+        end: int | None = None
+
+    class Params(BaseModel):
+        query: str = Field(description="What to look for")
+        top_k: int = 5
+        mode: Literal["bm25", "dense", "hybrid"] = "hybrid"
+        tags: list[str] = []
+        window: Window | None = None
+
+    stub.script(GeminiWire().text(["ok"]))
+    spec = ToolSpec(name="search", description="Search.", parameters=model_schema(Params))
+    await _llm(stub).complete([Message.user("hi")], tools=[spec])
+    sent = stub.requests[0].json["tools"][0]["functionDeclarations"][0]["parameters"]
+
+    def keys(node: Any) -> set[str]:
+        if isinstance(node, dict):
+            found = set(node)
+            for key, value in node.items():
+                found |= keys(value) if key != "properties" else set().union(*(keys(v) for v in value.values()))
+            return found
+        if isinstance(node, list):
+            return set().union(*(keys(v) for v in node)) if node else set()
+        return set()
+
+    assert not keys(sent) & {"additionalProperties", "default", "$schema", "$defs", "$ref", "const", "examples"}
+    props = sent["properties"]
+    assert props["query"] == {"type": "STRING", "description": "What to look for"}
+    assert props["mode"] == {"type": "STRING", "enum": ["bm25", "dense", "hybrid"]}
+    assert props["tags"] == {"type": "ARRAY", "items": {"type": "STRING"}}
+    assert props["window"]["nullable"] is True and props["window"]["type"] == "OBJECT"
+    assert props["window"]["properties"]["start"] == {"type": "INTEGER", "minimum": 0}
+    assert sent["required"] == ["query"]
