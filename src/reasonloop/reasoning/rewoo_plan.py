@@ -83,7 +83,7 @@ class StepFailed(Exception):
 
 
 def _strip_input(rest: str) -> str:
-    rest = rest.strip()
+    rest = rest.strip().removeprefix(":").removeprefix("：").strip()
     if rest[:1] in "[(":
         closer = "]" if rest[0] == "[" else ")"
         rest = rest[1:]

@@ -1,0 +1,112 @@
+"""ReWOO through the scripted models: plan, parallel work, solve, replan, budgets."""
+
+from __future__ import annotations
+
+from conftest import FakeRetriever, Gauge, collect_events, make_tools
+
+from reasonloop.agent import Agent
+from reasonloop.events import Answer, AnswerDelta, Thought, ToolCall, ToolResult
+from reasonloop.llm.base import Message
+from reasonloop.llm.scripted import ScriptedProvider
+
+
+async def test_twelve_step_plan_runs_and_the_solver_sees_all_evidence() -> None:
+    plan = "\n".join(
+        [f"Plan: fetch {n}\n#E{n} = lookup[k{n}]" for n in range(1, 12)] + ["Plan: combine\n#E12 = lookup[#E10 + #E11]"]
+    )
+    planner = ScriptedProvider(replies=[plan])
+    solver = ScriptedProvider(replies=["All twelve found."])
+    a = Agent("rewoo", llm=planner, solver_llm=solver, tools=make_tools(), settings={"max_tool_calls": 20})
+    events = await collect_events(a, "Collect twelve values")
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert len(results) == 12 and all(r.error is None for r in results)
+    last = next(r for r in results if r.call_id == "rewoo_1_E12")
+    assert last.output == "value of value of k10 + value of k11"
+    solver_prompt = solver.prompts[0][-1].content
+    assert "Evidence #E12: value of value of k10 + value of k11" in solver_prompt
+    assert len(planner.prompts) == 1 and planner.tools_seen == [None]  # the planner never sees observations
+    answer = events[-1]
+    assert isinstance(answer, Answer) and answer.text == "All twelve found." and answer.usage.tool_calls == 12
+    assert answer.usage.llm_calls == 2
+
+
+async def test_independent_steps_run_in_parallel() -> None:
+    gauge = Gauge()
+    llm = ScriptedProvider(replies=["#E1 = slow[a]\n#E2 = slow[b]\n#E3 = slow[c]\n#E4 = lookup[#E1 #E2 #E3]", "ok"])
+    result = await Agent("rewoo", llm=llm, tools=make_tools(gauge)).run("q")
+    assert gauge.max_active == 3
+    assert result.steps[-1].observation == "value of slow a slow b slow c"
+
+
+async def test_solver_cites_docsearch_evidence(retriever: FakeRetriever) -> None:
+    llm = ScriptedProvider(
+        replies=[
+            "#E1 = docsearch[Eiffel tall]\n#E2 = docsearch[capital France]",
+            "The tower is 330 m [1] and stands in Paris [2].",
+        ]
+    )
+    result = await Agent("rewoo", llm=llm, kb=retriever).run("How tall is the tower in the French capital?")
+    assert [c.chunk_id for c in result.citations] == ["c3", "c1"]
+    assert retriever.queries == ["Eiffel tall", "capital France"]
+
+
+async def test_failed_evidence_triggers_one_replan_that_knows_the_failures() -> None:
+    llm = ScriptedProvider(
+        replies=[
+            "#E1 = boom[x]\n#E2 = lookup[#E1]\n#E3 = nosuch[y]",
+            "#E1 = lookup[x]",
+            "x has a value.",
+        ]
+    )
+    events = await collect_events(Agent("rewoo", llm=llm, tools=make_tools()), "q")
+    replan_prompt = llm.prompts[1][-1].content
+    assert "#E1 = boom[x]" in replan_prompt and "cannot handle x" in replan_prompt
+    assert "needs #E1, which failed" in replan_prompt and "unknown tool 'nosuch'" in replan_prompt
+    errors = {e.call_id: e.error for e in events if isinstance(e, ToolResult)}
+    assert errors["rewoo_1_E1"]["type"] == "RuntimeError" and errors["rewoo_1_E3"]["type"] == "PlanError"
+    assert errors["rewoo_2_E1"] is None
+    assert "Plan 2:" in llm.prompts[2][-1].content
+    assert events[-1].text == "x has a value."
+
+
+async def test_no_replan_when_disabled() -> None:
+    llm = ScriptedProvider(replies=["#E1 = boom[x]", "Nothing found."])
+    result = await Agent("rewoo", llm=llm, tools=make_tools(), settings={"replan": False}).run("q")
+    assert result.usage.llm_calls == 2 and result.content == "Nothing found."
+
+
+async def test_cycle_in_planner_output_is_failed_evidence_not_a_hang() -> None:
+    llm = ScriptedProvider(replies=["#E1 = lookup[#E2]\n#E2 = lookup[#E1]", "#E1 = lookup[z]", "done"])
+    result = await Agent("rewoo", llm=llm, tools=make_tools()).run("q")
+    assert result.content == "done"
+    assert [s.error["type"] if s.error else "ok" for s in result.steps] == ["PlanError", "PlanError", "ok"]
+
+
+async def test_tool_budget_fails_extra_steps_and_is_the_stop_reason() -> None:
+    llm = ScriptedProvider(replies=["#E1 = lookup[a]\n#E2 = lookup[b]\n#E3 = lookup[c]", "Partial answer."])
+    result = await Agent("rewoo", llm=llm, tools=make_tools(), settings={"max_tool_calls": 2}).run("q")
+    assert result.stop_reason == "max_tool_calls" and result.usage.tool_calls == 2
+    assert sum(1 for s in result.steps if s.error and s.error["type"] == "BudgetExhausted") == 1
+    assert result.content == "Partial answer."
+
+
+async def test_small_talk_skips_planning() -> None:
+    llm = ScriptedProvider(replies=["Hello!"])
+    events = await collect_events(Agent("rewoo", llm=llm, tools=make_tools()), "hello")
+    assert events[-1].text == "Hello!" and len(llm.prompts) == 1
+    assert not [e for e in events if isinstance(e, ToolCall)]
+
+
+async def test_plan_without_steps_is_solved_directly_with_history() -> None:
+    llm = ScriptedProvider(replies=["No tools are needed.", "As I said, 330 metres."])
+    history = [Message.user("How tall is the Eiffel Tower?"), Message.assistant("330 metres.")]
+    events = await collect_events(Agent("rewoo", llm=llm, tools=make_tools()), "Say it again?", history=history)
+    assert any(isinstance(e, Thought) for e in events)
+    assert [m.content for m in llm.prompts[1][1:3]] == ["How tall is the Eiffel Tower?", "330 metres."]
+    assert "".join(e.text for e in events if isinstance(e, AnswerDelta)) == "As I said, 330 metres."
+
+
+async def test_guard_on_rewoo() -> None:
+    llm = ScriptedProvider(replies=["No steps.", "From memory."])
+    result = await Agent("rewoo", llm=llm, tools=make_tools(), settings={"require_tool_call": True}).run("q")
+    assert result.stop_reason == "guard" and result.steps[-1].observation == "From memory."
