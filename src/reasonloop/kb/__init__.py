@@ -1,1 +1,38 @@
-"""kb layer."""
+"""Knowledge base: loaders, chunking, embeddings, BM25, vectors and hybrid retrieval.
+
+``KnowledgeBase`` and the other heavy names load on first use, so importing the contracts in
+:mod:`reasonloop.kb.base` stays cheap.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+# numpy's BLAS threads and the embedding engine's threads fight over the cores when both are
+# allowed to use all of them; this only takes effect if numpy is not imported yet.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+if TYPE_CHECKING:
+    from reasonloop.kb.cache import CachedEmbedder
+    from reasonloop.kb.embedding import Embedder
+    from reasonloop.kb.ingest import Record
+    from reasonloop.kb.knowledge_base import KnowledgeBase
+
+__all__ = ["CachedEmbedder", "Embedder", "KnowledgeBase", "Record"]
+
+_LAZY = {
+    "KnowledgeBase": "reasonloop.kb.knowledge_base",
+    "Record": "reasonloop.kb.ingest",
+    "Embedder": "reasonloop.kb.embedding",
+    "CachedEmbedder": "reasonloop.kb.cache",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'reasonloop.kb' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -67,6 +67,10 @@ class IngestProgress(BaseModel):
     chunks_done: int = 0
     chunks_total: int = 0
     current: str = ""
+    chunks_embedded: int = 0
+    """Chunks actually sent to the embedder (cache hits excluded), for an embedding rate."""
+    seconds: float = 0.0
+    """Time since the ingest started."""
 
 
 class IngestReport(BaseModel):
@@ -75,7 +79,11 @@ class IngestReport(BaseModel):
     unchanged: list[str] = Field(default_factory=list)
     failed: dict[str, str] = Field(default_factory=dict)
     """Source -> reason, for files that could not be read; the rest of the batch still ingests."""
+    deleted: list[str] = Field(default_factory=list)
+    """Sources removed because they disappeared from an ingested folder (``prune``)."""
     chunks_added: int = 0
+    chunks_embedded: int = 0
+    """Chunks whose vectors were computed (the rest came from the vector cache)."""
     seconds: float = 0.0
 
 

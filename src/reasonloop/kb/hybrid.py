@@ -1,0 +1,163 @@
+"""Hybrid retrieval: dense and BM25 rankings fused by weighted reciprocal rank.
+
+:func:`rrf_fuse` is a pure function. Each ranking contributes ``weight / (k + rank)`` for every
+item it ranks (rank starts at 1); ``k`` damps the head so that one retriever's first place does
+not drown the other's agreement (k = 60 is the value of the original RRF paper, Cormack et al.
+2009). Equal-weight RRF produces many exact ties (an item ranked 1st by one retriever and 3rd by
+the other scores the same as the reverse), so ties are broken deliberately: best single rank
+first, then the earlier ranking (dense by default) wins, then the smaller key.
+
+:class:`HybridRetriever` applies metadata filters *before* top-k: the backend turns the filters
+into the set of allowed chunk keys, and both retrievers search only among those.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from typing import Any, Literal, Protocol
+
+from reasonloop.kb.base import Filter, Hit
+
+__all__ = ["HybridRetriever", "Reranker", "SearchBackend", "SearchMode", "rrf_fuse"]
+
+SearchMode = Literal["hybrid", "dense", "lexical"]
+Reranker = Callable[[str, list[Hit]], list[Hit] | Awaitable[list[Hit]]]
+"""Re-orders (and may re-score or drop) the fused candidates for a query."""
+
+
+def rrf_fuse(
+    rankings: Sequence[Sequence[Hashable]], *, k: float = 60.0, weights: Sequence[float] | None = None
+) -> list[tuple[Any, float]]:
+    """Fuse rankings (best first) into one ``(item, score)`` list, best first.
+
+    Args:
+        rankings: One ranked list of items per retriever; a repeated item keeps its first rank.
+        k: Rank damping constant (> 0).
+        weights: One weight per ranking (default all 1.0).
+
+    Raises:
+        ValueError: ``k`` is not positive, or the weights do not match the rankings.
+    """
+    if k <= 0:
+        raise ValueError(f"RRF k must be positive, got {k!r}")
+    weights = list(weights) if weights is not None else [1.0] * len(rankings)
+    if len(weights) != len(rankings):
+        raise ValueError(f"{len(weights)} weights for {len(rankings)} rankings")
+    score: dict[Any, float] = {}
+    best: dict[Any, tuple[int, int]] = {}
+    for which, (ranking, weight) in enumerate(zip(rankings, weights, strict=True)):
+        seen: set[Any] = set()
+        for item in ranking:
+            if item in seen:
+                continue
+            seen.add(item)
+            rank = len(seen)
+            score[item] = score.get(item, 0.0) + weight / (k + rank)
+            if item not in best or (rank, which) < best[item]:
+                best[item] = (rank, which)
+    return sorted(score.items(), key=lambda kv: (-kv[1], best[kv[0]], _sortable(kv[0])))
+
+
+def _sortable(item: Any) -> tuple[int, Any]:
+    return (0, item) if isinstance(item, int | float) else (1, str(item))
+
+
+class SearchBackend(Protocol):
+    """What a hybrid retriever needs from an index (integer chunk keys throughout)."""
+
+    async def dense_search(self, query: str, k: int, allowed: set[int] | None) -> list[tuple[int, float]]: ...
+
+    def lexical_search(self, query: str, k: int, allowed: set[int] | None) -> list[tuple[int, float]]: ...
+
+    def allowed_keys(self, filters: Sequence[Filter]) -> set[int]: ...
+
+    def hydrate(self, scored: Sequence[tuple[int, float]]) -> list[Hit]: ...
+
+
+class HybridRetriever:
+    """Search an index by dense vectors, BM25, or both fused.
+
+    Args:
+        backend: The index to search.
+        mode: ``hybrid``, ``dense`` or ``lexical``.
+        top_k: Default number of hits.
+        rrf_k: RRF damping constant.
+        weights: ``{"dense": w, "lexical": w}`` for fusion.
+        candidates: Depth fetched from each retriever before fusing (at least ``top_k``).
+        reranker: Optional hook re-ordering the fused candidates.
+        rerank_depth: How many fused candidates the reranker sees.
+
+    Raises:
+        ValueError: unknown mode, or non-positive sizes.
+    """
+
+    def __init__(
+        self,
+        backend: SearchBackend,
+        *,
+        mode: SearchMode = "hybrid",
+        top_k: int = 10,
+        rrf_k: float = 60.0,
+        weights: dict[str, float] | None = None,
+        candidates: int = 100,
+        reranker: Reranker | None = None,
+        rerank_depth: int = 50,
+    ) -> None:
+        if mode not in ("hybrid", "dense", "lexical"):
+            raise ValueError(f"search mode must be hybrid, dense or lexical, got {mode!r}")
+        if top_k <= 0 or candidates <= 0 or rrf_k <= 0:
+            raise ValueError(f"top_k, candidates and rrf_k must be positive (got {top_k}, {candidates}, {rrf_k})")
+        self.backend = backend
+        self.mode = mode
+        self.top_k = top_k
+        self.rrf_k = rrf_k
+        self.weights = {"dense": 1.0, "lexical": 1.0, **(weights or {})}
+        self.candidates = candidates
+        self.reranker = reranker
+        self.rerank_depth = rerank_depth
+
+    async def search(
+        self,
+        query: str,
+        top_k: int | None = None,
+        filters: Sequence[Filter] | None = None,
+        *,
+        mode: SearchMode | None = None,
+    ) -> list[Hit]:
+        """Best ``top_k`` chunks for ``query`` among those matching every filter."""
+        top_k = self.top_k if top_k is None else top_k
+        mode = mode or self.mode
+        if mode not in ("hybrid", "dense", "lexical"):
+            raise ValueError(f"search mode must be hybrid, dense or lexical, got {mode!r}")
+        if top_k <= 0 or not query.strip():
+            return []
+        allowed = self.backend.allowed_keys(filters) if filters else None
+        if allowed is not None and not allowed:
+            return []
+        pool = max(top_k, self.rerank_depth) if self.reranker else top_k
+        if mode == "dense":
+            scored = await self.backend.dense_search(query, pool, allowed)
+        elif mode == "lexical":
+            scored = self.backend.lexical_search(query, pool, allowed)
+        else:
+            depth = max(self.candidates, pool)
+            dense_task = asyncio.ensure_future(self.backend.dense_search(query, depth, allowed))
+            try:
+                lexical = self.backend.lexical_search(query, depth, allowed)
+            except BaseException:
+                dense_task.cancel()
+                raise
+            dense = await dense_task
+            fused = rrf_fuse(
+                [[key for key, _ in dense], [key for key, _ in lexical]],
+                k=self.rrf_k,
+                weights=[self.weights["dense"], self.weights["lexical"]],
+            )
+            scored = fused[:pool]
+        hits = self.backend.hydrate(scored)
+        if self.reranker is not None and hits:
+            result = self.reranker(query, hits)
+            hits = await result if inspect.isawaitable(result) else result
+        return hits[:top_k]

@@ -1,0 +1,271 @@
+"""The ingestion pipeline: sources -> documents -> chunks -> vectors -> committed index rows.
+
+A producer task loads and chunks sources in worker threads while the consumer embeds (also in
+worker threads) and commits, so parsing overlaps embedding and the event loop stays free.
+Documents are committed in groups of about ``commit_chunks`` chunks: embed (cache first), then
+one sqlite transaction for the group (the commit point), then the BM25 and vector indexes.
+
+Unchanged sources (same content hash, which includes the chunking settings) cost a hash and
+nothing else; changed ones replace their chunks; unreadable ones are reported and skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from reasonloop.errors import KBLoadError
+from reasonloop.kb.base import IngestProgress, IngestReport
+from reasonloop.kb.cache import embed_with_cache, text_hash
+from reasonloop.kb.fetch import fetch_url, is_url
+from reasonloop.kb.loaders import LoadedDocument, RecordError, load_bytes, load_file, walk
+from reasonloop.kb.store import ChunkWrite, DocumentWrite
+
+if TYPE_CHECKING:
+    from reasonloop.kb.local_index import LocalIndex
+
+__all__ = ["Ingestor", "Record", "document_id"]
+
+ProgressFn = Callable[[IngestProgress], None]
+
+
+def document_id(source: str) -> str:
+    """Stable id of the document at ``source``."""
+    return hashlib.blake2b(source.encode("utf-8"), digest_size=8).hexdigest()
+
+
+@dataclass
+class Record:
+    """A document given as data rather than a file (see ``KnowledgeBase.ingest_records``)."""
+
+    id: str
+    text: str
+    title: str = ""
+    source: str = ""
+    """Defaults to the id."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Prepared:
+    write: DocumentWrite
+    embed_texts: list[str]
+    lexical_texts: list[str]
+    updated: bool
+    vectors: np.ndarray | None = None
+
+
+_DONE = object()
+
+
+class Ingestor:
+    """One ingest run against a :class:`~reasonloop.kb.local_index.LocalIndex`."""
+
+    def __init__(self, index: LocalIndex, on_progress: ProgressFn | None, *, commit_chunks: int = 64) -> None:
+        self.index = index
+        self.on_progress = on_progress
+        self.commit_chunks = commit_chunks
+        self.report = IngestReport()
+        self.progress = IngestProgress()
+        self.started = time.perf_counter()
+        self.seen_sources: set[str] = set()
+
+    # -- progress ---------------------------------------------------------------------------------
+    def _tick(self, current: str | None = None) -> None:
+        if current is not None:
+            self.progress.current = current
+        self.progress.seconds = time.perf_counter() - self.started
+        if self.on_progress is not None:
+            self.on_progress(self.progress.model_copy())
+
+    # -- producing --------------------------------------------------------------------------------
+    def expand(self, sources: Sequence[str], include: Sequence[str] | None, exclude: Sequence[str] | None) -> list[str]:
+        """Files and URLs to read; missing paths go straight to ``failed``."""
+        items: list[str] = []
+        for source in sources:
+            if is_url(source):
+                items.append(source)
+                continue
+            path = Path(source).expanduser()
+            if path.is_dir():
+                items.extend(str(p.resolve()) for p in walk(path, include, exclude))
+            elif path.is_file():
+                items.append(str(path.resolve()))
+            else:
+                self.report.failed[source] = "no such file or folder"
+        return list(dict.fromkeys(items))
+
+    def _content_hash(self, payload: bytes) -> str:
+        h = hashlib.blake2b(digest_size=16)
+        h.update(self.index.content_signature.encode())
+        h.update(payload)
+        return h.hexdigest()
+
+    async def _load(self, item: str) -> tuple[list[LoadedDocument | RecordError], str, int, float | None]:
+        opts = self.index.options
+        if is_url(item):
+            data, ctype, suffix = await fetch_url(item, timeout_s=opts.fetch_timeout_s, max_bytes=opts.max_fetch_bytes)
+            docs = await asyncio.to_thread(
+                load_bytes,
+                data,
+                item,
+                suffix=suffix,
+                default_title=item.rstrip("/").rsplit("/", 1)[-1],
+                content_type=ctype,
+            )
+            return docs, self._content_hash(data), len(data), None
+        path = Path(item)
+        data, docs = await asyncio.to_thread(load_file, path)
+        try:
+            mtime: float | None = path.stat().st_mtime
+        except OSError:
+            mtime = None
+        return docs, self._content_hash(data), len(data), mtime
+
+    def _prepare(
+        self, doc: LoadedDocument, content_hash: str, size: int, mtime: float | None, doc_id: str | None = None
+    ) -> _Prepared | None:
+        """Chunk a document; ``None`` when it is unchanged."""
+        self.seen_sources.add(doc.source)
+        stored = self.index.store.content_hashes([doc.source]).get(doc.source)
+        if stored == content_hash:
+            self.report.unchanged.append(doc.source)
+            return None
+        chunks = self.index.chunker.split(doc.text, doc.pages)
+        writes: list[ChunkWrite] = []
+        embed_texts: list[str] = []
+        lexical_texts: list[str] = []
+        for c in chunks:
+            embed = f"{doc.title}\n{c.text}" if self.index.options.embed_title and doc.title else c.text
+            meta = {**doc.metadata, "start": c.start, "end": c.end}
+            if c.page is not None:
+                meta["page"] = c.page
+            writes.append(ChunkWrite(c.ordinal, c.text, text_hash(embed), meta))
+            embed_texts.append(embed)
+            lexical_texts.append(f"{doc.title}\n{c.text}" if doc.title else c.text)
+        write = DocumentWrite(
+            id=doc_id or document_id(doc.source),
+            source=doc.source,
+            title=doc.title,
+            content_hash=content_hash,
+            bytes=size,
+            mtime=mtime,
+            metadata=doc.metadata,
+            chunks=writes,
+        )
+        return _Prepared(write, embed_texts, lexical_texts, updated=stored is not None)
+
+    async def produce_files(self, items: Sequence[str], queue: asyncio.Queue[Any]) -> None:
+        self.progress.files_total = len(items)
+        for item in items:
+            self._tick(item)
+            try:
+                if not is_url(item):
+                    # Skip unchanged single-document files before parsing them.
+                    data = await asyncio.to_thread(Path(item).read_bytes)
+                    if self.index.store.content_hashes([item]).get(item) == self._content_hash(data):
+                        self.seen_sources.add(item)
+                        self.report.unchanged.append(item)
+                        self.progress.files_done += 1
+                        continue
+                docs, content_hash, size, mtime = await self._load(item)
+            except KBLoadError as exc:
+                self.report.failed[item] = exc.message.removeprefix(f"{item}: ")
+                self.progress.files_done += 1
+                continue
+            except OSError as exc:
+                self.report.failed[item] = f"cannot read: {exc.strerror or exc}"
+                self.progress.files_done += 1
+                continue
+            for doc in docs:
+                if isinstance(doc, RecordError):
+                    self.report.failed[doc.source] = doc.reason
+                    continue
+                record_hash = content_hash
+                if len(docs) > 1 or doc.source != item:
+                    payload = json.dumps([doc.title, doc.text, doc.metadata], ensure_ascii=False, sort_keys=True)
+                    record_hash = self._content_hash(payload.encode())
+                prepared = await asyncio.to_thread(
+                    self._prepare, doc, record_hash, size if len(docs) == 1 else len(doc.text.encode()), mtime
+                )
+                if prepared is not None:
+                    self.progress.chunks_total += len(prepared.write.chunks)
+                    await queue.put(prepared)
+            self.progress.files_done += 1
+            await queue.put(None)  # progress marker: a file finished
+        await queue.put(_DONE)
+
+    async def produce_records(self, records: Iterable[Record], queue: asyncio.Queue[Any]) -> None:
+        for rec in records:
+            source = rec.source or rec.id
+            if not rec.text.strip():
+                self.report.failed[source] = "empty text"
+                continue
+            payload = json.dumps([rec.title, rec.text, rec.metadata], ensure_ascii=False, sort_keys=True)
+            doc = LoadedDocument(source=source, title=rec.title, text=rec.text, metadata=dict(rec.metadata))
+            size = len(rec.text.encode("utf-8"))
+            prepared = self._prepare(doc, self._content_hash(payload.encode()), size, None, doc_id=rec.id)
+            self.progress.files_total += 1
+            self.progress.files_done += 1
+            if prepared is not None:
+                self.progress.chunks_total += len(prepared.write.chunks)
+                await queue.put(prepared)
+            else:
+                await queue.put(None)
+        await queue.put(_DONE)
+
+    # -- consuming --------------------------------------------------------------------------------
+    async def consume(self, queue: asyncio.Queue[Any]) -> None:
+        pending: list[_Prepared] = []
+        pending_chunks = 0
+        while True:
+            item = await queue.get()
+            if item is _DONE:
+                break
+            if item is None:
+                self._tick()
+                continue
+            pending.append(item)
+            pending_chunks += len(item.write.chunks)
+            if pending_chunks >= self.commit_chunks:
+                await self._flush(pending)
+                pending, pending_chunks = [], 0
+        if pending:
+            await self._flush(pending)
+        self._tick("")
+
+    async def _flush(self, docs: list[_Prepared]) -> None:
+        texts = [t for d in docs for t in d.embed_texts]
+        vectors_parts: list[np.ndarray] = []
+        step = max(self.index.embedder.max_batch, 16) * 2
+        for i in range(0, len(texts), step):
+            part, embedded = await embed_with_cache(self.index.embedder, self.index.store.vectors, texts[i : i + step])
+            vectors_parts.append(part)
+            self.progress.chunks_done += len(part)
+            self.progress.chunks_embedded += embedded
+            self.report.chunks_embedded += embedded
+            self._tick()
+        if texts:
+            vectors = np.concatenate(vectors_parts)
+            self.index.ensure_vectors(vectors.shape[1])
+        else:
+            vectors = np.zeros((0, 0), np.float32)
+        removed, new_keys = self.index.store.commit_documents([d.write for d in docs])
+        lexical_items: list[tuple[int, str]] = []
+        vec_keys: list[int] = []
+        offset = 0
+        for d, keys in zip(docs, new_keys, strict=True):
+            lexical_items.extend(zip(keys, d.lexical_texts, strict=True))
+            vec_keys.extend(keys)
+            offset += len(keys)
+            (self.report.updated if d.updated else self.report.added).append(d.write.source)
+            self.report.chunks_added += len(keys)
+        self.index.apply(removed, lexical_items, vec_keys, vectors)

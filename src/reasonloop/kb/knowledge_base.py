@@ -1,0 +1,177 @@
+"""The knowledge base as users meet it: open, ingest, search, inspect, delete.
+
+Example::
+
+    from reasonloop.kb import KnowledgeBase
+
+    async with KnowledgeBase.open("my-kb") as kb:
+        report = await kb.ingest(["docs/", "https://example.org/page.html"])
+        for hit in await kb.search("how do I configure Qdrant?", top_k=5):
+            print(hit.score, hit.source, hit.metadata.get("page"), hit.text[:80])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from reasonloop.config import Settings, load_settings
+from reasonloop.errors import KBError, PluginNotFound
+from reasonloop.kb.base import Filter, Hit, IngestReport, KBStats
+from reasonloop.kb.embedding import Embedder, create_embedder
+from reasonloop.kb.hybrid import HybridRetriever, Reranker, SearchMode
+from reasonloop.kb.ingest import Record
+from reasonloop.kb.local_index import LocalIndex, ProgressFn
+from reasonloop.kb.store import DocumentRow
+from reasonloop.registry import Registry
+
+__all__ = ["BUILTIN_INDEXES", "KnowledgeBase", "as_filters"]
+
+BUILTIN_INDEXES: dict[str, type[LocalIndex]] = {"local": LocalIndex}
+
+FilterLike = Filter | Mapping[str, Any]
+
+
+def as_filters(filters: Sequence[FilterLike] | Mapping[str, Any] | None) -> list[Filter] | None:
+    """Normalise filters: a list of :class:`Filter`/dicts, or ``{"field": value}`` meaning equality."""
+    if filters is None:
+        return None
+    if isinstance(filters, Mapping):
+        return [Filter(field=k, op="eq", value=v) for k, v in filters.items()]
+    return [f if isinstance(f, Filter) else Filter(**f) for f in filters]
+
+
+class KnowledgeBase:
+    """A searchable collection of documents backed by an index plugin (``local`` by default).
+
+    Use :meth:`open` rather than the constructor.
+    """
+
+    def __init__(self, index: LocalIndex, *, owns_embedder: bool = False) -> None:
+        self.index = index
+        self._owns_embedder = owns_embedder
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path | None = None,
+        settings: Settings | None = None,
+        embedder: Embedder | None = None,
+        *,
+        registry: Registry | None = None,
+    ) -> KnowledgeBase:
+        """Open (or create) the knowledge base at ``path``.
+
+        Args:
+            path: Index directory; default ``settings.kb.path`` (``.reasonloop`` in the working directory).
+            settings: Effective settings; default :func:`~reasonloop.config.load_settings`.
+            embedder: Embedder to use instead of ``settings.kb.embedder`` (e.g. a
+                :class:`~reasonloop.kb.cache.CachedEmbedder`).
+            registry: Plugin registry for the index and embedder ids.
+
+        Raises:
+            KBModelMismatch: the index was built with another embedding model.
+            PluginNotFound: unknown ``kb.index`` or ``kb.embedder`` id.
+            ConfigError: invalid ``kb.options``.
+        """
+        settings = settings or load_settings()
+        options = dict(settings.kb.options)
+        owns = embedder is None
+        if embedder is None:
+            embedder = create_embedder(settings.kb.embedder, options.get("embedder"), registry)
+        factory: Any
+        try:
+            factory = (registry or Registry.default()).get("index", settings.kb.index)
+        except PluginNotFound:
+            if settings.kb.index not in BUILTIN_INDEXES:
+                raise
+            factory = BUILTIN_INDEXES[settings.kb.index]
+        index = factory(Path(path if path is not None else settings.kb.path), embedder, options)
+        return cls(index, owns_embedder=owns)
+
+    async def __aenter__(self) -> KnowledgeBase:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def path(self) -> Path:
+        return self.index.path
+
+    async def ingest(
+        self,
+        paths_or_urls: str | Sequence[str],
+        *,
+        on_progress: ProgressFn | None = None,
+        include: Sequence[str] | None = None,
+        exclude: Sequence[str] | None = None,
+        prune: bool = False,
+    ) -> IngestReport:
+        """Ingest files, folders and URLs; unchanged ones cost nothing, bad ones land in ``failed``."""
+        sources = [paths_or_urls] if isinstance(paths_or_urls, str) else list(paths_or_urls)
+        return await self.index.ingest(sources, on_progress=on_progress, include=include, exclude=exclude, prune=prune)
+
+    async def ingest_records(
+        self,
+        records: Iterable[Record | tuple[str, str, str] | Mapping[str, Any]],
+        *,
+        on_progress: ProgressFn | None = None,
+    ) -> IngestReport:
+        """Ingest documents given as data (no files): ``(id, title, text)`` tuples, dicts or :class:`Record`.
+
+        The record id becomes the document id, so hits map back to the caller's ids.
+        """
+        return await self.index.ingest_records(records, on_progress=on_progress)  # type: ignore[arg-type]
+
+    async def search(
+        self,
+        query: str,
+        top_k: int = 10,
+        filters: Sequence[FilterLike] | Mapping[str, Any] | None = None,
+        mode: SearchMode = "hybrid",
+        *,
+        reranker: Reranker | None = None,
+    ) -> list[Hit]:
+        """The ``top_k`` best chunks for ``query`` (``[]`` on an empty knowledge base).
+
+        Args:
+            query: Free text, any language the embedder handles.
+            top_k: Number of hits.
+            filters: Metadata conditions applied before ranking (unknown fields match nothing).
+            mode: ``hybrid`` (RRF of dense and BM25), ``dense`` or ``lexical``.
+            reranker: Optional hook re-ordering the fused candidates.
+        """
+        retriever = self.index.retriever({"mode": mode, "top_k": max(top_k, 1)}, reranker=reranker)
+        return await retriever.search(query, top_k, as_filters(filters))
+
+    def retriever(self, settings: dict[str, Any] | None = None, *, reranker: Reranker | None = None) -> HybridRetriever:
+        """A :class:`~reasonloop.kb.base.Retriever` for tools and reasoning strategies."""
+        return self.index.retriever(settings, reranker=reranker)
+
+    async def stats(self) -> KBStats:
+        return await self.index.stats()
+
+    async def documents(self) -> list[DocumentRow]:
+        """Every document: id, source, title, content hash, bytes, mtime, last update, chunk count."""
+        return await self.index.documents()
+
+    async def delete(self, doc_id_or_source: str) -> list[str]:
+        """Delete a document by id or source (a folder or JSON file removes everything under it).
+
+        Returns:
+            The removed sources.
+
+        Raises:
+            KBError: nothing matched.
+        """
+        removed = await self.index.delete(doc_id_or_source)
+        if not removed:
+            raise KBError(f"no document with id or source {doc_id_or_source!r}", target=doc_id_or_source)
+        return removed
+
+    async def close(self) -> None:
+        await self.index.close()
+        if self._owns_embedder:
+            await self.index.embedder.aclose()

@@ -1,0 +1,413 @@
+"""The built-in ``local`` index: everything in one directory, nothing to run.
+
+Layout of the directory (``.reasonloop/`` by default)::
+
+    kb.sqlite        documents, chunks, cached vectors, meta (embedding model, dim)
+    lexical/         tantivy BM25 index          (derived from kb.sqlite)
+    vectors.usearch  HNSW graph                  (derived from kb.sqlite)
+
+Crash safety: sqlite is the source of truth, and a document is in the index once its sqlite
+transaction commits. The derived indexes are updated after that commit, under a ``dirty`` flag
+set for the whole ingest; opening an index whose flag is still set (the ingest was killed)
+reconciles them with sqlite: vectors missing from the HNSW graph are re-added from the cached
+vectors, entries whose chunk no longer exists are purged, and BM25 is rebuilt from the stored
+text. Documents that never reached their commit point are simply absent and get ingested again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from reasonloop.config import secret
+from reasonloop.errors import ConfigError, KBError, KBModelMismatch
+from reasonloop.kb.base import Filter, Hit, IngestProgress, IngestReport, KBStats
+from reasonloop.kb.chunking import Chunker
+from reasonloop.kb.embedding import Embedder
+from reasonloop.kb.hybrid import HybridRetriever, Reranker
+from reasonloop.kb.ingest import Ingestor, Record
+from reasonloop.kb.lexical import LexicalIndex
+from reasonloop.kb.store import DocumentRow, MetadataStore
+from reasonloop.kb.vector import LocalVectorStore, VectorStore
+from reasonloop.registry import PluginInfo
+
+__all__ = ["LocalIndex", "LocalIndexOptions", "RetrieverSettings"]
+
+ProgressFn = Callable[[IngestProgress], None]
+
+
+class LocalIndexOptions(BaseModel):
+    """``[kb.options]`` for the local index."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    chunk_tokens: int = Field(default=200, ge=16)
+    chunk_overlap: int = Field(default=30, ge=0)
+    embed_title: bool = True
+    """Embed ``title + chunk`` (titles carry a lot of meaning for short chunks)."""
+    vector_store: Literal["local", "qdrant"] = "local"
+    exact_below: int = Field(default=20_000, ge=0)
+    """Below this many vectors, dense search is exact (numpy) instead of HNSW."""
+    ef_search: int = Field(default=128, ge=8)
+    qdrant_url: str = ""
+    """Qdrant server; empty uses Qdrant's embedded mode inside the index directory."""
+    qdrant_collection: str = "reasonloop"
+    qdrant_api_key_env: str = ""
+    fetch_timeout_s: float = Field(default=30.0, gt=0)
+    max_fetch_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
+    commit_chunks: int = Field(default=64, ge=1)
+    """Chunks per commit group during ingest."""
+    embedder: dict[str, Any] = Field(default_factory=dict)
+    """Options passed to the embedder (``model``, ``base_url``, ``api_key_env``, ...)."""
+    retriever: dict[str, Any] = Field(default_factory=dict)
+    """Default :class:`RetrieverSettings`."""
+
+
+class RetrieverSettings(BaseModel):
+    """How a retriever searches (``mode``, fusion, depth)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["hybrid", "dense", "lexical"] = "hybrid"
+    top_k: int = Field(default=10, ge=1)
+    rrf_k: float = Field(default=60.0, gt=0)
+    dense_weight: float = Field(default=1.0, ge=0)
+    lexical_weight: float = Field(default=1.0, ge=0)
+    candidates: int = Field(default=100, ge=1)
+    rerank_depth: int = Field(default=50, ge=1)
+
+
+def _options(raw: dict[str, Any] | LocalIndexOptions | None) -> LocalIndexOptions:
+    if isinstance(raw, LocalIndexOptions):
+        return raw
+    try:
+        return LocalIndexOptions(**(raw or {}))
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"invalid kb.options: {problems}") from None
+
+
+class LocalIndex:
+    """The ``local`` index: sqlite + tantivy + usearch (or Qdrant) under ``path``.
+
+    Args:
+        path: Index directory (created if missing).
+        embedder: Makes the vectors; must match the one the index was built with.
+        options: :class:`LocalIndexOptions` or the ``[kb.options]`` table.
+
+    Raises:
+        KBModelMismatch: the index was built with another embedding model.
+        ConfigError: invalid options.
+    """
+
+    info: ClassVar[PluginInfo] = PluginInfo(
+        id="local", name="Local index", description="Embedded hybrid index (sqlite, tantivy BM25, usearch HNSW)."
+    )
+
+    def __init__(self, path: str | Path, embedder: Embedder, options: dict[str, Any] | LocalIndexOptions | None = None):
+        self.path = Path(path).expanduser().resolve()
+        if self.path.exists() and not self.path.is_dir():
+            raise KBError(f"{self.path} exists and is not a directory", path=str(self.path))
+        self.options = _options(options)
+        if self.options.chunk_overlap * 2 >= self.options.chunk_tokens:
+            raise ConfigError(
+                f"kb.options.chunk_overlap ({self.options.chunk_overlap}) must be below half of chunk_tokens"
+            )
+        self.embedder = embedder
+        self.chunker = Chunker(self.options.chunk_tokens, self.options.chunk_overlap)
+        self.content_signature = f"{self.chunker.signature}/title={int(self.options.embed_title)}"
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.store = MetadataStore(self.path / "kb.sqlite")
+        self._check_model()
+        self.lexical = LexicalIndex(self.path / "lexical")
+        self.vectors: VectorStore | None = None
+        dim = self.store.get_meta("embedding_dim")
+        if dim:
+            self.ensure_vectors(int(dim))
+        self._write_lock = asyncio.Lock()
+        self.reconcile()
+
+    # -- model bookkeeping ----------------------------------------------------------------------------
+    def _check_model(self) -> None:
+        stored = self.store.get_meta("embedding_model")
+        if stored and stored != self.embedder.name:
+            raise KBModelMismatch(
+                f"the knowledge base at {self.path} was built with embedding model {stored!r}, "
+                f"but {self.embedder.name!r} is configured. Vectors of different models cannot be mixed: "
+                f"configure the original model again, or re-index by deleting {self.path} "
+                "(or choosing a new --kb directory) and ingesting your documents again.",
+                path=str(self.path),
+                stored=stored,
+                configured=self.embedder.name,
+            )
+
+    def ensure_vectors(self, dim: int) -> VectorStore:
+        """The vector store, created on first use once the embedding size is known."""
+        stored = self.store.get_meta("embedding_dim")
+        if stored and int(stored) != dim:
+            raise KBModelMismatch(
+                f"{self.embedder.name!r} produced {dim}-d vectors but the knowledge base at {self.path} "
+                f"holds {stored}-d vectors; re-index into a new directory",
+                path=str(self.path),
+            )
+        if not stored:
+            self.store.set_meta(embedding_model=self.embedder.name, embedding_dim=dim)
+        if self.vectors is None:
+            if self.options.vector_store == "qdrant":
+                from reasonloop.kb.qdrant import QdrantVectorStore
+
+                self.vectors = QdrantVectorStore(
+                    dim,
+                    url=self.options.qdrant_url,
+                    path=None if self.options.qdrant_url else self.path / "qdrant",
+                    collection=self.options.qdrant_collection,
+                    api_key=secret(self.options.qdrant_api_key_env),
+                )
+            else:
+                self.vectors = LocalVectorStore(
+                    self.path / "vectors.usearch",
+                    dim,
+                    exact_below=self.options.exact_below,
+                    ef_search=self.options.ef_search,
+                )
+        return self.vectors
+
+    # -- consistency ----------------------------------------------------------------------------------
+    def reconcile(self) -> None:
+        """Bring BM25 and vectors in line with sqlite (cheap when nothing is off)."""
+        dirty = self.store.dirty
+        keys = self.store.all_keys()
+        if self.vectors is not None and (dirty or len(self.vectors) != len(keys)):
+            have = self.vectors.keys()
+            extra = np.setdiff1d(have, keys)
+            missing = np.setdiff1d(keys, have)
+            self.vectors.remove([int(k) for k in extra])
+            if len(missing):
+                model = self.store.get_meta("embedding_model") or self.embedder.name
+                found, matrix, lost = self.store.vectors_for(model, [int(k) for k in missing])
+                if found:
+                    self.vectors.add(found, matrix)
+                if lost:  # no cached vector: drop those documents so the next ingest redoes them
+                    self.store.delete_documents(self.store.doc_ids_of_keys(lost))
+            self.vectors.flush()
+        if dirty or len(self.lexical) != self.store.chunk_count():
+            self.lexical.clear()
+            for batch in self.store.iter_lexical():
+                self.lexical.add(batch)
+            self.lexical.commit()
+        if dirty:
+            self.store.dirty = False
+
+    def apply(
+        self, removed: Sequence[int], lexical: Sequence[tuple[int, str]], keys: Sequence[int], vectors: np.ndarray
+    ) -> None:
+        """Update the derived indexes after a sqlite commit."""
+        self.lexical.delete(removed)
+        self.lexical.add(lexical)
+        self.lexical.commit()
+        if self.vectors is not None:
+            self.vectors.remove(removed)
+            if len(keys):
+                self.vectors.add(keys, vectors)
+
+    # -- ingest ---------------------------------------------------------------------------------------
+    async def ingest(
+        self,
+        sources: Sequence[str],
+        *,
+        on_progress: ProgressFn | None = None,
+        include: Sequence[str] | None = None,
+        exclude: Sequence[str] | None = None,
+        prune: bool = False,
+    ) -> IngestReport:
+        """Ingest files, folders (recursive) and http(s) URLs.
+
+        Args:
+            sources: Paths and URLs.
+            on_progress: Called with an :class:`IngestProgress` as work advances.
+            include: Globs a folder's files must match (default: every supported type).
+            exclude: Globs of files or folders to skip.
+            prune: Delete indexed documents under an ingested folder whose file is gone.
+        """
+        ingestor = Ingestor(self, on_progress, commit_chunks=self.options.commit_chunks)
+        items = ingestor.expand(sources, include, exclude)
+
+        async def produce(queue: asyncio.Queue[Any]) -> None:
+            await ingestor.produce_files(items, queue)
+
+        report = await self._run(ingestor, produce)
+        if prune:
+            for source in sources:
+                folder = Path(source).expanduser()
+                if not folder.is_dir():
+                    continue
+                prefix = str(folder.resolve()) + "/"
+                gone = [d for d in self.store.documents(prefix) if not Path(d.source.split("#")[0]).exists()]
+                for doc in gone:
+                    await self.delete(doc.id)
+                    report.deleted.append(doc.source)
+        return report
+
+    async def ingest_records(
+        self,
+        records: Iterable[Record | tuple[str, str, str] | dict[str, Any]],
+        *,
+        on_progress: ProgressFn | None = None,
+    ) -> IngestReport:
+        """Ingest documents given as data: :class:`Record`, ``(id, title, text)`` or dicts."""
+
+        def normalized() -> Iterable[Record]:
+            for r in records:
+                if isinstance(r, Record):
+                    yield r
+                elif isinstance(r, tuple):
+                    rid, title, text = r
+                    yield Record(id=str(rid), title=title or "", text=text)
+                else:
+                    extra = {k: v for k, v in r.items() if k not in ("id", "title", "text", "source", "metadata")}
+                    yield Record(
+                        id=str(r["id"]),
+                        title=r.get("title") or "",
+                        text=r.get("text") or "",
+                        source=r.get("source") or "",
+                        metadata={**extra, **(r.get("metadata") or {})},
+                    )
+
+        ingestor = Ingestor(self, on_progress, commit_chunks=self.options.commit_chunks)
+
+        async def produce(queue: asyncio.Queue[Any]) -> None:
+            await ingestor.produce_records(normalized(), queue)
+
+        return await self._run(ingestor, produce)
+
+    async def _run(self, ingestor: Ingestor, produce: Callable[[asyncio.Queue[Any]], Any]) -> IngestReport:
+        async with self._write_lock:
+            self.store.dirty = True
+            queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
+            producer = asyncio.ensure_future(produce(queue))
+            ok = False
+            try:
+                await asyncio.gather(producer, ingestor.consume(queue))
+                ok = True
+            finally:
+                producer.cancel()
+                self.lexical.commit()
+                if self.vectors is not None:
+                    self.vectors.flush()
+                if ok:
+                    self.store.dirty = False
+                else:
+                    self.reconcile()
+        ingestor.report.seconds = time.perf_counter() - ingestor.started
+        return ingestor.report
+
+    # -- delete / list --------------------------------------------------------------------------------
+    def _resolve(self, doc_id_or_source: str) -> list[DocumentRow]:
+        doc = self.store.document(doc_id_or_source)
+        if doc is not None:
+            return [doc]
+        target = doc_id_or_source
+        if not target.startswith(("http://", "https://")) and Path(target).expanduser().exists():
+            target = str(Path(target).expanduser().resolve())
+        doc = self.store.document(target)
+        if doc is not None:
+            return [doc]
+        # A folder or a JSON file: every document under it.
+        return [d for d in self.store.documents(target) if d.source[len(target) : len(target) + 1] in ("/", "#")]
+
+    async def delete(self, doc_id_or_source: str) -> list[str]:
+        """Remove a document (by id or source), or every document under a folder/JSON file.
+
+        Returns:
+            The sources removed (empty when nothing matched).
+        """
+        async with self._write_lock:
+            docs = self._resolve(doc_id_or_source)
+            if not docs:
+                return []
+            self.store.dirty = True
+            removed = self.store.delete_documents([d.id for d in docs])
+            self.apply(removed, [], [], np.zeros((0, 0), np.float32))
+            if self.vectors is not None:
+                self.vectors.flush()
+            self.store.dirty = False
+            return [d.source for d in docs]
+
+    async def documents(self) -> list[DocumentRow]:
+        return self.store.documents()
+
+    async def stats(self) -> KBStats:
+        docs, chunks, size = self.store.totals()
+        last = self.store.get_meta("last_update")
+        return KBStats(
+            documents=docs,
+            chunks=chunks,
+            bytes=size,
+            sources=self.store.source_counts(),
+            embedding_model=self.store.get_meta("embedding_model"),
+            last_update=float(last) if last else None,
+        )
+
+    # -- search backend -------------------------------------------------------------------------------
+    async def dense_search(self, query: str, k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
+        if self.vectors is None or len(self.vectors) == 0:
+            return []
+        vector = (await self.embedder.embed_queries([query]))[0]
+        return self.vectors.search(vector, k, allowed)
+
+    def lexical_search(self, query: str, k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
+        return self.lexical.search(query, k, allowed)
+
+    def allowed_keys(self, filters: Sequence[Filter]) -> set[int]:
+        return self.store.allowed_keys(filters)
+
+    def hydrate(self, scored: Sequence[tuple[int, float]]) -> list[Hit]:
+        rows = self.store.chunks([k for k, _ in scored])
+        hits = []
+        for key, score in scored:
+            row = rows.get(key)
+            if row is None:  # an entry whose chunk was deleted meanwhile
+                continue
+            hits.append(
+                Hit(
+                    chunk_id=row.id,
+                    document_id=row.doc_id,
+                    source=row.source,
+                    title=row.title,
+                    text=row.text,
+                    score=score,
+                    metadata=row.metadata,
+                )
+            )
+        return hits
+
+    def retriever(self, settings: dict[str, Any] | None = None, *, reranker: Reranker | None = None) -> HybridRetriever:
+        """A retriever over this index (``settings``: :class:`RetrieverSettings` fields)."""
+        try:
+            s = RetrieverSettings(**{**self.options.retriever, **(settings or {})})
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"invalid retriever settings: {problems}") from None
+        return HybridRetriever(
+            self,
+            mode=s.mode,
+            top_k=s.top_k,
+            rrf_k=s.rrf_k,
+            weights={"dense": s.dense_weight, "lexical": s.lexical_weight},
+            candidates=s.candidates,
+            reranker=reranker,
+            rerank_depth=s.rerank_depth,
+        )
+
+    async def close(self) -> None:
+        async with self._write_lock:
+            self.lexical.close()
+            if self.vectors is not None:
+                self.vectors.close()
+            self.store.close()
