@@ -66,6 +66,15 @@ class _Prepared:
 _DONE = object()
 
 
+def _read(path: Path) -> tuple[bytes, list[LoadedDocument | RecordError], float | None]:
+    data, docs = load_file(path)
+    try:
+        mtime: float | None = path.stat().st_mtime
+    except OSError:
+        mtime = None
+    return data, docs, mtime
+
+
 class Ingestor:
     """One ingest run against a :class:`~reasonloop.kb.local_index.LocalIndex`."""
 
@@ -122,12 +131,7 @@ class Ingestor:
                 content_type=ctype,
             )
             return docs, self._content_hash(data), len(data), None
-        path = Path(item)
-        data, docs = await asyncio.to_thread(load_file, path)
-        try:
-            mtime: float | None = path.stat().st_mtime
-        except OSError:
-            mtime = None
+        data, docs, mtime = await asyncio.to_thread(_read, Path(item))
         return docs, self._content_hash(data), len(data), mtime
 
     def _prepare(

@@ -30,6 +30,7 @@ from reasonloop.errors import ConfigError, KBError, KBModelMismatch
 from reasonloop.kb.base import Filter, Hit, IngestProgress, IngestReport, KBStats
 from reasonloop.kb.chunking import Chunker
 from reasonloop.kb.embedding import Embedder
+from reasonloop.kb.fetch import is_url
 from reasonloop.kb.hybrid import HybridRetriever, Reranker
 from reasonloop.kb.ingest import Ingestor, Record
 from reasonloop.kb.lexical import LexicalIndex
@@ -243,16 +244,20 @@ class LocalIndex:
 
         report = await self._run(ingestor, produce)
         if prune:
-            for source in sources:
-                folder = Path(source).expanduser()
-                if not folder.is_dir():
-                    continue
-                prefix = str(folder.resolve()) + "/"
-                gone = [d for d in self.store.documents(prefix) if not Path(d.source.split("#")[0]).exists()]
-                for doc in gone:
-                    await self.delete(doc.id)
-                    report.deleted.append(doc.source)
+            for doc in await asyncio.to_thread(self._vanished, sources):
+                await self.delete(doc.id)
+                report.deleted.append(doc.source)
         return report
+
+    def _vanished(self, sources: Sequence[str]) -> list[DocumentRow]:
+        """Indexed documents under the folders in ``sources`` whose file no longer exists."""
+        gone: list[DocumentRow] = []
+        for source in sources:
+            folder = Path(source).expanduser()
+            if not is_url(source) and folder.is_dir():
+                prefix = str(folder.resolve()) + "/"
+                gone.extend(d for d in self.store.documents(prefix) if not Path(d.source.split("#")[0]).exists())
+        return gone
 
     async def ingest_records(
         self,
