@@ -9,11 +9,14 @@ missing types) so that every provider accepts the same schema.
 from __future__ import annotations
 
 import copy
-from typing import Any
+import json
+import re
+from typing import Any, ClassVar
 
-from pydantic import BaseModel
+import jsonschema
+from pydantic import BaseModel, ConfigDict, model_validator
 
-__all__ = ["inline_refs", "model_schema", "normalize_schema"]
+__all__ = ["JSONSchemaParams", "coerce_arguments", "inline_refs", "model_schema", "normalize_schema", "params_model"]
 
 # Type names seen in hand-written schemas, mapped to JSON-schema types.
 _TYPE_ALIASES = {
@@ -125,14 +128,25 @@ def _normalize(node: Any) -> Any:
             out["enum"] = value
         else:
             out[key] = value
+    out.pop("optional", None)  # a non-standard flag; 'required' says the same thing
     kind = out.get("type")
     if isinstance(kind, list):
         # A union of types: keep JSON-schema form without 'null' dupes.
         kinds = list(dict.fromkeys(k for k in kind if k))
         out["type"] = kinds[0] if len(kinds) == 1 else kinds
         kind = out["type"]
-    if kind == "array" and "items" not in out:
-        out["items"] = {}
+    if "default" in out and out["default"] is None and kind is not None and "null" not in _kinds(kind):
+        # "default": null documents that null means "not given": accept it.
+        out["type"] = kind = [*_kinds(kind), "null"]
+        if "enum" in out and None not in out["enum"]:
+            out["enum"] = [*out["enum"], None]
+    if kind == "array" or (isinstance(kind, list) and "array" in kind):
+        items = out.setdefault("items", {})
+        if "enum" in out and isinstance(items, dict) and "enum" not in items:
+            # An enum written on the array means "each item is one of these".
+            enum = [v for v in out.pop("enum") if not isinstance(v, list)]
+            if enum:
+                items["enum"] = enum
     if kind == "object" or "properties" in out:
         props = out.get("properties")
         if isinstance(props, dict):
@@ -146,6 +160,10 @@ def _normalize(node: Any) -> Any:
     return out
 
 
+def _kinds(kind: Any) -> list[str]:
+    return list(kind) if isinstance(kind, list) else [kind]
+
+
 def _map_type(value: Any) -> Any:
     if isinstance(value, str):
         low = value.strip().lower()
@@ -156,3 +174,126 @@ def _map_type(value: Any) -> Any:
         mapped = [m for m in (_map_type(v) for v in value) if m]
         return mapped or None
     return None
+
+
+class JSONSchemaParams(BaseModel):
+    """Base of parameter models that accept whatever a JSON schema accepts.
+
+    Tools whose arguments are described by a JSON schema rather than Python types (MCP
+    tools, specs loaded from files) use :func:`params_model`; the arguments are checked
+    against the schema with ``jsonschema`` and kept as extra fields (``model_dump()``
+    gives them back).
+    """
+
+    model_config = ConfigDict(extra="allow")
+    json_schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
+    json_validator: ClassVar[Any] = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _check(cls, data: Any) -> Any:
+        data = coerce_arguments(data, cls.json_schema)
+        errors = sorted(cls.json_validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+        if errors:
+            raise ValueError("; ".join(_describe(e) for e in errors[:5]))
+        return data
+
+    @classmethod
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return copy.deepcopy(cls.json_schema)
+
+    def arguments(self) -> dict[str, Any]:
+        """The validated arguments as a plain dict."""
+        return dict(self.__pydantic_extra__ or {})
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = ".".join(str(p) for p in error.absolute_path) or "(arguments)"
+    return f"{where}: {error.message}"
+
+
+def params_model(schema: dict[str, Any], name: str = "params") -> type[JSONSchemaParams]:
+    """A pydantic model whose validation is the (normalised) JSON schema ``schema``.
+
+    Args:
+        schema: A parameter schema as found in the wild; it is normalised first.
+        name: Class name, for messages.
+
+    Raises:
+        jsonschema.SchemaError: the schema is not valid JSON schema even after normalising.
+    """
+    normalized = normalize_schema(schema)
+    validator_cls = jsonschema.validators.validator_for(normalized, default=jsonschema.Draft7Validator)
+    validator_cls.check_schema(normalized)
+    validator = validator_cls(normalized)
+    return type(name, (JSONSchemaParams,), {"json_schema": normalized, "json_validator": validator})
+
+
+_INTEGER = re.compile(r"[-+]?\d+")
+_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+
+
+def _is(value: Any, kind: str) -> bool:
+    if isinstance(value, bool) and kind in ("integer", "number"):
+        return False
+    if kind == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _JSON_TYPES.get(kind, (object,)))
+
+
+def coerce_arguments(value: Any, schema: dict[str, Any]) -> Any:
+    """``value`` with lossless scalar fixes toward ``schema``, as models often need.
+
+    Models write ``"5"`` for an integer, ``true`` for a ``"True"``/``"False"`` string enum,
+    ``"horror"`` for the enum value ``"Horror"``. A scalar that does not have the schema's
+    type is converted when the conversion is exact (numeric text to a number, a number or
+    boolean to text, ``"true"``/``"false"`` to a boolean), and a string matching exactly one
+    enum value up to case takes that value. Anything else is left for validation to report.
+    """
+    if not isinstance(schema, dict):
+        return value
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            return {k: coerce_arguments(v, props[k]) if isinstance(props.get(k), dict) else v for k, v in value.items()}
+        return value
+    if isinstance(value, list):
+        items = schema.get("items")
+        return [coerce_arguments(v, items) for v in value] if isinstance(items, dict) else value
+    kinds = _kinds(schema.get("type")) if schema.get("type") is not None else []
+    if kinds and not any(_is(value, k) for k in kinds):
+        value = _convert(value, kinds, schema.get("enum"))
+    enum = schema.get("enum")
+    if isinstance(value, str) and isinstance(enum, list) and value not in enum:
+        folded = [e for e in enum if isinstance(e, str) and e.casefold() == value.casefold()]
+        if len(folded) == 1:
+            value = folded[0]
+    return value
+
+
+def _convert(value: Any, kinds: list[str], enum: Any) -> Any:
+    for kind in kinds:
+        if kind == "string" and isinstance(value, (bool, int, float)):
+            forms = [str(value), json.dumps(value)]
+            if isinstance(enum, list):
+                return next((f for f in forms if f in enum), value)
+            return forms[1] if isinstance(value, bool) else forms[0]
+        if isinstance(value, str):
+            text = value.strip()
+            if kind == "integer" and _INTEGER.fullmatch(text):
+                return int(text)
+            if kind == "number" and _NUMBER.fullmatch(text):
+                number = float(text)
+                return int(number) if _INTEGER.fullmatch(text) else number
+            if kind == "boolean" and text.lower() in ("true", "false"):
+                return text.lower() == "true"
+    return value
