@@ -170,10 +170,13 @@ class RunManager:
                 self._request_stop(live)
 
     # -- starting ---------------------------------------------------------------------------------
-    @property
-    def running(self) -> int:
-        """Runs of this process executing now (not queued)."""
-        return sum(1 for lv in self._live.values() if lv.record.status == "running")
+    def active_counts(self) -> dict[str, int]:
+        """Runs of this process that are ``queued`` and ``running`` now."""
+        counts = {"queued": 0, "running": 0}
+        for live in self._live.values():
+            if live.record.status in counts:
+                counts[live.record.status] += 1
+        return counts
 
     async def start(self, request: RunRequest) -> RunRecord:
         """Record and launch a run; returns at once with its record (status ``queued``).

@@ -1,0 +1,100 @@
+"""The server's runner: a :class:`~reasonloop.runs.models.RunRequest` answered by an :class:`~reasonloop.agent.Agent`.
+
+The tenant's knowledge base is opened (once) and given to the agent, so a run only ever
+searches its own tenant's documents. Requests are validated before a run is recorded: an
+unknown strategy or invalid settings is a :class:`~reasonloop.errors.RequestInvalid` naming
+the field (HTTP 422).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import ValidationError
+
+from reasonloop.config import Settings
+from reasonloop.errors import KBUnavailable, PluginNotFound, RequestInvalid
+from reasonloop.events import Event
+from reasonloop.registry import Registry
+from reasonloop.runs.models import RunRequest
+
+__all__ = ["DEFAULT_REASONING", "AgentRunner"]
+
+DEFAULT_REASONING = "qa"
+"""Strategy used when a request names none: retrieval-QA answers in one LLM call."""
+
+
+class AgentRunner:
+    """Runs requests through the Agent API.
+
+    Args:
+        settings: The server's settings (LLM, knowledge base).
+        registry: Plugin registry for strategy and tool ids.
+        kb: A :class:`~reasonloop.server.kb_routes.KBProvider` giving each tenant's knowledge base.
+        llm: An LLM (or spec) overriding ``[llm]`` for every run.
+    """
+
+    def __init__(self, settings: Settings, registry: Registry | None = None, kb: Any = None, llm: Any = None) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.kb = kb
+        self.llm = llm
+
+    def _strategy(self, request: RunRequest) -> Any:
+        from reasonloop.reasoning.builtins import resolve
+
+        if request.agent is not None:
+            raise RequestInvalid(f"no agent {request.agent!r} is configured", field="agent")
+        strategy_id = request.reasoning or DEFAULT_REASONING
+        try:
+            return resolve("reasoning", strategy_id, self.registry)
+        except PluginNotFound as exc:
+            raise RequestInvalid(f"unknown reasoning {strategy_id!r}: {exc.message}", field="reasoning") from exc
+
+    def validate(self, request: RunRequest) -> None:
+        """Reject an unknown strategy or invalid settings, naming the field.
+
+        Raises:
+            RequestInvalid: ``field`` is ``reasoning``, ``agent`` or ``settings.<name>``.
+        """
+        strategy = self._strategy(request)
+        settings_model = getattr(strategy, "Settings", None)
+        if settings_model is None:
+            return
+        try:
+            settings_model.model_validate(request.settings)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise RequestInvalid(
+                f"settings.{where}: {first['msg']} (got {first.get('input')!r})", field=f"settings.{where}"
+            ) from None
+
+    def __call__(self, request: RunRequest) -> AsyncIterator[Event]:
+        return self._run(request)
+
+    async def _run(self, request: RunRequest) -> AsyncIterator[Event]:
+        from reasonloop.agent import Agent
+
+        kb = None
+        if self.kb is not None:
+            try:
+                kb = await self.kb.get(request.tenant)
+            except KBUnavailable:
+                kb = None
+        agent = Agent(
+            reasoning=self._strategy(request),
+            llm=self.llm,
+            kb=kb,
+            settings=request.settings,
+            registry=self.registry,
+        )
+        async for event in agent.stream(
+            request.question,
+            history=request.history,
+            run_id=request.run_id,
+            user_id=request.tenant,
+            conversation_id=request.conversation_id,
+        ):
+            yield event

@@ -1,0 +1,159 @@
+"""The FastAPI application: REST, SSE, WebSocket and the OpenAI-compatible endpoint.
+
+Example::
+
+    app = create_app(load_settings())            # runs answered by the Agent API
+    app = create_app(settings, runner=my_runner)  # any (RunRequest) -> AsyncIterator[Event]
+
+The lifespan opens the run store (a Redis store that cannot be reached fails start-up with
+``run.store_unavailable`` and the URL), marks runs orphaned by a dead process ``interrupted``,
+and starts the run manager; shutdown interrupts runs still executing, keeping their partial
+answers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.middleware.cors import CORSMiddleware
+
+from reasonloop import __version__
+from reasonloop.config import Settings, load_settings
+from reasonloop.registry import Registry
+from reasonloop.runs.manager import RunManager, Runner
+from reasonloop.runs.store import RunStore, open_store
+from reasonloop.server import catalog_routes, conversation_routes, kb_routes, openai_routes, runs_routes, ws
+from reasonloop.server.auth import Authenticator, auth_warning
+from reasonloop.server.deps import ServerState
+from reasonloop.server.errors import install_error_handlers
+from reasonloop.server.kb_routes import KBProvider
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("reasonloop.server")
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    runner: Runner | None = None,
+    store: RunStore | None = None,
+    registry: Registry | None = None,
+    kb_opener: Callable[[Path], Any] | None = None,
+) -> FastAPI:
+    """Build the app.
+
+    Args:
+        settings: Effective settings (default: :func:`~reasonloop.config.load_settings`).
+        runner: Turns run requests into events (default: the Agent API with the tenant's knowledge base).
+        store: Run store (default: the one ``[runs] store`` names).
+        registry: Plugin registry (default: the process registry, with the built-in strategies and tools).
+        kb_opener: ``path -> knowledge base`` (default: ``KnowledgeBase.open``).
+    """
+    settings = settings or load_settings()
+    registry = registry or Registry.default()
+    state = ServerState(settings=settings, auth=Authenticator(settings.server), registry=registry)
+    state.kb = KBProvider(settings, kb_opener)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        warning = auth_warning(settings.server)
+        if warning:
+            log.warning(warning)
+        _register_builtins(registry)
+        run_store = store or open_store(settings, registry)
+        await run_store.open()  # RunStoreUnavailable here stops start-up with the reason
+        chosen = runner
+        if chosen is None:
+            from reasonloop.server.agent_runner import AgentRunner
+
+            chosen = AgentRunner(settings, registry, state.kb)
+        manager = RunManager(run_store, chosen, settings.runs)
+        try:
+            await manager.open()
+        except BaseException:
+            await run_store.close()
+            raise
+        state.store, state.manager = run_store, manager
+        state.metrics = _metrics(manager)
+        state.ready = True
+        try:
+            yield
+        finally:
+            state.ready = False
+            await manager.close()
+            await state.kb.close()
+            await run_store.close()
+
+    app = FastAPI(
+        title="reasonloop",
+        version=__version__,
+        description="Answer questions over your own documents with pluggable reasoning.",
+        lifespan=lifespan,
+    )
+    app.state.reasonloop = state
+    if settings.server.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.server.cors_origins,
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=["X-Run-Id"],
+        )
+    install_error_handlers(app)
+    for module in (runs_routes, catalog_routes, kb_routes, conversation_routes, openai_routes, ws):
+        app.include_router(module.router)
+    _health_routes(app, state)
+    return app
+
+
+def _register_builtins(registry: Registry) -> None:
+    try:
+        from reasonloop.reasoning.builtins import register_builtins
+    except ImportError:  # a build without the reasoning layer: catalogs list the registry only
+        return
+    register_builtins(registry)
+
+
+def _metrics(manager: RunManager) -> Any:
+    try:
+        from reasonloop.server.metrics import Metrics
+    except ImportError:  # prometheus_client not installed
+        return None
+    metrics = Metrics()
+    metrics.attach(manager)
+    return metrics
+
+
+def _health_routes(app: FastAPI, state: ServerState) -> None:
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, str]:
+        """The process is up."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"])
+    async def readyz(response: Response) -> dict[str, Any]:
+        """The run store answers and runs can start."""
+        if not state.ready or state.store is None:
+            response.status_code = 503
+            return {"status": "starting"}
+        try:
+            await state.store.get_run("readyz-probe")
+        except Exception as exc:
+            response.status_code = 503
+            return {"status": "unavailable", "error": str(exc)}
+        return {"status": "ready", **(state.manager.active_counts() if state.manager else {})}
+
+    @app.get("/metrics", tags=["health"])
+    async def metrics(request: Request) -> Response:
+        """Prometheus metrics (runs by status, latency histograms, LLM tokens, tool calls)."""
+        if state.metrics is None:
+            return Response("prometheus_client is not installed\n", status_code=501, media_type="text/plain")
+        from reasonloop.server.metrics import CONTENT_TYPE_LATEST
+
+        return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,78 @@
+"""Catalogs: the reasoning strategies, tools and agents a client can choose, with settings schemas.
+
+A web UI renders each plugin's settings form from ``settings_schema`` (JSON Schema). Plugins
+that fail to load are listed with their error rather than hidden.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel
+
+from reasonloop.registry import PluginEntry, PluginInfo
+from reasonloop.server.auth import Principal
+from reasonloop.server.deps import principal, server_state
+
+__all__ = ["PluginView", "router"]
+
+router = APIRouter(prefix="/v1", tags=["catalog"])
+
+
+class PluginView(BaseModel):
+    id: str
+    name: str = ""
+    description: str = ""
+    settings_schema: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+
+
+def _schema(obj: Any, attr: str) -> dict[str, Any] | None:
+    model = getattr(obj, attr, None)
+    if inspect.isclass(model) and issubclass(model, BaseModel):
+        return model.model_json_schema()
+    return None
+
+
+def _view(entry: PluginEntry, schema_attr: str) -> PluginView:
+    if entry.error is not None:
+        return PluginView(id=entry.id, error=entry.error.to_dict() | {"code": entry.error.code})
+    obj = entry.obj
+    info = getattr(obj, "info", None)
+    name = info.name if isinstance(info, PluginInfo) else str(getattr(obj, "name", "") or "")
+    return PluginView(
+        id=entry.id, name=name or entry.id, description=entry.description, settings_schema=_schema(obj, schema_attr)
+    )
+
+
+@router.get("/reasoning", response_model=list[PluginView])
+async def list_reasoning(request: Request, who: Annotated[Principal, Depends(principal)]) -> list[PluginView]:
+    """Reasoning strategies with the JSON schema of their settings."""
+    return [_view(e, "Settings") for e in server_state(request).registry.entries("reasoning")]
+
+
+@router.get("/tools", response_model=list[PluginView])
+async def list_tools(request: Request, who: Annotated[Principal, Depends(principal)]) -> list[PluginView]:
+    """Tools with the JSON schema of their parameters."""
+    return [_view(e, "Params") for e in server_state(request).registry.entries("tool")]
+
+
+@router.get("/agents", response_model=list[PluginView])
+async def list_agents(request: Request, who: Annotated[Principal, Depends(principal)]) -> list[PluginView]:
+    """Configured agents (a strategy with its tools and settings), when the config defines any."""
+    agents = getattr(server_state(request).settings, "agents", None) or {}
+    items = agents.items() if isinstance(agents, dict) else ((getattr(a, "id", ""), a) for a in agents)
+    views = []
+    for agent_id, agent in items:
+        data = agent.model_dump() if isinstance(agent, BaseModel) else dict(agent)
+        views.append(
+            PluginView(
+                id=str(agent_id or data.get("id", "")),
+                name=str(data.get("name", "") or agent_id),
+                description=str(data.get("description", "")),
+                settings_schema=_schema(agent, "Settings"),
+            )
+        )
+    return views

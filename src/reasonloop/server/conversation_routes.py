@@ -1,0 +1,74 @@
+"""Conversations (list, read with messages, delete) and feedback on answers."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from pydantic import BaseModel, Field
+
+from reasonloop.errors import ConversationNotFound
+from reasonloop.runs.models import ConversationRecord
+from reasonloop.server.auth import Principal
+from reasonloop.server.deps import principal, server_state
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1", tags=["conversations"])
+
+
+async def _owned(request: Request, conversation_id: str, tenant: str) -> ConversationRecord:
+    conv = await server_state(request).runs.store.get_conversation(conversation_id)
+    if conv is None or conv.tenant != tenant:
+        raise ConversationNotFound(f"no conversation {conversation_id!r}", conversation_id=conversation_id)
+    return conv
+
+
+@router.get("/conversations", response_model=list[ConversationRecord])
+async def list_conversations(
+    request: Request, who: Annotated[Principal, Depends(principal)], limit: int = Query(50, ge=1, le=500)
+) -> list[ConversationRecord]:
+    """The caller's conversations, most recently updated first (without messages)."""
+    return await server_state(request).runs.store.list_conversations(who.tenant, limit)
+
+
+@router.get("/conversations/{conversation_id}", response_model=ConversationRecord)
+async def get_conversation(
+    conversation_id: str, request: Request, who: Annotated[Principal, Depends(principal)]
+) -> ConversationRecord:
+    """A conversation with its messages."""
+    return await _owned(request, conversation_id, who.tenant)
+
+
+@router.delete("/conversations/{conversation_id}", status_code=204)
+async def delete_conversation(
+    conversation_id: str, request: Request, who: Annotated[Principal, Depends(principal)]
+) -> Response:
+    await _owned(request, conversation_id, who.tenant)
+    await server_state(request).runs.store.delete_conversation(conversation_id)
+    return Response(status_code=204)
+
+
+class Feedback(BaseModel):
+    """A judgement of one answer."""
+
+    run_id: str
+    rating: Literal[-1, 0, 1]
+    """-1 bad, 0 neutral, 1 good."""
+    comment: str = Field(default="", max_length=4000)
+    correction: str = Field(default="", max_length=20000)
+    """What the answer should have said, if the user knows."""
+
+
+@router.post("/feedback", status_code=201)
+async def post_feedback(
+    body: Feedback, request: Request, who: Annotated[Principal, Depends(principal)]
+) -> dict[str, Any]:
+    """Record feedback on a run the caller can see (404 otherwise)."""
+    state = server_state(request)
+    record = await state.runs.get(body.run_id, who.tenant)
+    entry = body.model_dump() | {"tenant": who.tenant, "question": record.question, "answer": record.content}
+    entry["ts"] = time.time()
+    await state.runs.store.add_feedback(entry)
+    return {"ok": True, "run_id": body.run_id}

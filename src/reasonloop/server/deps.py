@@ -1,0 +1,49 @@
+"""What every route needs: the server's state and the calling principal (auth + rate limit)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import Request
+
+from reasonloop.config import Settings
+from reasonloop.registry import Registry
+from reasonloop.runs.manager import RunManager
+from reasonloop.runs.store import RunStore
+from reasonloop.server.auth import Authenticator, Principal
+
+__all__ = ["ServerState", "principal", "server_state"]
+
+
+@dataclass
+class ServerState:
+    """Everything the routes share, built by the app's lifespan."""
+
+    settings: Settings
+    auth: Authenticator
+    registry: Registry
+    store: RunStore | None = None
+    manager: RunManager | None = None
+    metrics: Any = None
+    kb: Any = None
+    """A :class:`reasonloop.server.kb_routes.KBProvider`: one knowledge base per tenant."""
+    ready: bool = False
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def runs(self) -> RunManager:
+        assert self.manager is not None, "the server has not started"
+        return self.manager
+
+
+def server_state(request: Request) -> ServerState:
+    return request.app.state.reasonloop
+
+
+async def principal(request: Request) -> Principal:
+    """Authenticate the request and take one unit of its key's rate budget."""
+    state = server_state(request)
+    who = state.auth.from_bearer(request.headers.get("authorization"))
+    state.auth.check_rate(who)
+    return who

@@ -1,0 +1,86 @@
+"""One place that turns reasonloop errors into HTTP responses.
+
+Handlers are looked up along the exception's class hierarchy, so a new subclass gets its
+parent's status. Bodies are ``{"error": {"code", "message", ...details}}`` (the shape
+OpenAI clients read); a 422 also carries FastAPI's ``detail`` list naming the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from reasonloop.errors import (
+    AuthError,
+    ConfigError,
+    ConversationNotFound,
+    DocumentNotFound,
+    KBError,
+    KBUnavailable,
+    LLMError,
+    PluginNotFound,
+    RateLimited,
+    ReasonLoopError,
+    RequestInvalid,
+    RunFinished,
+    RunNotFound,
+    RunQueueFull,
+    RunStoreUnavailable,
+    UploadTooLarge,
+)
+
+__all__ = ["error_response", "install_error_handlers", "status_for"]
+
+_STATUS: list[tuple[type[ReasonLoopError], int]] = [
+    (RunNotFound, 404),
+    (ConversationNotFound, 404),
+    (DocumentNotFound, 404),
+    (UploadTooLarge, 413),
+    (KBUnavailable, 503),
+    (PluginNotFound, 404),
+    (RunFinished, 409),
+    (RequestInvalid, 422),
+    (AuthError, 401),
+    (RateLimited, 429),
+    (RunQueueFull, 503),
+    (RunStoreUnavailable, 503),
+    (LLMError, 502),
+    (ConfigError, 500),
+    (KBError, 500),
+]
+
+
+def status_for(exc: ReasonLoopError) -> int:
+    """The HTTP status of an error: the first entry along its class hierarchy, else 500."""
+    for cls in type(exc).__mro__:
+        for known, status in _STATUS:
+            if cls is known:
+                return status
+    return 500
+
+
+def error_response(exc: ReasonLoopError) -> JSONResponse:
+    """The JSON response for ``exc`` (with Retry-After for rate limits and a full queue)."""
+    status = status_for(exc)
+    body: dict[str, Any] = {"error": {**exc.to_dict(), "type": exc.code}}
+    headers: dict[str, str] = {}
+    if isinstance(exc, RequestInvalid):
+        field = str(exc.details.get("field") or "")
+        body["detail"] = [{"loc": ["body", *field.split(".")], "msg": exc.message, "type": exc.code}]
+    if isinstance(exc, RateLimited):
+        headers["Retry-After"] = str(exc.details.get("retry_after", 1))
+    elif isinstance(exc, RunQueueFull | RunStoreUnavailable):
+        headers["Retry-After"] = "1"
+    if isinstance(exc, AuthError):
+        headers["WWW-Authenticate"] = "Bearer"
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def handle(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ReasonLoopError)
+        return error_response(exc)
+
+    app.add_exception_handler(ReasonLoopError, handle)

@@ -1,0 +1,186 @@
+"""Knowledge base over HTTP: upload (multipart), list, delete, stats, search — per tenant.
+
+Each tenant has its own knowledge base directory (the ``default`` tenant uses ``[kb] path``
+itself, others ``[kb] path/tenants/<tenant>``), so one tenant never sees another's documents.
+Uploaded files are stored under ``uploads/`` with sanitised names before ingestion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+import unicodedata
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, File, Query, Request, UploadFile
+from fastapi.encoders import jsonable_encoder
+
+from reasonloop.config import Settings
+from reasonloop.errors import DocumentNotFound, KBError, KBUnavailable, UploadTooLarge
+from reasonloop.server.auth import Principal
+from reasonloop.server.deps import principal, server_state
+
+__all__ = ["KBProvider", "router", "safe_filename", "tenant_kb_path"]
+
+router = APIRouter(prefix="/v1/kb", tags=["knowledge base"])
+
+_CHUNK = 1024 * 1024
+
+
+def tenant_kb_path(settings: Settings, tenant: str) -> Path:
+    """The knowledge base directory of ``tenant``."""
+    root = Path(settings.kb.path)
+    return root if tenant == "default" else root / "tenants" / safe_filename(tenant)
+
+
+def safe_filename(name: str, fallback: str = "upload") -> str:
+    """A file name that cannot leave its directory: no separators, no leading dots, no control characters."""
+    name = unicodedata.normalize("NFC", name or "")
+    name = name.replace("\\", "/").rsplit("/", 1)[-1]
+    name = "".join(ch for ch in name if unicodedata.category(ch)[0] != "C")
+    name = re.sub(r"[^\w.\- ]", "_", name).strip(" .")
+    name = re.sub(r"\.{2,}", ".", name)
+    return name[:200] or fallback
+
+
+async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call a sync or async knowledge-base method without blocking the event loop."""
+    if inspect.iscoroutinefunction(fn):
+        return await fn(*args, **kwargs)
+    result = await asyncio.to_thread(fn, *args, **kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+class KBProvider:
+    """Opens (once) and caches each tenant's knowledge base.
+
+    Args:
+        settings: Where knowledge bases live.
+        opener: ``path -> KnowledgeBase``; defaults to ``reasonloop.kb.knowledge_base.KnowledgeBase.open``.
+    """
+
+    def __init__(self, settings: Settings, opener: Callable[[Path], Any] | None = None) -> None:
+        self.settings = settings
+        self._opener = opener
+        self._open: dict[str, Any] = {}
+        self._lock = asyncio.Lock()
+
+    def _default_opener(self) -> Callable[[Path], Any]:
+        try:
+            from reasonloop.kb.knowledge_base import KnowledgeBase
+        except ImportError as exc:
+            raise KBUnavailable(f"the knowledge base is not available in this installation: {exc}") from exc
+        return lambda path: KnowledgeBase.open(path, self.settings)
+
+    async def close(self) -> None:
+        """Close every open knowledge base."""
+        for kb in self._open.values():
+            close = getattr(kb, "close", None)
+            if close is not None:
+                await _call(close)
+        self._open.clear()
+
+    async def get(self, tenant: str) -> Any:
+        async with self._lock:
+            if tenant not in self._open:
+                opener = self._opener or self._default_opener()
+                path = tenant_kb_path(self.settings, tenant)
+                path.mkdir(parents=True, exist_ok=True)
+                self._open[tenant] = await _call(opener, path)
+            return self._open[tenant]
+
+    def uploads_dir(self, tenant: str) -> Path:
+        path = tenant_kb_path(self.settings, tenant) / "uploads"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+def _kb(request: Request) -> KBProvider:
+    return server_state(request).kb
+
+
+def _unique(directory: Path, name: str) -> Path:
+    target = directory / name
+    stem, suffix = target.stem, target.suffix
+    n = 1
+    while target.exists():
+        target = directory / f"{stem}-{n}{suffix}"
+        n += 1
+    return target
+
+
+@router.post("/documents", status_code=201)
+async def upload(
+    request: Request, who: Annotated[Principal, Depends(principal)], files: Annotated[list[UploadFile], File()]
+) -> dict[str, Any]:
+    """Upload documents and ingest them. Files over ``[server] max_upload_bytes`` are refused (413)."""
+    state = server_state(request)
+    limit = state.settings.server.max_upload_bytes
+    provider = _kb(request)
+    directory = provider.uploads_dir(who.tenant)
+    saved: list[Path] = []
+    try:
+        for upload_file in files:
+            target = _unique(directory, safe_filename(upload_file.filename or ""))
+            size = 0
+            with target.open("wb") as out:
+                saved.append(target)
+                while chunk := await upload_file.read(_CHUNK):
+                    size += len(chunk)
+                    if size > limit:
+                        raise UploadTooLarge(
+                            f"{upload_file.filename!r} is larger than the upload limit of {limit} bytes",
+                            limit=limit,
+                            filename=upload_file.filename,
+                        )
+                    out.write(chunk)
+    except UploadTooLarge:
+        for path in saved:
+            path.unlink(missing_ok=True)
+        raise
+    kb = await provider.get(who.tenant)
+    report = await _call(kb.ingest, [str(p) for p in saved])
+    return {"files": [p.name for p in saved], "report": jsonable_encoder(report)}
+
+
+@router.get("/documents")
+async def documents(request: Request, who: Annotated[Principal, Depends(principal)]) -> Any:
+    """The tenant's documents."""
+    kb = await _kb(request).get(who.tenant)
+    return jsonable_encoder(await _call(kb.documents))
+
+
+@router.delete("/documents/{document}")
+async def delete_document(document: str, request: Request, who: Annotated[Principal, Depends(principal)]) -> Any:
+    """Delete a document by id or source; 404 when nothing matched."""
+    kb = await _kb(request).get(who.tenant)
+    try:
+        result = await _call(kb.delete, document)
+    except KBError as exc:
+        raise DocumentNotFound(exc.message, document=document) from exc
+    if not result:
+        raise DocumentNotFound(f"no document {document!r}", document=document)
+    return {"deleted": jsonable_encoder(result)}
+
+
+@router.get("/stats")
+async def stats(request: Request, who: Annotated[Principal, Depends(principal)]) -> Any:
+    kb = await _kb(request).get(who.tenant)
+    return jsonable_encoder(await _call(kb.stats))
+
+
+@router.get("/search")
+async def search(
+    request: Request,
+    who: Annotated[Principal, Depends(principal)],
+    q: str = Query(min_length=1),
+    top_k: int = Query(5, ge=1, le=100),
+) -> Any:
+    """Search the tenant's knowledge base."""
+    kb = await _kb(request).get(who.tenant)
+    return jsonable_encoder(await _call(kb.search, q, top_k))

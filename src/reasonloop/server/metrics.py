@@ -1,0 +1,71 @@
+"""Prometheus metrics: runs by status, run latency, LLM tokens, tool calls.
+
+Each app has its own collector registry, so several apps in one process (tests, workers)
+never collide. The run manager reports through an observer, which does a dictionary lookup
+and a counter increment per event at most.
+"""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from reasonloop.events import Answer, AnswerDelta, Event, ToolCall
+from reasonloop.runs.manager import RunManager
+from reasonloop.runs.models import TERMINAL, RunRecord
+
+__all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
+
+_LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class Metrics:
+    """The server's metrics; :meth:`attach` subscribes them to a run manager."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.runs_finished = Counter("reasonloop_runs", "Runs that ended, by final status", ["status"], registry=r)
+        self.runs_active = Gauge("reasonloop_runs_active", "Runs of this process by status", ["status"], registry=r)
+        self.run_seconds = Histogram(
+            "reasonloop_run_duration_seconds", "Run wall time, start to end", buckets=_LATENCY_BUCKETS, registry=r
+        )
+        self.first_token_seconds = Histogram(
+            "reasonloop_run_first_answer_seconds",
+            "Time from start to the first answer text",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.tokens = Counter("reasonloop_llm_tokens", "LLM tokens used by runs", ["kind"], registry=r)
+        self.tool_calls = Counter("reasonloop_tool_calls", "Tool calls made by runs", ["tool"], registry=r)
+        self._first_seen: set[str] = set()
+        self._manager: RunManager | None = None
+
+    def attach(self, manager: RunManager) -> None:
+        self._manager = manager
+        manager.observers.append(self.observe)
+
+    def observe(self, kind: str, record: RunRecord, event: Event | None) -> None:
+        if kind == "event":
+            if isinstance(event, AnswerDelta) and record.run_id not in self._first_seen:
+                self._first_seen.add(record.run_id)
+                self.first_token_seconds.observe(time.time() - (record.started_at or record.created_at))
+            elif isinstance(event, ToolCall):
+                self.tool_calls.labels(event.tool).inc()
+            elif isinstance(event, Answer) and event.depth == 0:
+                self.tokens.labels("prompt").inc(event.usage.prompt_tokens)
+                self.tokens.labels("completion").inc(event.usage.completion_tokens)
+            return
+        if record.status in TERMINAL:
+            self._first_seen.discard(record.run_id)
+            self.runs_finished.labels(record.status).inc()
+            if record.started_at:
+                self.run_seconds.observe((record.ended_at or time.time()) - record.started_at)
+
+    def render(self) -> bytes:
+        if self._manager is not None:
+            for status, n in self._manager.active_counts().items():
+                self.runs_active.labels(status).set(n)
+        return generate_latest(self.registry)

@@ -1,0 +1,196 @@
+"""``POST /v1/chat/completions``: any OpenAI client can ask reasonloop.
+
+The ``model`` is a reasoning strategy or agent id (``reasonloop`` or ``default`` picks the
+server's default). The last user message is the question; the messages before it are the
+history. The answer streams as ``content`` deltas; the reasoning lane (progress, thoughts,
+tool calls) streams as ``reasoning_content`` deltas, which OpenAI clients ignore or show as
+reasoning. The run id is returned in the ``X-Run-Id`` header, so the full trace can be read
+from ``/v1/runs/{id}``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from reasonloop.errors import ReasonLoopError, RequestInvalid
+from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, Progress, Thought, ToolCall, ToolResult
+from reasonloop.llm.base import Message
+from reasonloop.runs.models import RunRequest
+from reasonloop.server.auth import Principal
+from reasonloop.server.deps import principal, server_state
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1", tags=["openai"])
+
+DEFAULT_MODELS = ("reasonloop", "default")
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, list):
+            return "".join(str(p.get("text", "")) for p in self.content if p.get("type") in ("text", None))
+        return self.content or ""
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    include_usage: bool = False
+
+
+class ChatCompletionRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    model: str
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+
+
+def _run_request(body: ChatCompletionRequest, tenant: str, agents: set[str]) -> RunRequest:
+    messages = [m for m in body.messages if m.role in ("system", "user", "assistant")]
+    if not messages or messages[-1].role != "user" or not messages[-1].text().strip():
+        raise RequestInvalid("the last message must be a non-empty user message", field="messages")
+    history = [Message(role=m.role, content=m.text()) for m in messages[:-1]]  # type: ignore[arg-type]
+    model = None if body.model in DEFAULT_MODELS else body.model
+    agent = model if model in agents else None
+    return RunRequest(
+        question=messages[-1].text(), reasoning=None if agent else model, agent=agent, history=history, tenant=tenant
+    )
+
+
+def _agent_ids(settings: Any) -> set[str]:
+    agents = getattr(settings, "agents", None) or {}
+    if isinstance(agents, dict):
+        return set(agents)
+    return {str(getattr(a, "id", "")) for a in agents}
+
+
+def _lane(event: Event) -> str | None:
+    if isinstance(event, Progress):
+        return event.message + "\n"
+    if isinstance(event, Thought):
+        return event.text + "\n"
+    if isinstance(event, ToolCall):
+        return f"→ {event.tool}({json.dumps(event.input, ensure_ascii=False)})\n"
+    if isinstance(event, ToolResult):
+        return f"← {event.tool}: {'error' if event.error else 'ok'}\n"
+    return None
+
+
+def _usage(answer: Answer | None) -> dict[str, int]:
+    u = answer.usage if answer else None
+    p, c = (u.prompt_tokens, u.completion_tokens) if u else (0, 0)
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+
+
+@router.post("/chat/completions")
+async def chat_completions(
+    body: ChatCompletionRequest, request: Request, who: Annotated[Principal, Depends(principal)]
+) -> Any:
+    state = server_state(request)
+    record = await state.runs.start(_run_request(body, who.tenant, _agent_ids(state.settings)))
+    events = await state.runs.subscribe(record.run_id, 0, who.tenant)
+    completion_id = f"chatcmpl-{record.run_id}"
+    created = int(time.time())
+    headers = {"X-Run-Id": record.run_id}
+    if body.stream:
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        return StreamingResponse(
+            _stream(events, completion_id, created, body.model, include_usage),
+            media_type="text/event-stream",
+            headers=headers | {"Cache-Control": "no-cache"},
+        )
+    parts: list[str] = []
+    answer: Answer | None = None
+    async for event in events:
+        if isinstance(event, AnswerDelta) and event.depth == 0:
+            parts.append(event.text)
+        elif isinstance(event, Answer) and event.depth == 0:
+            answer = event
+        elif isinstance(event, ErrorEvent) and event.depth == 0:
+            return JSONResponse(
+                {"error": {"message": event.message, "code": event.code, "type": event.code}},
+                status_code=502 if event.code.startswith("llm.") else 500,
+                headers=headers,
+            )
+    text = answer.text if answer is not None else "".join(parts)
+    return JSONResponse(
+        {
+            "id": completion_id,
+            "object": "chat.completion",
+            "created": created,
+            "model": body.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": _finish(answer),
+                }
+            ],
+            "usage": _usage(answer),
+        },
+        headers=headers,
+    )
+
+
+def _finish(answer: Answer | None) -> str:
+    if answer is None or answer.stop_reason in ("final", "stopped", "interrupted"):
+        return "stop"
+    return "length" if answer.stop_reason.startswith("max_") or answer.stop_reason == "timeout" else "stop"
+
+
+async def _stream(
+    events: AsyncIterator[Event], completion_id: str, created: int, model: str, include_usage: bool
+) -> AsyncIterator[str]:
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        data = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            **extra,
+        }
+        return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    streamed = False
+    try:
+        async for event in events:
+            if event.depth == 0 and isinstance(event, AnswerDelta):
+                streamed = True
+                yield chunk({"content": event.text})
+            elif event.depth == 0 and isinstance(event, Answer):
+                if not streamed and event.text:
+                    yield chunk({"content": event.text})
+                yield chunk({}, _finish(event))
+                if include_usage:
+                    data = {
+                        "id": completion_id,
+                        "object": "chat.completion.chunk",
+                        "created": created,
+                        "model": model,
+                        "choices": [],
+                        "usage": _usage(event),
+                    }
+                    yield f"data: {json.dumps(data)}\n\n"
+            elif event.depth == 0 and isinstance(event, ErrorEvent):
+                yield f"data: {json.dumps({'error': {'message': event.message, 'code': event.code}})}\n\n"
+            elif (lane := _lane(event)) is not None:
+                yield chunk({"reasoning_content": lane})
+    except ReasonLoopError as exc:
+        yield f"data: {json.dumps({'error': {'message': exc.message, 'code': exc.code}})}\n\n"
+    yield "data: [DONE]\n\n"

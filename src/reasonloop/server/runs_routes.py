@@ -1,0 +1,100 @@
+"""Runs over HTTP: start, read, stream (SSE with Last-Event-ID resume), stop."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from pydantic import BaseModel, Field
+from sse_starlette.sse import EventSourceResponse
+
+from reasonloop.errors import ReasonLoopError
+from reasonloop.events import Event, RunResult
+from reasonloop.runs.models import RunRecord, RunRequest
+from reasonloop.server.auth import Principal
+from reasonloop.server.deps import principal, server_state
+
+__all__ = ["router", "sse_frames"]
+
+router = APIRouter(prefix="/v1/runs", tags=["runs"])
+
+
+class StartRun(BaseModel):
+    """Body of ``POST /v1/runs``."""
+
+    question: str = Field(min_length=1)
+    reasoning: str | None = None
+    agent: str | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+    conversation_id: str | None = None
+
+
+class RunView(BaseModel):
+    """A run's record, and its result as far as it got."""
+
+    run: RunRecord
+    result: RunResult | None = None
+
+
+@router.post("", status_code=201, response_model=RunRecord)
+async def start_run(body: StartRun, request: Request, who: Annotated[Principal, Depends(principal)]) -> RunRecord:
+    """Start a run; it executes in the background. Stream it from ``/v1/runs/{id}/events``."""
+    run_req = RunRequest(**body.model_dump(), tenant=who.tenant)
+    return await server_state(request).runs.start(run_req)
+
+
+@router.get("", response_model=list[RunRecord])
+async def list_runs(
+    request: Request, who: Annotated[Principal, Depends(principal)], limit: int = Query(50, ge=1, le=500)
+) -> list[RunRecord]:
+    """The caller's most recent runs, newest first."""
+    return await server_state(request).runs.store.list_runs(who.tenant, limit)
+
+
+@router.get("/{run_id}", response_model=RunView)
+async def get_run(run_id: str, request: Request, who: Annotated[Principal, Depends(principal)]) -> RunView:
+    """Status and result (partial while running) of a run."""
+    record, result = await server_state(request).runs.result(run_id, who.tenant)
+    return RunView(run=record, result=result)
+
+
+@router.get("/{run_id}/events")
+async def run_events(
+    run_id: str,
+    request: Request,
+    who: Annotated[Principal, Depends(principal)],
+    last_event_id: Annotated[str | None, Header()] = None,
+    after: int | None = Query(None, ge=0, description="Resume after this seq (as Last-Event-ID)."),
+) -> EventSourceResponse:
+    """Server-sent events: stored events, then live ones, until the run ends.
+
+    Each SSE message has ``id`` = the event's seq, ``event`` = its type, ``data`` = its JSON.
+    Reconnecting with ``Last-Event-ID`` (or ``?after=N``) resumes without gaps or duplicates.
+    """
+    after_seq = after if after is not None else _parse_seq(last_event_id)
+    events = await server_state(request).runs.subscribe(run_id, after_seq, who.tenant)
+    return EventSourceResponse(sse_frames(events), ping=15)
+
+
+def _parse_seq(value: str | None) -> int:
+    try:
+        return max(0, int(value)) if value else 0
+    except ValueError:
+        return 0
+
+
+async def sse_frames(events: AsyncIterator[Event]) -> AsyncIterator[dict[str, str]]:
+    """SSE messages for events; a failure while streaming becomes a last ``error`` message."""
+    try:
+        async for event in events:
+            yield {"id": str(event.seq), "event": event.type, "data": event.model_dump_json()}
+    except ReasonLoopError as exc:
+        yield {"event": "error", "data": json.dumps({"type": "error", "code": exc.code, "message": exc.message})}
+
+
+@router.post("/{run_id}/stop", response_model=RunRecord)
+async def stop_run(run_id: str, request: Request, who: Annotated[Principal, Depends(principal)]) -> RunRecord:
+    """Stop a run (whichever instance executes it). 404 if unknown, 409 if it already ended."""
+    return await server_state(request).runs.stop(run_id, who.tenant)

@@ -1,0 +1,91 @@
+"""A real uvicorn server in the test's event loop, and small SSE / WebSocket client helpers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import uvicorn
+
+from reasonloop.config import KBSettings, RunsSettings, ServerSettings, Settings
+from tests.runs.helpers import free_port
+
+
+def make_settings(tmp_path, **server: Any) -> Settings:
+    runs = server.pop("runs", None) or RunsSettings(sqlite_path=str(tmp_path / "runs.sqlite"))
+    return Settings(kb=KBSettings(path=str(tmp_path / "kb")), runs=runs, server=ServerSettings(**server))
+
+
+@asynccontextmanager
+async def serve(app: Any, settings: Settings | None = None) -> AsyncIterator[str]:
+    """Run ``app`` on a free loopback port until the block ends; yields the base URL."""
+    port = free_port()
+    srv = settings.server if settings else ServerSettings()
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        ws_max_size=srv.ws_max_frame_bytes * 4 + 1024,
+        ws_ping_interval=srv.ws_ping_interval_s,
+        ws_ping_timeout=srv.ws_ping_timeout_s,
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError("server exited during start-up")
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task
+
+
+def parse_sse(lines: list[str]) -> list[dict[str, Any]]:
+    """SSE messages (``id``, ``event``, ``data``) from raw lines; comments and pings dropped."""
+    out, cur = [], {}
+    for line in lines:
+        if not line:
+            if "data" in cur:
+                out.append(cur)
+            cur = {}
+        elif line.startswith(":"):
+            continue
+        else:
+            key, _, value = line.partition(":")
+            cur[key] = value[1:] if value.startswith(" ") else value
+    if "data" in cur:
+        out.append(cur)
+    return out
+
+
+async def sse_events(
+    client: httpx.AsyncClient, url: str, *, headers: dict[str, str] | None = None, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """Read SSE messages from ``url`` (all of them, or the first ``limit``, then disconnect)."""
+    messages: list[dict[str, Any]] = []
+    async with client.stream("GET", url, headers=headers or {}) as response:
+        assert response.status_code == 200, await response.aread()
+        cur: list[str] = []
+        async for line in response.aiter_lines():
+            cur.append(line)
+            if line == "":
+                messages.extend(parse_sse(cur))
+                cur = []
+                if limit is not None and len(messages) >= limit:
+                    return messages[:limit]
+        messages.extend(parse_sse(cur))
+    return messages
+
+
+def event_data(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [json.loads(m["data"]) for m in messages]

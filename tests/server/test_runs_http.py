@@ -1,0 +1,159 @@
+"""REST and SSE over a real uvicorn server: runs, resume, errors, catalogs, conversations, metrics."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+
+from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.runs.llm_runner import LLMRunner
+from reasonloop.server import create_app
+from reasonloop.server.agent_runner import AgentRunner
+from tests.runs.helpers import GatedRunner
+from tests.server.helpers import event_data, make_settings, serve, sse_events
+
+ANSWER = "Write-ahead logging keeps readers and the writer out of each other's way."
+
+
+def scripted_runner() -> LLMRunner:
+    return LLMRunner(lambda: ScriptedProvider(replies=[ANSWER], chunk_size=5, repeat_last=True))
+
+
+@pytest.fixture
+async def server(tmp_path):
+    settings = make_settings(tmp_path)
+    app = create_app(settings, runner=scripted_runner())
+    async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
+        yield client
+
+
+async def test_start_stream_and_read_a_run(server):
+    created = await server.post("/v1/runs", json={"question": "What does WAL do?"})
+    assert created.status_code == 201
+    run_id = created.json()["run_id"]
+    events = event_data(await sse_events(server, f"/v1/runs/{run_id}/events"))
+    assert events[0]["type"] == "run_started" and events[-1]["type"] == "answer"
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert "".join(e["text"] for e in events if e["type"] == "answer_delta") == ANSWER
+    view = (await server.get(f"/v1/runs/{run_id}")).json()
+    assert view["run"]["status"] == "completed"
+    assert view["result"]["content"] == ANSWER
+    listed = (await server.get("/v1/runs")).json()
+    assert [r["run_id"] for r in listed] == [run_id]
+
+
+async def test_sse_resume_with_last_event_id_matches_an_uninterrupted_stream(tmp_path):
+    settings = make_settings(tmp_path)
+    runner = GatedRunner(steps=6)
+    app = create_app(settings, runner=runner)
+    async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
+        run_id = (await client.post("/v1/runs", json={"question": "q"})).json()["run_id"]
+        await runner.entered_event(run_id).wait()
+        runner.gate(run_id).set()
+        first = await sse_events(client, f"/v1/runs/{run_id}/events", limit=3)  # disconnect mid-run
+        runner.finish(run_id)
+        rest = await sse_events(client, f"/v1/runs/{run_id}/events", headers={"Last-Event-ID": first[-1]["id"]})
+        whole = await sse_events(client, f"/v1/runs/{run_id}/events")
+        assert [m["id"] for m in first + rest] == [m["id"] for m in whole]
+        assert [m["data"] for m in first + rest] == [m["data"] for m in whole]
+        assert [m["event"] for m in whole][-1] == "answer"
+        by_query = await sse_events(client, f"/v1/runs/{run_id}/events?after=5")
+        assert [m["data"] for m in by_query] == [m["data"] for m in whole[5:]]
+
+
+async def test_stop_over_http(tmp_path):
+    settings = make_settings(tmp_path)
+    runner = GatedRunner(steps=4)
+    app = create_app(settings, runner=runner)
+    async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
+        run_id = (await client.post("/v1/runs", json={"question": "q"})).json()["run_id"]
+        await runner.entered_event(run_id).wait()
+        stopped = await client.post(f"/v1/runs/{run_id}/stop")
+        assert stopped.status_code == 200 and stopped.json()["status"] == "stopped"
+        assert stopped.json()["content"] == "part0 "
+        again = await client.post(f"/v1/runs/{run_id}/stop")
+        assert again.status_code == 409
+        assert again.json()["error"]["status"] == "stopped" and again.json()["error"]["code"] == "run.finished"
+
+
+async def test_unknown_runs_are_404(server):
+    for method, path in [
+        ("GET", "/v1/runs/run_nope"),
+        ("GET", "/v1/runs/run_nope/events"),
+        ("POST", "/v1/runs/run_nope/stop"),
+        ("GET", "/v1/conversations/conv_nope"),
+        ("DELETE", "/v1/conversations/conv_nope"),
+    ]:
+        response = await server.request(method, path)
+        assert response.status_code == 404, (method, path)
+        assert response.json()["error"]["code"] in ("run.not_found", "conversation.not_found")
+
+
+async def test_invalid_requests_are_422_naming_the_field(tmp_path):
+    settings = make_settings(tmp_path)
+    app = create_app(settings, runner=AgentRunner(settings, llm=ScriptedProvider(replies=["x"])))
+    async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
+        missing = await client.post("/v1/runs", json={"reasoning": "qa"})
+        assert missing.status_code == 422 and missing.json()["detail"][0]["loc"] == ["body", "question"]
+        bad_setting = await client.post(
+            "/v1/runs", json={"question": "q", "reasoning": "qa", "settings": {"top_k": 500}}
+        )
+        assert bad_setting.status_code == 422
+        assert bad_setting.json()["error"]["field"] == "settings.top_k"
+        assert bad_setting.json()["detail"][0]["loc"] == ["body", "settings", "top_k"]
+        unknown = await client.post("/v1/runs", json={"question": "q", "reasoning": "telepathy"})
+        assert unknown.status_code == 422 and unknown.json()["error"]["field"] == "reasoning"
+        bad_conv = await client.post("/v1/runs", json={"question": "q", "conversation_id": "conv_nope"})
+        assert bad_conv.status_code == 422 and bad_conv.json()["error"]["field"] == "conversation_id"
+        bad_feedback = await client.post("/v1/feedback", json={"run_id": "r", "rating": 7})
+        assert bad_feedback.status_code == 422 and bad_feedback.json()["detail"][0]["loc"] == ["body", "rating"]
+
+
+async def test_catalogs_publish_settings_schemas(tmp_path):
+    settings = make_settings(tmp_path)
+    app = create_app(settings, runner=scripted_runner())
+    async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
+        reasoning = {p["id"]: p for p in (await client.get("/v1/reasoning")).json()}
+        assert "qa" in reasoning and "top_k" in reasoning["qa"]["settings_schema"]["properties"]
+        tools = (await client.get("/v1/tools")).json()
+        assert all("id" in t for t in tools)
+        assert (await client.get("/v1/agents")).json() == []
+        openapi = (await client.get("/openapi.json")).json()
+        assert "/v1/runs/{run_id}/events" in openapi["paths"] and "/v1/chat/completions" in openapi["paths"]
+
+
+async def test_conversations_continue_and_can_be_deleted(server):
+    first = (await server.post("/v1/runs", json={"question": "first?"})).json()
+    await sse_events(server, f"/v1/runs/{first['run_id']}/events")
+    second = (
+        await server.post("/v1/runs", json={"question": "second?", "conversation_id": first["conversation_id"]})
+    ).json()
+    await sse_events(server, f"/v1/runs/{second['run_id']}/events")
+    conv = (await server.get(f"/v1/conversations/{first['conversation_id']}")).json()
+    assert [m["role"] for m in conv["messages"]] == ["user", "assistant", "user", "assistant"]
+    assert conv["messages"][2]["content"] == "second?"
+    assert [c["conversation_id"] for c in (await server.get("/v1/conversations")).json()] == [first["conversation_id"]]
+    assert (await server.delete(f"/v1/conversations/{first['conversation_id']}")).status_code == 204
+    assert (await server.get(f"/v1/conversations/{first['conversation_id']}")).status_code == 404
+
+
+async def test_feedback_is_recorded_for_visible_runs(server):
+    run_id = (await server.post("/v1/runs", json={"question": "q"})).json()["run_id"]
+    await sse_events(server, f"/v1/runs/{run_id}/events")
+    ok = await server.post("/v1/feedback", json={"run_id": run_id, "rating": 1, "comment": "good"})
+    assert ok.status_code == 201
+    assert (await server.post("/v1/feedback", json={"run_id": "run_nope", "rating": -1})).status_code == 404
+
+
+async def test_health_ready_and_metrics(server):
+    assert (await server.get("/healthz")).json() == {"status": "ok"}
+    assert (await server.get("/readyz")).json()["status"] == "ready"
+    run_id = (await server.post("/v1/runs", json={"question": "q"})).json()["run_id"]
+    await sse_events(server, f"/v1/runs/{run_id}/events")
+    await asyncio.sleep(0.05)
+    text = (await server.get("/metrics")).text
+    assert 'reasonloop_runs_total{status="completed"} 1.0' in text
+    assert "reasonloop_run_duration_seconds_count 1.0" in text
+    assert 'reasonloop_llm_tokens_total{kind="completion"}' in text
