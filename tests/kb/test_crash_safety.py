@@ -1,0 +1,158 @@
+"""A killed ingest leaves the index consistent: committed documents searchable, the rest redone."""
+
+import asyncio
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+
+from reasonloop.config import Settings
+from reasonloop.kb.knowledge_base import KnowledgeBase
+from reasonloop.kb.lexical import LexicalIndex
+from reasonloop.kb.vector import LocalVectorStore
+
+from .helpers import HashEmbedder
+
+REPO = Path(__file__).resolve().parents[2]
+N = 120
+
+
+def _records():
+    return [(f"doc{i}", f"Title {i}", f"record number {i} mentions uniqueword{i} and shared text") for i in range(N)]
+
+
+_CHILD = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    from reasonloop.config import Settings
+    from reasonloop.kb.knowledge_base import KnowledgeBase
+    from tests.kb.helpers import HashEmbedder
+    from tests.kb.test_crash_safety import _records
+
+    class Slow(HashEmbedder):
+        async def embed_passages(self, texts):
+            await asyncio.sleep(0.05)
+            return await super().embed_passages(texts)
+
+    async def main():
+        kb = KnowledgeBase.open(sys.argv[1], settings=Settings(kb={"options": {"commit_chunks": 3}}), embedder=Slow())
+        await kb.ingest_records(_records())
+
+    asyncio.run(main())
+    """
+)
+
+
+def _count(db: Path, sql: str) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return int(conn.execute(sql).fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        conn.close()
+
+
+async def test_sigkill_mid_ingest_then_reopen_and_resume(tmp_path):
+    kb_dir = tmp_path / "kb"
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(kb_dir)], cwd=REPO, env=env)
+    db = kb_dir / "kb.sqlite"
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            if db.exists() and _count(db, "SELECT count(*) FROM documents") >= 12:
+                break
+            assert child.poll() is None, "ingest finished before it could be killed"
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("ingest made no progress")
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    assert child.returncode == -signal.SIGKILL
+    committed = _count(db, "SELECT count(*) FROM documents")
+    assert 12 <= committed < N
+    assert _count(db, "SELECT count(*) FROM meta WHERE key = 'dirty' AND value = '1'") == 1
+
+    embedder = HashEmbedder()
+    kb = KnowledgeBase.open(kb_dir, settings=Settings(), embedder=embedder)
+    index = kb.index
+    stats = await kb.stats()
+    assert stats.documents >= committed  # the child may have committed more before dying
+    chunk_keys = sorted(index.store.all_keys().tolist())
+    assert index.lexical.keys() == chunk_keys
+    assert sorted(index.vectors.keys().tolist()) == chunk_keys
+    assert not index.store.dirty
+    for doc in await kb.documents():
+        n = doc.id.removeprefix("doc")
+        assert [h.document_id for h in await kb.search(f"uniqueword{n}", top_k=1, mode="lexical")] == [doc.id]
+        assert (await kb.search(f"record number {n} uniqueword{n}", top_k=1, mode="dense"))[0].document_id == doc.id
+
+    report = await kb.ingest_records(_records())
+    assert len(report.unchanged) == stats.documents
+    assert len(report.added) == N - stats.documents
+    assert report.chunks_embedded <= N - stats.documents  # vectors cached before the kill are reused
+    assert (await kb.stats()).documents == N
+    await kb.close()
+
+
+async def test_reopen_repairs_derived_indexes_left_behind(tmp_path, embedder):
+    settings = Settings()
+    kb = KnowledgeBase.open(tmp_path / "kb", settings=settings, embedder=embedder)
+    await kb.ingest_records(_records()[:10])
+    keys = sorted(kb.index.store.all_keys().tolist())
+    await kb.close()
+
+    # Simulate a crash between the sqlite commit and the derived-index updates: BM25 lost two
+    # entries, the HNSW file lost one vector and holds an orphan, and the dirty flag is set.
+    lex = LexicalIndex(tmp_path / "kb" / "lexical")
+    lex.delete(keys[:2])
+    lex.commit()
+    lex.close()
+    vec = LocalVectorStore(tmp_path / "kb" / "vectors.usearch", embedder.dim)
+    vec.remove([keys[3]])
+    vec.add([10_000], np.ones((1, embedder.dim), np.float32) / np.sqrt(embedder.dim))
+    vec.flush()
+    conn = sqlite3.connect(tmp_path / "kb" / "kb.sqlite")
+    conn.execute("UPDATE meta SET value = '1' WHERE key = 'dirty'")
+    conn.commit()
+    conn.close()
+
+    kb = KnowledgeBase.open(tmp_path / "kb", settings=settings, embedder=embedder)
+    assert kb.index.lexical.keys() == keys
+    assert sorted(kb.index.vectors.keys().tolist()) == keys
+    assert [h.document_id for h in await kb.search("uniqueword0", top_k=1, mode="lexical")] == ["doc0"]
+    await kb.close()
+
+
+async def test_failed_ingest_reconciles_in_process(tmp_path, embedder):
+    class Failing(HashEmbedder):
+        calls_before_failure = 2
+
+        async def embed_passages(self, texts):
+            self.calls_before_failure -= 1
+            if self.calls_before_failure < 0:
+                raise RuntimeError("embedding service died")
+            return await super().embed_passages(texts)
+
+    kb = KnowledgeBase.open(
+        tmp_path / "kb", settings=Settings(kb={"options": {"commit_chunks": 2}}), embedder=Failing()
+    )
+    try:
+        await kb.ingest_records(_records()[:20])
+    except RuntimeError as exc:
+        assert "died" in str(exc)
+    else:
+        raise AssertionError("ingest should have failed")
+    stats = await kb.stats()
+    assert 0 < stats.documents < 20
+    assert kb.index.lexical.keys() == sorted(kb.index.store.all_keys().tolist())
+    assert not kb.index.store.dirty
+    await kb.close()
