@@ -4,7 +4,6 @@ import asyncio
 import os
 import signal
 import sqlite3
-import subprocess
 import sys
 import textwrap
 import time
@@ -62,20 +61,20 @@ def _count(db: Path, sql: str) -> int:
 async def test_sigkill_mid_ingest_then_reopen_and_resume(tmp_path):
     kb_dir = tmp_path / "kb"
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(kb_dir)], cwd=REPO, env=env)
+    child = await asyncio.create_subprocess_exec(sys.executable, "-c", _CHILD, str(kb_dir), cwd=REPO, env=env)
     db = kb_dir / "kb.sqlite"
     deadline = time.monotonic() + 60
     try:
         while time.monotonic() < deadline:
             if db.exists() and _count(db, "SELECT count(*) FROM documents") >= 12:
                 break
-            assert child.poll() is None, "ingest finished before it could be killed"
+            assert child.returncode is None, "ingest finished before it could be killed"
             await asyncio.sleep(0.02)
         else:
             raise AssertionError("ingest made no progress")
     finally:
         child.send_signal(signal.SIGKILL)
-        child.wait(10)
+        await asyncio.wait_for(child.wait(), 10)
     assert child.returncode == -signal.SIGKILL
     committed = _count(db, "SELECT count(*) FROM documents")
     assert 12 <= committed < N
