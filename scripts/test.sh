@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Set up and run the whole test suite: lint, format check, then every test (the real-model ones included).
+#
+#   bash scripts/test.sh            # everything
+#   bash scripts/test.sh tests/llm  # extra arguments go to pytest
+#
+# First run: creates .venv and installs the project with its dev and local extras
+# (llama-cpp-python compiles from source, about 8 minutes on 2 cores; pip caches the wheel).
+# Later runs reinstall only when pyproject.toml changed, so they start testing at once.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PYTHON="${PYTHON:-python3}"
+VENV="${VENV:-.venv}"
+
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "== creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+
+stamp="$VENV/.reasonloop-installed"
+wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ] || ! "$VENV/bin/python" -c "import reasonloop" 2>/dev/null; then
+    echo "== installing reasonloop[dev,local] into $VENV"
+    "$VENV/bin/python" -m pip install --quiet --upgrade pip
+    # llama-cpp-python builds with cmake; let it use every core.
+    CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$VENV/bin/python" -m pip install --quiet -e '.[dev,local]'
+    echo "$wanted" >"$stamp"
+fi
+
+# shellcheck disable=SC1091
+. "$VENV/bin/activate"
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
+
+echo "== ruff check"
+ruff check .
+echo "== ruff format --check"
+ruff format --check .
+echo "== pytest"
+status=0
+python -m pytest -q "$@" || status=$?
+if [ "$status" -eq 5 ]; then
+    echo "pytest collected no tests: the suite is broken, not green" >&2
+fi
+exit "$status"
