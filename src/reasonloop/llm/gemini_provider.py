@@ -12,10 +12,11 @@ Settings: ``api_key_env`` (default ``GEMINI_API_KEY``), ``base_url`` (a proxy or
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from google import genai
 from google.genai import errors as genai_errors
@@ -97,8 +98,8 @@ class GeminiProvider(LLM):
                 model=self.model, contents=_contents(request.messages), config=self._config(request)
             )
             parsing = True
-            async with contextlib.aclosing(stream):
-                async for chunk in stream:
+            async with contextlib.aclosing(_in_own_task(stream)) as chunks:
+                async for chunk in chunks:
                     started = True  # the SDK sends the request on the first read
                     usage = chunk.usage_metadata
                     if usage is not None:
@@ -130,6 +131,41 @@ class GeminiProvider(LLM):
         if calls and finish == "stop":
             finish = "tool_calls"
         yield Done(finish_reason=finish, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+
+_END = object()
+
+
+async def _in_own_task(stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """Iterate ``stream`` in a child task, so that closing this iterator closes the HTTP response.
+
+    The SDK's stream is a chain of nested async generators; closing the outermost one leaves
+    the inner ones (and the response they read) open until the garbage collector runs.
+    Cancelling the task that reads them unwinds the whole chain at once.
+    """
+    queue: asyncio.Queue[tuple[Any, BaseException | None]] = asyncio.Queue(maxsize=1)
+
+    async def pump() -> None:
+        try:
+            async for item in stream:
+                await queue.put((item, None))
+        except Exception as exc:
+            await queue.put((None, exc))
+        else:
+            await queue.put((_END, None))
+
+    task = asyncio.create_task(pump())
+    try:
+        while True:
+            item, error = await queue.get()
+            if error is not None:
+                raise error
+            if item is _END:
+                return
+            yield item
+    finally:
+        task.cancel()
+        await asyncio.wait({task})
 
 
 def _contents(messages: list[Message]) -> list[types.Content]:
