@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 
-from conftest import FakeRetriever, collect_events, make_tools, types
-
 from reasonloop.agent import Agent
 from reasonloop.events import Answer, AnswerDelta, ToolCall, ToolResult
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
+from tests.reasoning.helpers import FakeRetriever, collect_events, make_tools, types
 
 
 def act(tool: str, arguments: dict | str) -> str:

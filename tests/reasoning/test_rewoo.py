@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from conftest import FakeRetriever, Gauge, collect_events, make_tools
-
 from reasonloop.agent import Agent
 from reasonloop.events import Answer, AnswerDelta, Thought, ToolCall, ToolResult
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
+from tests.reasoning.helpers import FakeRetriever, Gauge, collect_events, make_tools
 
 
 async def test_twelve_step_plan_runs_and_the_solver_sees_all_evidence() -> None:

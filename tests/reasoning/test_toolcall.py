@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from conftest import FakeRetriever, Gauge, collect_events, make_tools
-
 from reasonloop.agent import Agent
 from reasonloop.events import Answer, Progress, Thought, ToolResult
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
+from tests.reasoning.helpers import FakeRetriever, Gauge, collect_events, make_tools
 
 
 def calls(*pairs, text: str = "") -> dict:

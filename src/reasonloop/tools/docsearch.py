@@ -109,9 +109,13 @@ def format_evidence(hits: Sequence[Hit], log: EvidenceLog, budget: int) -> tuple
     blocks: list[str] = []
     citations: list[Citation] = []
     used = 0
+    shown: set[str] = set()
     for hit in hits:
         if used >= budget:
             break
+        if hit.chunk_id in shown:
+            continue
+        shown.add(hit.chunk_id)
         number = log.add(hit)
         header = f"[{number}] {_label(hit)}"
         body = hit.text.strip()

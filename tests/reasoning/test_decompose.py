@@ -1,0 +1,58 @@
+"""Decomposition: sub-questions answered concurrently, one synthesis citing all of them."""
+
+from __future__ import annotations
+
+from reasonloop.agent import Agent
+from reasonloop.events import Answer, Thought, ToolResult
+from reasonloop.llm.base import Message
+from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.reasoning.decompose import parse_subquestions
+from tests.reasoning.helpers import FakeRetriever, collect_events
+
+
+def reply(messages: list[Message], tools) -> str:
+    system, last = messages[0].content, messages[-1].content
+    if "sub-questions" in system and "Split" in system:
+        return "1. What is the capital of France?\n2. What is the capital of Germany?\n3. How tall is the Eiffel Tower?"
+    if last.startswith("Sub-questions"):
+        return "Paris [1] and Berlin [2]; the tower is 330 m [3]."
+    return "sub answer for: " + last.rsplit("Question: ", 1)[-1]
+
+
+async def test_sub_questions_are_retrieved_concurrently_and_synthesised_with_citations() -> None:
+    retriever = FakeRetriever(delay_s=0.02)
+    llm = ScriptedProvider(replies=reply)
+    events = await collect_events(Agent("decompose", llm=llm, kb=retriever), "Compare France and Germany")
+    assert retriever.max_active == 3
+    assert sorted(retriever.queries) == sorted(
+        ["What is the capital of France?", "What is the capital of Germany?", "How tall is the Eiffel Tower?"]
+    )
+    results = [e for e in events if isinstance(e, ToolResult)]
+    assert len(results) == 3
+    assert any(isinstance(e, Thought) and e.text.startswith("1. What is the capital of France?") for e in events)
+    answer = events[-1]
+    assert isinstance(answer, Answer)
+    assert len(answer.citations) == 3 and {c.chunk_id for c in answer.citations} <= {"c1", "c2", "c3"}
+    synthesis = llm.prompts[-1][-1].content
+    assert "sub answer for: What is the capital of Germany?" in synthesis
+    assert answer.usage.llm_calls == 5
+
+
+async def test_at_most_n_sub_questions() -> None:
+    llm = ScriptedProvider(replies=reply)
+    result = await Agent("decompose", llm=llm, kb=FakeRetriever(), settings={"max_subquestions": 2}).run("q?")
+    assert [s.action_input for s in result.steps if s.action == "subquestion"] != []
+    assert len([s for s in result.steps if s.action == "subquestion"]) == 2
+
+
+async def test_nothing_found_anywhere_is_dont_know() -> None:
+    llm = ScriptedProvider(replies=["1. unrelated thing one\n2. unrelated thing two"])
+    result = await Agent("decompose", llm=llm, kb=FakeRetriever()).run("zzz qqq?")
+    assert result.content.startswith("I don't know") and result.usage.llm_calls == 1
+
+
+def test_parse_subquestions_forms() -> None:
+    assert parse_subquestions("Sub-questions:\n1. A?\n2) B?\n- C?\n1. A?", 5) == ["A?", "B?", "C?"]
+    assert parse_subquestions("A?\nB?", 5) == ["A?", "B?"]
+    assert parse_subquestions("1、甲？\n2、乙？", 1) == ["甲？"]
+    assert parse_subquestions("", 3) == []
