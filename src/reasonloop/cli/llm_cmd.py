@@ -30,7 +30,7 @@ def llm(
     """Stream a completion for PROMPT, then print token usage on stderr."""
     model = create_llm(llm_spec, state.settings)
     if model.id == "local":
-        err_console.print(LOCAL_MODEL_HINT, style="yellow")
+        err_console.print(LOCAL_MODEL_HINT, style="yellow", markup=False)
     messages = ([Message.system(system)] if system else []) + [Message.user(prompt)]
 
     async def go() -> None:
