@@ -159,3 +159,17 @@ def test_console_script_errors_without_traceback(tmp_path):
     assert proc.stderr.count("\n") == 1, proc.stderr
     assert "[plugin.not_found]" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_local_model_hint_is_printed_verbatim(capsys, monkeypatch):
+    from reasonloop.cli import llm_cmd
+    from reasonloop.llm.scripted import ScriptedProvider
+
+    class LocalLookalike(ScriptedProvider):
+        id = "local"
+
+    monkeypatch.setattr(llm_cmd, "create_llm", lambda spec, settings: LocalLookalike(replies=["hi"]))
+    code, out, err = run(capsys, "llm", "hello")
+    assert (code, out) == (0, "hi\n")
+    assert "not instruction-tuned" in err
+    assert "[llm] in reasonloop.toml" in " ".join(err.split())  # not swallowed as console markup
