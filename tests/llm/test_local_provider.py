@@ -5,6 +5,7 @@ Generation with the real model is in ``test_real_llm.py`` (marked ``llm_real``).
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import pytest
@@ -91,12 +92,18 @@ async def test_missing_model_file_is_not_configured(tmp_path):
     assert "nope.gguf" in info.value.message
 
 
-async def test_a_file_that_is_not_a_gguf_model_is_not_configured(tmp_path):
+async def test_a_file_that_is_not_a_gguf_model_is_not_configured(tmp_path, caplog, capfd):
     junk = tmp_path / "junk.gguf"
     junk.write_bytes(b"not a model" * 100)
     llm = LocalProvider(LLMSettings(provider="local", model=str(junk), max_retries=0))
-    with pytest.raises(LLMNotConfigured, match="cannot load"):
+    with (
+        caplog.at_level(logging.DEBUG, logger="reasonloop.llm.local_provider"),
+        pytest.raises(LLMNotConfigured, match="cannot load"),
+    ):
         await llm.complete([Message.user("hi")])
+    # llama.cpp's own complaint goes to logging, not raw onto the terminal
+    assert any(r.message.startswith("llama.cpp: ") and r.levelno == logging.ERROR for r in caplog.records)
+    assert capfd.readouterr().err == ""
 
 
 async def test_without_llama_cpp_it_says_how_to_install(tmp_path, monkeypatch):

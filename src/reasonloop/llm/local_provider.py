@@ -23,7 +23,9 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -120,6 +122,34 @@ class _Loaded:
 _models: dict[tuple[str, int, int], _Loaded] = {}
 _models_lock = threading.Lock()
 
+log = logging.getLogger(__name__)
+_llama_log_callback: Any = None
+"""Kept referenced: llama.cpp calls it from C for as long as the process lives."""
+
+
+def _route_llama_logs() -> None:
+    """Send llama.cpp's own log lines to :data:`log` at debug level instead of raw stderr.
+
+    llama.cpp reports harmless model-file notes (e.g. about its SWA cache) at warning level,
+    and llama-cpp-python prints those straight to stderr, in the middle of a streamed
+    answer. Only llama.cpp errors stay visible, as ``logging`` errors.
+    """
+    global _llama_log_callback
+    if _llama_log_callback is not None:
+        return
+    import llama_cpp
+
+    ggml_error = 4  # GGML_LOG_LEVEL_ERROR; 1-3 are debug, info and warning, 5 continues a line
+
+    @llama_cpp.llama_log_callback
+    def forward(level: int, text: bytes, _user_data: ctypes.c_void_p) -> None:
+        line = text.decode("utf-8", errors="replace").rstrip()
+        if line:
+            log.log(logging.ERROR if level == ggml_error else logging.DEBUG, "llama.cpp: %s", line)
+
+    llama_cpp.llama_log_set(forward, ctypes.c_void_p(0))
+    _llama_log_callback = forward
+
 
 def _load(path: Path, n_ctx: int, n_threads: int) -> _Loaded:
     """The model for ``path`` loaded once per process (blocking: call from a worker thread)."""
@@ -131,6 +161,7 @@ def _load(path: Path, n_ctx: int, n_threads: int) -> _Loaded:
             from llama_cpp import Llama
         except ImportError as exc:
             raise LLMNotConfigured(f"the local provider needs llama-cpp-python: {INSTALL_HINT}") from exc
+        _route_llama_logs()
         try:
             llama = Llama(model_path=key[0], n_ctx=n_ctx, n_threads=n_threads, verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:
