@@ -44,6 +44,7 @@ def test_retry_after_http_date() -> None:
         (400, "prompt is too long", "llm.bad_request"),
         (404, "model not found", "llm.bad_request"),
         (422, "unprocessable", "llm.bad_request"),
+        (408, "request timeout", "llm.timeout"),
         (500, "boom", "llm.server_error"),
         (529, "overloaded", "llm.server_error"),
     ],

@@ -104,3 +104,11 @@ async def test_no_key_needed_by_default_and_bearer_when_named(
     await _llm(stub, api_key_env="REASONLOOP_TEST_OLLAMA_KEY").complete([Message.user("hi")])
     assert "authorization" not in stub.requests[0].headers
     assert stub.requests[1].headers["authorization"] == "Bearer o-key"
+
+
+async def test_missing_model_says_how_to_pull_it(stub: StubServer) -> None:
+    stub.script(OllamaWire().error(404, "model 'test-model' not found"))
+    with pytest.raises(LLMError) as info:
+        await _llm(stub).complete([Message.user("hi")])
+    assert info.value.code == "llm.bad_request"
+    assert "ollama pull test-model" in info.value.message

@@ -98,3 +98,16 @@ async def test_error_object_inside_the_stream_is_retried(stub: StubServer, backo
     llm = OpenAIProvider(settings(base_url=stub.url + "/v1"))
     assert (await llm.complete([Message.user("hi")])).text == "ok"
     assert len(stub.requests) == 2
+
+
+async def test_max_tokens_field_follows_the_endpoint(stub: StubServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    stub.script(OpenAIWire().text(["ok"]))
+    # The vendor endpoint, routed to the stub through the SDK's own base-URL variable.
+    monkeypatch.setenv("OPENAI_BASE_URL", stub.url + "/v1")
+    await OpenAIProvider(settings()).complete([Message.user("hi")], max_tokens=4)
+    custom = settings(base_url=stub.url + "/v1", extra={"max_tokens_param": "max_completion_tokens"})
+    await OpenAIProvider(custom).complete([Message.user("hi")], max_tokens=6)
+    first, second = (r.json for r in stub.requests)
+    assert first["max_completion_tokens"] == 4 and "max_tokens" not in first
+    assert second["max_completion_tokens"] == 6

@@ -109,6 +109,8 @@ def error_for_status(
         return LLMAuthError(text + " (check the API key and [llm] api_key_env)", status_code=status, provider=provider)
     if status >= 500:
         return LLMServerError(text, status_code=status, provider=provider)
+    if status == 408:  # the server gave up waiting on the request: worth another try
+        return LLMTimeout(text, status_code=status, provider=provider)
     if status == 400 and _TOOL_SCHEMA_HINT.search(message):
         return LLMToolSchemaRejected(text, status_code=status, provider=provider)
     if 400 <= status < 500:

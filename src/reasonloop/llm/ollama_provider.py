@@ -86,6 +86,8 @@ class OllamaProvider(LLM):
             message = response.text
             with contextlib.suppress(ValueError, AttributeError):
                 message = str(json.loads(message).get("error", message))
+            if response.status_code == 404 and "not found" in message:
+                message += f" (pull it with `ollama pull {self.model}`)"
             raise error_for_status(response.status_code, message, provider=self.id, headers=response.headers)
 
     def _options(self, request: ChatRequest) -> dict[str, Any]:

@@ -9,7 +9,8 @@ Settings: ``base_url`` (empty = api.openai.com), ``api_key_env`` (default ``OPEN
 for api.openai.com; a custom ``base_url`` without it is called without a key), and in
 ``extra``: ``api_version`` / ``azure_deployment`` (Azure OpenAI, ``base_url`` being the Azure
 endpoint), ``stream_usage = false`` for servers that reject ``stream_options``,
-``extra_body`` (merged into each request), ``context_window``.
+``extra_body`` (merged into each request), ``max_tokens_param`` (``max_completion_tokens`` on
+api.openai.com, ``max_tokens`` elsewhere), ``context_window``.
 
 Example::
 
@@ -74,6 +75,13 @@ class OpenAIProvider(LLM):
             self._client = openai.AsyncOpenAI(base_url=self.settings.base_url or None, **common)
 
     @property
+    def _max_tokens_param(self) -> str:
+        # OpenAI's own API deprecated max_tokens (reasoning models reject it); compatible
+        # servers mostly know only max_tokens.
+        default = "max_tokens" if self.settings.base_url else "max_completion_tokens"
+        return str(self.settings.extra.get("max_tokens_param", default))
+
+    @property
     def capabilities(self) -> Capabilities:
         return Capabilities(context_window=int(self.settings.extra.get("context_window", 128_000)))
 
@@ -99,7 +107,7 @@ class OpenAIProvider(LLM):
         if request.stop:
             params["stop"] = request.stop
         if request.max_tokens is not None:
-            params["max_tokens"] = request.max_tokens
+            params[self._max_tokens_param] = request.max_tokens
         if request.temperature is not None:
             params["temperature"] = request.temperature
         if self.settings.extra.get("extra_body"):
