@@ -303,3 +303,30 @@ async def test_open_defaults_to_settings_path(tmp_path, monkeypatch, embedder):
     (tmp_path / "file").write_text("x")
     with pytest.raises(KBError, match="not a directory"):
         KnowledgeBase.open(tmp_path / "file", settings=Settings(), embedder=embedder)
+
+
+async def test_cpu_work_runs_off_the_event_loop(make_kb, corpus, monkeypatch):
+    import threading
+
+    from reasonloop.kb.chunking import Chunker
+    from reasonloop.kb.lexical import LexicalIndex
+    from reasonloop.kb.store import MetadataStore
+
+    loop_thread = threading.current_thread()
+    seen: dict[str, set[bool]] = {"chunk": set(), "lexical": set(), "commit": set()}
+
+    def spy(name, fn):
+        def wrapper(*args, **kwargs):
+            seen[name].add(threading.current_thread() is loop_thread)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(Chunker, "split", spy("chunk", Chunker.split))
+    monkeypatch.setattr(LexicalIndex, "add", spy("lexical", LexicalIndex.add))
+    monkeypatch.setattr(MetadataStore, "commit_documents", spy("commit", MetadataStore.commit_documents))
+    kb = make_kb()
+    await kb.ingest(str(corpus))
+    await kb.ingest_records([("r1", "", "a record")])
+    assert seen == {"chunk": {False}, "lexical": {False}, "commit": {False}}
+    await kb.close()

@@ -60,7 +60,6 @@ class _Prepared:
     embed_texts: list[str]
     lexical_texts: list[str]
     updated: bool
-    vectors: np.ndarray | None = None
 
 
 _DONE = object()
@@ -216,7 +215,9 @@ class Ingestor:
             payload = json.dumps([rec.title, rec.text, rec.metadata], ensure_ascii=False, sort_keys=True)
             doc = LoadedDocument(source=source, title=rec.title, text=rec.text, metadata=dict(rec.metadata))
             size = len(rec.text.encode("utf-8"))
-            prepared = self._prepare(doc, self._content_hash(payload.encode()), size, None, doc_id=rec.id)
+            prepared = await asyncio.to_thread(
+                self._prepare, doc, self._content_hash(payload.encode()), size, None, rec.id
+            )
             self.progress.files_total += 1
             self.progress.files_done += 1
             if prepared is not None:
@@ -262,14 +263,13 @@ class Ingestor:
             self.index.ensure_vectors(vectors.shape[1])
         else:
             vectors = np.zeros((0, 0), np.float32)
-        removed, new_keys = self.index.store.commit_documents([d.write for d in docs])
+        # The commit point, then the derived indexes; both off the loop (jieba and tantivy are CPU work).
+        removed, new_keys = await asyncio.to_thread(self.index.store.commit_documents, [d.write for d in docs])
         lexical_items: list[tuple[int, str]] = []
         vec_keys: list[int] = []
-        offset = 0
         for d, keys in zip(docs, new_keys, strict=True):
             lexical_items.extend(zip(keys, d.lexical_texts, strict=True))
             vec_keys.extend(keys)
-            offset += len(keys)
             (self.report.updated if d.updated else self.report.added).append(d.write.source)
             self.report.chunks_added += len(keys)
-        self.index.apply(removed, lexical_items, vec_keys, vectors)
+        await asyncio.to_thread(self.index.apply, removed, lexical_items, vec_keys, vectors)
