@@ -179,8 +179,8 @@ def _map_error(exc: Exception, provider: str, *, streaming: bool, parsing: bool)
         if exc.status_code >= 400:
             return error_for_status(exc.status_code, str(exc.error), provider=provider)
         return LLMServerError(f"{provider}: the server reported an error mid-stream: {exc.error}", provider=provider)
-    if isinstance(exc, ConnectionError) and not isinstance(exc, ConnectionResetError):
-        return connection_error(exc, provider=provider, streaming=streaming)  # the client's "Failed to connect"
+    if isinstance(exc, ConnectionError):  # the client's own "Failed to connect to Ollama"
+        return connection_error(exc, provider=provider, streaming=streaming)
     mapped = transport_error(exc, provider=provider, streaming=streaming)
     if mapped is not None:
         return mapped
