@@ -45,11 +45,14 @@ async def llm_turn(
     tools: Sequence[ToolSpec] | None = None,
     stop: Sequence[str] | None = None,
     deltas: Callable[[str], str] | None = None,
+    prelude: Callable[[], Sequence[Event]] | None = None,
     bounded: bool = True,
 ) -> AsyncIterator[Event]:
     """Stream one call into ``turn``; yield answer deltas chosen by ``deltas(chunk) -> text``.
 
     Args:
+        prelude: Events to yield just before the first answer delta (the thought that
+            preceded the answer, so a trace reads in order).
         bounded: Stop at the run's deadline (``turn.cut_short`` tells); the forced final
             answer passes ``False``.
     """
@@ -67,6 +70,9 @@ async def llm_turn(
                     if deltas is not None:
                         piece = deltas(chunk.text)
                         if piece:
+                            if not streamed and prelude is not None:
+                                for event in prelude():
+                                    yield event
                             streamed.append(piece)
                             yield AnswerDelta(text=piece)
                 elif isinstance(chunk, Done):

@@ -63,14 +63,21 @@ class ReActReasoning(Reasoning):
             tracker.start_round()
             turn = Turn()
             spotter = None if guard_armed(settings, tracker) else AnswerSpotter()
+            early: list[Thought] = []
+
+            def prelude(spotter: AnswerSpotter | None = spotter, early: list[Thought] = early) -> list[Thought]:
+                thought = parse_react(spotter.head).thought if spotter else ""
+                early.extend([Thought(text=thought)] if thought else [])
+                return early
+
             async for event in llm_turn(
-                ctx.llm, messages, turn, tracker, stop=STOP, deltas=spotter.feed if spotter else None
+                ctx.llm, messages, turn, tracker, stop=STOP, deltas=spotter.feed if spotter else None, prelude=prelude
             ):
                 yield event
             if turn.cut_short:
                 break
             step = parse_react(turn.text)
-            if step.thought:
+            if step.thought and not early:
                 yield Thought(text=step.thought)
             if step.kind != "action":
                 yield close(ctx, settings, tracker, step.text_answer(), language, "final")
@@ -80,7 +87,7 @@ class ReActReasoning(Reasoning):
             call = PlannedCall(
                 call_id=f"react_{tracker.rounds}",
                 tool=tool.name if tool else step.action or "",
-                arguments=coerce_input(tool, step.action_input) if tool else {"input": step.action_input},
+                arguments=coerce_input(tool, step.action_input) if tool else _as_arguments(step.action_input),
                 raw_input=step.action_input,
             )
             outputs: list[ToolOutput] = []
@@ -100,3 +107,7 @@ class ReActReasoning(Reasoning):
             return tools[name]
         folded = name.lower()
         return next((t for n, t in tools.items() if n.lower() == folded), None)
+
+
+def _as_arguments(raw: object) -> dict[str, object]:
+    return raw if isinstance(raw, dict) else {"input": raw}

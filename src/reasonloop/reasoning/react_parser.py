@@ -206,6 +206,11 @@ class AnswerSpotter:
         self._sent = 0
         self._scanned = 0
 
+    @property
+    def head(self) -> str:
+        """The text before the answer (once the answer has started)."""
+        return self._buf[: self._start] if self._start is not None else ""
+
     def feed(self, chunk: str) -> str:
         """The part of ``chunk`` (and of what was held back) that is answer text."""
         self._buf += chunk

@@ -1,0 +1,297 @@
+"""``reasonloop ask`` and ``reasonloop chat``: answer questions with the reasoning trace streamed live.
+
+``ask`` prints thoughts, tool calls with their arguments, short observations, the answer as
+it streams, its citations and a usage line; ``--json`` prints only the RunResult and
+``--events`` one JSON event per line. ``chat`` is a REPL that keeps the conversation.
+Ctrl-C stops a run cleanly: running tools and model calls are cancelled and the partial
+answer is printed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from reasonloop.agent import Agent
+from reasonloop.cli.app import app, console, err_console, state
+from reasonloop.errors import ConfigError
+from reasonloop.events import (
+    Answer,
+    AnswerDelta,
+    ErrorEvent,
+    Event,
+    Progress,
+    RunStarted,
+    Thought,
+    ToolCall,
+    ToolResult,
+)
+from reasonloop.llm.base import Message
+from reasonloop.registry import Registry
+
+__all__ = ["TraceRenderer", "parse_sets"]
+
+OBSERVATION_CHARS = 160
+"""How much of an observation the trace shows (one line)."""
+
+
+def parse_sets(pairs: list[str]) -> dict[str, Any]:
+    """``["max_rounds=3", "replan=false"]`` -> settings; values are JSON when they parse, else text."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set expects key=value, got {pair!r}")
+        try:
+            out[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key.strip()] = raw
+    return out
+
+
+def _one_line(text: str, limit: int = OBSERVATION_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class TraceRenderer:
+    """Prints a run's events as a readable live trace."""
+
+    def __init__(self, *, show_usage: bool = True) -> None:
+        self.streamed: list[str] = []
+        self.answer: Answer | None = None
+        self.error: ErrorEvent | None = None
+        self.show_usage = show_usage
+        self.started = time.monotonic()
+
+    @property
+    def partial(self) -> str:
+        return "".join(self.streamed)
+
+    def _end_stream(self) -> None:
+        if self.streamed and not self.partial.endswith("\n"):
+            console.print()
+
+    def handle(self, event: Event) -> None:
+        indent = "  " * event.depth
+        if isinstance(event, RunStarted):
+            if event.depth == 0:
+                console.print(f"[dim]reasoning: {escape(event.reasoning)}[/]")
+        elif isinstance(event, Progress):
+            console.print(f"{indent}[dim italic]… {escape(event.message)}[/]")
+        elif isinstance(event, Thought):
+            if self.streamed and event.text.strip() == self.partial.strip():
+                return  # the streamed text was reasoning before tool calls; already shown
+            console.print(f"{indent}[magenta]Thought:[/] {escape(event.text)}")
+        elif isinstance(event, ToolCall):
+            args = json.dumps(event.input, ensure_ascii=False)
+            console.print(f"{indent}[cyan]→ {escape(event.tool)}[/] {escape(args)}")
+        elif isinstance(event, ToolResult):
+            if event.error:
+                console.print(
+                    f"{indent}[red]← {escape(event.error.get('type', 'error'))}:[/] "
+                    f"{escape(_one_line(str(event.error.get('error', ''))))}"
+                )
+            else:
+                console.print(f"{indent}[green]←[/] [dim]{escape(_one_line(event.output))}[/]")
+        elif isinstance(event, AnswerDelta):
+            if event.depth == 0:
+                if not self.streamed:
+                    console.print("[bold]Answer:[/] ", end="")
+                self.streamed.append(event.text)
+                console.print(event.text, end="", markup=False, highlight=False)
+        elif isinstance(event, Answer) and event.depth == 0:
+            self._show_answer(event)
+        elif isinstance(event, ErrorEvent) and event.depth == 0:
+            self._end_stream()
+            self.error = event
+            err_console.print(f"[bold red]error[/] {escape(f'[{event.code}] {event.message}')}", highlight=False)
+
+    def _show_answer(self, answer: Answer) -> None:
+        self.answer = answer
+        if self.partial.strip() != answer.text.strip():
+            self._end_stream()
+            console.print("[bold]Answer:[/] " + escape(answer.text))
+        else:
+            self._end_stream()
+        for c in answer.citations:
+            where = c.source + (f", p. {c.page}" if c.page is not None else "")
+            console.print(
+                f"  [blue][{c.marker}][/] {escape(where)} [dim]({escape(c.chunk_id or '')})[/] "
+                f"[dim]{escape(_one_line(c.quote, 80))}[/]"
+            )
+        if self.show_usage:
+            u = answer.usage
+            console.print(
+                f"[dim]{u.llm_calls} LLM calls · {u.prompt_tokens}+{u.completion_tokens} tokens · "
+                f"{u.tool_calls} tool calls · {answer.stop_reason} · {time.monotonic() - self.started:.1f}s[/]"
+            )
+
+    def stopped(self) -> None:
+        """The run was interrupted: show what had been answered so far."""
+        self._end_stream()
+        err_console.print("[yellow]stopped[/]")
+        if self.partial:
+            console.print("[bold]Partial answer:[/] " + escape(self.partial))
+
+
+async def _open_kb(kb_dir: str | None, stack: AsyncExitStack) -> Any:
+    """The knowledge base at ``kb_dir`` (or the configured path), or ``None`` when there is none or it is empty."""
+    path = Path(kb_dir) if kb_dir else Path(state.settings.kb.path)
+    if not path.exists():
+        if kb_dir:
+            raise ConfigError(f"no knowledge base at {path}")
+        return None
+    try:
+        from reasonloop.kb.knowledge_base import KnowledgeBase
+    except ModuleNotFoundError:
+        return None
+    kb = KnowledgeBase.open(path, settings=state.settings)
+    stack.push_async_callback(kb.close)
+    stats = await kb.stats()
+    if not stats.chunks:
+        err_console.print(f"[yellow]note:[/] the knowledge base at {escape(str(path))} is empty; answering without it")
+        return None
+    return kb
+
+
+def _build_agent(
+    reasoning: str, llm_spec: str | None, tools: str | None, kb: Any, sets: list[str], instructions: list[str]
+) -> Agent:
+    from reasonloop.llm.resolve import create_llm
+
+    registry = Registry(state.settings.plugins.paths)
+    Registry.set_default(registry)
+    tool_ids = [t.strip() for t in (tools or "").split(",") if t.strip()]
+    return Agent(
+        reasoning,
+        llm=create_llm(llm_spec, state.settings, registry),
+        kb=kb,
+        tools=tool_ids or None,
+        settings=parse_sets(sets),
+        instructions=instructions,
+        registry=registry,
+    )
+
+
+async def consume(
+    agent: Agent, question: str, history: list[Message], renderer: TraceRenderer | None, *, events_json: bool = False
+) -> tuple[str, bool]:
+    """Stream one run to the terminal; returns (answer or partial text, whether it was stopped)."""
+    renderer = renderer or TraceRenderer()
+    try:
+        async for event in agent.stream(question, history=history):
+            if events_json:
+                print(event.model_dump_json(), flush=True)
+                if isinstance(event, AnswerDelta):
+                    renderer.streamed.append(event.text)
+                elif isinstance(event, Answer) and event.depth == 0:
+                    renderer.answer = event
+                elif isinstance(event, ErrorEvent) and event.depth == 0:
+                    renderer.error = event
+            else:
+                renderer.handle(event)
+    except asyncio.CancelledError:
+        renderer.stopped()
+        return renderer.partial, True
+    return (renderer.answer.text if renderer.answer else renderer.partial), False
+
+
+ReasoningOpt = Annotated[
+    str, typer.Option("--reasoning", "-r", help="Strategy id: qa, decompose, react, toolcall, rewoo, ...")
+]
+LLMOpt = Annotated[
+    str | None, typer.Option("--llm", help="provider:model, e.g. openai:gpt-4o-mini or scripted:replies.json")
+]
+ToolsOpt = Annotated[
+    str | None, typer.Option("--tools", help="Comma-separated tool ids (docsearch is added with a KB).")
+]
+KBOpt = Annotated[str | None, typer.Option("--kb", help="Knowledge base directory (default: [kb] path).")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Strategy setting key=value (repeatable).")]
+InstrOpt = Annotated[
+    list[str] | None, typer.Option("--instruction", "-i", help="Extra instruction for the model (repeatable).")
+]
+
+
+@app.command("ask")
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    reasoning: ReasoningOpt = "react",
+    llm_spec: LLMOpt = None,
+    tools: ToolsOpt = None,
+    kb_dir: KBOpt = None,
+    sets: SetOpt = None,
+    instructions: InstrOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print only the RunResult as JSON.")] = False,
+    events: Annotated[bool, typer.Option("--events", help="Print each event as a JSON line.")] = False,
+) -> None:
+    """Answer QUESTION, streaming the reasoning trace."""
+
+    async def go() -> int:
+        async with AsyncExitStack() as stack:
+            kb = await _open_kb(kb_dir, stack)
+            agent = _build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [])
+            stack.push_async_callback(agent.llm.aclose)
+            if as_json:
+                result = await agent.run(question)
+                print(result.model_dump_json(indent=2))
+                return 0 if result.error is None or result.stop_reason == "guard" else 1
+            renderer = TraceRenderer()
+            _, stopped = await consume(agent, question, [], renderer, events_json=events)
+            if stopped:
+                return 130
+            return 1 if renderer.error else 0
+
+    with asyncio.Runner() as runner:
+        code = runner.run(go())
+    if code:
+        sys.exit(code)  # typer.Exit would be swallowed when the app runs with standalone_mode=False
+
+
+@app.command("chat")
+def chat(
+    reasoning: ReasoningOpt = "react",
+    llm_spec: LLMOpt = None,
+    tools: ToolsOpt = None,
+    kb_dir: KBOpt = None,
+    sets: SetOpt = None,
+    instructions: InstrOpt = None,
+) -> None:
+    """Talk with your documents; the conversation is kept. /reset forgets it, /exit (or Ctrl-D) leaves."""
+    history: list[Message] = []
+    with asyncio.Runner() as runner:
+        stack = AsyncExitStack()
+        try:
+            kb = runner.run(_open_kb(kb_dir, stack))
+            agent = _build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [])
+            console.print(
+                f"[dim]reasonloop chat · {agent.reasoning_id} · {escape(agent.llm.name)} · "
+                "/reset to forget, /exit to leave[/]"
+            )
+            while True:
+                try:
+                    question = console.input("[bold green]you>[/] ").strip()
+                except (EOFError, KeyboardInterrupt):
+                    console.print()
+                    break
+                if not question:
+                    continue
+                if question in ("/exit", "/quit"):
+                    break
+                if question == "/reset":
+                    history.clear()
+                    console.print("[dim]conversation forgotten[/]")
+                    continue
+                answer, _ = runner.run(consume(agent, question, history, TraceRenderer()))
+                if answer:
+                    history += [Message.user(question), Message.assistant(answer)]
+        finally:
+            runner.run(stack.aclose())

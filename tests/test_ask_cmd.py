@@ -1,0 +1,187 @@
+"""``reasonloop ask`` / ``chat``: live trace, --json, --events, --set, errors, Ctrl-C, history."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from reasonloop.agent import Agent
+from reasonloop.cli import main
+from reasonloop.cli.ask_cmd import TraceRenderer, consume, parse_sets
+from reasonloop.errors import ConfigError
+from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.registry import Registry
+
+REPLIES = [
+    'Thought: I should look this up.\nAction: lookup\nAction Input: {"key": "sky"}',
+    "Thought: I know.\nFinal Answer: The sky is blue.",
+]
+
+PLUGIN = textwrap.dedent('''
+    import asyncio
+    import signal
+
+    from reasonloop.tools.base import tool
+
+
+    @tool
+    async def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}"
+
+
+    @tool
+    async def interrupt(key: str) -> str:
+        """Presses Ctrl-C, then waits forever."""
+        signal.raise_signal(signal.SIGINT)
+        await asyncio.sleep(3600)
+        return "never"
+''')
+
+
+@pytest.fixture(autouse=True)
+def isolated(monkeypatch, tmp_path):
+    """A cwd with a plugin module for tools, no REASONLOOP_* variables, the registry restored."""
+    for name in list(os.environ):
+        if name.startswith("REASONLOOP_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cli_test_tools.py").write_text(PLUGIN, encoding="utf-8")
+    (tmp_path / "reasonloop.toml").write_text(
+        '[plugins.paths]\ntool = ["cli_test_tools:lookup", "cli_test_tools:interrupt"]\n', encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    saved = Registry._default
+    yield
+    Registry.set_default(saved)
+    sys.modules.pop("cli_test_tools", None)
+
+
+def script(tmp_path: Path, replies: list) -> str:
+    path = tmp_path / "replies.json"
+    path.write_text(json.dumps(replies), encoding="utf-8")
+    return f"scripted:{path}"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        main(list(argv))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_ask_streams_the_trace(capsys, tmp_path) -> None:
+    code, out, _ = run(
+        capsys, "ask", "What colour is the sky?", "--llm", script(tmp_path, REPLIES), "--tools", "lookup"
+    )
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "reasoning: react"
+    assert "Thought: I should look this up." in lines
+    assert '→ lookup {"key": "sky"}' in lines and "← value of sky" in lines
+    assert lines.index("Thought: I know.") < lines.index("Answer: The sky is blue.")
+    assert "2 LLM calls" in lines[-1] and "1 tool calls" in lines[-1] and "final" in lines[-1]
+
+
+def test_ask_json_prints_only_the_run_result(capsys, tmp_path) -> None:
+    code, out, _ = run(
+        capsys, "ask", "q", "--llm", script(tmp_path, REPLIES), "--tools", "lookup", "--json", "--set", "max_rounds=1"
+    )
+    data = json.loads(out)
+    assert code == 0 and data["stop_reason"] == "max_rounds"
+    assert data["steps"][0]["action"] == "lookup" and data["meta"]["reasoning"] == "react"
+
+
+def test_ask_events_prints_json_lines(capsys, tmp_path) -> None:
+    code, out, _ = run(capsys, "ask", "q", "-r", "toolcall", "--llm", script(tmp_path, ["Plain answer."]), "--events")
+    events = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and events[0]["type"] == "run_started" and events[-1]["type"] == "answer"
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert events[0]["reasoning"] == "toolcall"
+
+
+def test_ask_errors_are_one_line_with_a_code(capsys, tmp_path) -> None:
+    code, _, err = run(capsys, "ask", "q", "--llm", script(tmp_path, REPLIES), "--tools", "nosuch")
+    assert code == 1 and "plugin.not_found" in err
+    code, _, err = run(capsys, "ask", "q", "--llm", script(tmp_path, REPLIES), "--kb", str(tmp_path / "none"))
+    assert code == 1 and "config.invalid" in err and "no knowledge base" in err
+    code, _, err = run(capsys, "ask", "q", "--llm", script(tmp_path, REPLIES), "--set", "bogus=1")
+    assert code == 1 and "bogus" in err
+    code, _, err = run(capsys, "ask", "q", "--llm", script(tmp_path, []))
+    assert code == 1 and "llm.script_exhausted" in err
+
+
+def test_empty_kb_degrades_to_no_retrievers(capsys, tmp_path) -> None:
+    (tmp_path / "kb").mkdir()
+    code, out, err = run(capsys, "ask", "hi", "-r", "qa", "--kb", "kb", "--llm", script(tmp_path, ["Hello!"]))
+    assert code == 0 and "is empty" in err and "Answer: Hello!" in out
+
+
+def test_ctrl_c_stops_the_run_and_exits_130(capsys, tmp_path) -> None:
+    replies = [{"text": "Partial thoughts", "tool_calls": [{"name": "interrupt", "arguments": {"key": "k"}}]}]
+    code, out, err = run(
+        capsys, "ask", "q", "-r", "toolcall", "--llm", script(tmp_path, replies), "--tools", "interrupt"
+    )
+    assert code == 130 and "stopped" in err
+    assert "Partial answer: Partial thoughts" in out
+
+
+async def test_consume_prints_the_partial_answer_when_cancelled(capsys) -> None:
+    llm = ScriptedProvider(replies=["Final Answer: " + "word " * 200], chunk_size=5, delay_s=0.005)
+    renderer = TraceRenderer()
+    task = asyncio.create_task(consume(Agent("react", llm=llm), "q", [], renderer))
+    while not renderer.streamed:  # noqa: ASYNC110 - the renderer is plain data, polled on purpose
+        await asyncio.sleep(0.005)
+    task.cancel()
+    partial, stopped = await task
+    assert stopped and partial and ("word " * 200).startswith(partial) and len(partial) < 1000
+    assert "Partial answer: " + partial.strip() in capsys.readouterr().out
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+def test_chat_keeps_the_conversation(monkeypatch, capsys) -> None:
+    llm = ScriptedProvider(replies=["Final Answer: Paris.", "Final Answer: About two million."])
+    monkeypatch.setattr("reasonloop.llm.resolve.create_llm", lambda *a, **k: llm)
+    inputs = iter(["What is the capital of France?", "", "/reset", "How many live there?", "/exit"])
+    monkeypatch.setattr("reasonloop.cli.ask_cmd.console.input", lambda prompt="": next(inputs))
+    code, out, _ = run(capsys, "chat")
+    assert code == 0 and "Answer: Paris." in out and "conversation forgotten" in out
+    assert [m.role for m in llm.prompts[1]] == ["system", "user"]  # /reset forgot the first turn
+    llm2 = ScriptedProvider(replies=["Final Answer: Paris.", "Final Answer: About two million."])
+    monkeypatch.setattr("reasonloop.llm.resolve.create_llm", lambda *a, **k: llm2)
+    inputs = iter(["What is the capital of France?", "How many live there?"])
+
+    def ask_or_eof(prompt: str = "") -> str:
+        try:
+            return next(inputs)
+        except StopIteration:
+            raise EOFError from None
+
+    monkeypatch.setattr("reasonloop.cli.ask_cmd.console.input", ask_or_eof)
+    code, out, _ = run(capsys, "chat")
+    assert code == 0
+    assert [m.content for m in llm2.prompts[1][1:]] == [
+        "What is the capital of France?",
+        "Paris.",
+        "Question: How many live there?",
+    ]
+
+
+def test_parse_sets() -> None:
+    assert parse_sets(["max_rounds=3", "replan=false", "name=some text", 'x={"a": 1}']) == {
+        "max_rounds": 3,
+        "replan": False,
+        "name": "some text",
+        "x": {"a": 1},
+    }
+    with pytest.raises(ConfigError):
+        parse_sets(["novalue"])
