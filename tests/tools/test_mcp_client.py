@@ -1,0 +1,208 @@
+"""MCP client against real MCP server processes (stdio and streamable HTTP)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reasonloop.config import MCPServerSettings
+from reasonloop.tools.base import ToolContext
+from reasonloop.tools.mcp_client import MCPManager
+
+SERVER = Path(__file__).parent / "mcp_servers" / "catalog_server.py"
+CTX = ToolContext()
+
+
+def stdio(name="catalog", **kw):
+    return MCPServerSettings(name=name, command=sys.executable, args=[str(SERVER), "stdio"], **kw)
+
+
+@pytest.fixture
+def errlog(tmp_path):
+    with (tmp_path / "servers.log").open("w") as log:
+        yield log
+
+
+@pytest.fixture
+async def manager_factory(errlog):
+    managers = []
+
+    async def make(*servers):
+        manager = MCPManager(list(servers), errlog=errlog)
+        managers.append(manager)
+        await manager.start()
+        return manager
+
+    yield make
+    for manager in managers:
+        await manager.aclose()
+
+
+def by_name(tools):
+    return {t.name: t for t in tools}
+
+
+async def call(manager, tool, **args):
+    return await by_name(await manager.tools())[tool].invoke(args, CTX)
+
+
+async def test_stdio_tools_join_with_their_nested_schemas(manager_factory):
+    manager = await manager_factory(stdio())
+    assert manager.errors == {}
+    tools = by_name(await manager.tools())
+    assert set(tools) == {"find_books", "explode", "hang", "whoami"}
+    params = tools["find_books"].spec().parameters
+    query = params["properties"]["query"]
+    assert params["required"] == ["query"]
+    assert query["properties"]["genre"]["enum"] == ["fiction", "science", "history"]
+    assert query["properties"]["title_words"]["type"] == "array"
+    assert "$defs" not in str(params) and "$ref" not in str(params)
+
+    out = await call(
+        manager, "find_books", query={"title_words": ["sea"], "genre": "science", "years": {"low": 1, "high": 2}}
+    )
+    assert out.ok, out.error
+    assert out.text == "3 science books about sea 1-2"
+
+
+async def test_arguments_are_checked_against_the_server_schema_before_sending(manager_factory):
+    manager = await manager_factory(stdio())
+    out = await call(manager, "find_books", query={"title_words": [], "genre": "poetry"})
+    assert out.error["code"] == "tool.invalid_arguments"
+    assert "query.genre" in out.error["error"] and "query.title_words" in out.error["error"]
+
+
+async def test_a_tool_that_errors_is_an_observation(manager_factory):
+    manager = await manager_factory(stdio())
+    out = await call(manager, "explode", reason="on purpose")
+    assert out.error["code"] == "tool.error"
+    assert "exploded: on purpose" in out.text
+
+
+async def test_a_hanging_tool_times_out_and_the_session_survives(manager_factory):
+    manager = await manager_factory(stdio(timeout_s=0.5))
+    pid = (await call(manager, "whoami")).text
+    out = await call(manager, "hang", seconds=30)
+    assert out.error["code"] == "tool.timeout"
+    assert (await call(manager, "whoami")).text == pid
+    assert manager.connections["catalog"].connects == 1
+
+
+async def test_server_killed_mid_call_is_reported_then_reestablished(manager_factory):
+    manager = await manager_factory(stdio())
+    connection = manager.connections["catalog"]
+    pid = int((await call(manager, "whoami")).text)
+    pending = asyncio.create_task(call(manager, "hang", seconds=30))
+    await asyncio.sleep(0.3)
+    os.kill(pid, signal.SIGKILL)
+    out = await asyncio.wait_for(pending, 10)
+    assert out.error["code"] == "tool.unavailable"
+    again = await call(manager, "whoami")
+    assert again.ok and int(again.text) != pid
+    assert connection.connects == 2
+
+
+async def test_server_that_died_while_idle_is_restarted_by_the_next_call(manager_factory):
+    manager = await manager_factory(stdio())
+    pid = int((await call(manager, "whoami")).text)
+    os.kill(pid, signal.SIGKILL)
+    await asyncio.sleep(0.3)
+    out = await call(manager, "whoami")
+    assert out.ok, out.error
+    assert int(out.text) != pid
+
+
+async def test_a_server_that_fails_to_start_is_reported_and_others_work(manager_factory):
+    manager = await manager_factory(
+        MCPServerSettings(name="missing", command="/nonexistent/mcp-server", connect_timeout_s=5),
+        MCPServerSettings(
+            name="quits", command=sys.executable, args=["-c", "import sys; sys.exit(3)"], connect_timeout_s=5
+        ),
+        stdio(),
+    )
+    assert set(manager.errors) == {"missing", "quits"}
+    assert (await call(manager, "whoami")).ok
+
+
+async def test_allowlist_and_name_clashes(manager_factory):
+    manager = await manager_factory(stdio("one", allow=["whoami", "hang"]), stdio("two", allow=["whoami"]))
+    names = set(by_name(await manager.tools()))
+    assert names == {"whoami", "hang", "two_whoami"}
+    first = await call(manager, "whoami")
+    second = await call(manager, "two_whoami")
+    assert first.text != second.text  # two processes
+
+
+async def test_discovery_is_cached_until_refreshed(manager_factory):
+    manager = await manager_factory(stdio())
+    first = await manager.tools()
+    assert await manager.tools() is first
+    refreshed = await manager.tools(refresh=True)
+    assert refreshed is not first and {t.name for t in refreshed} == {t.name for t in first}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _start_http(port: int, log) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, str(SERVER), "http", str(port)], stdout=log, stderr=log)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError("MCP HTTP server exited") from None
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("MCP HTTP server did not listen")
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    port = _free_port()
+    log = open(tmp_path / "http.log", "w")  # noqa: SIM115
+    procs = [_start_http(port, log)]
+
+    def restart():
+        procs.append(_start_http(port, log))
+
+    yield port, procs, restart
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+    log.close()
+
+
+async def test_streamable_http_server(manager_factory, http_server):
+    port, procs, restart = http_server
+    settings = MCPServerSettings(name="web", url=f"http://127.0.0.1:{port}/mcp", timeout_s=1)
+    manager = await manager_factory(settings)
+    assert manager.errors == {}
+    out = await call(manager, "find_books", query={"title_words": ["x"], "genre": "history"}, limit=1)
+    assert out.ok and out.text == "1 history books about x"
+    assert (await call(manager, "explode", reason="http")).error["code"] == "tool.error"
+    assert (await call(manager, "hang", seconds=30)).error["code"] == "tool.timeout"
+
+    pending = asyncio.create_task(call(manager, "hang", seconds=0.9))
+    await asyncio.sleep(0.3)
+    procs[0].kill()
+    procs[0].wait()
+    down = await asyncio.wait_for(pending, 15)
+    assert down.error["code"] == "tool.unavailable"
+    restart()
+    back = await call(manager, "whoami")
+    assert back.ok, back.error
+    assert int(back.text) == procs[1].pid
