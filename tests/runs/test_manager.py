@@ -236,3 +236,19 @@ async def test_two_instances_share_runs_through_redis(redis_server):
         await b.close()
         for s in stores:
             await s.close()
+
+
+async def test_a_cancelled_subscriber_does_not_disturb_the_others(store, make_manager):
+    runner = GatedRunner(steps=2)
+    manager = await make_manager(runner)
+    record = await manager.start(RunRequest(question="q"))
+    await runner.entered_event(record.run_id).wait()
+    doomed = asyncio.create_task(drain(await manager.subscribe(record.run_id)))
+    await asyncio.sleep(0.01)  # both now wait for the next event
+    survivor = asyncio.create_task(drain(await manager.subscribe(record.run_id)))
+    await asyncio.sleep(0.01)
+    doomed.cancel()
+    await asyncio.sleep(0)
+    runner.finish(record.run_id)
+    events = await asyncio.wait_for(survivor, 10)
+    assert events[-1].type == "answer"

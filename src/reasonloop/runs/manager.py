@@ -64,7 +64,7 @@ class _LiveRun:
     events: list[Event] = field(default_factory=list)
     parts: list[str] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
-    waiter: asyncio.Future[None] | None = None
+    changed: asyncio.Event | None = None
     cancellable: bool = True
     """True while the task waits for a slot or for the runner (never mid-write)."""
     stop_requested: bool = False
@@ -73,14 +73,19 @@ class _LiveRun:
 
     def publish(self, event: Event) -> None:
         self.events.append(event)
-        if self.waiter is not None and not self.waiter.done():
-            self.waiter.set_result(None)
-        self.waiter = None
+        self.wake()
 
-    def wait(self) -> asyncio.Future[None]:
-        if self.waiter is None:
-            self.waiter = asyncio.get_running_loop().create_future()
-        return self.waiter
+    def wake(self) -> None:
+        changed, self.changed = self.changed, None
+        if changed is not None:
+            changed.set()
+
+    async def wait(self) -> None:
+        """Until the next event (or the end). Each waiter has its own future inside the
+        Event, so a cancelled subscriber never disturbs the others."""
+        if self.changed is None:
+            self.changed = asyncio.Event()
+        await self.changed.wait()
 
 
 class _Stop(Exception):
@@ -262,8 +267,7 @@ class RunManager:
             await self._fail(live, "run.error", f"{type(exc).__name__}: {exc}")
         finally:
             live.done = True
-            if live.waiter is not None and not live.waiter.done():
-                live.waiter.set_result(None)
+            live.wake()
             self._notify("status", record, None)
             asyncio.get_running_loop().call_later(self.settings.keep_finished_s, self._forget, record.run_id, live)
 

@@ -1,0 +1,155 @@
+"""WebSocket /v1/ws over a real uvicorn server, with the official-protocol `websockets` client."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from reasonloop.server import create_app
+from tests.runs.helpers import GatedRunner
+from tests.server.helpers import make_settings, serve
+
+
+async def recv(ws) -> dict:
+    return json.loads(await asyncio.wait_for(ws.recv(), 10))
+
+
+async def recv_until(ws, predicate) -> list[dict]:
+    frames = []
+    while True:
+        frame = await recv(ws)
+        frames.append(frame)
+        if predicate(frame):
+            return frames
+
+
+def is_end(frame: dict) -> bool:
+    return frame["type"] == "event" and frame["event"]["type"] in ("answer", "error")
+
+
+@pytest.fixture
+async def gated(tmp_path):
+    settings = make_settings(tmp_path, ws_max_frame_bytes=1024)
+    runner = GatedRunner(steps=5)
+    async with serve(create_app(settings, runner=runner), settings) as url:
+        yield runner, url.replace("http://", "ws://") + "/v1/ws"
+
+
+async def test_ping_is_answered_while_a_run_streams(gated):
+    runner, url = gated
+    async with connect(url) as ws:
+        await ws.send(json.dumps({"type": "ask", "question": "q", "id": 1}))
+        started = await recv(ws)
+        assert started["type"] == "run" and started["id"] == 1
+        run_id = started["run_id"]
+        await runner.entered_event(run_id).wait()
+        await ws.send(json.dumps({"type": "ping", "id": "p1"}))
+        frames = await recv_until(ws, lambda f: f["type"] == "pong")
+        assert frames[-1] == {"type": "pong", "id": "p1"}
+        assert not any(is_end(f) for f in frames)  # the run is still going: it waits on its gate
+        runner.finish(run_id)
+        rest = await recv_until(ws, is_end)
+        assert rest[-1]["event"]["type"] == "answer"
+
+
+async def test_stop_mid_run(gated):
+    runner, url = gated
+    async with connect(url) as ws:
+        await ws.send(json.dumps({"type": "ask", "question": "q"}))
+        run_id = (await recv(ws))["run_id"]
+        await recv_until(ws, lambda f: f["type"] == "event" and f["event"]["type"] == "answer_delta")
+        await runner.entered_event(run_id).wait()
+        await ws.send(json.dumps({"type": "stop", "run_id": run_id, "id": 9}))
+        frames = await recv_until(ws, lambda f: f["type"] == "stopped")
+        assert frames[-1] == {"type": "stopped", "run_id": run_id, "status": "stopped", "id": 9}
+        end = [f for f in frames if is_end(f)] or await recv_until(ws, is_end)
+        assert end[-1]["event"]["stop_reason"] == "stopped" and end[-1]["event"]["text"] == "part0 "
+        await ws.send(json.dumps({"type": "stop", "run_id": run_id}))
+        again = await recv(ws)
+        assert again["type"] == "error" and again["code"] == "run.finished" and again["status"] == "stopped"
+
+
+async def test_resume_after_disconnect(gated):
+    runner, url = gated
+    async with connect(url) as ws:
+        await ws.send(json.dumps({"type": "ask", "question": "q"}))
+        run_id = (await recv(ws))["run_id"]
+        await runner.entered_event(run_id).wait()
+        runner.gate(run_id).set()
+        seen = []
+        while len(seen) < 3:
+            seen.append((await recv(ws))["event"])
+    runner.finish(run_id)  # the run goes on without its socket
+    async with connect(url) as ws:
+        await ws.send(json.dumps({"type": "resume", "run_id": run_id, "after_seq": seen[-1]["seq"]}))
+        rest = [f["event"] for f in await recv_until(ws, is_end)]
+    events = seen + rest
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert events[-1]["type"] == "answer" and events[-1]["stop_reason"] == "final"
+    async with connect(url) as ws:
+        await ws.send(json.dumps({"type": "resume", "run_id": run_id, "after_seq": 0}))
+        replay = [f["event"] for f in await recv_until(ws, is_end)]
+        assert replay == events
+        await ws.send(json.dumps({"type": "resume", "run_id": "run_nope", "after_seq": 0}))
+        missing = await recv(ws)
+        assert missing["type"] == "error" and missing["code"] == "run.not_found"
+
+
+async def test_malformed_frames_get_error_frames_and_the_socket_stays_open(gated):
+    _, url = gated
+    async with connect(url) as ws:
+        for bad, code in [
+            ("not json", "ws.malformed"),
+            ("[1, 2]", "ws.malformed"),
+            ('{"no": "type"}', "ws.malformed"),
+            ('{"type": "teleport"}', "ws.unknown_type"),
+            ('{"type": "ask"}', "request.invalid"),
+            ('{"type": "stop"}', "request.invalid"),
+            ('{"type": "resume", "run_id": "x", "after_seq": -1}', "request.invalid"),
+        ]:
+            await ws.send(bad)
+            frame = await recv(ws)
+            assert frame["type"] == "error" and frame["code"] == code, bad
+        invalid_ask = json.dumps({"type": "ask", "question": ""})
+        await ws.send(invalid_ask)
+        assert (await recv(ws))["field"] == "question"
+        await ws.send(json.dumps({"type": "ping"}))
+        assert await recv(ws) == {"type": "pong"}
+
+
+async def test_oversized_frames_are_refused(gated):
+    _, url = gated
+    async with connect(url) as ws:
+        await ws.send(json.dumps({"type": "ask", "question": "x" * 5000}))
+        frame = await recv(ws)
+        assert frame["code"] == "ws.frame_too_large"
+        with pytest.raises(ConnectionClosed) as info:
+            await asyncio.wait_for(ws.recv(), 10)
+        assert info.value.rcvd.code == 1009
+
+
+async def test_heartbeat_closes_a_socket_that_stopped_answering(tmp_path):
+    settings = make_settings(tmp_path, ws_ping_interval_s=0.2, ws_ping_timeout_s=0.2)
+    async with serve(create_app(settings, runner=GatedRunner()), settings) as url:
+        host, port = url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        writer.write(
+            (
+                f"GET /v1/ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+            ).encode()
+        )
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+        assert b" 101 " in head.split(b"\r\n")[0]
+        # Never answer the server's pings: it must give up on the socket and close it.
+        while await asyncio.wait_for(reader.read(1024), 10):
+            pass
+        writer.close()
