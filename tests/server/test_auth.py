@@ -1,0 +1,118 @@
+"""API keys (hashed in config), tenant isolation across every resource, and rate limits."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from reasonloop.config import APIKeySettings, ServerSettings
+from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.runs.llm_runner import LLMRunner
+from reasonloop.server import create_app
+from reasonloop.server.auth import TokenBucket, auth_warning, hash_key
+from tests.server.helpers import make_settings, serve, sse_events
+
+KEYS = {"alice": "sk-alice-123", "bob": "sk-bob-456", "slow": "sk-slow-789"}
+
+
+def bearer(name: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {KEYS[name]}"}
+
+
+@pytest.fixture
+async def server(tmp_path):
+    settings = make_settings(
+        tmp_path,
+        api_keys=[
+            APIKeySettings(sha256=hash_key(KEYS["alice"]), tenant="acme", name="alice"),
+            APIKeySettings(sha256=hash_key(KEYS["bob"]), tenant="globex", name="bob"),
+            APIKeySettings(sha256=hash_key(KEYS["slow"]), tenant="acme", rate_per_minute=60, burst=2),
+        ],
+    )
+    runner = LLMRunner(lambda: ScriptedProvider(replies=["fine."]))
+    async with (
+        serve(create_app(settings, runner=runner), settings) as url,
+        httpx.AsyncClient(base_url=url, timeout=20) as client,
+    ):
+        yield client, url
+
+
+async def test_keys_are_required_and_checked(server):
+    client, _ = server
+    assert (await client.get("/v1/runs")).status_code == 401
+    wrong = await client.get("/v1/runs", headers={"Authorization": "Bearer sk-nope"})
+    assert wrong.status_code == 401 and wrong.json()["error"]["code"] == "auth.invalid_key"
+    assert (await client.get("/v1/runs", headers=bearer("alice"))).status_code == 200
+    assert (await client.get("/healthz")).status_code == 200
+
+
+async def test_tenants_never_see_each_other(server):
+    client, _ = server
+    run = (await client.post("/v1/runs", json={"question": "secret plans"}, headers=bearer("alice"))).json()
+    await sse_events(client, f"/v1/runs/{run['run_id']}/events", headers=bearer("alice"))
+    for method, path in [
+        ("GET", f"/v1/runs/{run['run_id']}"),
+        ("GET", f"/v1/runs/{run['run_id']}/events"),
+        ("POST", f"/v1/runs/{run['run_id']}/stop"),
+        ("GET", f"/v1/conversations/{run['conversation_id']}"),
+        ("DELETE", f"/v1/conversations/{run['conversation_id']}"),
+    ]:
+        assert (await client.request(method, path, headers=bearer("bob"))).status_code == 404, path
+    assert (await client.get("/v1/runs", headers=bearer("bob"))).json() == []
+    assert (await client.get("/v1/conversations", headers=bearer("bob"))).json() == []
+    cont = await client.post(
+        "/v1/runs", json={"question": "more", "conversation_id": run["conversation_id"]}, headers=bearer("bob")
+    )
+    assert cont.status_code == 422
+    feedback = await client.post("/v1/feedback", json={"run_id": run["run_id"], "rating": 1}, headers=bearer("bob"))
+    assert feedback.status_code == 404
+    assert len((await client.get("/v1/runs", headers=bearer("alice"))).json()) == 1
+    assert (await client.get(f"/v1/conversations/{run['conversation_id']}", headers=bearer("alice"))).status_code == 200
+
+
+async def test_rate_limit_answers_429_with_retry_after(server):
+    client, _ = server
+    codes = [(await client.get("/v1/runs", headers=bearer("slow"))).status_code for _ in range(3)]
+    assert codes[:2] == [200, 200] and codes[2] == 429
+    limited = await client.get("/v1/runs", headers=bearer("slow"))
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
+    assert limited.json()["error"]["code"] == "auth.rate_limited"
+    assert (await client.get("/v1/runs", headers=bearer("alice"))).status_code == 200  # other keys unaffected
+
+
+async def test_websocket_auth_by_query_or_subprotocol(server):
+    _, url = server
+    ws_url = url.replace("http://", "ws://") + "/v1/ws"
+    with pytest.raises((InvalidStatus, ConnectionClosed)):
+        async with connect(ws_url) as ws:
+            await ws.send(json.dumps({"type": "ping"}))
+            await ws.recv()
+    async with connect(f"{ws_url}?api_key={KEYS['alice']}") as ws:
+        await ws.send(json.dumps({"type": "ping"}))
+        assert json.loads(await ws.recv()) == {"type": "pong"}
+    async with connect(ws_url, subprotocols=["reasonloop.v1", f"bearer.{KEYS['bob']}"]) as ws:
+        assert ws.subprotocol == "reasonloop.v1"
+        await ws.send(json.dumps({"type": "ask", "question": "hi"}))
+        run_id = json.loads(await ws.recv())["run_id"]
+    async with connect(f"{ws_url}?api_key={KEYS['alice']}") as ws:
+        await ws.send(json.dumps({"type": "resume", "run_id": run_id, "after_seq": 0}))
+        assert json.loads(await ws.recv())["code"] == "run.not_found"
+
+
+def test_token_bucket_refills_at_its_rate():
+    bucket = TokenBucket(rate=2.0, burst=2, updated=0.0)
+    assert bucket.take(0.0) == 0 and bucket.take(0.0) == 0
+    assert bucket.take(0.0) == pytest.approx(0.5)
+    assert bucket.take(0.5) == 0
+
+
+def test_auth_warning_only_off_loopback_without_keys():
+    assert auth_warning(ServerSettings(host="127.0.0.1")) is None
+    assert auth_warning(ServerSettings(host="::1")) is None
+    assert "OFF" in auth_warning(ServerSettings(host="0.0.0.0"))
+    keyed = ServerSettings(host="0.0.0.0", api_keys=[{"sha256": hash_key("k")}])
+    assert auth_warning(keyed) is None

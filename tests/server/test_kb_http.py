@@ -1,0 +1,84 @@
+"""Knowledge-base endpoints over the real KnowledgeBase: upload, list, search, stats, delete, limits."""
+
+from __future__ import annotations
+
+import os
+
+import httpx
+import pytest
+
+from reasonloop.config import APIKeySettings
+from reasonloop.server import create_app
+from reasonloop.server.auth import hash_key
+from reasonloop.server.kb_routes import safe_filename
+from tests.runs.helpers import GatedRunner
+from tests.server.helpers import make_settings, serve
+
+A = {"Authorization": "Bearer key-a"}
+B = {"Authorization": "Bearer key-b"}
+DOC = "The lighthouse keeper logs every ship that passes the northern reef at night.\n"
+
+
+@pytest.fixture
+async def client(tmp_path):
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    settings = make_settings(
+        tmp_path,
+        max_upload_bytes=2000,
+        api_keys=[
+            APIKeySettings(sha256=hash_key("key-a"), tenant="a"),
+            APIKeySettings(sha256=hash_key("key-b"), tenant="b"),
+        ],
+    )
+    async with (
+        serve(create_app(settings, runner=GatedRunner()), settings) as url,
+        httpx.AsyncClient(base_url=url, timeout=60) as http,
+    ):
+        yield http, tmp_path
+
+
+async def test_upload_search_stats_delete(client):
+    http, tmp_path = client
+    up = await http.post("/v1/kb/documents", files={"files": ("../../outside/ships.txt", DOC, "text/plain")}, headers=A)
+    assert up.status_code == 201, up.text
+    assert up.json()["files"] == ["ships.txt"]
+    stored = tmp_path / "kb" / "tenants" / "a" / "uploads" / "ships.txt"
+    assert stored.read_text() == DOC
+    assert not (tmp_path / "outside").exists()
+    docs = (await http.get("/v1/kb/documents", headers=A)).json()
+    assert len(docs) == 1 and docs[0]["source"].endswith("ships.txt")
+    hits = (await http.get("/v1/kb/search", params={"q": "who logs ships at the reef", "top_k": 3}, headers=A)).json()
+    assert hits and "lighthouse" in hits[0]["text"]
+    assert (await http.get("/v1/kb/stats", headers=A)).json()["documents"] == 1
+    assert (await http.get("/v1/kb/documents", headers=B)).json() == []  # another tenant's knowledge base
+    assert (await http.get("/v1/kb/search", params={"q": "lighthouse"}, headers=B)).json() == []
+    deleted = await http.delete(f"/v1/kb/documents/{docs[0]['id']}", headers=A)
+    assert deleted.status_code == 200
+    again = await http.delete(f"/v1/kb/documents/{docs[0]['id']}", headers=A)
+    assert again.status_code == 404 and again.json()["error"]["code"] == "kb.document_not_found"
+
+
+async def test_upload_over_the_limit_is_413_and_leaves_nothing(client):
+    http, tmp_path = client
+    big = await http.post("/v1/kb/documents", files={"files": ("big.txt", "x" * 5000, "text/plain")}, headers=A)
+    assert big.status_code == 413 and big.json()["error"]["code"] == "kb.upload_too_large"
+    uploads = tmp_path / "kb" / "tenants" / "a" / "uploads"
+    assert not uploads.exists() or list(uploads.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("../../etc/passwd", "passwd"),
+        ("..\\..\\windows\\system.ini", "system.ini"),
+        ("..", "upload"),
+        (".hidden", "hidden"),
+        ("a/b/../c.txt", "c.txt"),
+        ("evil\x00name.txt", "evilname.txt"),
+        ("报告 2024.pdf", "报告 2024.pdf"),
+        ("semi;colon|pipe.md", "semi_colon_pipe.md"),
+        ("", "upload"),
+    ],
+)
+def test_safe_filename(name, expected):
+    assert safe_filename(name) == expected

@@ -1,0 +1,82 @@
+"""The official openai SDK as a client of /v1/chat/completions, streaming and not."""
+
+from __future__ import annotations
+
+import httpx
+import openai
+import pytest
+
+from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.runs.llm_runner import LLMRunner
+from reasonloop.server import create_app
+from tests.server.helpers import make_settings, serve
+
+ANSWER = "Tantivy is a full-text search engine library written in Rust."
+
+
+@pytest.fixture
+async def base(tmp_path):
+    settings = make_settings(tmp_path)
+    llm = ScriptedProvider(replies=[ANSWER], chunk_size=6, repeat_last=True)
+    async with serve(create_app(settings, runner=LLMRunner(llm)), settings) as url:
+        yield url, llm
+
+
+async def test_non_streaming_completion(base):
+    url, llm = base
+    client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+    raw = await client.chat.completions.with_raw_response.create(
+        model="reasonloop",
+        messages=[
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "earlier question"},
+            {"role": "assistant", "content": "earlier answer"},
+            {"role": "user", "content": "What is tantivy?"},
+        ],
+    )
+    completion = raw.parse()
+    assert completion.choices[0].message.content == ANSWER
+    assert completion.choices[0].finish_reason == "stop"
+    assert completion.usage.completion_tokens > 0
+    run_id = raw.headers["x-run-id"]
+    assert completion.id == f"chatcmpl-{run_id}"
+    assert [m.content for m in llm.prompts[-1]] == [
+        "be brief",
+        "earlier question",
+        "earlier answer",
+        "What is tantivy?",
+    ]
+    async with httpx.AsyncClient(base_url=url) as http:
+        trace = (await http.get(f"/v1/runs/{run_id}")).json()
+    assert trace["run"]["status"] == "completed" and trace["result"]["content"] == ANSWER
+    await client.close()
+
+
+async def test_streaming_completion(base):
+    url, _ = base
+    client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+    stream = await client.chat.completions.create(
+        model="reasonloop",
+        messages=[{"role": "user", "content": "What is tantivy?"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    parts, finish, usage = [], None, None
+    async for chunk in stream:
+        if chunk.usage is not None:
+            usage = chunk.usage
+        for choice in chunk.choices:
+            parts.append(choice.delta.content or "")
+            finish = choice.finish_reason or finish
+    assert "".join(parts) == ANSWER
+    assert len([p for p in parts if p]) > 1  # it streamed in pieces
+    assert finish == "stop" and usage is not None and usage.total_tokens > 0
+    await client.close()
+
+
+async def test_sdk_sees_errors(base):
+    url, _ = base
+    client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+    with pytest.raises(openai.UnprocessableEntityError):
+        await client.chat.completions.create(model="reasonloop", messages=[{"role": "assistant", "content": "hi"}])
+    await client.close()
