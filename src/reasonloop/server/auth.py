@@ -1,7 +1,6 @@
 """API keys, tenants and per-key rate limits.
 
-Keys live in the config only as SHA-256 digests (``reasonloop serve --hash-key`` style tools or
-``sha256sum`` make them); a request presents the key itself as ``Authorization: Bearer KEY``
+Keys live in the config only as SHA-256 digests (``printf %s "$KEY" | sha256sum``); a request presents the key itself as ``Authorization: Bearer KEY``
 (HTTP) or, for WebSockets, as the ``api_key`` query parameter or a ``bearer.KEY`` subprotocol.
 Each key belongs to a tenant; everything a request reads or creates is scoped to it.
 

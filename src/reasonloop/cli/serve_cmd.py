@@ -1,0 +1,60 @@
+"""``reasonloop serve``: the HTTP/WebSocket server under uvicorn."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Annotated
+
+import typer
+
+from reasonloop.cli.app import app, err_console, state
+
+
+@app.command("serve")
+def serve(
+    host: Annotated[str | None, typer.Option("--host", help="Address to bind (default: \\[server] host).")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="Port (default: \\[server] port).")] = None,
+    workers: Annotated[
+        int | None, typer.Option("--workers", min=1, help="Worker processes (default: \\[server] workers).")
+    ] = None,
+) -> None:
+    """Serve REST, SSE, WebSocket and OpenAI-compatible endpoints."""
+    import uvicorn
+
+    from reasonloop.server.asgi import CONFIG_ENV
+    from reasonloop.server.auth import auth_warning
+
+    settings = state.settings
+    server = settings.server.model_copy(
+        update={k: v for k, v in {"host": host, "port": port, "workers": workers}.items() if v is not None}
+    )
+    settings.server = server
+    warning = auth_warning(server)
+    if warning:
+        err_console.print(f"[bold yellow]warning[/] {warning}", highlight=False)
+    if server.workers > 1 and settings.runs.store == "sqlite":
+        err_console.print(
+            'note: several workers share the SQLite run store by polling; use [runs] store = "redis" to scale out',
+            style="yellow",
+        )
+    options = {
+        "host": server.host,
+        "port": server.port,
+        "log_level": settings.log_level,
+        "ws_max_size": server.ws_max_frame_bytes * 4 + 1024,
+        "ws_ping_interval": server.ws_ping_interval_s,
+        "ws_ping_timeout": server.ws_ping_timeout_s,
+        "timeout_graceful_shutdown": 5,
+    }
+    logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
+    if server.workers > 1:
+        if state.config_path is not None:
+            os.environ[CONFIG_ENV] = str(state.config_path)
+        os.environ["REASONLOOP_SERVER__HOST"] = server.host
+        os.environ["REASONLOOP_SERVER__PORT"] = str(server.port)
+        uvicorn.run("reasonloop.server.asgi:app_from_env", factory=True, workers=server.workers, **options)
+        return
+    from reasonloop.server.app import create_app
+
+    uvicorn.run(create_app(settings), **options)

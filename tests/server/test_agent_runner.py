@@ -1,0 +1,48 @@
+"""The server's default runner: the Agent API over each tenant's own knowledge base."""
+
+from __future__ import annotations
+
+import os
+
+import httpx
+
+from reasonloop.config import APIKeySettings
+from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.server import create_app
+from reasonloop.server.agent_runner import AgentRunner
+from reasonloop.server.auth import hash_key
+from tests.server.helpers import event_data, make_settings, serve, sse_events
+
+A = {"Authorization": "Bearer key-a"}
+B = {"Authorization": "Bearer key-b"}
+
+
+async def test_runs_search_only_their_tenants_documents(tmp_path):
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    settings = make_settings(
+        tmp_path,
+        api_keys=[
+            APIKeySettings(sha256=hash_key("key-a"), tenant="a"),
+            APIKeySettings(sha256=hash_key("key-b"), tenant="b"),
+        ],
+    )
+    runner = AgentRunner(settings, llm=ScriptedProvider(replies=["The keeper logs ships [1]."], repeat_last=True))
+    app = create_app(settings, runner=runner)
+    runner.kb = app.state.reasonloop.kb
+    async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=60) as client:
+        doc = ("ships.txt", "The lighthouse keeper logs every ship that passes.\n", "text/plain")
+        assert (await client.post("/v1/kb/documents", files={"files": doc}, headers=A)).status_code == 201
+        outputs = {}
+        for name, headers in (("a", A), ("b", B)):
+            run = (
+                await client.post("/v1/runs", json={"question": "who logs ships?", "reasoning": "qa"}, headers=headers)
+            ).json()
+            events = event_data(await sse_events(client, f"/v1/runs/{run['run_id']}/events", headers=headers))
+            assert events[0]["type"] == "run_started" and events[0]["reasoning"] == "qa"
+            assert events[-1]["type"] == "answer"
+            outputs[name + "_answer"] = events[-1]["text"]
+            assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+            assert {e["run_id"] for e in events} == {run["run_id"]}
+            outputs[name] = " ".join(e.get("output", "") for e in events if e["type"] == "tool_result")
+        assert "lighthouse" in outputs["a"] and outputs["a_answer"] == "The keeper logs ships [1]."
+        assert "lighthouse" not in outputs["b"]
