@@ -43,7 +43,7 @@ sys.path.insert(0, str(HERE))
 
 from overhead_frameworks import ANSWER, BUILDERS, Script  # noqa: E402
 
-OURS = ("reasonloop-toolcall", "reasonloop-react")
+OURS = ("reasonloop-toolcall", "reasonloop-react", "reasonloop-toolcall/min-llm", "reasonloop-react/min-llm")
 FLOORS = ("plain", "plain-async")
 PEERS = ("smolagents", "langgraph", "pydantic-ai", "llamaindex")
 DEFAULT_PEER_PYTHON = Path("/work/benchenv/bin/python")

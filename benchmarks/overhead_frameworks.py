@@ -237,11 +237,17 @@ def _pydantic_ai(script: Script) -> Built:
     return run, lambda: script.tool_runs
 
 
-def _reasonloop(strategy: str) -> Callable[[Script], Built]:
-    """reasonloop's ``Agent`` with ``ScriptedProvider``; the whole event stream is consumed."""
+def _reasonloop(strategy: str, minimal_llm: bool = False) -> Callable[[Script], Built]:
+    """reasonloop's ``Agent``; the whole event stream is consumed.
+
+    The model is ``ScriptedProvider`` (which records every prompt it is sent, for tests) or,
+    with ``minimal_llm``, the smallest :class:`~reasonloop.llm.base.LLM` subclass, like the
+    peers' fakes: one chunk per reply and reported usage, so no usage estimate is made.
+    """
 
     def build(script: Script) -> Built:
         from reasonloop.agent import Agent
+        from reasonloop.llm.base import LLM, Done, TextDelta, ToolCallDelta
         from reasonloop.llm.scripted import ScriptedProvider
         from reasonloop.tools.base import tool
 
@@ -255,6 +261,18 @@ def _reasonloop(strategy: str) -> Callable[[Script], Built]:
         def reply(messages: list[Any], tools: list[Any] | None) -> Any:
             return call if script.next_is_tool() else final
 
+        class MinimalLLM(LLM):
+            id = "minimal"
+
+            async def _stream(self, request: Any) -> Any:
+                answer = reply(request.messages, request.tools)
+                if isinstance(answer, str):
+                    yield TextDelta(answer)
+                    yield Done(finish_reason="stop", prompt_tokens=1, completion_tokens=1)
+                else:
+                    yield ToolCallDelta(index=0, id=f"c{script.turn}", name="noop", arguments="{}")
+                    yield Done(finish_reason="tool_calls", prompt_tokens=1, completion_tokens=1)
+
         @tool
         async def noop() -> str:
             """Do nothing."""
@@ -262,7 +280,7 @@ def _reasonloop(strategy: str) -> Callable[[Script], Built]:
             return "ok"
 
         # One text delta per reply, like the peers' fakes; budgets above the script's length.
-        llm = ScriptedProvider(replies=reply, chunk_size=1 << 20)
+        llm = MinimalLLM() if minimal_llm else ScriptedProvider(replies=reply, chunk_size=1 << 20)
         budget = {"max_rounds": script.steps + 5, "max_tool_calls": script.steps + 5}
         agent = Agent(reasoning=strategy, llm=llm, tools=[noop], settings=budget)
 
@@ -279,6 +297,8 @@ BUILDERS: dict[str, tuple[str, Callable[[Script], Built]]] = {
     # name: (distribution whose version is reported, builder)
     "reasonloop-toolcall": ("reasonloop", _reasonloop("toolcall")),
     "reasonloop-react": ("reasonloop", _reasonloop("react")),
+    "reasonloop-toolcall/min-llm": ("reasonloop", _reasonloop("toolcall", minimal_llm=True)),
+    "reasonloop-react/min-llm": ("reasonloop", _reasonloop("react", minimal_llm=True)),
     "plain": ("", _plain),
     "plain-async": ("", _plain_async),
     "langgraph": ("langgraph", _langgraph),
