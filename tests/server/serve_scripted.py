@@ -1,0 +1,40 @@
+"""A real server process whose runs stream a scripted model at a steady pace (for process-level tests).
+
+Usage: ``python -m tests.server.serve_scripted --port P (--sqlite PATH | --redis URL --prefix P)``
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import uvicorn
+
+from reasonloop.config import KBSettings, RunsSettings, Settings
+from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.runs.llm_runner import LLMRunner
+from reasonloop.server import create_app
+
+TEXT = " ".join(f"word{i}" for i in range(400))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--sqlite", default="")
+    parser.add_argument("--redis", default="")
+    parser.add_argument("--prefix", default="reasonloop:")
+    parser.add_argument("--kb", default=".reasonloop")
+    parser.add_argument("--delay", type=float, default=0.02)
+    args = parser.parse_args()
+    runs = (
+        RunsSettings(store="redis", redis_url=args.redis, redis_prefix=args.prefix)
+        if args.redis
+        else RunsSettings(sqlite_path=args.sqlite)
+    )
+    settings = Settings(runs=runs, kb=KBSettings(path=args.kb))
+    runner = LLMRunner(lambda: ScriptedProvider(replies=[TEXT], chunk_size=4, delay_s=args.delay, repeat_last=True))
+    uvicorn.run(create_app(settings, runner=runner), host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()
