@@ -206,3 +206,29 @@ async def test_context_is_fresh_per_run() -> None:
     assert second.usage.llm_calls == 1 and first.meta.run_id != second.meta.run_id
     ctx = agent.context()
     assert isinstance(ctx, RunContext) and ctx.services["retrievers"] == [] and ctx.steps == []
+
+
+async def test_closing_the_stream_early_stops_the_run_and_its_tools() -> None:
+    started = asyncio.Event()
+    cancelled: list[str] = []
+
+    @tool
+    async def wait_forever(key: str) -> str:
+        """Never returns on its own."""
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.append(key)
+            raise
+        return "never"
+
+    reply = {"tool_calls": [{"name": "wait_forever", "arguments": {"key": f"k{i}"}} for i in range(2)]}
+    stream = Agent("toolcall", llm=ScriptedProvider(replies=[reply]), tools=[wait_forever]).stream("q")
+    async for event in stream:
+        if isinstance(event, ToolCall):
+            break
+    await stream.aclose()
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+    assert cancelled == []  # closed before any tool started
+    assert not started.is_set()

@@ -186,7 +186,7 @@ class Agent:
             services=dict(self.services),
         )
 
-    async def stream(
+    def stream(
         self,
         question: str,
         history: Sequence[HistoryItem] | None = None,
@@ -195,10 +195,13 @@ class Agent:
         user_id: str | None = None,
         conversation_id: str | None = None,
     ) -> AsyncIterator[Event]:
-        """The run's events, stamped: RunStarted first, then Answer or ErrorEvent last."""
+        """The run's events, stamped: RunStarted first, then Answer or ErrorEvent last.
+
+        Use as ``async for event in agent.stream(question): ...``; ``aclose()`` the iterator
+        (or cancel the consuming task) to stop the run.
+        """
         ctx = self.context(history, run_id=run_id, user_id=user_id, conversation_id=conversation_id)
-        async for event in self.events(question, ctx):
-            yield event
+        return self.events(question, ctx)
 
     async def events(self, question: str, ctx: RunContext) -> AsyncIterator[Event]:
         """Run the strategy in ``ctx`` and stamp its events (for runners that own the context)."""

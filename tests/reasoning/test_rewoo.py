@@ -109,3 +109,14 @@ async def test_guard_on_rewoo() -> None:
     llm = ScriptedProvider(replies=["No steps.", "From memory."])
     result = await Agent("rewoo", llm=llm, tools=make_tools(), settings={"require_tool_call": True}).run("q")
     assert result.stop_reason == "guard" and result.steps[-1].observation == "From memory."
+
+
+async def test_time_budget_fails_unfinished_steps_and_still_solves() -> None:
+    plan = '#E1 = slow[{"key": "a", "seconds": 30}]\n#E2 = lookup[#E1]\n#E3 = lookup[c]'
+    llm = ScriptedProvider(replies=[plan, "What I have."])
+    result = await Agent("rewoo", llm=llm, tools=make_tools(), settings={"timeout_s": 0.1}).run("q")
+    assert result.stop_reason == "timeout" and result.content == "What I have."
+    outcome = {s.action_input: (s.error or {}).get("error", "ok") for s in result.steps}
+    assert "time budget" in outcome['{"key": "a", "seconds": 30}']
+    assert "needs #E1" in outcome["#E1"] and outcome["c"] == "ok"
+    assert result.usage.llm_calls == 2  # no replan once the time is up

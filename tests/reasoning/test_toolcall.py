@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from reasonloop.agent import Agent
 from reasonloop.events import Answer, Progress, Thought, ToolResult
 from reasonloop.llm.base import Message
@@ -105,3 +107,14 @@ async def test_model_without_native_tools_falls_back_to_react() -> None:
     events = await collect_events(Agent("toolcall", llm=llm, tools=make_tools()), "q")
     assert any(isinstance(e, Progress) and "ReAct" in e.message for e in events)
     assert events[-1].text == "value a" and llm.tools_seen == [None, None]
+
+
+async def test_token_and_time_budgets() -> None:
+    llm = ScriptedProvider(replies=[calls(("lookup", {"key": "a"})), "From a."])
+    result = await Agent("toolcall", llm=llm, tools=make_tools(), settings={"max_tokens": 20}).run("q")
+    assert result.stop_reason == "max_tokens" and result.content == "From a."
+    llm = ScriptedProvider(replies=[calls(("slow", {"key": "a", "seconds": 30}), ("lookup", {"key": "b"})), "Late."])
+    result = await Agent("toolcall", llm=llm, tools=make_tools(), settings={"timeout_s": 0.05}).run("q")
+    assert result.stop_reason == "timeout" and result.content == "Late."
+    assert sorted(s.error["type"] if s.error else "ok" for s in result.steps) == ["Timeout", "ok"]
+    assert asyncio.all_tasks() == {asyncio.current_task()}

@@ -18,7 +18,7 @@ from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.finish import close, forced_answer, guard_armed
 from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn, llm_turn
-from reasonloop.reasoning.prompts import conversation, system_prompt
+from reasonloop.reasoning.prompts import conversation, system_prompt, tool_spec
 from reasonloop.reasoning.toolexec import run_tools
 from reasonloop.registry import PluginInfo
 from reasonloop.tools.base import ToolOutput
@@ -58,7 +58,7 @@ class ToolCallReasoning(Reasoning):
 
         language = ctx.language or detect_language(question)
         tracker = BudgetTracker(ctx.budget or settings.budget(), ctx.usage)
-        specs = [tool.spec() for tool in ctx.tools.values()] or None
+        specs = [tool_spec(tool) for tool in ctx.tools.values()] or None
         messages = conversation(system_prompt("toolcall", language, ctx.instructions), ctx.history, question)
 
         while tracker.exhausted() is None:

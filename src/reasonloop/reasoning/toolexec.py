@@ -190,13 +190,13 @@ def record_result(ctx: RunContext, call: PlannedCall, out: ToolOutput, observati
         for citation in out.citations:
             log.add_citation(citation)
     ctx.steps.append(
-        Step.model_construct(
+        Step(
             action=call.tool,
             action_input=call.raw_input if call.raw_input is not None else call.arguments,
             observation=out.text,
             error=out.error,
         )
     )
-    return ToolResult.model_construct(
+    return ToolResult(
         call_id=call.call_id, tool=call.tool, output=out.text, error=out.error, citations=out.citations, depth=ctx.depth
     )
