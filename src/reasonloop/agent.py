@@ -166,7 +166,11 @@ class Agent:
         conversation_id: str | None = None,
         depth: int = 0,
     ) -> RunContext:
-        """A fresh :class:`RunContext` for one run."""
+        """A fresh :class:`RunContext` for one run.
+
+        Raises:
+            LLMNotConfigured: no model was given and none is configured.
+        """
         self._planner_llm = self._model(self._planner_llm)
         self._solver_llm = self._model(self._solver_llm)
         return RunContext(

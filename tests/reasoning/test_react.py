@@ -6,8 +6,10 @@ import json
 
 from reasonloop.agent import Agent
 from reasonloop.events import Answer, AnswerDelta, ToolCall, ToolResult
+from reasonloop.kb.base import Hit
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.tokens import count_tokens
 from tests.reasoning.helpers import FakeRetriever, collect_events, make_tools, types
 
 
@@ -180,3 +182,16 @@ async def test_tool_call_events_pair_up() -> None:
     result = next(e for e in events if isinstance(e, ToolResult))
     assert call.call_id == result.call_id and call.input == {"key": "a"}
     assert types(events).index("tool_call") < types(events).index("tool_result")
+
+
+async def test_docsearch_follows_the_strategys_evidence_budget() -> None:
+    long = [Hit(chunk_id=f"x{i}", document_id="d", source="big.md", text="alpha " * 200) for i in range(3)]
+    a, llm = agent(
+        [act("docsearch", {"query": "alpha words"}), "Final Answer: ok"],
+        kb=FakeRetriever(long),
+        tools=None,
+        settings={"max_evidence_tokens": 60},
+    )
+    await a.run("q")
+    observation = llm.prompts[1][-1].content
+    assert count_tokens(observation) <= 70 and "[2]" not in observation

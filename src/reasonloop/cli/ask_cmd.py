@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from reasonloop.agent import Agent
 from reasonloop.cli.app import app, console, err_console, state
+from reasonloop.cli.llm_cmd import LOCAL_MODEL_HINT
 from reasonloop.errors import ConfigError
 from reasonloop.events import (
     Answer,
@@ -171,9 +172,12 @@ def _build_agent(
     registry = Registry(state.settings.plugins.paths)
     Registry.set_default(registry)
     tool_ids = [t.strip() for t in (tools or "").split(",") if t.strip()]
+    model = create_llm(llm_spec, state.settings, registry)
+    if model.id == "local":
+        err_console.print(LOCAL_MODEL_HINT, style="yellow")
     return Agent(
         reasoning,
-        llm=create_llm(llm_spec, state.settings, registry),
+        llm=model,
         kb=kb,
         tools=tool_ids or None,
         settings=parse_sets(sets),
@@ -293,5 +297,6 @@ def chat(
                 answer, _ = runner.run(consume(agent, question, history, TraceRenderer()))
                 if answer:
                     history += [Message.user(question), Message.assistant(answer)]
+            runner.run(agent.llm.aclose())
         finally:
             runner.run(stack.aclose())

@@ -161,6 +161,9 @@ class Reasoning(ABC):
     def __init__(self, settings: BaseModel | Mapping[str, Any] | None, ctx: RunContext) -> None:
         self.settings: Any = self.validate_settings(settings)
         self.ctx = ctx
+        budget = getattr(self.settings, "max_evidence_tokens", None)
+        if budget is not None:
+            ctx.services.setdefault("max_evidence_tokens", budget)
 
     @classmethod
     def validate_settings(cls, settings: BaseModel | Mapping[str, Any] | None) -> BaseModel:
