@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,10 +40,12 @@ Handler = Callable[[Seen], Reply]
 class LocalHTTPServer:
     """Serve ``handler`` on 127.0.0.1 (a free port) in a thread; ``seen`` records requests.
 
+    With ``tls`` (a server-side SSL context) it serves HTTPS.
+
     Use as a context manager; ``url`` is the base URL.
     """
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None) -> None:
         self.handler = handler
         self.seen: list[Seen] = []
         outer = self
@@ -87,8 +90,10 @@ class LocalHTTPServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self.port = self._server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True)
 
     def __enter__(self) -> LocalHTTPServer:

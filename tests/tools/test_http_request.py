@@ -1,3 +1,6 @@
+import shutil
+import ssl
+import subprocess
 import time
 
 import httpx
@@ -224,3 +227,55 @@ async def test_non_2xx_status_is_an_observation_not_an_error():
     with LocalHTTPServer(lambda seen: Reply(404, "missing")) as srv:
         out = await call(make(), method="GET", url=srv.url)
     assert out.ok and out.data["status"] == 404 and "HTTP 404" in out.text
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory):
+    """A self-signed certificate for the name ``secure.test`` (made with the openssl CLI)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl CLI not installed")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=secure.test",
+            "-addext",
+            "subjectAltName=DNS:secure.test",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(cert, key)
+    client = ssl.create_default_context(cafile=str(cert))
+    return server, client
+
+
+async def test_real_tls_is_verified_against_the_name_while_connecting_to_the_checked_ip(certificate):
+    server_tls, client_tls = certificate
+    table = {"secure.test": ["127.0.0.1"], "other.test": ["127.0.0.1"]}
+    with LocalHTTPServer(echo, tls=server_tls) as srv:
+        tool = HttpRequestTool(
+            HTTPToolSettings(allow_hosts=["127.0.0.1"]), resolver=table_resolver(table, []), verify=client_tls
+        )
+        good = await call(tool, method="GET", url=f"https://secure.test:{srv.port}/tls")
+        wrong_name = await call(tool, method="GET", url=f"https://other.test:{srv.port}/tls")
+        by_ip = await call(tool, method="GET", url=f"https://127.0.0.1:{srv.port}/tls")
+    assert good.ok, good.error
+    assert good.data["body"].count("secure.test") == 1  # the Host header the server saw
+    assert wrong_name.error["code"] == "tool.network" and "CERTIFICATE" in wrong_name.error["error"].upper()
+    assert by_ip.error["code"] == "tool.network"
+    assert [s.path for s in srv.seen] == ["/tls"]

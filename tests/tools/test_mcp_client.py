@@ -80,6 +80,15 @@ async def test_arguments_are_checked_against_the_server_schema_before_sending(ma
     assert "query.genre" in out.error["error"] and "query.title_words" in out.error["error"]
 
 
+async def test_concurrent_calls_share_one_session(manager_factory):
+    manager = await manager_factory(stdio())
+    outs = await asyncio.gather(
+        *(call(manager, "find_books", query={"title_words": [str(i)], "genre": "fiction"}) for i in range(8))
+    )
+    assert [o.text for o in outs] == [f"3 fiction books about {i}" for i in range(8)]
+    assert manager.connections["catalog"].connects == 1
+
+
 async def test_a_tool_that_errors_is_an_observation(manager_factory):
     manager = await manager_factory(stdio())
     out = await call(manager, "explode", reason="on purpose")

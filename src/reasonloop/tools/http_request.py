@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-from typing import Any, Literal
+import ssl
+from typing import Any, ClassVar, Literal
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -32,6 +33,7 @@ from pydantic import ConfigDict, Field, create_model
 
 from reasonloop.config import HTTPToolSettings, secret
 from reasonloop.errors import ToolArgumentsInvalid, ToolBlocked, ToolNetworkError, ToolTimeout
+from reasonloop.registry import PluginInfo
 from reasonloop.tools.base import Tool, ToolContext, ToolOutput
 from reasonloop.tools.netguard import HostPolicy, Resolver
 
@@ -55,8 +57,13 @@ class HttpRequestTool(Tool):
             the system resolver.
         transport: An httpx transport to send through (tests only); defaults to a fresh
             connection per hop, with proxies from the environment ignored.
+        verify: TLS verification: ``True`` (system CAs), or an ``ssl.SSLContext`` trusting
+            a private CA. Certificates are always checked against the host name, not the IP.
     """
 
+    info: ClassVar[PluginInfo] = PluginInfo(
+        id="http_request", name="HTTP request", description="Fetch public URLs (private addresses refused)"
+    )
     name = "http_request"
     description = (
         "Make an HTTP request to a public URL and return the status, headers and body (text, cut when long). "
@@ -69,12 +76,14 @@ class HttpRequestTool(Tool):
         *,
         resolver: Resolver | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        verify: ssl.SSLContext | bool = True,
     ) -> None:
         self.settings = settings or HTTPToolSettings(enabled=True)
         self.methods = [m.upper() for m in self.settings.methods] or ["GET"]
         self.policy = HostPolicy(self.settings.allow_hosts, resolver)
         self.timeout_s = self.settings.timeout_s + 1.0
         self._transport = transport
+        self._verify = verify
         self.Params = create_model(  # type: ignore[misc, call-overload]
             "http_request_params",
             __config__=ConfigDict(extra="forbid"),
@@ -126,6 +135,7 @@ class HttpRequestTool(Tool):
         client = httpx.AsyncClient(
             transport=self._transport,
             trust_env=False,
+            verify=self._verify,
             follow_redirects=False,
             timeout=self.settings.timeout_s,
         )

@@ -20,7 +20,7 @@ import html
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from reasonloop.config import WebSearchSettings, secret
 from reasonloop.errors import ConfigError, ToolError, ToolNetworkError, ToolTimeout
 from reasonloop.events import Citation
+from reasonloop.registry import PluginInfo
 from reasonloop.tools.base import Tool, ToolContext, ToolOutput
 
 __all__ = ["SearchResult", "WebSearchTool", "clean_text", "fetch_json", "format_results"]
@@ -136,6 +137,9 @@ class WebSearchTool(Tool):
             needs a key without ``api_key_env`` set.
     """
 
+    info: ClassVar[PluginInfo] = PluginInfo(
+        id="web_search", name="Web search", description="Search the web (SearXNG, Brave, Tavily or Serper)"
+    )
     name = "web_search"
     description = "Search the web. Returns titles, URLs and snippets of the top results."
     Params = WebSearchParams

@@ -12,11 +12,12 @@ answers ``query.pages[].{title, index, extract, fullurl}`` (``index`` is the sea
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from reasonloop.config import WikipediaSettings
+from reasonloop.registry import PluginInfo
 from reasonloop.tools.base import Tool, ToolContext, ToolOutput
 from reasonloop.tools.web_search import SearchResult, clean_text, fetch_json, format_results
 
@@ -38,6 +39,9 @@ class WikipediaTool(Tool):
         settings: ``[tools.wikipedia]``.
     """
 
+    info: ClassVar[PluginInfo] = PluginInfo(
+        id="wikipedia", name="Wikipedia", description="Look topics up on Wikipedia or another MediaWiki"
+    )
     name = "wikipedia"
     description = "Look a topic up on Wikipedia. Returns the introduction of the best matching articles with links."
     Params = WikipediaParams
