@@ -94,10 +94,14 @@ async def test_crash_recovery_after_sigkill(tmp_path, processes):
     assert view["run"]["content"] == partial == events[-1]["text"] == view["result"]["content"]
 
 
-async def test_two_instances_share_runs_through_redis(tmp_path, processes, redis_server):
-    prefix = f"mi{uuid.uuid4().hex[:6]}:"
-    a = ServerProcess(tmp_path, "--redis", redis_server.url, "--prefix", prefix)
-    b = ServerProcess(tmp_path, "--redis", redis_server.url, "--prefix", prefix)
+@pytest.mark.parametrize("backend", ["redis", "sqlite"])
+async def test_two_instances_share_runs(tmp_path, processes, redis_server, backend):
+    if backend == "redis":
+        shared = ["--redis", redis_server.url, "--prefix", f"mi{uuid.uuid4().hex[:6]}:"]
+    else:  # several workers on one machine sharing one SQLite file
+        shared = ["--sqlite", str(tmp_path / "shared.sqlite")]
+    a = ServerProcess(tmp_path, *shared)
+    b = ServerProcess(tmp_path, *shared)
     processes += [a, b]
     await asyncio.gather(a.ready(), b.ready())
     async with (
