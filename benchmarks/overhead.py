@@ -6,8 +6,9 @@ takes is then the framework's own work: building prompts, parsing the reply, dis
 the tool, keeping history and, for reasonloop, emitting and consuming the event stream.
 One run is timed from the call to the returned answer (for reasonloop: until the event
 stream is exhausted); per-step time is that time divided by ``--steps``. Each framework
-runs in its own subprocess, one after another, after a few untimed warm-up runs; every
-timed run is checked to have called the tool ``--steps`` times and answered.
+runs in its own subprocess, one at a time, after a few untimed warm-up runs; the runs are
+split over interleaved rounds so that a change in the machine's load is shared by all.
+Every timed run is checked to have called the tool ``--steps`` times and answered.
 
 The peers are not dependencies of reasonloop: install them in a separate environment
 (``benchmarks/peers/setup.sh``) and point ``--python`` at its interpreter. reasonloop and
@@ -15,8 +16,8 @@ the plain loops run in the interpreter running this script.
 
 Usage::
 
-    python benchmarks/overhead.py                          # 200 timed runs each
-    python benchmarks/overhead.py --quick                  # 30 timed runs each
+    python benchmarks/overhead.py                          # 200 timed runs each, in 4 rounds
+    python benchmarks/overhead.py --quick                  # 30 timed runs each, 1 round
     python benchmarks/overhead.py --python /work/benchenv/bin/python --only smolagents,reasonloop-toolcall
 """
 
@@ -61,7 +62,10 @@ def _version(dist: str) -> str:
         return "?"
 
 
-def _measure(name: str, runs: int, warmup: int, steps: int, profiler: cProfile.Profile | None) -> dict[str, Any]:
+def _measure(
+    name: str, runs: int, warmup: int, steps: int, cpu: bool, profiler: cProfile.Profile | None
+) -> dict[str, Any]:
+    clock = time.process_time_ns if cpu else time.perf_counter_ns
     dist, build = BUILDERS[name]
     script = Script(steps)
     run, tools_called = build(script)
@@ -81,9 +85,9 @@ def _measure(name: str, runs: int, warmup: int, steps: int, profiler: cProfile.P
         async def loop() -> None:
             for i in range(warmup + runs):
                 script.reset()
-                started = time.perf_counter_ns()
+                started = clock()
                 result = await run()
-                elapsed = time.perf_counter_ns() - started
+                elapsed = clock() - started
                 check(result, i)
                 if i >= warmup:
                     samples.append(elapsed)
@@ -92,9 +96,9 @@ def _measure(name: str, runs: int, warmup: int, steps: int, profiler: cProfile.P
     else:
         for i in range(warmup + runs):
             script.reset()
-            started = time.perf_counter_ns()
+            started = clock()
             result = run()
-            elapsed = time.perf_counter_ns() - started
+            elapsed = clock() - started
             check(result, i)
             if i >= warmup:
                 samples.append(elapsed)
@@ -110,7 +114,7 @@ def _measure(name: str, runs: int, warmup: int, steps: int, profiler: cProfile.P
 def _worker(args: argparse.Namespace) -> int:
     profiler = cProfile.Profile() if args.profile else None
     try:
-        result = _measure(args.worker, args.runs, args.warmup, args.steps, profiler)
+        result = _measure(args.worker, args.runs, args.warmup, args.steps, args.clock == "cpu", profiler)
     except Exception as exc:  # reported as a row, the other frameworks still run
         result = {"name": args.worker, "error": f"{type(exc).__name__}: {exc}"}
     finally:
@@ -124,9 +128,9 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 # -- driver: spawns one worker per framework ----------------------------------------------------------
-def _spawn(python: str, name: str, args: argparse.Namespace) -> dict[str, Any]:
+def _spawn(python: str, name: str, args: argparse.Namespace, runs: int) -> dict[str, Any]:
     command = [python, str(Path(__file__).resolve()), "--worker", name]
-    command += ["--runs", str(args.runs), "--warmup", str(args.warmup), "--steps", str(args.steps)]
+    command += ["--runs", str(runs), "--warmup", str(args.warmup), "--steps", str(args.steps), "--clock", args.clock]
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "LANGSMITH_TRACING": "false", "LANGCHAIN_TRACING_V2": "false"}
     if args.profile:
         command += ["--profile", str(args.profile)]
@@ -187,7 +191,8 @@ def _table(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
 
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     out = [
-        f"{args.steps} tool steps + 1 answer per run, {args.runs} timed runs after {args.warmup} warm-up runs, "
+        f"{args.steps} tool steps + 1 answer per run, {args.runs} timed runs in {args.rounds} interleaved round(s) "
+        f"after {args.warmup} warm-up runs each, {args.clock} clock, "
         f"zero-latency fake model, no-op tool; {os.cpu_count()} CPUs, load average {load}"
         + ("; UNDER cProfile, times inflated" if args.profile else ""),
         line(header),
@@ -213,11 +218,21 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="30 timed runs and 5 warm-up runs per framework")
     parser.add_argument("--runs", type=int, help="timed runs per framework (default 200)")
     parser.add_argument("--warmup", type=int, help="untimed runs first (default 20)")
+    parser.add_argument(
+        "--rounds", type=int, help="split the runs over this many interleaved passes (default 4, --quick 1)"
+    )
     parser.add_argument("--steps", type=int, default=20, help="tool calls per run before the answer")
     parser.add_argument(
         "--python",
         help="interpreter with the peer frameworks installed "
         f"(default {DEFAULT_PEER_PYTHON} if it exists, else this interpreter)",
+    )
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="wall: elapsed time (default); cpu: CPU time of the framework's process, all threads "
+        "(steadier on a busy machine, but blind to time spent waiting)",
     )
     parser.add_argument("--only", help="comma-separated frameworks: " + ", ".join((*OURS, *FLOORS, *PEERS)))
     parser.add_argument("--json", type=Path, help="also write every sample to this file")
@@ -233,8 +248,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.runs = args.runs or (30 if args.quick else 200)
     args.warmup = args.warmup if args.warmup is not None else (5 if args.quick else 20)
+    args.rounds = args.rounds or (1 if args.quick else 4)
     if args.steps < 1 or args.runs < 1 or args.warmup < 0:
         parser.error("--steps and --runs must be at least 1, --warmup at least 0")
+    if not 1 <= args.rounds <= args.runs:
+        parser.error("--rounds must be between 1 and --runs")
     return args
 
 
@@ -252,11 +270,22 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         names = [n for n in names if n in wanted]
     results = []
-    for name in names:
-        python = peer_python if name in PEERS else sys.executable
-        print(f"measuring {name} ({python}) ...", file=sys.stderr, flush=True)
-        results.append(_spawn(python, name, args))
-    results = _summarise(results)
+    # Rounds interleave the frameworks, so a change in the machine's load during the
+    # benchmark spreads over all of them instead of landing on whichever ran then.
+    pooled: dict[str, dict[str, Any]] = {}
+    for round_no in range(1, args.rounds + 1):
+        runs = args.runs // args.rounds + (1 if round_no <= args.runs % args.rounds else 0)
+        for name in names:
+            if "error" in pooled.get(name, {}):
+                continue
+            python = peer_python if name in PEERS else sys.executable
+            print(f"round {round_no}/{args.rounds}: {name} ({python}) ...", file=sys.stderr, flush=True)
+            result = _spawn(python, name, args, runs)
+            if name in pooled and "per_step_us" in result:
+                pooled[name]["per_step_us"] += result["per_step_us"]
+            else:
+                pooled[name] = result
+    results = _summarise(list(pooled.values()))
     print(_table(results, args))
     if args.json:
         args.json.write_text(json.dumps({"steps": args.steps, "runs": args.runs, "results": results}, indent=1))
