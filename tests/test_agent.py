@@ -232,3 +232,16 @@ async def test_closing_the_stream_early_stops_the_run_and_its_tools() -> None:
     assert asyncio.all_tasks() == {asyncio.current_task()}
     assert cancelled == []  # closed before any tool started
     assert not started.is_set()
+
+
+async def test_run_wide_budget_overrides_the_strategy_settings() -> None:
+    replies = ["Action: docsearch[a]", "Enough."]
+    agent = Agent(
+        "react",
+        llm=ScriptedProvider(replies=replies),
+        kb=FakeKB(),
+        settings={"max_rounds": 5},
+        budget={"max_rounds": 1},
+    )
+    result = await agent.run("q")
+    assert result.stop_reason == "max_rounds" and result.usage.llm_calls == 2 and result.content == "Enough."

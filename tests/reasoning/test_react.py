@@ -195,3 +195,11 @@ async def test_docsearch_follows_the_strategys_evidence_budget() -> None:
     await a.run("q")
     observation = llm.prompts[1][-1].content
     assert count_tokens(observation) <= 70 and "[2]" not in observation
+
+
+async def test_forced_answer_that_still_calls_a_tool_keeps_only_the_thought() -> None:
+    a, _ = agent([act("lookup", {"key": "a"}), "Thought: a is known\nAction: lookup[b]"], settings={"max_rounds": 1})
+    result = await a.run("q")
+    assert result.content == "a is known" and len(result.steps) == 1
+    a, _ = agent([act("lookup", {"key": "a"}), "Action: lookup[b]"], settings={"max_rounds": 1})
+    assert "could not reach an answer" in (await a.run("q")).content

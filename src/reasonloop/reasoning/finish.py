@@ -66,7 +66,8 @@ async def forced_answer(
     async for event in llm_turn(llm, prompt, turn, tracker, deltas=spotter.feed if spotter else None, bounded=False):
         yield event
     parsed = parse_react(turn.text)
-    text = parsed.final_answer if parsed.final_answer is not None else parsed.text_answer()
+    # A model that still asks for a tool keeps its thought as the answer, never the call text.
+    text = (parsed.final_answer or parsed.thought) if parsed.kind == "action" else parsed.text_answer()
     yield close(ctx, settings, tracker, text, language, reason)
 
 

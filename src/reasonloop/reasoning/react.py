@@ -10,6 +10,7 @@ answers from what was gathered.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import ClassVar
 
 from reasonloop.events import Event, Thought
@@ -64,12 +65,7 @@ class ReActReasoning(Reasoning):
             turn = Turn()
             spotter = None if guard_armed(settings, tracker) else AnswerSpotter()
             early: list[Thought] = []
-
-            def prelude(spotter: AnswerSpotter | None = spotter, early: list[Thought] = early) -> list[Thought]:
-                thought = parse_react(spotter.head).thought if spotter else ""
-                early.extend([Thought(text=thought)] if thought else [])
-                return early
-
+            prelude = partial(_thought_first, spotter, early) if spotter else None
             async for event in llm_turn(
                 ctx.llm, messages, turn, tracker, stop=STOP, deltas=spotter.feed if spotter else None, prelude=prelude
             ):
@@ -111,3 +107,11 @@ class ReActReasoning(Reasoning):
 
 def _as_arguments(raw: object) -> dict[str, object]:
     return raw if isinstance(raw, dict) else {"input": raw}
+
+
+def _thought_first(spotter: AnswerSpotter, early: list[Thought]) -> list[Thought]:
+    """The thought written before ``Final Answer:``, emitted ahead of the streamed answer."""
+    thought = parse_react(spotter.head).thought
+    if thought:
+        early.append(Thought(text=thought))
+    return early
