@@ -27,6 +27,8 @@ def test_quirky_types_become_json_schema():
     assert props["tags"] == {"type": "array", "items": {"enum": ["a", "b"]}}
     assert props["when"]["type"] == ["string", "null"]
     assert "optional" not in props["flag"]
+    whole = normalize_schema({"type": "object", "properties": {"p": {"type": "array", "enum": [[1, 2], [3]]}}})
+    assert whole["properties"]["p"]["enum"] == [[1, 2], [3]]
     jsonschema.Draft7Validator.check_schema(schema)
 
 

@@ -142,11 +142,11 @@ def _normalize(node: Any) -> Any:
             out["enum"] = [*out["enum"], None]
     if kind == "array" or (isinstance(kind, list) and "array" in kind):
         items = out.setdefault("items", {})
-        if "enum" in out and isinstance(items, dict) and "enum" not in items:
-            # An enum written on the array means "each item is one of these".
-            enum = [v for v in out.pop("enum") if not isinstance(v, list)]
-            if enum:
-                items["enum"] = enum
+        enum = out.get("enum")
+        scalars = isinstance(enum, list) and bool(enum) and not any(isinstance(v, list) for v in enum)
+        if scalars and isinstance(items, dict) and "enum" not in items:
+            # An enum of scalars written on the array means "each item is one of these".
+            items["enum"] = out.pop("enum")
     if kind == "object" or "properties" in out:
         props = out.get("properties")
         if isinstance(props, dict):
