@@ -132,7 +132,8 @@ def test_ctrl_c_stops_the_run_and_exits_130(capsys, tmp_path) -> None:
         capsys, "ask", "q", "-r", "toolcall", "--llm", script(tmp_path, replies), "--tools", "interrupt"
     )
     assert code == 130 and "stopped" in err
-    assert "Partial answer: Partial thoughts" in out
+    assert "Answer: Partial thoughts" in out  # shown live; it was reasoning, so no partial answer is claimed
+    assert "Partial answer" not in out
 
 
 async def test_consume_prints_the_partial_answer_when_cancelled(capsys) -> None:
@@ -185,3 +186,11 @@ def test_parse_sets() -> None:
     }
     with pytest.raises(ConfigError):
         parse_sets(["novalue"])
+
+
+def test_text_streamed_before_tool_calls_is_not_taken_for_the_answer(capsys, tmp_path) -> None:
+    replies = [{"text": "Let me check.", "tool_calls": [{"name": "lookup", "arguments": {"key": "k"}}]}, "It is k."]
+    code, out, _ = run(capsys, "ask", "q", "-r", "toolcall", "--llm", script(tmp_path, replies), "--tools", "lookup")
+    lines = out.splitlines()
+    assert code == 0 and "Answer: Let me check." in lines and "Answer: It is k." in lines
+    assert lines.index("Answer: Let me check.") < lines.index('→ lookup {"key": "k"}') < lines.index("Answer: It is k.")

@@ -90,7 +90,10 @@ class TraceRenderer:
             console.print(f"{indent}[dim italic]… {escape(event.message)}[/]")
         elif isinstance(event, Thought):
             if self.streamed and event.text.strip() == self.partial.strip():
-                return  # the streamed text was reasoning before tool calls; already shown
+                # The streamed text was reasoning before tool calls: already shown, not the answer.
+                self._end_stream()
+                self.streamed.clear()
+                return
             console.print(f"{indent}[magenta]Thought:[/] {escape(event.text)}")
         elif isinstance(event, ToolCall):
             args = json.dumps(event.input, ensure_ascii=False)
