@@ -245,3 +245,44 @@ async def test_run_wide_budget_overrides_the_strategy_settings() -> None:
     )
     result = await agent.run("q")
     assert result.stop_reason == "max_rounds" and result.usage.llm_calls == 2 and result.content == "Enough."
+
+
+async def test_nested_events_of_concurrent_tools_arrive_while_the_tools_run() -> None:
+    seen_nested = asyncio.Event()
+
+    @tool
+    async def helper(topic: str, ctx: ToolContext) -> str:
+        """Reports progress, then waits until someone has seen it."""
+        await ctx.emit(Progress(message=f"working on {topic}", depth=1, parent_call_id=ctx.call_id))
+        await seen_nested.wait()
+        return f"{topic} done"
+
+    reply = {"tool_calls": [{"name": "helper", "arguments": {"topic": t}} for t in ("a", "b")]}
+    agent = Agent("toolcall", llm=ScriptedProvider(replies=[reply, "both done"]), tools=[helper])
+    events: list[Event] = []
+    async with asyncio.timeout(5):  # without live delivery the tools would wait forever
+        async for event in agent.stream("q"):
+            events.append(event)
+            if isinstance(event, Progress) and event.depth == 1:
+                seen_nested.set()
+    assert events[-1].text == "both done"
+    assert sum(isinstance(e, Progress) and e.depth == 1 for e in events) == 2
+
+
+async def test_a_lone_tool_that_emits_events_streams_them_live() -> None:
+    seen_nested = asyncio.Event()
+
+    @tool
+    async def helper(topic: str, ctx: ToolContext) -> str:
+        """Reports progress, then waits until someone has seen it."""
+        await ctx.emit(Progress(message=f"working on {topic}", depth=1, parent_call_id=ctx.call_id))
+        await seen_nested.wait()
+        return f"{topic} done"
+
+    helper.emits_events = True
+    agent = Agent("react", llm=ScriptedProvider(replies=["Action: helper[a]", "Final Answer: done"]), tools=[helper])
+    async with asyncio.timeout(5):
+        async for event in agent.stream("q"):
+            if isinstance(event, Progress) and event.depth == 1:
+                seen_nested.set()
+    assert seen_nested.is_set()

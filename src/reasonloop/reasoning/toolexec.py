@@ -6,7 +6,9 @@ outputs land in call order in the list it is given. Unknown tools, invalid argum
 exceptions and timeouts become observations ``{tool, error, type}``. Calls beyond the
 tool budget are not executed: their observation tells the model the budget is spent.
 Cancelling the consumer cancels every running tool and waits for it, so no task outlives
-the run.
+the run. Nested events a tool emits (``ToolContext.emit``) are yielded while concurrent calls
+run; a lone call is awaited directly and its events follow it, unless the tool sets
+``emits_events = True`` (sub-agents), which makes its events arrive live as well.
 """
 
 from __future__ import annotations
@@ -114,7 +116,8 @@ async def run_tools(
         if out is not None:
             yield record_result(ctx, calls[i], out, observation_tokens)
 
-    if len(runnable) == 1 and tracker.deadline is None:
+    if len(runnable) == 1 and tracker.deadline is None and not getattr(runnable[0][1], "emits_events", False):
+        # One call, no deadline, no live nested events: await it directly (no task to schedule).
         i, tool = runnable[0]
         call = calls[i]
         results[i] = await tool.invoke(call.arguments, ctx.tool_context(call.call_id))
