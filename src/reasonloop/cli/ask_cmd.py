@@ -207,7 +207,10 @@ async def consume(
             else:
                 renderer.handle(event)
     except asyncio.CancelledError:
-        renderer.stopped()
+        if events_json:
+            err_console.print("[yellow]stopped[/]")  # stdout stays JSON lines only
+        else:
+            renderer.stopped()
         return renderer.partial, True
     return (renderer.answer.text if renderer.answer else renderer.partial), False
 
