@@ -30,10 +30,14 @@ class Script:
         self.steps = steps
         self.turn = 0
         self.tool_runs = 0
+        self.on_reset: list[Callable[[], None]] = []
+        """Untimed clean-up between runs (a fake model's recordings, kept across runs otherwise)."""
 
     def reset(self) -> None:
         self.turn = 0
         self.tool_runs = 0
+        for hook in self.on_reset:
+            hook()
 
     def next_is_tool(self) -> bool:
         """Advance one model turn; True while the model should still call the tool."""
@@ -281,6 +285,15 @@ def _reasonloop(strategy: str, minimal_llm: bool = False) -> Callable[[Script], 
 
         # One text delta per reply, like the peers' fakes; budgets above the script's length.
         llm = MinimalLLM() if minimal_llm else ScriptedProvider(replies=reply, chunk_size=1 << 20)
+
+        def forget() -> None:  # as if each run had a fresh provider: its logs would grow without end
+            llm.calls.clear()
+            if isinstance(llm, ScriptedProvider):
+                llm.prompts.clear()
+                llm.tools_seen.clear()
+                llm.stops_seen.clear()
+
+        script.on_reset.append(forget)
         budget = {"max_rounds": script.steps + 5, "max_tool_calls": script.steps + 5}
         agent = Agent(reasoning=strategy, llm=llm, tools=[noop], settings=budget)
 
