@@ -1,0 +1,371 @@
+"""WebSocket load: many concurrent streaming runs on reasonloop's server beside a bare uvicorn stack.
+
+Each of N clients opens ``/v1/ws``, asks once and reads its run to the end while sending a
+ping every 250 ms. Every run streams a scripted model at a realistic pace: ``--ttft`` seconds
+(0.5) before the first token, then ``--rate`` tokens per second (30) for ``--tokens`` tokens (60).
+
+* **relay latency**: client receive time minus the event's ``ts``, which the runner sets when the
+  model's token arrives — so it is everything reasonloop adds (stamping, the run store write,
+  fan-out, serialisation, the socket) plus the client's own reading.
+* **ping RTT**: ping sent → pong received, while all runs stream.
+* **server CPU / RSS per run**: CPU seconds the server process used during the load, and its RSS
+  growth over idle, divided by N.
+
+The bare stack is the limit: a plain ASGI WebSocket app on the same uvicorn + websockets that
+sleeps the same TTFT and sends the same frames at the same pace, with no run manager, store,
+auth or validation. Both servers run in subprocesses; with two or more cores the server is
+pinned to core 0 and the load generator to core 1 (``--no-pin`` to disable). Other work on the
+machine shows up in the figures: compare ratios from one invocation, not absolute numbers
+across invocations.
+
+Usage::
+
+    python benchmarks/ws_load.py                       # 100, 500 and 1000 clients
+    python benchmarks/ws_load.py --quick               # 100 clients only
+    python benchmarks/ws_load.py --clients 500 --store sqlite
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PING_EVERY_S = 0.25
+RAMP_S = 1.0
+"""Clients connect at random times over this window (a realistic arrival, and the same for both stacks)."""
+
+
+# -- servers -------------------------------------------------------------------------------------
+def serve_ours(port: int, args: argparse.Namespace) -> None:
+    import uvicorn
+
+    from reasonloop.config import KBSettings, RunsSettings, ServerSettings, Settings
+    from reasonloop.llm.base import ChatRequest
+    from reasonloop.llm.scripted import ScriptedProvider
+    from reasonloop.runs.llm_runner import LLMRunner
+    from reasonloop.server import create_app
+
+    class PacedScripted(ScriptedProvider):
+        """The scripted model with a time to first token."""
+
+        async def _stream(self, request: ChatRequest):  # type: ignore[override]
+            await asyncio.sleep(args.ttft)
+            async for chunk in super()._stream(request):
+                yield chunk
+
+    text = "tok " * args.tokens
+    tmp = tempfile.mkdtemp(prefix="ws_load_")
+    settings = Settings(
+        kb=KBSettings(path=tmp),
+        runs=RunsSettings(
+            store=args.store,
+            sqlite_path=str(Path(tmp) / "runs.sqlite"),
+            redis_url=args.redis_url,
+            max_concurrent=max(args.clients_list) + 10,
+            max_queued=10_000,
+        ),
+        server=ServerSettings(port=port, ws_ping_interval_s=60, ws_ping_timeout_s=60),
+    )
+    runner = LLMRunner(lambda: PacedScripted(replies=[text], chunk_size=4, delay_s=1.0 / args.rate, repeat_last=True))
+    app = create_app(settings, runner=runner)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=4096)
+
+
+def serve_bare(port: int, args: argparse.Namespace) -> None:
+    import uvicorn
+
+    async def stream(send: Any, lock: asyncio.Lock, run_id: str) -> None:
+        async with lock:
+            await send({"type": "websocket.send", "text": json.dumps({"type": "run", "run_id": run_id})})
+        await asyncio.sleep(args.ttft)
+        prefix = '{"type":"event","run_id":' + json.dumps(run_id) + ',"event":'
+        for seq in range(1, args.tokens + 2):
+            await asyncio.sleep(1.0 / args.rate)
+            if seq <= args.tokens:
+                event = {"type": "answer_delta", "run_id": run_id, "seq": seq, "ts": time.time(), "text": "tok "}
+            else:
+                event = {
+                    "type": "answer",
+                    "run_id": run_id,
+                    "seq": seq,
+                    "ts": time.time(),
+                    "text": "tok " * args.tokens,
+                }
+            async with lock:
+                await send({"type": "websocket.send", "text": prefix + json.dumps(event) + "}"})
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                await send({"type": message["type"] + ".complete"})
+                if message["type"] == "lifespan.shutdown":
+                    return
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"ok"})
+            return
+        await receive()  # websocket.connect
+        await send({"type": "websocket.accept"})
+        lock = asyncio.Lock()
+        tasks: set[asyncio.Task[None]] = set()
+        n = 0
+        while True:
+            message = await receive()
+            if message["type"] == "websocket.disconnect":
+                for task in tasks:
+                    task.cancel()
+                return
+            frame = json.loads(message.get("text") or "{}")
+            if frame.get("type") == "ping":
+                async with lock:
+                    await send({"type": "websocket.send", "text": json.dumps({"type": "pong", "id": frame.get("id")})})
+            elif frame.get("type") == "ask":
+                n += 1
+                task = asyncio.create_task(stream(send, lock, f"run_{id(tasks)}_{n}"))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=4096)
+
+
+# -- load generator ------------------------------------------------------------------------------
+async def one_client(url: str, out: dict[str, Any]) -> None:
+    from websockets.asyncio.client import connect
+
+    await asyncio.sleep(random.uniform(0, RAMP_S))
+    pings: dict[int, float] = {}
+    try:
+        async with connect(url, max_size=None, ping_interval=None, open_timeout=60) as ws:
+            await ws.send(json.dumps({"type": "ask", "question": "stream please"}))
+
+            async def pinger() -> None:
+                n = 0
+                while True:
+                    await asyncio.sleep(PING_EVERY_S)
+                    n += 1
+                    pings[n] = time.perf_counter()
+                    await ws.send(json.dumps({"type": "ping", "id": n}))
+
+            ping_task = asyncio.create_task(pinger())
+            try:
+                async for raw in ws:
+                    now_wall, now = time.time(), time.perf_counter()
+                    frame = json.loads(raw)
+                    kind = frame["type"]
+                    if kind == "pong":
+                        sent = pings.pop(frame.get("id"), None)
+                        if sent is not None:
+                            out["ping"].append(now - sent)
+                    elif kind == "event":
+                        event = frame["event"]
+                        if event["type"] == "answer_delta":
+                            out["relay"].append(now_wall - event["ts"])
+                        elif event["type"] in ("answer", "error"):
+                            out["done" if event["type"] == "answer" else "errors"] += 1
+                            break
+                    elif kind == "error":
+                        out["errors"] += 1
+                        break
+            finally:
+                ping_task.cancel()
+    except Exception as exc:
+        out["errors"] += 1
+        out.setdefault("messages", []).append(f"{type(exc).__name__}: {exc}")
+
+
+async def run_clients(url: str, n: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"relay": [], "ping": [], "done": 0, "errors": 0}
+    await asyncio.gather(*(one_client(url, out) for _ in range(n)))
+    return out
+
+
+def client_main(args: argparse.Namespace) -> None:
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    result = asyncio.run(run_clients(args.url, args.n))
+    result["messages"] = result.get("messages", [])[:5]
+    Path(args.out).write_text(json.dumps(result))
+
+
+# -- orchestration -------------------------------------------------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(port: int, proc: subprocess.Popen[bytes]) -> None:
+    import httpx
+
+    for _ in range(600):
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited with {proc.returncode}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise SystemExit("server did not start")
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def measure(stack: str, n: int, args: argparse.Namespace, pin: bool) -> dict[str, Any]:
+    """One load run against a fresh server process; raw samples and resource use."""
+    import psutil
+
+    port = free_port()
+    base = [sys.executable, __file__, *_passthrough(args)]
+    server = subprocess.Popen([*base, "--role", stack, "--port", str(port)], cwd=ROOT)
+    try:
+        if pin:
+            os.sched_setaffinity(server.pid, {0})
+        wait_ready(port, server)
+        ps = psutil.Process(server.pid)
+        time.sleep(0.5)
+        rss_idle = ps.memory_info().rss
+        cpu_before = sum(ps.cpu_times()[:2])
+        out_file = Path(tempfile.mkstemp(prefix="ws_load_", suffix=".json")[1])
+        client = subprocess.Popen(
+            [*base, "--role", "client", "--url", f"ws://127.0.0.1:{port}/v1/ws", "--n", str(n), "--out", str(out_file)],
+            cwd=ROOT,
+        )
+        if pin:
+            os.sched_setaffinity(client.pid, {1})
+        rss_peak = rss_idle
+        while client.poll() is None:
+            rss_peak = max(rss_peak, ps.memory_info().rss)
+            time.sleep(0.05)
+        data = json.loads(out_file.read_text())
+        data["cpu_s"] = sum(ps.cpu_times()[:2]) - cpu_before
+        data["rss_growth"] = max(0, rss_peak - rss_idle)
+        out_file.unlink()
+    finally:
+        server.terminate()
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    return data
+
+
+def summarise(stack: str, n: int, rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Percentiles over the samples of every round; resource use averaged over rounds."""
+    relay = [x for r in rounds for x in r["relay"]]
+    ping = [x for r in rounds for x in r["ping"]]
+    return {
+        "stack": stack,
+        "clients": n,
+        "rounds": len(rounds),
+        "done": sum(r["done"] for r in rounds),
+        "runs": n * len(rounds),
+        "errors": sum(r["errors"] for r in rounds),
+        "messages": [m for r in rounds for m in r["messages"]][:3],
+        "relay_p50_ms": pct(relay, 0.50) * 1000,
+        "relay_p99_ms": pct(relay, 0.99) * 1000,
+        "ping_p50_ms": pct(ping, 0.50) * 1000,
+        "ping_p99_ms": pct(ping, 0.99) * 1000,
+        "tokens": len(relay),
+        "cpu_ms_per_run": statistics.mean(r["cpu_s"] for r in rounds) * 1000 / n,
+        "rss_kib_per_run": statistics.mean(r["rss_growth"] for r in rounds) / 1024 / n,
+    }
+
+
+def _passthrough(args: argparse.Namespace) -> list[str]:
+    return [
+        "--tokens", str(args.tokens), "--rate", str(args.rate), "--ttft", str(args.ttft),
+        "--store", args.store, "--redis-url", args.redis_url, "--clients", ",".join(map(str, args.clients_list)),
+    ]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", default="100,500,1000", help="Comma-separated client counts.")
+    parser.add_argument("--quick", action="store_true", help="100 clients only.")
+    parser.add_argument("--tokens", type=int, default=60)
+    parser.add_argument("--rate", type=float, default=30.0, help="Tokens per second per run.")
+    parser.add_argument("--ttft", type=float, default=0.5, help="Seconds before the first token.")
+    parser.add_argument("--store", default="sqlite", choices=["sqlite", "redis"], help="Our run store.")
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    parser.add_argument("--repeat", type=int, default=3, help="Interleaved rounds per client count (samples pooled).")
+    parser.add_argument("--no-pin", action="store_true", help="Do not pin server and client to separate cores.")
+    parser.add_argument("--json", action="store_true", help="Print the raw figures as JSON too.")
+    parser.add_argument("--role", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--url", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--out", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    args.clients_list = [100] if args.quick else [int(c) for c in args.clients.split(",")]
+    if args.role == "ours":
+        return serve_ours(args.port, args)
+    if args.role == "bare":
+        return serve_bare(args.port, args)
+    if args.role == "client":
+        return client_main(args)
+
+    pin = not args.no_pin and len(os.sched_getaffinity(0)) >= 2
+    rows = []
+    for n in args.clients_list:
+        samples: dict[str, list[dict[str, Any]]] = {"bare": [], "ours": []}
+        for round_no in range(args.repeat):  # interleaved, so a change in machine load hits both stacks
+            for stack in ("bare", "ours"):
+                data = measure(stack, n, args, pin)
+                samples[stack].append(data)
+                row = summarise(stack, n, [data])
+                print(
+                    f"round {round_no + 1}: {stack:>4} {n:>5} clients: relay p50 {row['relay_p50_ms']:.2f} ms "
+                    f"p99 {row['relay_p99_ms']:.2f} ms, ping p99 {row['ping_p99_ms']:.2f} ms, "
+                    f"{row['done']}/{n} answered, {row['errors']} errors {'; '.join(row['messages'])}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        rows += [summarise(stack, n, samples[stack]) for stack in ("bare", "ours")]
+    print(f"\nWebSocket load: {args.tokens} tokens at {args.rate:g}/s after {args.ttft:g}s TTFT per run; "
+          f"store={args.store}; pinned={pin}; {args.repeat} rounds; python {sys.version.split()[0]}\n")  # fmt: skip
+    head = f"{'clients':>7} {'stack':>5} {'relay p50':>10} {'relay p99':>10} {'ping p50':>9} {'ping p99':>9} "
+    head += f"{'CPU ms/run':>10} {'RSS KiB/run':>11} {'answered':>9}"
+    print(head)
+    for row in rows:
+        print(
+            f"{row['clients']:>7} {row['stack']:>5} {row['relay_p50_ms']:>8.2f}ms {row['relay_p99_ms']:>8.2f}ms "
+            f"{row['ping_p50_ms']:>7.2f}ms {row['ping_p99_ms']:>7.2f}ms {row['cpu_ms_per_run']:>10.1f} "
+            f"{row['rss_kib_per_run']:>11.1f} {row['done']:>5}/{row['runs']}"
+        )
+    print(f"\n{'clients':>7} {'relay p50 ratio':>16} {'relay p99 ratio':>16} {'ping p99 ratio':>15}  (ours / bare)")
+    for n in args.clients_list:
+        bare = next(r for r in rows if r["clients"] == n and r["stack"] == "bare")
+        ours = next(r for r in rows if r["clients"] == n and r["stack"] == "ours")
+        print(
+            f"{n:>7} {ours['relay_p50_ms'] / bare['relay_p50_ms']:>15.2f}x {ours['relay_p99_ms'] / bare['relay_p99_ms']:>15.2f}x "
+            f"{ours['ping_p99_ms'] / bare['ping_p99_ms']:>14.2f}x"
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
