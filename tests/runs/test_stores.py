@@ -150,3 +150,15 @@ async def test_sqlite_store_in_an_unwritable_place_is_a_clear_error(tmp_path):
     store = SQLiteRunStore(RunsSettings(sqlite_path=str(blocker / "runs.sqlite")))
     with pytest.raises(RunStoreUnavailable):
         await store.open()
+
+
+async def test_a_duplicate_in_a_batch_of_appends_fails_alone(any_store):
+    await any_store.create_run(RunRecord(run_id="run_b"))
+    results = await asyncio.gather(
+        any_store.append_event("run_b", stamped("run_b", 1, AnswerDelta(text="a"))),
+        any_store.append_event("run_b", stamped("run_b", 1, AnswerDelta(text="dup"))),
+        any_store.append_event("run_b", stamped("run_b", 2, AnswerDelta(text="b"))),
+        return_exceptions=True,
+    )
+    assert [type(r) for r in results] == [type(None), ValueError, type(None)]
+    assert [e.text for e in await any_store.events("run_b")] == ["a", "b"]

@@ -53,8 +53,25 @@ _MAX_BATCH = 1000
 """Jobs per transaction: large enough to amortise commits, small enough to bound latency."""
 
 
+class _Append:
+    """An event row to insert: appends of one batch go in with one ``executemany``."""
+
+    __slots__ = ("row",)
+
+    def __init__(self, row: tuple[str, int, str]) -> None:
+        self.row = row
+
+    def __call__(self, conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO events (run_id, seq, data) VALUES (?,?,?)", self.row)
+
+
 class _Writer(threading.Thread):
-    """Owns the connection; runs queued jobs in batched transactions."""
+    """Owns the connection; runs queued jobs in batched transactions.
+
+    The writer never checkpoints the WAL itself (a checkpoint syncs the database file and
+    would hold every pending append behind a disk flush); :class:`_Checkpointer` does it
+    from its own connection, which SQLite lets run beside the writer.
+    """
 
     def __init__(self, path: str) -> None:
         super().__init__(name=f"sqlite-run-store:{path}", daemon=True)
@@ -69,6 +86,7 @@ class _Writer(threading.Thread):
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute("PRAGMA wal_autocheckpoint=0")
             conn.executescript(_SCHEMA)
         except Exception as exc:
             self.error = exc
@@ -83,37 +101,81 @@ class _Writer(threading.Thread):
                 except queue.Empty:
                     break
             stop = any(job is None for job in batch)
-            results = []
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                for job in batch:
-                    if job is None:
-                        continue
-                    fn, fut, loop = job
-                    try:
-                        results.append((fut, loop, fn(conn), None))
-                    except Exception as exc:
-                        results.append((fut, loop, None, exc))
-                conn.execute("COMMIT")
-            except Exception as exc:  # the commit itself failed: every job of the batch failed
-                results = [(job[1], job[2], None, exc) for job in batch if job is not None]
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("ROLLBACK")
+            jobs = [job for job in batch if job is not None]
+            results = self._transaction(conn, jobs)
+            by_loop: dict[asyncio.AbstractEventLoop, list[Any]] = {}
             for fut, loop, value, exc in results:
+                by_loop.setdefault(loop, []).append((fut, value, exc))
+            for loop, items in by_loop.items():
                 with contextlib.suppress(RuntimeError):  # the caller's loop has closed
-                    loop.call_soon_threadsafe(_resolve, fut, value, exc)
+                    loop.call_soon_threadsafe(_resolve_all, items)
             if stop:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
                 conn.close()
                 return
 
+    @staticmethod
+    def _transaction(conn: sqlite3.Connection, jobs: list[Any]) -> list[tuple[Any, Any, Any, Any]]:
+        results: list[tuple[Any, Any, Any, Any]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            appends = [job for job in jobs if isinstance(job[0], _Append)]
+            others = [job for job in jobs if not isinstance(job[0], _Append)]
+            if appends:
+                conn.execute("SAVEPOINT appends")
+                try:
+                    conn.executemany(
+                        "INSERT INTO events (run_id, seq, data) VALUES (?,?,?)", [job[0].row for job in appends]
+                    )
+                    conn.execute("RELEASE appends")
+                    results += [(fut, loop, None, None) for _, fut, loop in appends]
+                except sqlite3.IntegrityError:  # a duplicate seq: redo row by row to blame the right one
+                    conn.execute("ROLLBACK TO appends")
+                    conn.execute("RELEASE appends")
+                    others = appends + others
+            for fn, fut, loop in others:
+                try:
+                    results.append((fut, loop, fn(conn), None))
+                except Exception as exc:
+                    results.append((fut, loop, None, exc))
+            conn.execute("COMMIT")
+        except Exception as exc:  # the commit itself failed: every job of the batch failed
+            results = [(job[1], job[2], None, exc) for job in jobs]
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        return results
 
-def _resolve(fut: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
-    if fut.done():
-        return
-    if exc is not None:
-        fut.set_exception(exc)
-    else:
-        fut.set_result(value)
+
+class _Checkpointer(threading.Thread):
+    """Copies the WAL back into the database file every ``interval_s`` from its own connection."""
+
+    def __init__(self, path: str, interval_s: float = 1.0) -> None:
+        super().__init__(name=f"sqlite-run-store-checkpoint:{path}", daemon=True)
+        self.path = path
+        self.interval_s = interval_s
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout=1000")
+        except sqlite3.Error:
+            return
+        while not self.stopping.wait(self.interval_s):
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        conn.close()
+
+
+def _resolve_all(items: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+    for fut, value, exc in items:
+        if fut.done():
+            continue
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(value)
 
 
 class SQLiteRunStore:
@@ -130,6 +192,7 @@ class SQLiteRunStore:
         self.path = default_sqlite_path(self.settings, kb_path)
         self.poll_s = poll_s
         self._writer: _Writer | None = None
+        self._checkpointer: _Checkpointer | None = None
 
     async def open(self) -> None:
         try:
@@ -142,9 +205,15 @@ class SQLiteRunStore:
         if writer.error is not None:
             raise RunStoreUnavailable(f"cannot open the SQLite run store {self.path}: {writer.error}", path=self.path)
         self._writer = writer
+        self._checkpointer = _Checkpointer(self.path)
+        self._checkpointer.start()
 
     async def close(self) -> None:
         writer, self._writer = self._writer, None
+        checkpointer, self._checkpointer = self._checkpointer, None
+        if checkpointer is not None:
+            checkpointer.stopping.set()
+            await asyncio.to_thread(checkpointer.join, 5)
         if writer is not None:
             writer.jobs.put(None)
             await asyncio.to_thread(writer.join, 5)
@@ -214,9 +283,8 @@ class SQLiteRunStore:
 
     # -- events -----------------------------------------------------------------------------
     async def append_event(self, run_id: str, event: Event) -> None:
-        row = (run_id, event.seq, event.model_dump_json())
         try:
-            await self._run(lambda c: c.execute("INSERT INTO events (run_id, seq, data) VALUES (?,?,?)", row))
+            await self._run(_Append((run_id, event.seq, event.model_dump_json())))
         except sqlite3.IntegrityError as exc:
             raise ValueError(f"run {run_id} already has an event with seq {event.seq}") from exc
 
