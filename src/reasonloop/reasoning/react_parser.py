@@ -132,7 +132,9 @@ def _json_blob(text: str) -> ReActParse | None:
 def parse_react(text: str) -> ReActParse:
     """Read one ReAct turn (see the module docstring for what is tolerated)."""
     body = _unfence(cut_observation(text).strip())
-    body = _MIDLINE.sub("\n", body)
+    final = _FINAL.search(body)  # labels inside the final answer's prose are not split off
+    cut = final.start() if final else len(body)
+    body = _MIDLINE.sub("\n", body[:cut]) + body[cut:]
     sections: list[tuple[str, str]] = []
     matches = list(_LABEL.finditer(body))
     for i, m in enumerate(matches):
