@@ -25,7 +25,8 @@ tests can match on; the message is for people and may change. The tree::
     │   ├── ToolTimeout                  tool.timeout
     │   ├── ToolBlocked                  tool.blocked          (policy refused the call)
     │   ├── ToolNetworkError             tool.network
-    │   └── ToolUnavailable              tool.unavailable      (its backend, e.g. an MCP server, is down)
+    │   ├── ToolUnavailable              tool.unavailable      (its backend, e.g. an MCP server, is down)
+    │   └── ToolBudgetExhausted          tool.budget_exhausted (the run's tool-call budget is spent)
     ├── KBError                          kb.error
     │   ├── KBModelMismatch              kb.model_mismatch
     │   ├── KBLoadError                  kb.load_error
@@ -38,7 +39,8 @@ tests can match on; the message is for people and may change. The tree::
     │   ├── ConversationNotFound         conversation.not_found
     │   ├── RunFinished                  run.finished
     │   ├── RunQueueFull                 run.queue_full        (retryable)
-    │   └── RunStoreUnavailable          run.store_unavailable (retryable)
+    │   ├── RunStoreUnavailable          run.store_unavailable (retryable)
+    │   └── PlanStepFailed               agent.plan_step_failed (a ReWOO step could not run)
     ├── RequestInvalid                   request.invalid
     ├── AuthError                        auth.invalid_key
     └── RateLimited                      auth.rate_limited     (retryable)
@@ -72,6 +74,7 @@ __all__ = [
     "LLMTimeout",
     "LLMToolSchemaRejected",
     "LLMUnreachable",
+    "PlanStepFailed",
     "PluginError",
     "PluginLoadFailed",
     "PluginNotFound",
@@ -85,6 +88,7 @@ __all__ = [
     "RunStoreUnavailable",
     "ToolArgumentsInvalid",
     "ToolBlocked",
+    "ToolBudgetExhausted",
     "ToolError",
     "ToolNetworkError",
     "ToolNotFound",
@@ -309,3 +313,15 @@ class UploadTooLarge(KBError):
     """An uploaded file is over the server's size limit."""
 
     code = "kb.upload_too_large"
+
+
+class ToolBudgetExhausted(ToolError):
+    """A tool call was not executed because the run's tool-call budget is spent."""
+
+    code = "tool.budget_exhausted"
+
+
+class PlanStepFailed(RunError):
+    """A plan step could not run: unknown tool, bad reference, dependency cycle, failed input or timeout."""
+
+    code = "agent.plan_step_failed"

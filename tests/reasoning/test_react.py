@@ -71,7 +71,7 @@ async def test_calls_beyond_the_tool_budget_are_not_executed_and_the_model_is_to
     events = await collect_events(a, "q")
     results = [e for e in events if isinstance(e, ToolResult)]
     assert results[0].error is None and results[0].output == "value of a"
-    assert results[1].error["type"] == "BudgetExhausted"
+    assert results[1].error["type"] == "ToolBudgetExhausted" and results[1].error["code"] == "tool.budget_exhausted"
     assert "budget" in llm.prompts[2][-2].content  # the observation told the model
     answer = events[-1]
     assert answer.stop_reason == "max_tool_calls" and answer.usage.tool_calls == 1
@@ -88,7 +88,7 @@ async def test_timeout_budget_stops_a_slow_tool() -> None:
     a, _ = agent([act("slow", {"key": "k", "seconds": 30}), "Gave up waiting."], settings={"timeout_s": 0.05})
     result = await a.run("q")
     assert result.stop_reason == "timeout"
-    assert result.steps[0].error["type"] == "Timeout"
+    assert result.steps[0].error["type"] == "ToolTimeout"
     assert result.content == "Gave up waiting."
 
 

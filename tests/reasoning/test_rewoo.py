@@ -62,7 +62,8 @@ async def test_failed_evidence_triggers_one_replan_that_knows_the_failures() -> 
     assert "#E1 = boom[x]" in replan_prompt and "cannot handle x" in replan_prompt
     assert "needs #E1, which failed" in replan_prompt and "unknown tool 'nosuch'" in replan_prompt
     errors = {e.call_id: e.error for e in events if isinstance(e, ToolResult)}
-    assert errors["rewoo_1_E1"]["type"] == "RuntimeError" and errors["rewoo_1_E3"]["type"] == "PlanError"
+    assert errors["rewoo_1_E1"]["type"] == "RuntimeError" and errors["rewoo_1_E3"]["type"] == "PlanStepFailed"
+    assert errors["rewoo_1_E3"]["code"] == "agent.plan_step_failed"
     assert errors["rewoo_2_E1"] is None
     assert "Plan 2:" in llm.prompts[2][-1].content
     assert events[-1].text == "x has a value."
@@ -78,14 +79,14 @@ async def test_cycle_in_planner_output_is_failed_evidence_not_a_hang() -> None:
     llm = ScriptedProvider(replies=["#E1 = lookup[#E2]\n#E2 = lookup[#E1]", "#E1 = lookup[z]", "done"])
     result = await Agent("rewoo", llm=llm, tools=make_tools()).run("q")
     assert result.content == "done"
-    assert [s.error["type"] if s.error else "ok" for s in result.steps] == ["PlanError", "PlanError", "ok"]
+    assert [s.error["type"] if s.error else "ok" for s in result.steps] == ["PlanStepFailed", "PlanStepFailed", "ok"]
 
 
 async def test_tool_budget_fails_extra_steps_and_is_the_stop_reason() -> None:
     llm = ScriptedProvider(replies=["#E1 = lookup[a]\n#E2 = lookup[b]\n#E3 = lookup[c]", "Partial answer."])
     result = await Agent("rewoo", llm=llm, tools=make_tools(), settings={"max_tool_calls": 2}).run("q")
     assert result.stop_reason == "max_tool_calls" and result.usage.tool_calls == 2
-    assert sum(1 for s in result.steps if s.error and s.error["type"] == "BudgetExhausted") == 1
+    assert sum(1 for s in result.steps if s.error and s.error["type"] == "ToolBudgetExhausted") == 1
     assert result.content == "Partial answer."
 
 

@@ -52,7 +52,7 @@ async def test_calls_beyond_the_budget_get_a_tool_message_and_a_forced_answer() 
     a = Agent("toolcall", llm=llm, tools=make_tools(), settings={"max_tool_calls": 1})
     events = await collect_events(a, "q")
     results = [e for e in events if isinstance(e, ToolResult)]
-    assert sorted(r.error["type"] if r.error else "ok" for r in results) == ["BudgetExhausted", "ok"]
+    assert sorted(r.error["type"] if r.error else "ok" for r in results) == ["ToolBudgetExhausted", "ok"]
     final_prompt = llm.prompts[-1]
     assert llm.tools_seen[-1] is None
     assert not any(m.role == "tool" or m.tool_calls for m in final_prompt)  # flattened for a tool-less call
@@ -116,5 +116,5 @@ async def test_token_and_time_budgets() -> None:
     llm = ScriptedProvider(replies=[calls(("slow", {"key": "a", "seconds": 30}), ("lookup", {"key": "b"})), "Late."])
     result = await Agent("toolcall", llm=llm, tools=make_tools(), settings={"timeout_s": 0.05}).run("q")
     assert result.stop_reason == "timeout" and result.content == "Late."
-    assert sorted(s.error["type"] if s.error else "ok" for s in result.steps) == ["Timeout", "ok"]
+    assert sorted(s.error["type"] if s.error else "ok" for s in result.steps) == ["ToolTimeout", "ok"]
     assert asyncio.all_tasks() == {asyncio.current_task()}

@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from reasonloop.errors import PlanStepFailed, ToolBudgetExhausted
 from reasonloop.events import Event, Progress, Thought, ToolCall
 from reasonloop.llm.base import Message
 from reasonloop.reasoning.base import LoopSettings, Reasoning
@@ -134,10 +135,7 @@ class ReWOOReasoning(Reasoning):
             tool = ctx.tools[step.tool]
             if self.tracker.take_tool_slots(1) == 0:
                 outputs[step.id] = failure(
-                    step.tool,
-                    "not executed: the tool-call budget of this run is spent",
-                    "BudgetExhausted",
-                    "agent.budget_exhausted",
+                    step.tool, ToolBudgetExhausted("not executed: the tool-call budget of this run is spent")
                 )
                 raise StepFailed(outputs[step.id].error["error"])  # type: ignore[index]
             self.tracker.real_tool_calls += 1
@@ -174,7 +172,7 @@ class ReWOOReasoning(Reasoning):
                 if "time budget" in (update.error or ""):
                     self.tracker.hit("timeout")
                 yield ToolCall(call_id=call.call_id, tool=step.tool, input={"input": step.input})
-                out = failure(step.tool, update.error or "failed", "PlanError", "agent.plan_error")
+                out = failure(step.tool, PlanStepFailed(update.error or "failed"))
             yield record_result(ctx, call, out, settings.max_evidence_tokens)
             if out.error is None:
                 update.output = out.text

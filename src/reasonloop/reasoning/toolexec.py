@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from reasonloop.errors import ReasonLoopError, ToolArgumentsInvalid, ToolBudgetExhausted, ToolNotFound, ToolTimeout
 from reasonloop.events import Event, Step, ToolCall, ToolResult
 from reasonloop.reasoning.base import RunContext
 from reasonloop.reasoning.budget import BudgetTracker
@@ -42,12 +43,12 @@ class PlannedCall:
     """Why the arguments could not be read (the call is answered with this error)."""
 
 
-def failure(tool: str, message: str, kind: str, code: str | None = None) -> ToolOutput:
-    """An error observation in the shape every strategy shows the model."""
-    error = {"tool": tool, "error": message, "type": kind}
-    if code:
-        error["code"] = code
-    return ToolOutput(text=f"Error from {tool}: {message}", error=error)
+def failure(tool: str, error: ReasonLoopError) -> ToolOutput:
+    """An error observation ``{tool, error, type, code}`` in the shape every strategy shows the model."""
+    return ToolOutput(
+        text=f"Error from {tool}: {error.message}",
+        error={"tool": tool, "error": error.message, "type": type(error).__name__, "code": error.code},
+    )
 
 
 def coerce_input(tool: Tool, raw: Any) -> dict[str, Any]:
@@ -101,16 +102,14 @@ async def run_tools(
         tool = ctx.tools.get(call.tool)
         if tool is None:
             known = ", ".join(sorted(ctx.tools)) or "none"
-            results[i] = failure(
-                call.tool, f"unknown tool {call.tool!r} (tools: {known})", "ToolNotFound", "tool.not_found"
-            )
+            results[i] = failure(call.tool, ToolNotFound(f"unknown tool {call.tool!r} (tools: {known})"))
         elif call.invalid is not None:
-            results[i] = failure(call.tool, call.invalid, "ToolArgumentsInvalid", "tool.invalid_arguments")
+            results[i] = failure(call.tool, ToolArgumentsInvalid(call.invalid))
         elif granted > 0:
             granted -= 1
             runnable.append((i, tool))
         else:
-            results[i] = failure(call.tool, _budget_note(tracker), "BudgetExhausted", "agent.budget_exhausted")
+            results[i] = failure(call.tool, ToolBudgetExhausted(_budget_note(tracker)))
     tracker.real_tool_calls += len(runnable)
     for i, out in enumerate(results):
         if out is not None:
@@ -168,7 +167,7 @@ async def _run_concurrently(
             task.cancel()
             i = tasks[task]
             tracker.hit("timeout")
-            results[i] = failure(calls[i].tool, "stopped: the run's time budget ran out", "Timeout", "tool.timeout")
+            results[i] = failure(calls[i].tool, ToolTimeout("stopped: the run's time budget ran out"))
             yield record_result(ctx, calls[i], results[i], observation_tokens)
     finally:
         ctx._wake = None
