@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import jsonschema
 from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic_core import PydanticCustomError
 
 __all__ = ["JSONSchemaParams", "coerce_arguments", "inline_refs", "model_schema", "normalize_schema", "params_model"]
 
@@ -195,7 +196,8 @@ class JSONSchemaParams(BaseModel):
         data = coerce_arguments(data, cls.json_schema)
         errors = sorted(cls.json_validator.iter_errors(data), key=lambda e: list(e.absolute_path))
         if errors:
-            raise ValueError("; ".join(_describe(e) for e in errors[:5]))
+            message = "; ".join(_describe(e) for e in errors[:5])
+            raise PydanticCustomError("json_schema", "{problems}", {"problems": message})
         return data
 
     @classmethod
@@ -208,8 +210,8 @@ class JSONSchemaParams(BaseModel):
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
-    where = ".".join(str(p) for p in error.absolute_path) or "(arguments)"
-    return f"{where}: {error.message}"
+    where = ".".join(str(p) for p in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message
 
 
 def params_model(schema: dict[str, Any], name: str = "params") -> type[JSONSchemaParams]:
