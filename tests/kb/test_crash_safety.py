@@ -155,3 +155,27 @@ async def test_failed_ingest_reconciles_in_process(tmp_path, embedder):
     assert kb.index.lexical.keys() == sorted(kb.index.store.all_keys().tolist())
     assert not kb.index.store.dirty
     await kb.close()
+
+
+async def test_second_writer_is_refused_and_readers_do_not_repair(tmp_path, embedder):
+    kb = KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=embedder)
+    await kb.ingest_records(_records()[:3])
+    # While this process holds the writer lock (as during an ingest), another opener must
+    # neither write nor "repair" half-finished work.
+    kb.index._writer.acquire()
+    kb.index.store.dirty = True
+    other = KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=HashEmbedder())
+    assert other.index.store.dirty  # left for the writer
+    assert len(await other.search("uniqueword1", mode="lexical")) == 1  # reading works
+    try:
+        await other.ingest_records(_records()[3:4])
+    except Exception as exc:
+        assert "another process is writing" in str(exc)
+    else:
+        raise AssertionError("a second writer must be refused")
+    await other.close()
+    kb.index.store.dirty = False
+    kb.index._writer.release()
+    await kb.ingest_records(_records()[3:4])  # the lock is free again
+    assert (await kb.stats()).documents == 4
+    await kb.close()

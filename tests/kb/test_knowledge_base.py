@@ -203,7 +203,7 @@ async def test_filters_apply_before_top_k(make_kb):
 
 async def test_ingest_records_ids_and_unchanged(make_kb, embedder):
     kb = make_kb()
-    report = await kb.ingest_records([("d1", "Title One", "first body text"), ("d2", "", "second body")])
+    report = await kb.ingest_records([("d1", "Title One", "first body text"), {"_id": "d2", "text": "second body"}])
     assert report.added == ["d1", "d2"]
     hit = (await kb.search("first body", top_k=1))[0]
     assert (hit.document_id, hit.title) == ("d1", "Title One")

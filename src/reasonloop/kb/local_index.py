@@ -17,6 +17,7 @@ text. Documents that never reached their commit point are simply absent and get 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -34,6 +35,7 @@ from reasonloop.kb.fetch import is_url
 from reasonloop.kb.hybrid import HybridRetriever, Reranker
 from reasonloop.kb.ingest import Ingestor, Record
 from reasonloop.kb.lexical import LexicalIndex
+from reasonloop.kb.locking import WriterLock
 from reasonloop.kb.store import DocumentRow, MetadataStore
 from reasonloop.kb.vector import LocalVectorStore, VectorStore
 from reasonloop.registry import PluginInfo
@@ -132,7 +134,16 @@ class LocalIndex:
         if dim:
             self.ensure_vectors(int(dim))
         self._write_lock = asyncio.Lock()
-        self.reconcile()
+        self._writer = WriterLock(self.path / "writer.lock")
+        if self._writer.try_acquire():
+            try:
+                self.reconcile()
+            finally:
+                self._writer.release()
+        else:
+            # Another process is ingesting: its sqlite commits run ahead of the files it has
+            # flushed, so catch up vectors in memory only and leave repairs to the writer.
+            self.reconcile(persist=False)
 
     # -- model bookkeeping ----------------------------------------------------------------------------
     def _check_model(self) -> None:
@@ -180,9 +191,14 @@ class LocalIndex:
         return self.vectors
 
     # -- consistency ----------------------------------------------------------------------------------
-    def reconcile(self) -> None:
-        """Bring BM25 and vectors in line with sqlite (cheap when nothing is off)."""
-        dirty = self.store.dirty
+    def reconcile(self, *, persist: bool = True) -> None:
+        """Bring BM25 and vectors in line with sqlite (cheap when nothing is off).
+
+        Args:
+            persist: Write repairs to disk (only the writer may); otherwise only the in-memory
+                vector set catches up.
+        """
+        dirty = self.store.dirty and persist
         keys = self.store.all_keys()
         if self.vectors is not None and (dirty or len(self.vectors) != len(keys)):
             have = self.vectors.keys()
@@ -194,9 +210,12 @@ class LocalIndex:
                 found, matrix, lost = self.store.vectors_for(model, [int(k) for k in missing])
                 if found:
                     self.vectors.add(found, matrix)
-                if lost:  # no cached vector: drop those documents so the next ingest redoes them
+                if lost and persist:  # no cached vector: drop those documents so the next ingest redoes them
                     self.store.delete_documents(self.store.doc_ids_of_keys(lost))
-            self.vectors.flush()
+            if persist:
+                self.vectors.flush()
+        if not persist:
+            return
         if dirty or len(self.lexical) != self.store.chunk_count():
             self.lexical.clear()
             for batch in self.store.iter_lexical():
@@ -265,7 +284,11 @@ class LocalIndex:
         *,
         on_progress: ProgressFn | None = None,
     ) -> IngestReport:
-        """Ingest documents given as data: :class:`Record`, ``(id, title, text)`` or dicts."""
+        """Ingest documents given as data: :class:`Record`, ``(id, title, text)`` or dicts.
+
+        Dicts carry ``id`` (or BEIR's ``_id``), ``text``, optional ``title``, ``source``,
+        ``metadata``; any other key joins the metadata.
+        """
 
         def normalized() -> Iterable[Record]:
             for r in records:
@@ -275,9 +298,11 @@ class LocalIndex:
                     rid, title, text = r
                     yield Record(id=str(rid), title=title or "", text=text)
                 else:
-                    extra = {k: v for k, v in r.items() if k not in ("id", "title", "text", "source", "metadata")}
+                    extra = {
+                        k: v for k, v in r.items() if k not in ("id", "_id", "title", "text", "source", "metadata")
+                    }
                     yield Record(
-                        id=str(r["id"]),
+                        id=str(r["id"] if "id" in r else r["_id"]),
                         title=r.get("title") or "",
                         text=r.get("text") or "",
                         source=r.get("source") or "",
@@ -293,6 +318,7 @@ class LocalIndex:
 
     async def _run(self, ingestor: Ingestor, produce: Callable[[asyncio.Queue[Any]], Any]) -> IngestReport:
         async with self._write_lock:
+            self._writer.acquire()
             self.store.dirty = True
             queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
             producer = asyncio.ensure_future(produce(queue))
@@ -302,13 +328,16 @@ class LocalIndex:
                 ok = True
             finally:
                 producer.cancel()
-                self.lexical.commit()
-                if self.vectors is not None:
-                    self.vectors.flush()
-                if ok:
-                    self.store.dirty = False
-                else:
-                    self.reconcile()
+                try:
+                    self.lexical.commit()
+                    if self.vectors is not None:
+                        self.vectors.flush()
+                    if ok:
+                        self.store.dirty = False
+                    else:
+                        self.reconcile()
+                finally:
+                    self._writer.release()
         ingestor.report.seconds = time.perf_counter() - ingestor.started
         return ingestor.report
 
@@ -318,8 +347,8 @@ class LocalIndex:
         if doc is not None:
             return [doc]
         target = doc_id_or_source
-        if not target.startswith(("http://", "https://")) and Path(target).expanduser().exists():
-            target = str(Path(target).expanduser().resolve())
+        if not is_url(target):
+            target = os.path.realpath(os.path.expanduser(target))
         doc = self.store.document(target)
         if doc is not None:
             return [doc]
@@ -333,15 +362,19 @@ class LocalIndex:
             The sources removed (empty when nothing matched).
         """
         async with self._write_lock:
-            docs = self._resolve(doc_id_or_source)
+            docs = await asyncio.to_thread(self._resolve, doc_id_or_source)
             if not docs:
                 return []
-            self.store.dirty = True
-            removed = self.store.delete_documents([d.id for d in docs])
-            self.apply(removed, [], [], np.zeros((0, 0), np.float32))
-            if self.vectors is not None:
-                self.vectors.flush()
-            self.store.dirty = False
+            self._writer.acquire()
+            try:
+                self.store.dirty = True
+                removed = self.store.delete_documents([d.id for d in docs])
+                self.apply(removed, [], [], np.zeros((0, 0), np.float32))
+                if self.vectors is not None:
+                    self.vectors.flush()
+                self.store.dirty = False
+            finally:
+                self._writer.release()
             return [d.source for d in docs]
 
     async def documents(self) -> list[DocumentRow]:
