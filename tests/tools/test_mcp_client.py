@@ -109,13 +109,14 @@ async def test_server_killed_mid_call_is_reported_then_reestablished(manager_fac
     manager = await manager_factory(stdio())
     connection = manager.connections["catalog"]
     pid = int((await call(manager, "whoami")).text)
-    pending = asyncio.create_task(call(manager, "hang", seconds=30))
+    pending = [asyncio.create_task(call(manager, "hang", seconds=30)) for _ in range(2)]
     await asyncio.sleep(0.3)
     os.kill(pid, signal.SIGKILL)
-    out = await asyncio.wait_for(pending, 10)
-    assert out.error["code"] == "tool.unavailable"
+    outs = await asyncio.wait_for(asyncio.gather(*pending), 10)
+    assert [o.error["code"] for o in outs] == ["tool.unavailable", "tool.unavailable"]
     again = await call(manager, "whoami")
     assert again.ok and int(again.text) != pid
+    assert (await call(manager, "whoami")).text == again.text
     assert connection.connects == 2
 
 

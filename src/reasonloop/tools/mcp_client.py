@@ -150,6 +150,7 @@ class MCPConnection:
         if self._tools is not None and not refresh:
             return self._tools
         await self.connect()
+        generation = self.connects
         tools: list[mcp_types.Tool] = []
         cursor: str | None = None
         try:
@@ -165,7 +166,7 @@ class MCPConnection:
                 f"MCP server {self.name!r} did not list its tools in time", server=self.name
             ) from None
         except (MCPError, *_GONE) as exc:
-            await self._lost(exc)
+            await self._lost(exc, generation)
             raise ToolUnavailable(f"MCP server {self.name!r}: {_describe(exc)}", server=self.name) from exc
         self._tools = tools
         return tools
@@ -179,27 +180,28 @@ class MCPConnection:
         """
         await self._ensure_live()
         timeout = self.settings.timeout_s
+        generation = self.connects
         try:
             async with asyncio.timeout(timeout + 1.0):
                 return await self._live().call_tool(name, arguments, read_timeout_seconds=timeout)
         except TimeoutError:
             raise ToolTimeout(f"MCP tool {name!r} on {self.name!r} did not answer within {timeout:g}s") from None
         except MCPError as exc:
-            if exc.code not in _CLOSED_CODES and "timed out" in str(exc):
+            if exc.code == mcp_types.REQUEST_TIMEOUT:
                 raise ToolTimeout(f"MCP tool {name!r} on {self.name!r} did not answer within {timeout:g}s") from None
             if exc.code in _CLOSED_CODES:
-                await self._lost(exc)
+                await self._lost(exc, generation)
                 raise ToolUnavailable(f"MCP server {self.name!r} went away during {name!r}", server=self.name) from exc
             raise ToolError(f"MCP server {self.name!r} refused {name!r}: {exc}", server=self.name) from exc
         except _GONE as exc:
-            await self._lost(exc)
+            await self._lost(exc, generation)
             raise ToolUnavailable(f"MCP server {self.name!r} went away during {name!r}", server=self.name) from exc
 
     async def _ensure_live(self) -> None:
         """Connect, and reconnect first if the session closed while idle (the server exited)."""
         await self.connect()
         if _closed(self._client):
-            await self._lost(ToolUnavailable("the server closed the session"))
+            await self._lost(ToolUnavailable("the server closed the session"), self.connects)
             await self.connect()
 
     def _live(self) -> Client:
@@ -208,10 +210,13 @@ class MCPConnection:
             raise ToolUnavailable(f"MCP server {self.name!r} is not connected", server=self.name)
         return client
 
-    async def _lost(self, exc: BaseException) -> None:
-        self.error = _describe(exc)
-        log.warning("MCP server %r lost: %s", self.name, self.error)
+    async def _lost(self, exc: BaseException, generation: int | None = None) -> None:
+        """Drop the session a failed call used (not a newer one another call opened meanwhile)."""
         async with self._lock:
+            if generation is not None and generation != self.connects:
+                return
+            self.error = _describe(exc)
+            log.warning("MCP server %r lost: %s", self.name, self.error)
             await self._drop()
 
     async def aclose(self) -> None:
