@@ -9,6 +9,7 @@ counts; providers that report real usage override them for the usage figures.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 __all__ = ["count_tokens", "trim_to_tokens"]
 
@@ -32,7 +33,21 @@ def count_tokens(text: str) -> int:
     """Estimated number of tokens in ``text``."""
     if not text:
         return 0
+    return _count_cached(text) if len(text) < _CACHE_MIN_CHARS else _count_cached_long(text)
+
+
+# Prompts are re-sent with the same history every step, so the same strings are counted again
+# and again; str caches its own hash, so a cache hit costs a dict lookup. Short strings are
+# cheap to count and not worth evicting long ones for.
+_CACHE_MIN_CHARS = 64
+
+
+def _count(text: str) -> int:
     return sum(_piece_cost(m.group()) for m in _PIECE.finditer(text))
+
+
+_count_cached = _count
+_count_cached_long = lru_cache(maxsize=2048)(_count)
 
 
 def trim_to_tokens(text: str, budget: int, marker: str = " …[trimmed]") -> str:
