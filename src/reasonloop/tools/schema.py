@@ -11,11 +11,13 @@ from __future__ import annotations
 import copy
 import json
 import re
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import jsonschema
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = ["JSONSchemaParams", "coerce_arguments", "inline_refs", "model_schema", "normalize_schema", "params_model"]
 
@@ -224,6 +226,8 @@ def params_model(schema: dict[str, Any], name: str = "params") -> type[JSONSchem
     Raises:
         jsonschema.SchemaError: the schema is not valid JSON schema even after normalising.
     """
+    import jsonschema  # only tools described by JSON schema need it
+
     normalized = normalize_schema(schema)
     validator_cls = jsonschema.validators.validator_for(normalized, default=jsonschema.Draft7Validator)
     validator_cls.check_schema(normalized)
