@@ -330,3 +330,32 @@ async def test_cpu_work_runs_off_the_event_loop(make_kb, corpus, monkeypatch):
     await kb.ingest_records([("r1", "", "a record")])
     assert seen == {"chunk": {False}, "lexical": {False}, "commit": {False}}
     await kb.close()
+
+
+async def test_index_and_embedder_come_from_the_registry(tmp_path):
+    from reasonloop.config import Settings
+    from reasonloop.errors import PluginNotFound
+    from reasonloop.kb.local_index import LocalIndex
+    from reasonloop.registry import Registry
+
+    class TaggedIndex(LocalIndex):
+        opened_with: tuple = ()
+
+        def __init__(self, path, embedder, options):
+            TaggedIndex.opened_with = (path, embedder.name, options)
+            super().__init__(path, embedder, options)
+
+    registry = Registry(use_entry_points=False)
+    registry.register("index", "tagged", TaggedIndex)
+    registry.register("embedder", "hashy", HashEmbedder)
+    settings = Settings(kb={"index": "tagged", "embedder": "hashy", "options": {"chunk_tokens": 64}})
+    kb = KnowledgeBase.open(tmp_path / "kb", settings=settings, registry=registry)
+    assert isinstance(kb.index, TaggedIndex)
+    assert TaggedIndex.opened_with == (tmp_path / "kb", "hash-test", {"chunk_tokens": 64})
+    assert kb.index.chunker.chunk_tokens == 64
+    await kb.close()
+    with pytest.raises(PluginNotFound, match="nope"):
+        KnowledgeBase.open(tmp_path / "kb2", settings=Settings(kb={"index": "nope"}), registry=registry)
+    builtin = KnowledgeBase.open(tmp_path / "kb3", settings=Settings(kb={"embedder": "hashy"}), registry=registry)
+    assert isinstance(builtin.index, LocalIndex)  # "local" is built in even without an entry point
+    await builtin.close()
