@@ -84,6 +84,7 @@ class HttpRequestTool(Tool):
         self.timeout_s = self.settings.timeout_s + 1.0
         self._transport = transport
         self._verify = verify
+        self._host_secrets = {h.lower().rstrip("."): v for h, v in self.settings.host_secrets.items()}
         self.Params = create_model(  # type: ignore[misc, call-overload]
             "http_request_params",
             __config__=ConfigDict(extra="forbid"),
@@ -166,7 +167,7 @@ class HttpRequestTool(Tool):
             await client.aclose()
 
     def _secrets(self, host: str) -> dict[str, str]:
-        headers = self.settings.host_secrets.get(host) or self.settings.host_secrets.get(host.lower()) or {}
+        headers = self._host_secrets.get(host.lower().rstrip("."), {})
         out = {}
         for header, env in headers.items():
             value = secret(env)
