@@ -279,3 +279,15 @@ async def test_real_tls_is_verified_against_the_name_while_connecting_to_the_che
     assert wrong_name.error["code"] == "tool.network" and "CERTIFICATE" in wrong_name.error["error"].upper()
     assert by_ip.error["code"] == "tool.network"
     assert [s.path for s in srv.seen] == ["/tls"]
+
+
+async def test_secret_host_names_match_case_insensitively(monkeypatch):
+    monkeypatch.setenv("RL_TEST_API_KEY", "v")
+    with LocalHTTPServer(echo) as srv:
+        tool = make(
+            allow=("docs.test",),
+            resolver=table_resolver({"docs.test": ["127.0.0.1"]}, []),
+            host_secrets={"Docs.Test": {"X-Api-Key": "RL_TEST_API_KEY"}},
+        )
+        out = await call(tool, method="GET", url=f"http://DOCS.test:{srv.port}/")
+    assert out.ok and srv.seen[0].headers["x-api-key"] == "v"
