@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from reasonloop.config import MCPServerSettings
+from reasonloop.config import MCPServerSettings, load_settings
+from reasonloop.errors import ConfigError
 from reasonloop.tools.base import ToolContext
 from reasonloop.tools.mcp_client import MCPManager
 
@@ -216,3 +217,9 @@ async def test_streamable_http_server(manager_factory, http_server):
     back = await call(manager, "whoami")
     assert back.ok, back.error
     assert int(back.text) == procs[1].pid
+
+
+@pytest.mark.parametrize("entry", [{"name": "x"}, {"name": "x", "command": "srv", "url": "http://127.0.0.1/mcp"}])
+def test_a_server_needs_exactly_one_transport(entry):
+    with pytest.raises(ConfigError, match="exactly one of 'command'"):
+        load_settings(tools={"mcp_servers": [entry]})
