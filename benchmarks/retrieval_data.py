@@ -48,7 +48,7 @@ def _jsonl(path: Path) -> list[dict]:
 
 
 def scifact(
-    data_dir: Path = DATA_DIR, *, quick: bool = False, n_queries: int = 50, n_distractors: int = 250
+    data_dir: Path = DATA_DIR, *, quick: bool = False, n_queries: int = 50, n_distractors: int = 200
 ) -> Dataset:
     """BEIR SciFact test: 5,183 abstracts, 300 claims; qrels graded (all 1 in this split).
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["print_tables", "published_baselines"]
+__all__ = ["print_footer", "print_set", "published_baselines"]
 
 GOALS = {"scifact": ("nDCG@10", 0.72), "cmrc2018": ("R@5", 0.90)}
 TITLES = {
@@ -93,31 +93,35 @@ def _costs(result: dict[str, Any]) -> str:
     return _table(["cost", "figure"], rows, numeric=False)
 
 
-def print_tables(results: list[dict[str, Any]], meta: dict[str, Any], data_dir: Path) -> None:
-    """Print every set's quality table, fusion sweep and cost table as markdown."""
-    for result in results:
-        name = result["name"]
-        opts = result["options"]
-        print(f"\n## {TITLES.get(name, name)}\n")
-        print(
-            f"{result['subset']}: {result['docs']} documents, {result['queries']} queries; "
-            f"chunks of {opts.get('chunk_tokens')} tokens (overlap {opts.get('chunk_overlap')}); "
-            f"embedder {meta['embedder']}\n"
-        )
-        print(_quality(result, data_dir))
-        if name in GOALS:
-            key, goal = GOALS[name]
-            got = result["metrics"]["hybrid"][key]
-            print(f"\nGoal: hybrid {key} >= {goal:.2f}: {'met' if got >= goal else 'NOT met'} ({got:.4f})")
-        print(
-            "\nFusion sensitivity (chosen on these queries, so indicative only; "
-            "the hybrid row above is the index's own setting):\n"
-        )
-        print(_sweep(result))
-        print()
-        print(_costs(result))
+def print_set(result: dict[str, Any], embedder: str, data_dir: Path) -> None:
+    """Print one set's quality table, fusion sweep and cost table as markdown."""
+    name = result["name"]
+    opts = result["options"]
+    print(f"\n## {TITLES.get(name, name)}\n")
+    print(
+        f"{result['subset']}: {result['docs']} documents, {result['queries']} queries; "
+        f"chunks of {opts.get('chunk_tokens')} tokens (overlap {opts.get('chunk_overlap')}); "
+        f"embedder {embedder}\n"
+    )
+    print(_quality(result, data_dir))
+    if name in GOALS:
+        key, goal = GOALS[name]
+        got = result["metrics"]["hybrid"][key]
+        print(f"\nGoal: hybrid {key} >= {goal:.2f}: {'met' if got >= goal else 'NOT met'} ({got:.4f})")
+    print(
+        "\nFusion sensitivity (chosen on these queries, so indicative only; "
+        "the hybrid row above is the index's own setting):\n"
+    )
+    print(_sweep(result))
+    print()
+    print(_costs(result), flush=True)
+
+
+def print_footer(meta: dict[str, Any]) -> None:
+    """The command, wall time, machine load and peak memory of the run."""
     load = ", ".join(f"{x:.1f}" for x in meta["load_avg"])
     print(
         f"\n`{meta['command']}`: {meta['seconds']:.0f} s on {meta['cpus']} CPUs "
-        f"(load average at the end {load}), peak RSS {meta['peak_rss_mb']:.0f} MB"
+        f"(load average at the end {load}), peak RSS {meta['peak_rss_mb']:.0f} MB",
+        flush=True,
     )
