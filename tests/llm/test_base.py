@@ -265,3 +265,24 @@ async def test_closing_the_stream_closes_the_provider_stream_at_once():
     assert (await anext(stream)).text == "a"
     await stream.aclose()
     assert closed == [True]
+
+
+async def test_estimated_usage_counts_tool_schemas_and_call_arguments():
+    from reasonloop.llm.base import ToolCallPart, ToolSpec
+    from reasonloop.llm.scripted import ScriptedProvider
+
+    spec = ToolSpec(
+        name="docsearch",
+        description="Search the knowledge base for passages about a topic.",
+        parameters={"type": "object", "properties": {"query": {"type": "string"}}},
+    )
+    history = [
+        Message.user("q"),
+        Message.assistant(
+            tool_calls=[ToolCallPart(id="c1", name="docsearch", arguments={"query": "a long query about budgets"})]
+        ),
+    ]
+    plain, with_tools = ScriptedProvider(replies=["ok", "ok"]), ScriptedProvider(replies=["ok"])
+    await plain.complete([Message.user("q")])
+    await with_tools.complete(history, tools=[spec])
+    assert with_tools.calls[0].prompt_tokens > plain.calls[0].prompt_tokens + 20

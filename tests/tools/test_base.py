@@ -331,3 +331,37 @@ async def test_tool_without_run_reports_an_error():
 
     out = await Lazy().invoke({"query": "x"}, ctx_for())
     assert out.error["type"] == "NotImplementedError"
+
+
+async def test_cancellation_raised_inside_a_tool_is_a_tool_error_not_a_stop():
+    async def inner() -> None:
+        await asyncio.sleep(10)
+
+    @tool
+    async def flaky() -> str:
+        """Awaits a task that something else cancels."""
+        task = asyncio.ensure_future(inner())
+        asyncio.get_running_loop().call_soon(task.cancel)
+        await task
+        return "unreachable"
+
+    out = await flaky.invoke({}, ToolContext())
+    assert out.error is not None and out.error["code"] == "tool.error"
+    assert "cancelled internally" in out.error["error"]
+
+
+async def test_stopping_the_caller_still_cancels_the_tool():
+    started = asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Sleeps."""
+        started.set()
+        await asyncio.sleep(10)
+        return "late"
+
+    task = asyncio.ensure_future(slow.invoke({}, ToolContext()))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task

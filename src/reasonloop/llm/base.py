@@ -195,6 +195,10 @@ def parse_arguments(raw: str, tool: str | None = None) -> dict[str, Any]:
     return value
 
 
+def _spec_tokens(spec: ToolSpec) -> int:
+    return count_tokens(spec.name) + count_tokens(spec.description) + count_tokens(json.dumps(spec.parameters)) + 8
+
+
 # -- provider base ------------------------------------------------------------------------------
 @dataclass(slots=True)
 class ChatRequest:
@@ -335,7 +339,14 @@ class LLM(ABC):
 
     def _finish(self, done: Done, request: ChatRequest, parts: list[str], attempts: int) -> Done:
         if not done.prompt_tokens and not done.completion_tokens:
-            done.prompt_tokens = sum(count_tokens(m.content) + 4 for m in request.messages)
+            # Estimate what the provider was sent: message text, earlier tool calls' arguments
+            # and the tool schemas (providers bill those as prompt tokens too).
+            done.prompt_tokens = sum(
+                count_tokens(m.content) + 4 + sum(count_tokens(json.dumps(c.arguments)) + 4 for c in m.tool_calls)
+                for m in request.messages
+            )
+            if request.tools:
+                done.prompt_tokens += sum(_spec_tokens(spec) for spec in request.tools)
             done.completion_tokens = count_tokens("".join(parts))
             done.usage_estimated = True
         self.calls.append(CallRecord(done.prompt_tokens, done.completion_tokens, done.usage_estimated, attempts))

@@ -121,6 +121,13 @@ class Tool:
             if not deadline.expired():  # the tool's own timeout (a socket, a client): report it as it is
                 return self._error(exc, started)
             return self._error(ToolTimeout(f"{self.name} did not finish within {self.timeout_s:g}s"), started)
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the run (or this call) is being stopped: let it stop
+            # A cancellation that started inside the tool (an inner task someone else cancelled)
+            # is the tool's failure, not a stop request for the run.
+            return self._error(ToolError(f"{self.name} was cancelled internally ({exc or 'no reason'})"), started)
         except Exception as exc:
             return self._error(exc, started)
         out = result if isinstance(result, ToolOutput) else ToolOutput(text=_as_text(result))
