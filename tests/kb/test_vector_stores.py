@@ -20,13 +20,15 @@ def data():
     return _unit(rng.normal(size=(60, DIM)))
 
 
-@pytest.fixture(params=["local-exact", "local-hnsw", "qdrant-memory", "qdrant-path"])
+@pytest.fixture(params=["local-exact", "local-hnsw", "local-grow", "qdrant-memory", "qdrant-path"])
 def store(request, tmp_path):
     kind = request.param
     if kind == "local-exact":
         s = LocalVectorStore(tmp_path / "v.usearch", DIM)
     elif kind == "local-hnsw":
         s = LocalVectorStore(tmp_path / "v.usearch", DIM, exact_below=0, ef_search=256)
+    elif kind == "local-grow":
+        s = LocalVectorStore(tmp_path / "v.usearch", DIM, exact_below=40, ef_search=256)
     elif kind == "qdrant-memory":
         s = QdrantVectorStore(DIM)
     else:
@@ -97,6 +99,27 @@ def test_local_store_persists_across_reopen(tmp_path, data):
     reopened = LocalVectorStore(tmp_path / "v.usearch", DIM)
     assert len(reopened) == 60
     assert reopened.search(data[9], 1)[0][0] == 109
+    assert not reopened.uses_hnsw and (tmp_path / "v.npz").exists()
+    with pytest.raises(KBError, match="expected dim 8"):
+        LocalVectorStore(tmp_path / "v.usearch", 8)
+
+
+def test_local_store_builds_hnsw_when_it_grows_and_persists_it(tmp_path, data):
+    s = LocalVectorStore(tmp_path / "v.usearch", DIM, exact_below=40, ef_search=256)
+    s.add(list(range(100, 130)), data[:30])
+    assert not s.uses_hnsw
+    s.flush()
+    assert (tmp_path / "v.npz").exists() and not (tmp_path / "v.usearch").exists()
+    s.add(list(range(130, 160)), data[30:])
+    assert s.uses_hnsw and len(s) == 60
+    assert [k for k, _ in s.search(data[45], 3)] == _brute(data, list(range(100, 160)), data[45], 3)
+    s.flush()
+    assert (tmp_path / "v.usearch").exists() and not (tmp_path / "v.npz").exists()
+    reopened = LocalVectorStore(tmp_path / "v.usearch", DIM, exact_below=40)
+    assert reopened.uses_hnsw and len(reopened) == 60
+    reopened.remove(list(range(100, 130)))  # shrinks below the threshold: exact search again
+    assert [k for k, _ in reopened.search(data[45], 3)] == _brute(data, list(range(130, 160)), data[45], 3)
+    assert [k for k, _ in reopened.search(data[45], 2, allowed={131, 150})] == _brute(data, [131, 150], data[45], 2)
     with pytest.raises(KBError, match="expected 8"):
         LocalVectorStore(tmp_path / "v.usearch", 8)
 

@@ -36,6 +36,9 @@ __all__ = ["Ingestor", "Record", "document_id"]
 
 ProgressFn = Callable[[IngestProgress], None]
 
+LEXICAL_COMMIT_EVERY_S = 1.0
+"""During an ingest, BM25 commits at most this often (every commit writes a tantivy segment)."""
+
 
 def document_id(source: str) -> str:
     """Stable id of the document at ``source``."""
@@ -85,6 +88,7 @@ class Ingestor:
         self.progress = IngestProgress()
         self.started = time.perf_counter()
         self.seen_sources: set[str] = set()
+        self._last_lexical_commit = self.started
 
     # -- progress ---------------------------------------------------------------------------------
     def _tick(self, current: str | None = None) -> None:
@@ -272,4 +276,10 @@ class Ingestor:
             vec_keys.extend(keys)
             (self.report.updated if d.updated else self.report.added).append(d.write.source)
             self.report.chunks_added += len(keys)
-        await asyncio.to_thread(self.index.apply, removed, lexical_items, vec_keys, vectors)
+        now = time.perf_counter()
+        commit_lexical = now - self._last_lexical_commit >= LEXICAL_COMMIT_EVERY_S
+        if commit_lexical:
+            self._last_lexical_commit = now
+        await asyncio.to_thread(
+            self.index.apply, removed, lexical_items, vec_keys, vectors, commit_lexical=commit_lexical
+        )

@@ -4,7 +4,9 @@ Layout of the directory (``.reasonloop/`` by default)::
 
     kb.sqlite        documents, chunks, cached vectors, meta (embedding model, dim)
     lexical/         tantivy BM25 index          (derived from kb.sqlite)
-    vectors.usearch  HNSW graph                  (derived from kb.sqlite)
+    vectors.npz      flat vectors, small indexes (derived from kb.sqlite)
+    vectors.usearch  HNSW graph, large indexes   (derived from kb.sqlite)
+    writer.lock      held by the process writing (one at a time)
 
 Crash safety: sqlite is the source of truth, and a document is in the index once its sqlite
 transaction commits. The derived indexes are updated after that commit, under a ``dirty`` flag
@@ -225,12 +227,23 @@ class LocalIndex:
             self.store.dirty = False
 
     def apply(
-        self, removed: Sequence[int], lexical: Sequence[tuple[int, str]], keys: Sequence[int], vectors: np.ndarray
+        self,
+        removed: Sequence[int],
+        lexical: Sequence[tuple[int, str]],
+        keys: Sequence[int],
+        vectors: np.ndarray,
+        *,
+        commit_lexical: bool = True,
     ) -> None:
-        """Update the derived indexes after a sqlite commit."""
+        """Update the derived indexes after a sqlite commit.
+
+        ``commit_lexical=False`` batches BM25 commits during a long ingest (each tantivy commit
+        writes a segment); the ingest commits at its end, and the dirty flag covers a crash.
+        """
         self.lexical.delete(removed)
         self.lexical.add(lexical)
-        self.lexical.commit()
+        if commit_lexical:
+            self.lexical.commit()
         if self.vectors is not None:
             self.vectors.remove(removed)
             if len(keys):

@@ -1,9 +1,10 @@
-"""Vector stores: the protocol every backend meets, and the embedded usearch one.
+"""Vector stores: the protocol every backend meets, and the embedded one.
 
 Vectors are unit length and keyed by integer chunk keys; scores are cosine similarities
-(higher is closer). :class:`LocalVectorStore` keeps an HNSW graph (usearch) on disk and, while
-the store is small (``exact_below`` vectors), an in-memory matrix searched exactly with numpy:
-exact is as fast as HNSW at that size and never misses. Filtered searches (``allowed`` keys)
+(higher is closer). :class:`LocalVectorStore` starts *flat*: a numpy matrix searched exactly
+(as fast as HNSW below a few tens of thousands of vectors, and it never misses), saved as
+``.npz``. Once it reaches ``exact_below`` vectors it builds a usearch HNSW graph in one bulk
+insert and from then on lives in the ``.usearch`` file. Filtered searches (``allowed`` keys)
 are exact over the allowed vectors when there are few of them, and over-fetch from HNSW
 otherwise.
 """
@@ -14,7 +15,7 @@ import os
 import threading
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -60,42 +61,102 @@ def top_k_exact(matrix: np.ndarray, keys: np.ndarray, query: np.ndarray, k: int)
 
 
 class LocalVectorStore:
-    """usearch HNSW (cosine) persisted at ``path``, with exact numpy search for small stores.
+    """Flat numpy vectors for small stores, usearch HNSW (cosine) for large ones.
 
     Args:
-        path: File for the HNSW index (``None``: memory only).
+        path: The HNSW file (``vectors.usearch``); the flat store lives beside it as ``.npz``.
+            ``None`` keeps everything in memory.
         dim: Vector length.
-        exact_below: Below this many vectors, searches are exact.
+        exact_below: Size at which the HNSW graph is built; below it searches are exact.
         ef_search: HNSW breadth at query time (recall vs. speed).
 
     Raises:
-        KBError: the file on disk holds vectors of another length.
+        KBError: the files on disk hold vectors of another length.
     """
 
     def __init__(self, path: str | Path | None, dim: int, *, exact_below: int = 20_000, ef_search: int = 128) -> None:
-        from usearch.index import Index
-
         self.path = Path(path) if path is not None else None
+        self.flat_path = self.path.with_suffix(".npz") if self.path is not None else None
         self.dim = dim
         self.exact_below = exact_below
+        self.ef_search = ef_search
         self._lock = threading.RLock()
-        self._index = Index(ndim=dim, metric="cos", dtype="f32", connectivity=16, expansion_add=128)
-        self._index.expansion_search = ef_search
-        if self.path is not None and self.path.exists():
-            self._index.load(str(self.path))
-            if self._index.ndim != dim:
-                raise KBError(f"{self.path} holds {self._index.ndim}-d vectors, expected {dim}", path=str(self.path))
-            self._index.expansion_search = ef_search
+        self._hnsw: Any = None
+        self._keys = np.zeros(0, dtype=np.uint64)
+        self._matrix = np.zeros((0, dim), dtype=np.float32)
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self._mirror_valid = False
         self._dirty = False
-        self._matrix: np.ndarray | None = None
-        self._mkeys: np.ndarray | None = None
+        if self.path is not None and self.path.exists():
+            self._hnsw = self._new_hnsw()
+            self._hnsw.load(str(self.path))
+            if self._hnsw.ndim != dim:
+                raise KBError(f"{self.path} holds {self._hnsw.ndim}-d vectors, expected {dim}", path=str(self.path))
+            self._hnsw.expansion_search = ef_search
+        elif self.flat_path is not None and self.flat_path.exists():
+            with np.load(self.flat_path) as data:
+                keys, matrix = data["keys"], data["vectors"]
+            if matrix.ndim != 2 or (len(matrix) and matrix.shape[1] != dim):
+                raise KBError(f"{self.flat_path} holds vectors of shape {matrix.shape}, expected dim {dim}")
+            self._keys, self._matrix = keys.astype(np.uint64), matrix.astype(np.float32).reshape(-1, dim)
+            self._mirror_valid = True
+        else:
+            self._mirror_valid = True
+        self._keyset: set[int] = set(self._keys.tolist()) if self._hnsw is None else set()
 
+    def _new_hnsw(self) -> Any:
+        from usearch.index import Index
+
+        index = Index(ndim=self.dim, metric="cos", dtype="f32", connectivity=16, expansion_add=128)
+        index.expansion_search = self.ef_search
+        return index
+
+    @property
+    def uses_hnsw(self) -> bool:
+        return self._hnsw is not None
+
+    # -- flat matrix --------------------------------------------------------------------------------
+    def _consolidate(self) -> None:
+        if self._pending:
+            self._keys = np.concatenate([self._keys, *(k for k, _ in self._pending)])
+            self._matrix = np.concatenate([self._matrix, *(m for _, m in self._pending)])
+            self._pending.clear()
+
+    def _drop_flat(self, keys: np.ndarray) -> None:
+        self._consolidate()
+        if len(keys) and len(self._keys):
+            keep = ~np.isin(self._keys, keys)
+            if not keep.all():
+                self._keys, self._matrix = self._keys[keep], self._matrix[keep]
+                self._keyset.difference_update(keys.tolist())
+
+    def _mirror(self) -> tuple[np.ndarray, np.ndarray]:
+        """The flat matrix (in HNSW mode rebuilt from the graph while the store is small)."""
+        if self._hnsw is not None and not self._mirror_valid:
+            self._keys = np.asarray(self._hnsw.keys, dtype=np.uint64).copy()
+            self._matrix = self._hnsw_vectors(self._keys)
+            self._mirror_valid = True
+        self._consolidate()
+        return self._matrix, self._keys
+
+    def _hnsw_vectors(self, keys: np.ndarray) -> np.ndarray:
+        got = self._hnsw.get(keys)
+        rows = got if isinstance(got, tuple) else list(got)
+        return np.vstack(rows).astype(np.float32, copy=False) if len(rows) else np.zeros((0, self.dim), np.float32)
+
+    # -- protocol -----------------------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self._index)
+        with self._lock:
+            if self._hnsw is not None:
+                return len(self._hnsw)
+            return len(self._keys) + sum(len(k) for k, _ in self._pending)
 
     def keys(self) -> np.ndarray:
         with self._lock:
-            return np.asarray(self._index.keys, dtype=np.uint64).copy()
+            if self._hnsw is not None:
+                return np.asarray(self._hnsw.keys, dtype=np.uint64).copy()
+            self._consolidate()
+            return self._keys.copy()
 
     def add(self, keys: Sequence[int], vectors: np.ndarray) -> None:
         if len(keys) == 0:
@@ -103,72 +164,96 @@ class LocalVectorStore:
         arr = np.asarray(keys, dtype=np.uint64)
         vecs = np.ascontiguousarray(vectors, dtype=np.float32).reshape(len(arr), self.dim)
         with self._lock:
-            present = [int(k) for k in arr if int(k) in self._index]
-            if present:
-                self._index.remove(np.asarray(present, dtype=np.uint64))
-            self._index.add(arr, vecs, threads=1)
             self._dirty = True
-            self._matrix = None
+            if self._hnsw is not None:
+                present = [int(k) for k in arr if int(k) in self._hnsw]
+                if present:
+                    self._hnsw.remove(np.asarray(present, dtype=np.uint64))
+                self._hnsw.add(arr, vecs, threads=1)
+                self._mirror_valid = False
+                return
+            new = arr.tolist()
+            if not self._keyset.isdisjoint(new):
+                self._drop_flat(arr)
+            self._keyset.update(new)
+            self._pending.append((arr.copy(), vecs.copy()))
+            if len(self) >= self.exact_below:
+                self._build_hnsw()
+
+    def _build_hnsw(self) -> None:
+        self._consolidate()
+        index = self._new_hnsw()
+        if len(self._keys):
+            index.add(self._keys, self._matrix)
+        self._hnsw = index
+        self._mirror_valid = True  # the flat arrays still hold exactly the same vectors
 
     def remove(self, keys: Collection[int]) -> None:
         if not keys:
             return
+        arr = np.asarray([int(k) for k in keys], dtype=np.uint64)
         with self._lock:
-            present = [int(k) for k in keys if int(k) in self._index]
-            if present:
-                self._index.remove(np.asarray(present, dtype=np.uint64))
-                self._dirty = True
-                self._matrix = None
-
-    def _vectors(self, keys: np.ndarray) -> np.ndarray:
-        got = self._index.get(keys)
-        rows = got if isinstance(got, tuple) else list(got)
-        return np.vstack(rows).astype(np.float32, copy=False) if len(rows) else np.zeros((0, self.dim), np.float32)
-
-    def _mirror(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._matrix is None or self._mkeys is None:
-            keys = self.keys()
-            self._mkeys = keys
-            self._matrix = self._vectors(keys)
-        return self._matrix, self._mkeys
+            if self._hnsw is not None:
+                present = [int(k) for k in arr if int(k) in self._hnsw]
+                if present:
+                    self._hnsw.remove(np.asarray(present, dtype=np.uint64))
+                    self._dirty = True
+                    self._mirror_valid = False
+                return
+            before = len(self)
+            self._drop_flat(arr)
+            self._dirty = self._dirty or len(self) != before
 
     def search(self, query: np.ndarray, k: int, allowed: Collection[int] | None = None) -> list[tuple[int, float]]:
         query = np.asarray(query, dtype=np.float32).reshape(self.dim)
         with self._lock:
-            size = len(self._index)
+            size = len(self)
             if k <= 0 or size == 0:
                 return []
+            small = self._hnsw is None or size < self.exact_below
             if allowed is None:
-                if size < self.exact_below:
+                if small:
                     matrix, keys = self._mirror()
                     return top_k_exact(matrix, keys, query, k)
-                return self._hnsw(query, k)
-            present = np.asarray([int(x) for x in allowed if int(x) in self._index], dtype=np.uint64)
+                return self._hnsw_search(query, k)
+            wanted = np.fromiter((int(x) for x in allowed), dtype=np.uint64, count=len(allowed))
+            if small:
+                matrix, keys = self._mirror()
+                mask = np.isin(keys, wanted)
+                return top_k_exact(matrix[mask], keys[mask], query, k)
+            present = np.asarray([x for x in wanted.tolist() if x in self._hnsw], dtype=np.uint64)
             if len(present) == 0:
                 return []
             if len(present) < self.exact_below:
-                return top_k_exact(self._vectors(present), present, query, k)
+                return top_k_exact(self._hnsw_vectors(present), present, query, k)
             allowed_set = set(present.tolist())
             fetch = k * 4
             while True:
-                hits = [h for h in self._hnsw(query, min(fetch, size)) if h[0] in allowed_set]
+                hits = [h for h in self._hnsw_search(query, min(fetch, size)) if h[0] in allowed_set]
                 if len(hits) >= k or fetch >= size:
                     return hits[:k]
                 fetch *= 4
 
-    def _hnsw(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
-        matches = self._index.search(query, k, threads=1)
+    def _hnsw_search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        matches = self._hnsw.search(query, k, threads=1)
         return [(int(key), float(1.0 - d)) for key, d in zip(matches.keys, matches.distances, strict=True)]
 
     def flush(self) -> None:
-        """Write the index atomically (temp file, then rename) when it changed."""
+        """Write the store atomically (temp file, then rename) when it changed."""
         with self._lock:
-            if self.path is None or not self._dirty:
+            if self.path is None or self.flat_path is None or not self._dirty:
                 return
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(self.path.suffix + ".tmp")
-            self._index.save(str(tmp))
-            os.replace(tmp, self.path)
+            if self._hnsw is not None:
+                tmp = self.path.with_name(self.path.name + ".tmp")
+                self._hnsw.save(str(tmp))
+                os.replace(tmp, self.path)
+                self.flat_path.unlink(missing_ok=True)
+            else:
+                self._consolidate()
+                tmp = self.flat_path.with_name(self.flat_path.stem + ".tmp.npz")
+                np.savez(tmp, keys=self._keys, vectors=self._matrix)
+                os.replace(tmp, self.flat_path)
             self._dirty = False
 
     def close(self) -> None:
