@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from reasonloop.config import Settings
 from reasonloop.kb.knowledge_base import KnowledgeBase
@@ -178,4 +179,32 @@ async def test_second_writer_is_refused_and_readers_do_not_repair(tmp_path, embe
     kb.index._writer.release()
     await kb.ingest_records(_records()[3:4])  # the lock is free again
     assert (await kb.stats()).documents == 4
+    await kb.close()
+
+
+async def test_cancelled_ingest_leaves_a_consistent_index(tmp_path):
+    class Slow(HashEmbedder):
+        async def embed_passages(self, texts):
+            await asyncio.sleep(0.01)
+            return await super().embed_passages(texts)
+
+    kb = KnowledgeBase.open(tmp_path / "kb", settings=Settings(kb={"options": {"commit_chunks": 2}}), embedder=Slow())
+    midway = asyncio.Event()
+
+    def on_progress(p):
+        if p.chunks_done >= 12:
+            midway.set()
+
+    task = asyncio.create_task(kb.ingest_records(_records(), on_progress=on_progress))
+    await midway.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    keys = sorted(kb.index.store.all_keys().tolist())
+    assert 6 <= len(keys) < N
+    assert kb.index.lexical.keys() == keys
+    assert sorted(kb.index.vectors.keys().tolist()) == keys
+    assert not kb.index.store.dirty
+    report = await kb.ingest_records(_records())  # the lock was released; the rest is redone
+    assert len(report.unchanged) == len(keys) and (await kb.stats()).documents == N
     await kb.close()

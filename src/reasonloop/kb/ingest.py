@@ -267,19 +267,19 @@ class Ingestor:
             self.index.ensure_vectors(vectors.shape[1])
         else:
             vectors = np.zeros((0, 0), np.float32)
-        # The commit point, then the derived indexes; both off the loop (jieba and tantivy are CPU work).
-        removed, new_keys = await asyncio.to_thread(self.index.store.commit_documents, [d.write for d in docs])
-        lexical_items: list[tuple[int, str]] = []
-        vec_keys: list[int] = []
-        for d, keys in zip(docs, new_keys, strict=True):
-            lexical_items.extend(zip(keys, d.lexical_texts, strict=True))
-            vec_keys.extend(keys)
-            (self.report.updated if d.updated else self.report.added).append(d.write.source)
-            self.report.chunks_added += len(keys)
         now = time.perf_counter()
         commit_lexical = now - self._last_lexical_commit >= LEXICAL_COMMIT_EVERY_S
         if commit_lexical:
             self._last_lexical_commit = now
-        await asyncio.to_thread(
-            self.index.apply, removed, lexical_items, vec_keys, vectors, commit_lexical=commit_lexical
+        # The commit point, then the derived indexes, in one worker-thread call: jieba, tantivy
+        # and HNSW are CPU work, and a cancelled ingest must not leave this half done.
+        new_keys = await asyncio.to_thread(
+            self.index.commit_group,
+            [d.write for d in docs],
+            [d.lexical_texts for d in docs],
+            vectors,
+            commit_lexical=commit_lexical,
         )
+        for d, keys in zip(docs, new_keys, strict=True):
+            (self.report.updated if d.updated else self.report.added).append(d.write.source)
+            self.report.chunks_added += len(keys)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -38,7 +39,7 @@ from reasonloop.kb.hybrid import HybridRetriever, Reranker
 from reasonloop.kb.ingest import Ingestor, Record
 from reasonloop.kb.lexical import LexicalIndex
 from reasonloop.kb.locking import WriterLock
-from reasonloop.kb.store import DocumentRow, MetadataStore
+from reasonloop.kb.store import DocumentRow, DocumentWrite, MetadataStore
 from reasonloop.kb.vector import LocalVectorStore, VectorStore
 from reasonloop.registry import PluginInfo
 
@@ -136,6 +137,7 @@ class LocalIndex:
         if dim:
             self.ensure_vectors(int(dim))
         self._write_lock = asyncio.Lock()
+        self._mutate = threading.RLock()  # sqlite commits + derived-index updates, vs. repairs
         self._writer = WriterLock(self.path / "writer.lock")
         if self._writer.try_acquire():
             try:
@@ -200,6 +202,10 @@ class LocalIndex:
             persist: Write repairs to disk (only the writer may); otherwise only the in-memory
                 vector set catches up.
         """
+        with self._mutate:
+            self._reconcile(persist)
+
+    def _reconcile(self, persist: bool) -> None:
         dirty = self.store.dirty and persist
         keys = self.store.all_keys()
         if self.vectors is not None and (dirty or len(self.vectors) != len(keys)):
@@ -225,6 +231,30 @@ class LocalIndex:
             self.lexical.commit()
         if dirty:
             self.store.dirty = False
+
+    def commit_group(
+        self,
+        writes: Sequence[DocumentWrite],
+        lexical_texts: Sequence[Sequence[str]],
+        vectors: np.ndarray,
+        *,
+        commit_lexical: bool = True,
+    ) -> list[list[int]]:
+        """Commit documents to sqlite (the commit point), then update BM25 and vectors.
+
+        Returns:
+            The new chunk keys of each document.
+        """
+        with self._mutate:
+            removed, new_keys = self.store.commit_documents(writes)
+            lexical = [
+                item
+                for keys, texts in zip(new_keys, lexical_texts, strict=True)
+                for item in zip(keys, texts, strict=True)
+            ]
+            flat_keys = [k for keys in new_keys for k in keys]
+            self.apply(removed, lexical, flat_keys, vectors, commit_lexical=commit_lexical)
+            return new_keys
 
     def apply(
         self,
@@ -335,12 +365,15 @@ class LocalIndex:
             self.store.dirty = True
             queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
             producer = asyncio.ensure_future(produce(queue))
+            consumer = asyncio.ensure_future(ingestor.consume(queue))
             ok = False
             try:
-                await asyncio.gather(producer, ingestor.consume(queue))
+                await asyncio.gather(producer, consumer)
                 ok = True
             finally:
-                producer.cancel()
+                for task in (producer, consumer):
+                    task.cancel()
+                await asyncio.gather(producer, consumer, return_exceptions=True)
                 try:
                     self.lexical.commit()
                     if self.vectors is not None:
@@ -380,12 +413,13 @@ class LocalIndex:
                 return []
             self._writer.acquire()
             try:
-                self.store.dirty = True
-                removed = self.store.delete_documents([d.id for d in docs])
-                self.apply(removed, [], [], np.zeros((0, 0), np.float32))
-                if self.vectors is not None:
-                    self.vectors.flush()
-                self.store.dirty = False
+                with self._mutate:
+                    self.store.dirty = True
+                    removed = self.store.delete_documents([d.id for d in docs])
+                    self.apply(removed, [], [], np.zeros((0, 0), np.float32))
+                    if self.vectors is not None:
+                        self.vectors.flush()
+                    self.store.dirty = False
             finally:
                 self._writer.release()
             return [d.source for d in docs]
