@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +32,7 @@ from reasonloop.kb.store import ChunkWrite, DocumentWrite
 if TYPE_CHECKING:
     from reasonloop.kb.local_index import LocalIndex
 
-__all__ = ["Ingestor", "Record", "document_id"]
+__all__ = ["Ingestor", "Record", "as_records", "document_id"]
 
 ProgressFn = Callable[[IngestProgress], None]
 
@@ -55,6 +55,29 @@ class Record:
     source: str = ""
     """Defaults to the id."""
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def as_records(items: Iterable[Record | tuple[str, str, str] | Mapping[str, Any]]) -> Iterator[Record]:
+    """:class:`Record` from records, ``(id, title, text)`` tuples or dicts.
+
+    Dicts carry ``id`` (or BEIR's ``_id``), ``text``, optional ``title``, ``source`` and
+    ``metadata``; any other key joins the metadata.
+    """
+    for r in items:
+        if isinstance(r, Record):
+            yield r
+        elif isinstance(r, tuple):
+            rid, title, text = r
+            yield Record(id=str(rid), title=title or "", text=text)
+        else:
+            extra = {k: v for k, v in r.items() if k not in ("id", "_id", "title", "text", "source", "metadata")}
+            yield Record(
+                id=str(r["id"] if "id" in r else r["_id"]),
+                title=r.get("title") or "",
+                text=r.get("text") or "",
+                source=r.get("source") or "",
+                metadata={**extra, **(r.get("metadata") or {})},
+            )
 
 
 @dataclass

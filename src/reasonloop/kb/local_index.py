@@ -24,79 +24,28 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reasonloop.config import secret
-from reasonloop.errors import ConfigError, KBError, KBModelMismatch
+from reasonloop.errors import KBError, KBModelMismatch
 from reasonloop.kb.base import Filter, Hit, IngestProgress, IngestReport, KBStats
 from reasonloop.kb.chunking import Chunker
 from reasonloop.kb.embedding import Embedder
 from reasonloop.kb.fetch import is_url
 from reasonloop.kb.hybrid import HybridRetriever, Reranker
-from reasonloop.kb.ingest import Ingestor, Record
+from reasonloop.kb.ingest import Ingestor, Record, as_records
 from reasonloop.kb.lexical import LexicalIndex
 from reasonloop.kb.locking import WriterLock
+from reasonloop.kb.settings import LocalIndexOptions, parse_options, parse_retriever_settings
 from reasonloop.kb.store import DocumentRow, DocumentWrite, MetadataStore
 from reasonloop.kb.vector import LocalVectorStore, VectorStore
 from reasonloop.registry import PluginInfo
 
-__all__ = ["LocalIndex", "LocalIndexOptions", "RetrieverSettings"]
+__all__ = ["LocalIndex", "LocalIndexOptions"]
 
 ProgressFn = Callable[[IngestProgress], None]
-
-
-class LocalIndexOptions(BaseModel):
-    """``[kb.options]`` for the local index."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    chunk_tokens: int = Field(default=200, ge=16)
-    chunk_overlap: int = Field(default=30, ge=0)
-    embed_title: bool = True
-    """Embed ``title + chunk`` (titles carry a lot of meaning for short chunks)."""
-    vector_store: Literal["local", "qdrant"] = "local"
-    exact_below: int = Field(default=20_000, ge=0)
-    """Below this many vectors, dense search is exact (numpy) instead of HNSW."""
-    ef_search: int = Field(default=128, ge=8)
-    qdrant_url: str = ""
-    """Qdrant server; empty uses Qdrant's embedded mode inside the index directory."""
-    qdrant_collection: str = "reasonloop"
-    qdrant_api_key_env: str = ""
-    fetch_timeout_s: float = Field(default=30.0, gt=0)
-    max_fetch_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
-    commit_chunks: int = Field(default=64, ge=1)
-    """Chunks per commit group during ingest."""
-    embedder: dict[str, Any] = Field(default_factory=dict)
-    """Options passed to the embedder (``model``, ``base_url``, ``api_key_env``, ...)."""
-    retriever: dict[str, Any] = Field(default_factory=dict)
-    """Default :class:`RetrieverSettings`."""
-
-
-class RetrieverSettings(BaseModel):
-    """How a retriever searches (``mode``, fusion, depth)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    mode: Literal["hybrid", "dense", "lexical"] = "hybrid"
-    top_k: int = Field(default=10, ge=1)
-    rrf_k: float = Field(default=60.0, gt=0)
-    dense_weight: float = Field(default=1.0, ge=0)
-    lexical_weight: float = Field(default=1.0, ge=0)
-    candidates: int = Field(default=100, ge=1)
-    rerank_depth: int = Field(default=50, ge=1)
-
-
-def _options(raw: dict[str, Any] | LocalIndexOptions | None) -> LocalIndexOptions:
-    if isinstance(raw, LocalIndexOptions):
-        return raw
-    try:
-        return LocalIndexOptions(**(raw or {}))
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid kb.options: {problems}") from None
 
 
 class LocalIndex:
@@ -120,11 +69,7 @@ class LocalIndex:
         self.path = Path(path).expanduser().resolve()
         if self.path.exists() and not self.path.is_dir():
             raise KBError(f"{self.path} exists and is not a directory", path=str(self.path))
-        self.options = _options(options)
-        if self.options.chunk_overlap * 2 >= self.options.chunk_tokens:
-            raise ConfigError(
-                f"kb.options.chunk_overlap ({self.options.chunk_overlap}) must be below half of chunk_tokens"
-            )
+        self.options = parse_options(options)
         self.embedder = embedder
         self.chunker = Chunker(self.options.chunk_tokens, self.options.chunk_overlap)
         self.content_signature = f"{self.chunker.signature}/title={int(self.options.embed_title)}"
@@ -333,29 +278,10 @@ class LocalIndex:
         ``metadata``; any other key joins the metadata.
         """
 
-        def normalized() -> Iterable[Record]:
-            for r in records:
-                if isinstance(r, Record):
-                    yield r
-                elif isinstance(r, tuple):
-                    rid, title, text = r
-                    yield Record(id=str(rid), title=title or "", text=text)
-                else:
-                    extra = {
-                        k: v for k, v in r.items() if k not in ("id", "_id", "title", "text", "source", "metadata")
-                    }
-                    yield Record(
-                        id=str(r["id"] if "id" in r else r["_id"]),
-                        title=r.get("title") or "",
-                        text=r.get("text") or "",
-                        source=r.get("source") or "",
-                        metadata={**extra, **(r.get("metadata") or {})},
-                    )
-
         ingestor = Ingestor(self, on_progress, commit_chunks=self.options.commit_chunks)
 
         async def produce(queue: asyncio.Queue[Any]) -> None:
-            await ingestor.produce_records(normalized(), queue)
+            await ingestor.produce_records(as_records(records), queue)
 
         return await self._run(ingestor, produce)
 
@@ -474,11 +400,7 @@ class LocalIndex:
 
     def retriever(self, settings: dict[str, Any] | None = None, *, reranker: Reranker | None = None) -> HybridRetriever:
         """A retriever over this index (``settings``: :class:`RetrieverSettings` fields)."""
-        try:
-            s = RetrieverSettings(**{**self.options.retriever, **(settings or {})})
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise ConfigError(f"invalid retriever settings: {problems}") from None
+        s = parse_retriever_settings(self.options.retriever, settings)
         return HybridRetriever(
             self,
             mode=s.mode,

@@ -13,7 +13,6 @@ derived index can never point at another chunk.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 import time
@@ -27,6 +26,7 @@ import numpy as np
 from reasonloop.errors import KBError
 from reasonloop.kb.base import Filter
 from reasonloop.kb.cache import VectorCache
+from reasonloop.kb.filters import filter_sql
 
 __all__ = ["ChunkRow", "ChunkWrite", "DocumentRow", "DocumentWrite", "MetadataStore"]
 
@@ -54,9 +54,6 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
 """
-
-_DOC_COLUMNS = {"document_id": "d.id", "doc_id": "d.id", "source": "d.source", "title": "d.title"}
-_FIELD_NAME = re.compile(r"^[A-Za-z0-9_\-.: ]{1,100}$")
 
 
 @dataclass
@@ -360,7 +357,7 @@ class MetadataStore:
         where: list[str] = []
         args: list[Any] = []
         for f in filters:
-            clause, values = _filter_sql(f)
+            clause, values = filter_sql(f)
             where.append(clause)
             args.extend(values)
         sql = "SELECT c.key FROM chunks c JOIN documents d ON d.id = c.doc_id"
@@ -372,52 +369,3 @@ class MetadataStore:
     def close(self) -> None:
         with self.lock:
             self.conn.close()
-
-
-def _scalar(value: Any) -> bool:
-    return value is None or isinstance(value, str | int | float | bool)
-
-
-def _filter_sql(f: Filter) -> tuple[str, list[Any]]:
-    if not _FIELD_NAME.match(f.field):
-        return "0", []
-    column = _DOC_COLUMNS.get(f.field)
-    path = '$."' + f.field + '"'
-    expr = column or "json_extract(c.metadata, ?)"
-    pre: list[Any] = [] if column else [path]
-    op = f.op
-    if op == "eq":
-        if not _scalar(f.value) or f.value is None:
-            return "0", []
-        return f"{expr} = ?", [*pre, f.value]
-    if op == "in":
-        if not isinstance(f.value, list | tuple | set) or not all(_scalar(v) for v in f.value):
-            raise KBError(f"filter {f.field!r}: 'in' needs a list of values, got {f.value!r}")
-        values = [v for v in f.value if v is not None]
-        if not values:
-            return "0", []
-        return f"{expr} IN ({','.join('?' * len(values))})", [*pre, *values]
-    if op == "range":
-        if not isinstance(f.value, list | tuple) or len(f.value) != 2 or not all(_scalar(v) for v in f.value):
-            raise KBError(f"filter {f.field!r}: 'range' needs [low, high] (either may be null), got {f.value!r}")
-        low, high = f.value
-        parts, vals = [f"{expr} IS NOT NULL"], list(pre)
-        if low is not None:
-            parts.append(f"{expr} >= ?")
-            vals += [*pre, low]
-        if high is not None:
-            parts.append(f"{expr} <= ?")
-            vals += [*pre, high]
-        return " AND ".join(parts), vals
-    if op == "contains":
-        if not _scalar(f.value) or f.value is None:
-            raise KBError(f"filter {f.field!r}: 'contains' needs a single value, got {f.value!r}")
-        if column:
-            return f"instr({column}, ?) > 0", [str(f.value)]
-        return (
-            "CASE json_type(c.metadata, ?) WHEN 'array' THEN "
-            "EXISTS (SELECT 1 FROM json_each(c.metadata, ?) WHERE json_each.value = ?) "
-            "WHEN 'text' THEN instr(json_extract(c.metadata, ?), ?) > 0 ELSE 0 END",
-            [path, path, f.value, path, str(f.value)],
-        )
-    raise KBError(f"unknown filter operator {op!r} on {f.field!r} (use eq, in, range, contains)")
