@@ -359,3 +359,15 @@ async def test_index_and_embedder_come_from_the_registry(tmp_path):
     builtin = KnowledgeBase.open(tmp_path / "kb3", settings=Settings(kb={"embedder": "hashy"}), registry=registry)
     assert isinstance(builtin.index, LocalIndex)  # "local" is built in even without an entry point
     await builtin.close()
+
+
+async def test_index_directory_inside_an_ingested_folder_is_skipped(tmp_path, embedder):
+    from reasonloop.config import Settings
+
+    (tmp_path / "notes.txt").write_text("a note about lighthouses", encoding="utf-8")
+    kb = KnowledgeBase.open(tmp_path / "kbdir", settings=Settings(), embedder=embedder)
+    await kb.ingest(str(tmp_path))
+    report = await kb.ingest(str(tmp_path))  # kbdir now holds tantivy's meta.json and more
+    assert report.failed == {} and report.unchanged == [str(tmp_path / "notes.txt")]
+    assert [d.source for d in await kb.documents()] == [str(tmp_path / "notes.txt")]
+    await kb.close()

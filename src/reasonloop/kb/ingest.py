@@ -131,7 +131,8 @@ class Ingestor:
                 continue
             path = Path(source).expanduser()
             if path.is_dir():
-                items.extend(str(p.resolve()) for p in walk(path, include, exclude))
+                own = self.index.path  # never ingest the index's own files
+                items.extend(str(p.resolve()) for p in walk(path, include, exclude) if own not in p.resolve().parents)
             elif path.is_file():
                 items.append(str(path.resolve()))
             else:
