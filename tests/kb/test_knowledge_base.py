@@ -371,3 +371,27 @@ async def test_index_directory_inside_an_ingested_folder_is_skipped(tmp_path, em
     assert report.failed == {} and report.unchanged == [str(tmp_path / "notes.txt")]
     assert [d.source for d in await kb.documents()] == [str(tmp_path / "notes.txt")]
     await kb.close()
+
+
+async def test_records_removed_from_a_jsonl_file_leave_the_index(make_kb, tmp_path, embedder):
+    f = tmp_path / "faq.jsonl"
+    rows = [
+        {"id": "a", "text": "alpha answer"},
+        {"id": "b", "text": "beta answer"},
+        {"id": "c", "text": "gamma answer"},
+    ]
+    f.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    kb = make_kb()
+    await kb.ingest(str(f))
+    calls = len(embedder.calls)
+    f.write_text("\n".join(json.dumps(r) for r in rows[:2]), encoding="utf-8")
+    report = await kb.ingest(str(f))
+    assert report.deleted == [f"{f}#c"] and sorted(report.unchanged) == [f"{f}#a", f"{f}#b"]
+    assert len(embedder.calls) == calls
+    assert sorted(d.source for d in await kb.documents()) == [f"{f}#a", f"{f}#b"]
+    # a file with a broken line keeps the records it had (nothing is deleted on a partial read)
+    f.write_text(json.dumps(rows[0]) + "\n{oops", encoding="utf-8")
+    report = await kb.ingest(str(f))
+    assert report.deleted == [] and f"{f}:2" in report.failed
+    assert len(await kb.documents()) == 2
+    await kb.close()

@@ -26,7 +26,7 @@ from reasonloop.errors import KBLoadError
 from reasonloop.kb.base import IngestProgress, IngestReport
 from reasonloop.kb.cache import embed_with_cache, text_hash
 from reasonloop.kb.fetch import fetch_url, is_url
-from reasonloop.kb.loaders import LoadedDocument, RecordError, load_bytes, load_file, walk
+from reasonloop.kb.loaders import LoadedDocument, RecordError, load_bytes, walk
 from reasonloop.kb.store import ChunkWrite, DocumentWrite
 
 if TYPE_CHECKING:
@@ -91,13 +91,13 @@ class _Prepared:
 _DONE = object()
 
 
-def _read(path: Path) -> tuple[bytes, list[LoadedDocument | RecordError], float | None]:
-    data, docs = load_file(path)
+def _read(path: Path) -> tuple[bytes, float | None]:
     try:
-        mtime: float | None = path.stat().st_mtime
-    except OSError:
-        mtime = None
-    return data, docs, mtime
+        data = path.read_bytes()
+        mtime = path.stat().st_mtime
+    except OSError as exc:
+        raise KBLoadError(f"cannot read: {exc.strerror or exc}", source=str(path)) from exc
+    return data, mtime
 
 
 class Ingestor:
@@ -111,6 +111,8 @@ class Ingestor:
         self.progress = IngestProgress()
         self.started = time.perf_counter()
         self.seen_sources: set[str] = set()
+        self.stale: list[str] = []
+        """Ids of documents whose record disappeared from a re-read file (deleted after the run)."""
         self._last_lexical_commit = self.started
 
     # -- progress ---------------------------------------------------------------------------------
@@ -145,21 +147,21 @@ class Ingestor:
         h.update(payload)
         return h.hexdigest()
 
-    async def _load(self, item: str) -> tuple[list[LoadedDocument | RecordError], str, int, float | None]:
+    async def _load(self, item: str) -> tuple[list[LoadedDocument | RecordError], str, int, float | None] | None:
+        """Fetch or read ``item`` and parse it; ``None`` when the file is unchanged (not parsed)."""
         opts = self.index.options
         if is_url(item):
             data, ctype, suffix = await fetch_url(item, timeout_s=opts.fetch_timeout_s, max_bytes=opts.max_fetch_bytes)
-            docs = await asyncio.to_thread(
-                load_bytes,
-                data,
-                item,
-                suffix=suffix,
-                default_title=item.rstrip("/").rsplit("/", 1)[-1],
-                content_type=ctype,
-            )
-            return docs, self._content_hash(data), len(data), None
-        data, docs, mtime = await asyncio.to_thread(_read, Path(item))
-        return docs, self._content_hash(data), len(data), mtime
+            title, mtime = item.rstrip("/").rsplit("/", 1)[-1], None
+        else:
+            path = Path(item)
+            data, mtime = await asyncio.to_thread(_read, path)
+            ctype, suffix, title = "", path.suffix.lower(), path.stem
+        content_hash = self._content_hash(data)
+        if self.index.store.content_hashes([item]).get(item) == content_hash:
+            return None
+        docs = await asyncio.to_thread(load_bytes, data, item, suffix=suffix, default_title=title, content_type=ctype)
+        return docs, content_hash, len(data), mtime
 
     def _prepare(
         self, doc: LoadedDocument, content_hash: str, size: int, mtime: float | None, doc_id: str | None = None
@@ -199,23 +201,17 @@ class Ingestor:
         for item in items:
             self._tick(item)
             try:
-                if not is_url(item):
-                    # Skip unchanged single-document files before parsing them.
-                    data = await asyncio.to_thread(Path(item).read_bytes)
-                    if self.index.store.content_hashes([item]).get(item) == self._content_hash(data):
-                        self.seen_sources.add(item)
-                        self.report.unchanged.append(item)
-                        self.progress.files_done += 1
-                        continue
-                docs, content_hash, size, mtime = await self._load(item)
+                loaded = await self._load(item)
             except KBLoadError as exc:
                 self.report.failed[item] = exc.message.removeprefix(f"{item}: ")
                 self.progress.files_done += 1
                 continue
-            except OSError as exc:
-                self.report.failed[item] = f"cannot read: {exc.strerror or exc}"
+            if loaded is None:
+                self.seen_sources.add(item)
+                self.report.unchanged.append(item)
                 self.progress.files_done += 1
                 continue
+            docs, content_hash, size, mtime = loaded
             for doc in docs:
                 if isinstance(doc, RecordError):
                     self.report.failed[doc.source] = doc.reason
@@ -230,6 +226,10 @@ class Ingestor:
                 if prepared is not None:
                     self.progress.chunks_total += len(prepared.write.chunks)
                     await queue.put(prepared)
+            if all(isinstance(d, LoadedDocument) for d in docs):
+                # Records that left a JSON/JSONL file leave the index with it.
+                kept = {d.source for d in docs if isinstance(d, LoadedDocument)}
+                self.stale.extend(d.id for d in self.index.store.documents(item + "#") if d.source not in kept)
             self.progress.files_done += 1
             await queue.put(None)  # progress marker: a file finished
         await queue.put(_DONE)

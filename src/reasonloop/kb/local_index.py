@@ -250,6 +250,8 @@ class LocalIndex:
             await ingestor.produce_files(items, queue)
 
         report = await self._run(ingestor, produce)
+        for doc_id in ingestor.stale:
+            report.deleted.extend(await self.delete(doc_id))
         if prune:
             for doc in await asyncio.to_thread(self._vanished, sources):
                 await self.delete(doc.id)
