@@ -12,14 +12,20 @@ The stream starts with :class:`~reasonloop.events.RunStarted` and ends with exac
 :class:`~reasonloop.events.Answer` or :class:`~reasonloop.events.ErrorEvent`; every event is
 stamped with the run id and a gap-free ``seq``. Cancelling the task that consumes the stream
 cancels the model and tool calls in flight and leaves no task behind.
+
+Agents compose: an agent given to another in ``tools`` (or declared with ``agent:NAME`` in
+``[agents.*]``, see :meth:`Agent.from_config`) is offered as a tool; its events arrive in
+the parent's stream with ``depth`` > 0, and only the run's own (``depth`` equal to the run's)
+``Answer`` and ``AnswerDelta`` events make its answer.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -30,6 +36,7 @@ from reasonloop.events import (
     ErrorEvent,
     Event,
     EventStamper,
+    Progress,
     RunMeta,
     RunResult,
     RunStarted,
@@ -39,12 +46,26 @@ from reasonloop.llm.base import LLM, Message
 from reasonloop.reasoning.base import Budget, Reasoning, RunContext
 from reasonloop.reasoning.builtins import resolve
 from reasonloop.registry import Registry
+from reasonloop.tools.agent_tool import STACK_KEY, agent_tools
 from reasonloop.tools.base import Tool
 from reasonloop.tools.docsearch import DocSearchTool
+from reasonloop.tools.feedback import FeedbackStore
 
-__all__ = ["Agent", "ask"]
+__all__ = ["Agent", "ToolSource", "ask"]
+
+log = logging.getLogger(__name__)
 
 HistoryItem = Message | Mapping[str, Any]
+
+
+class ToolSource(Protocol):
+    """Tools that need I/O to discover (the tools of an MCP server), loaded before a run."""
+
+    label: str
+
+    async def load(self) -> tuple[list[Tool], str | None]:
+        """The tools available now, and a problem to report (``None`` when all is well)."""
+        ...
 
 
 def _retrievers_of(kb: Any) -> list[Retriever]:
@@ -57,6 +78,11 @@ def _retrievers_of(kb: Any) -> list[Retriever]:
     if callable(getattr(kb, "search", None)):
         return [kb]
     raise ConfigError(f"kb must be a knowledge base, a retriever or a list of them, not {type(kb).__name__}")
+
+
+def _stats_sources(kb: Any) -> list[Any]:
+    items = kb if isinstance(kb, list | tuple) else [kb] if kb is not None else []
+    return [item for item in items if callable(getattr(item, "stats", None))]
 
 
 def _history(items: Sequence[HistoryItem] | None) -> list[Message]:
@@ -77,8 +103,10 @@ class Agent:
         llm: An LLM, a ``provider:model`` spec, or ``None`` for the configured one (resolved
             on first use).
         kb: A knowledge base (anything with ``retriever()``), a retriever, or a list of them.
-        tools: Tools or tool ids. ``None`` gives tool-using strategies ``docsearch`` when
-            there is a knowledge base; ``docsearch`` is also added to an explicit list then.
+        tools: Tools, tool ids, other agents (offered as tools: ``run_agent`` for a single
+            one, ``agent_<name>`` for several) or :class:`ToolSource` objects. ``None`` gives
+            tool-using strategies ``docsearch`` when there is a knowledge base; ``docsearch``
+            is also added to an explicit list then.
         settings: The strategy's settings (validated now).
         instructions: User instructions appended to the built-in prompts.
         planner_llm: Model for planning (ReWOO); defaults to ``llm``.
@@ -87,6 +115,11 @@ class Agent:
         language: Answer language; ``None`` follows each question.
         services: Extra shared resources handed to tools.
         registry: Where ids are looked up (default: the process registry).
+        name: The agent's name (required to be offered to another agent as a tool).
+        description: What the agent is for (a parent's model reads it as the tool description).
+        feedback: A store of judgements: the ``feedback`` tool writes to it, and its recent
+            guidance for the run's user and conversation is added to the instructions.
+        feedback_recent: How many recent judgements shape that guidance.
 
     Raises:
         PluginNotFound: an unknown strategy or tool id.
@@ -98,7 +131,7 @@ class Agent:
         reasoning: str | type[Reasoning] = "react",
         llm: LLM | str | None = None,
         kb: Any = None,
-        tools: Sequence[Tool | str] | None = None,
+        tools: Sequence[Tool | str | Agent | ToolSource] | None = None,
         settings: Mapping[str, Any] | BaseModel | None = None,
         instructions: Sequence[str] | str = (),
         *,
@@ -108,8 +141,17 @@ class Agent:
         language: str | None = None,
         services: Mapping[str, Any] | None = None,
         registry: Registry | None = None,
+        name: str | None = None,
+        description: str = "",
+        feedback: FeedbackStore | None = None,
+        feedback_recent: int = 5,
     ) -> None:
         self.registry = registry
+        self.name = name
+        self.description = description
+        self.feedback = feedback
+        self.feedback_recent = feedback_recent
+        self._sources: list[ToolSource] = []
         self.strategy: type[Reasoning] = (
             resolve("reasoning", reasoning, registry) if isinstance(reasoning, str) else reasoning
         )
@@ -122,12 +164,58 @@ class Agent:
         self.budget = Budget.model_validate(dict(budget)) if isinstance(budget, Mapping) else budget
         self.language = language
         self.services = dict(services or {})
+        stats = _stats_sources(kb)
+        if stats:
+            self.services.setdefault("kb", stats if len(stats) > 1 else stats[0])
 
-    def _tools(self, tools: Sequence[Tool | str] | None) -> dict[str, Tool]:
+    @classmethod
+    def from_config(
+        cls,
+        name: str,
+        settings: Any = None,
+        *,
+        kb: Any = None,
+        llm: LLM | None = None,
+        registry: Registry | None = None,
+    ) -> Agent:
+        """The agent declared as ``[agents.NAME]`` (in ``reasonloop.toml`` or its ``agents_file``).
+
+        Its tools are built now: tool ids, every tool of ``mcp:SERVER`` (discovered on the
+        first run, through one MCP client per process), and ``agent:OTHER`` sub-agents.
+
+        Args:
+            name: The declared agent.
+            settings: :class:`~reasonloop.config.Settings` (default: loaded from the working directory).
+            kb: Knowledge base for agents that search one (``kb = true``, the default).
+            llm: Model for declared agents that name none (default: the ``[llm]`` model).
+            registry: Where ids are looked up (default: one built from ``[plugins]``).
+
+        Raises:
+            AgentConfigError: unknown agent, tool, strategy or MCP server, a sub-agent cycle or
+                invalid settings; the message names the agent (``agent.config_invalid``).
+        """
+        from reasonloop.agents_config import build_agent
+
+        return build_agent(name, settings, kb=kb, llm=llm, registry=registry)
+
+    @property
+    def label(self) -> str:
+        """The name of the agent on a stack of agents (its ``name``, else its strategy id)."""
+        return self.name or self.reasoning_id
+
+    def _tools(self, tools: Sequence[Tool | str | Agent | ToolSource] | None) -> dict[str, Tool]:
         chosen: list[Tool] = []
+        agents: list[Agent] = []
         for item in tools or ():
+            if isinstance(item, Agent):
+                agents.append(item)
+                continue
+            if not isinstance(item, str | Tool | type) and callable(getattr(item, "load", None)):
+                self._sources.append(item)
+                continue
             obj = resolve("tool", item, self.registry) if isinstance(item, str) else item
             chosen.append(obj() if isinstance(obj, type) else obj)
+        chosen.extend(agent_tools(agents))
         if self.strategy.uses_tools and self.retrievers and not any(t.name == DocSearchTool.name for t in chosen):
             chosen.insert(0, DocSearchTool())
         by_name: dict[str, Tool] = {}
@@ -181,14 +269,69 @@ class Agent:
             retrievers=self.retrievers,
             history=_history(history),
             budget=self.budget,
-            instructions=self.instructions,
+            instructions=list(self.instructions),
             language=self.language,
             user_id=user_id,
             conversation_id=conversation_id,
             run_id=run_id or uuid.uuid4().hex,
             depth=depth,
-            services=dict(self.services),
+            services=self._services(user_id, conversation_id),
         )
+
+    def _services(self, user_id: str | None, conversation_id: str | None) -> dict[str, Any]:
+        services = dict(self.services)
+        if user_id is not None or "user" not in services:
+            services["user"] = user_id or ""
+        if conversation_id is not None or "conversation" not in services:
+            services["conversation"] = conversation_id or ""
+        if self.feedback is not None:
+            services.setdefault("feedback", self.feedback)
+        services.setdefault(STACK_KEY, (self.label,))
+        return services
+
+    async def prepare(self) -> list[str]:
+        """Load the tools of :class:`ToolSource` objects (MCP servers) that are not loaded yet.
+
+        Runs do this on their own; call it to pay the start-up cost early. A source that
+        fails is retried by the next run.
+
+        Returns:
+            Problems to report (a server that did not start, a tool name already taken).
+        """
+        notes: list[str] = []
+        pending, self._sources = self._sources, []
+        for source in pending:
+            tools, problem = await source.load()
+            if problem is not None:
+                notes.append(problem)
+                self._sources.append(source)
+            for tool in tools:
+                if tool.name in self.tools and self.tools[tool.name] is not tool:
+                    notes.append(f"{source.label}: tool name {tool.name!r} is already taken; {tool.name} not offered")
+                    continue
+                self.tools[tool.name] = tool
+        return notes
+
+    async def _before_run(self, ctx: RunContext) -> AsyncIterator[Event]:
+        """Load pending tools and add the feedback guidance to the run's instructions."""
+        if self._sources:
+            for note in await self.prepare():
+                yield Progress(message=note, depth=ctx.depth)
+            for tool_name, tool in self.tools.items():
+                ctx.tools.setdefault(tool_name, tool)
+        store = ctx.services.get("feedback")
+        if isinstance(store, FeedbackStore) and self.feedback_recent > 0:
+            try:
+                text = await store.recent_guidance(
+                    str(ctx.services.get("user") or ""),
+                    str(ctx.services.get("conversation") or "") or None,
+                    self.feedback_recent,
+                )
+            except Exception as exc:  # a broken store must not break the run
+                log.warning("feedback guidance unavailable: %s", exc)
+                text = ""
+            if text:
+                ctx.instructions = [*ctx.instructions, text]
 
     def stream(
         self,
@@ -212,15 +355,20 @@ class Agent:
         stamp = EventStamper(ctx.run_id)
         yield stamp(RunStarted(reasoning=self.reasoning_id, question=question, depth=ctx.depth))
         answered = False
+        depth = ctx.depth
         try:
+            async for event in self._before_run(ctx):
+                yield stamp(event)
             strategy = self.strategy(self.settings, ctx)
             agen = strategy.stream(question)
             try:
                 async for event in agen:
                     for nested in ctx.drain() if ctx.pending else ():
                         yield stamp(nested)
+                    if event.depth < depth:  # the strategy's own events, in a sub-run
+                        event.depth = depth
                     yield stamp(event)
-                    if isinstance(event, Answer):
+                    if isinstance(event, Answer) and event.depth == depth:
                         answered = True
                         break
             finally:
@@ -249,6 +397,8 @@ class Agent:
         answer: Answer | None = None
         partial: list[str] = []
         async for event in self.events(question, ctx):
+            if event.depth != ctx.depth:  # a sub-agent's events: its answer went to this run's model
+                continue
             if isinstance(event, AnswerDelta):
                 partial.append(event.text)
             elif isinstance(event, Answer):

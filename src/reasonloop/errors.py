@@ -5,6 +5,7 @@ tests can match on; the message is for people and may change. The tree::
 
     ReasonLoopError                      reasonloop.error
     ├── ConfigError                      config.invalid
+    │   └── AgentConfigError             agent.config_invalid  (a declared agent's bad reference)
     ├── PluginError                      plugin.error
     │   ├── PluginNotFound               plugin.not_found
     │   ├── PluginLoadFailed             plugin.load_failed
@@ -26,7 +27,10 @@ tests can match on; the message is for people and may change. The tree::
     │   ├── ToolBlocked                  tool.blocked          (policy refused the call)
     │   ├── ToolNetworkError             tool.network
     │   ├── ToolUnavailable              tool.unavailable      (its backend, e.g. an MCP server, is down)
-    │   └── ToolBudgetExhausted          tool.budget_exhausted (the run's tool-call budget is spent)
+    │   ├── ToolBudgetExhausted          tool.budget_exhausted (the run's tool-call budget is spent)
+    │   ├── AgentDepthExceeded           agent.depth_exceeded  (a sub-agent call nested too deep; a ToolBlocked)
+    │   ├── AgentRecursion               agent.recursion       (an agent already on the stack; a ToolBlocked)
+    │   └── SubAgentFailed               agent.sub_agent_failed
     ├── KBError                          kb.error
     │   ├── KBModelMismatch              kb.model_mismatch
     │   ├── KBLoadError                  kb.load_error
@@ -54,6 +58,9 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 __all__ = [
+    "AgentConfigError",
+    "AgentDepthExceeded",
+    "AgentRecursion",
     "AuthError",
     "ConfigError",
     "ConversationNotFound",
@@ -86,6 +93,7 @@ __all__ = [
     "RunNotFound",
     "RunQueueFull",
     "RunStoreUnavailable",
+    "SubAgentFailed",
     "ToolArgumentsInvalid",
     "ToolBlocked",
     "ToolBudgetExhausted",
@@ -325,3 +333,30 @@ class PlanStepFailed(RunError):
     """A plan step could not run: unknown tool, bad reference, dependency cycle, failed input or timeout."""
 
     code = "agent.plan_step_failed"
+
+
+class AgentConfigError(ConfigError):
+    """A declared agent is invalid: an unknown tool, agent or MCP server, or a cycle of sub-agents.
+
+    ``details`` carry ``agent`` (the agent whose declaration is wrong) and ``reference``.
+    """
+
+    code = "agent.config_invalid"
+
+
+class AgentDepthExceeded(ToolBlocked):
+    """A sub-agent call was refused: it would nest agents deeper than the configured limit."""
+
+    code = "agent.depth_exceeded"
+
+
+class AgentRecursion(ToolBlocked):
+    """A sub-agent call was refused: the agent is already running higher up the same stack."""
+
+    code = "agent.recursion"
+
+
+class SubAgentFailed(ToolError):
+    """A sub-agent's run ended in an error; ``details`` carry the sub-run's ``cause`` code."""
+
+    code = "agent.sub_agent_failed"

@@ -37,7 +37,7 @@ from reasonloop.reasoning.rewoo_plan import (
     parse_plan,
     substitute,
 )
-from reasonloop.reasoning.toolexec import PlannedCall, coerce_input, failure, record_result
+from reasonloop.reasoning.toolexec import PlannedCall, coerce_input, failure, record_result, tally
 from reasonloop.registry import PluginInfo
 from reasonloop.tokens import trim_to_tokens
 from reasonloop.tools.base import ToolOutput
@@ -138,10 +138,11 @@ class ReWOOReasoning(Reasoning):
                     step.tool, ToolBudgetExhausted("not executed: the tool-call budget of this run is spent")
                 )
                 raise StepFailed(outputs[step.id].error["error"])  # type: ignore[index]
-            self.tracker.real_tool_calls += 1
+            tally(ctx, self.tracker, tool)
             out = outputs[step.id] = await tool.invoke(
                 coerce_input(tool, text), ctx.tool_context(self._cid(attempt, step))
             )
+            tally(ctx, self.tracker, tool, out)
             if out.error is not None:
                 raise StepFailed(out.error["error"])
             return out.text

@@ -6,7 +6,8 @@ outputs land in call order in the list it is given. Unknown tools, invalid argum
 exceptions and timeouts become observations ``{tool, error, type}``. Calls beyond the
 tool budget are not executed: their observation tells the model the budget is spent.
 Cancelling the consumer cancels every running tool and waits for it, so no task outlives
-the run. Nested events a tool emits (``ToolContext.emit``) are yielded while concurrent calls
+the run. A tool that delegates (an agent offered as a tool) defines ``tool_calls_made(out)``:
+its own call does not count toward ``require_tool_call``; the real calls it reports do. Nested events a tool emits (``ToolContext.emit``) are yielded while concurrent calls
 run; a lone call is awaited directly and its events follow it, unless the tool sets
 ``emits_events = True`` (sub-agents), which makes its events arrive live as well.
 """
@@ -27,7 +28,7 @@ from reasonloop.tokens import trim_to_tokens
 from reasonloop.tools.base import Tool, ToolOutput
 from reasonloop.tools.docsearch import EvidenceLog
 
-__all__ = ["PlannedCall", "coerce_input", "failure", "record_result", "run_tools"]
+__all__ = ["PlannedCall", "coerce_input", "delegates", "failure", "record_result", "run_tools", "tally"]
 
 
 @dataclass(slots=True)
@@ -78,6 +79,22 @@ def coerce_input(tool: Tool, raw: Any) -> dict[str, Any]:
     return {primary: raw if raw is not None else ""}
 
 
+def delegates(tool: Tool) -> bool:
+    """True for a tool whose real tool calls happen elsewhere (it reports them by ``tool_calls_made``)."""
+    return callable(getattr(tool, "tool_calls_made", None))
+
+
+def tally(ctx: RunContext, tracker: BudgetTracker, tool: Tool, out: ToolOutput | None = None) -> None:
+    """Count real tool calls: 1 when an ordinary ``tool`` starts; a delegating one's report when it ends."""
+    n = 0
+    if not delegates(tool):
+        n = 1 if out is None else 0
+    elif out is not None:
+        n = int(tool.tool_calls_made(out))  # type: ignore[attr-defined]
+    tracker.real_tool_calls += n
+    ctx.tool_tally += n
+
+
 def _budget_note(tracker: BudgetTracker) -> str:
     return (
         f"Not executed: the tool-call budget of this run ({tracker.budget.max_tool_calls} calls) is spent. "
@@ -110,7 +127,8 @@ async def run_tools(
             runnable.append((i, tool))
         else:
             results[i] = failure(call.tool, ToolBudgetExhausted(_budget_note(tracker)))
-    tracker.real_tool_calls += len(runnable)
+    for _, tool in runnable:
+        tally(ctx, tracker, tool)
     for i, out in enumerate(results):
         if out is not None:
             yield record_result(ctx, calls[i], out, observation_tokens)
@@ -120,6 +138,7 @@ async def run_tools(
         i, tool = runnable[0]
         call = calls[i]
         results[i] = await tool.invoke(call.arguments, ctx.tool_context(call.call_id))
+        tally(ctx, tracker, tool, results[i])
         for event in ctx.drain():
             yield event
         yield record_result(ctx, call, results[i], observation_tokens)
@@ -162,6 +181,7 @@ async def _run_concurrently(
                     pending.discard(task)
                     i = tasks[task]
                     results[i] = task.result()
+                    tally(ctx, tracker, ctx.tools[calls[i].tool], results[i])
                     yield record_result(ctx, calls[i], results[i], observation_tokens)
         for task in pending:  # the run's deadline passed
             task.cancel()
