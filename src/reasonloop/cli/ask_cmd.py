@@ -2,7 +2,10 @@
 
 ``ask`` prints thoughts, tool calls with their arguments, short observations, the answer as
 it streams, its citations and a usage line; ``--json`` prints only the RunResult and
-``--events`` one JSON event per line. ``chat`` is a REPL that keeps the conversation.
+``--events`` one JSON event per line. ``--agent NAME`` runs an agent declared in
+``[agents.NAME]``; a sub-agent's steps are shown indented under the call that started it.
+``--user`` / ``--conversation`` say whose feedback (``reasonloop feedback``) guides the run.
+``chat`` is a REPL that keeps the conversation.
 Ctrl-C stops a run cleanly: running tools and model calls are cancelled and the partial
 answer is printed.
 """
@@ -86,6 +89,10 @@ class TraceRenderer:
         if isinstance(event, RunStarted):
             if event.depth == 0:
                 console.print(f"[dim]reasoning: {escape(event.reasoning)}[/]")
+            else:
+                console.print(
+                    f"{indent}[dim]↳ sub-agent ({escape(event.reasoning)}): {escape(_one_line(event.question))}[/]"
+                )
         elif isinstance(event, Progress):
             console.print(f"{indent}[dim italic]… {escape(event.message)}[/]")
         elif isinstance(event, Thought):
@@ -168,37 +175,66 @@ async def _open_kb(kb_dir: str | None, stack: AsyncExitStack) -> Any:
 
 
 def _build_agent(
-    reasoning: str, llm_spec: str | None, tools: str | None, kb: Any, sets: list[str], instructions: list[str]
+    reasoning: str,
+    llm_spec: str | None,
+    tools: str | None,
+    kb: Any,
+    sets: list[str],
+    instructions: list[str],
+    agent_name: str | None = None,
 ) -> Agent:
+    from reasonloop.agents_config import feedback_store
     from reasonloop.llm.resolve import create_llm
 
     registry = Registry(state.settings.plugins.paths)
     Registry.set_default(registry)
-    tool_ids = [t.strip() for t in (tools or "").split(",") if t.strip()]
-    model = create_llm(llm_spec, state.settings, registry)
-    if model.id == "local":
+    if agent_name:
+        if tools or sets or instructions:
+            raise ConfigError("--agent takes its tools, settings and instructions from [agents.NAME]")
+        model = create_llm(llm_spec, state.settings, registry) if llm_spec else None
+        agent = Agent.from_config(agent_name, state.settings, kb=kb, llm=model, registry=registry)
+    else:
+        tool_ids = [t.strip() for t in (tools or "").split(",") if t.strip()]
+        agent = Agent(
+            reasoning,
+            llm=create_llm(llm_spec, state.settings, registry),
+            kb=kb,
+            tools=tool_ids or None,
+            settings=parse_sets(sets),
+            instructions=instructions,
+            registry=registry,
+            feedback=feedback_store(state.settings),
+            feedback_recent=state.settings.tools.feedback.recent,
+        )
+    if agent.llm.id == "local":
         err_console.print(LOCAL_MODEL_HINT, style="yellow")
-    return Agent(
-        reasoning,
-        llm=model,
-        kb=kb,
-        tools=tool_ids or None,
-        settings=parse_sets(sets),
-        instructions=instructions,
-        registry=registry,
-    )
+    return agent
+
+
+async def _close(agent: Agent) -> None:
+    from reasonloop.agents_config import close_agent, close_shared_mcp
+
+    await close_agent(agent)
+    await close_shared_mcp()
 
 
 async def consume(
-    agent: Agent, question: str, history: list[Message], renderer: TraceRenderer | None, *, events_json: bool = False
+    agent: Agent,
+    question: str,
+    history: list[Message],
+    renderer: TraceRenderer | None,
+    *,
+    events_json: bool = False,
+    user_id: str | None = None,
+    conversation_id: str | None = None,
 ) -> tuple[str, bool]:
     """Stream one run to the terminal; returns (answer or partial text, whether it was stopped)."""
     renderer = renderer or TraceRenderer()
     try:
-        async for event in agent.stream(question, history=history):
+        async for event in agent.stream(question, history=history, user_id=user_id, conversation_id=conversation_id):
             if events_json:
                 print(event.model_dump_json(), flush=True)
-                if isinstance(event, AnswerDelta):
+                if isinstance(event, AnswerDelta) and event.depth == 0:
                     renderer.streamed.append(event.text)
                 elif isinstance(event, Answer) and event.depth == 0:
                     renderer.answer = event
@@ -229,6 +265,11 @@ SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Strategy settin
 InstrOpt = Annotated[
     list[str] | None, typer.Option("--instruction", "-i", help="Extra instruction for the model (repeatable).")
 ]
+AgentOpt = Annotated[
+    str | None, typer.Option("--agent", "-a", help="Run the agent declared as [agents.NAME] in the config.")
+]
+UserOpt = Annotated[str, typer.Option("--user", help="Whose feedback guides the run (see `reasonloop feedback`).")]
+ConversationOpt = Annotated[str, typer.Option("--conversation", help="Conversation id for feedback guidance.")]
 
 
 @app.command("ask")
@@ -240,6 +281,9 @@ def ask(
     kb_dir: KBOpt = None,
     sets: SetOpt = None,
     instructions: InstrOpt = None,
+    agent_name: AgentOpt = None,
+    user: UserOpt = "",
+    conversation: ConversationOpt = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print only the RunResult as JSON.")] = False,
     events: Annotated[bool, typer.Option("--events", help="Print each event as a JSON line.")] = False,
 ) -> None:
@@ -248,14 +292,16 @@ def ask(
     async def go() -> int:
         async with AsyncExitStack() as stack:
             kb = await _open_kb(kb_dir, stack)
-            agent = _build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [])
-            stack.push_async_callback(agent.llm.aclose)
+            agent = _build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [], agent_name)
+            stack.push_async_callback(_close, agent)
             if as_json:
-                result = await agent.run(question)
+                result = await agent.run(question, user_id=user, conversation_id=conversation)
                 print(result.model_dump_json(indent=2))
                 return 0 if result.error is None or result.stop_reason == "guard" else 1
             renderer = TraceRenderer()
-            _, stopped = await consume(agent, question, [], renderer, events_json=events)
+            _, stopped = await consume(
+                agent, question, [], renderer, events_json=events, user_id=user, conversation_id=conversation
+            )
             if stopped:
                 return 130
             return 1 if renderer.error else 0
