@@ -208,3 +208,22 @@ async def test_cancelled_ingest_leaves_a_consistent_index(tmp_path):
     report = await kb.ingest_records(_records())  # the lock was released; the rest is redone
     assert len(report.unchanged) == len(keys) and (await kb.stats()).documents == N
     await kb.close()
+
+
+async def test_two_handles_on_one_index_stay_consistent(tmp_path, embedder):
+    a = KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=embedder)
+    await a.ingest_records(_records()[:2])
+    b = KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=HashEmbedder())
+    await a.ingest_records(_records()[2:6])  # b's in-memory view is now behind
+    await a.delete("doc0")
+    await a.close()
+    await b.ingest_records(_records()[6:7])  # b writes: it first catches up under the lock
+    assert [h.document_id for h in await b.search("uniqueword4", top_k=1, mode="dense")] == ["doc4"]
+    assert [h.document_id for h in await b.search("uniqueword5", top_k=1, mode="lexical")] == ["doc5"]
+    await b.close()
+    c = KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=HashEmbedder())
+    keys = sorted(c.index.store.all_keys().tolist())
+    assert len(keys) == 6
+    assert sorted(c.index.vectors.keys().tolist()) == keys
+    assert c.index.lexical.keys() == keys
+    await c.close()

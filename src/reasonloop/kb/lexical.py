@@ -121,6 +121,12 @@ class LexicalIndex:
             self._searcher = self._index.searcher()
             self._pending = False
 
+    def refresh(self) -> None:
+        """See commits made by other processes since this index was opened."""
+        with self._lock:
+            self._index.reload()
+            self._searcher = self._index.searcher()
+
     def __len__(self) -> int:
         return int(self._searcher.num_docs)
 

@@ -75,7 +75,11 @@ class LocalIndex:
         self.content_signature = f"{self.chunker.signature}/title={int(self.options.embed_title)}"
         self.path.mkdir(parents=True, exist_ok=True)
         self.store = MetadataStore(self.path / "kb.sqlite")
-        self._check_model()
+        try:
+            self._check_model()
+        except KBModelMismatch:
+            self.store.close()
+            raise
         self.lexical = LexicalIndex(self.path / "lexical")
         self.vectors: VectorStore | None = None
         dim = self.store.get_meta("embedding_dim")
@@ -84,15 +88,14 @@ class LocalIndex:
         self._write_lock = asyncio.Lock()
         self._mutate = threading.RLock()  # sqlite commits + derived-index updates, vs. repairs
         self._writer = WriterLock(self.path / "writer.lock")
+        # Repairs need the writer lock. Without it another process is ingesting: its sqlite
+        # commits run ahead of the files it flushes, so this one only reads, and every write
+        # operation below reconciles again once it holds the lock.
         if self._writer.try_acquire():
             try:
                 self.reconcile()
             finally:
                 self._writer.release()
-        else:
-            # Another process is ingesting: its sqlite commits run ahead of the files it has
-            # flushed, so catch up vectors in memory only and leave repairs to the writer.
-            self.reconcile(persist=False)
 
     # -- model bookkeeping ----------------------------------------------------------------------------
     def _check_model(self) -> None:
@@ -140,35 +143,32 @@ class LocalIndex:
         return self.vectors
 
     # -- consistency ----------------------------------------------------------------------------------
-    def reconcile(self, *, persist: bool = True) -> None:
+    def reconcile(self) -> None:
         """Bring BM25 and vectors in line with sqlite (cheap when nothing is off).
 
-        Args:
-            persist: Write repairs to disk (only the writer may); otherwise only the in-memory
-                vector set catches up.
+        Only call it holding the writer lock.
         """
         with self._mutate:
-            self._reconcile(persist)
+            self._reconcile()
 
-    def _reconcile(self, persist: bool) -> None:
-        dirty = self.store.dirty and persist
+    def _reconcile(self) -> None:
+        dirty = self.store.dirty
         keys = self.store.all_keys()
-        if self.vectors is not None and (dirty or len(self.vectors) != len(keys)):
+        self.lexical.refresh()
+        if self.vectors is not None:
             have = self.vectors.keys()
             extra = np.setdiff1d(have, keys)
             missing = np.setdiff1d(keys, have)
-            self.vectors.remove([int(k) for k in extra])
+            if len(extra):
+                self.vectors.remove([int(k) for k in extra])
             if len(missing):
                 model = self.store.get_meta("embedding_model") or self.embedder.name
                 found, matrix, lost = self.store.vectors_for(model, [int(k) for k in missing])
                 if found:
                     self.vectors.add(found, matrix)
-                if lost and persist:  # no cached vector: drop those documents so the next ingest redoes them
+                if lost:  # no cached vector: drop those documents so the next ingest redoes them
                     self.store.delete_documents(self.store.doc_ids_of_keys(lost))
-            if persist:
-                self.vectors.flush()
-        if not persist:
-            return
+            self.vectors.flush()
         if dirty or len(self.lexical) != self.store.chunk_count():
             self.lexical.clear()
             for batch in self.store.iter_lexical():
@@ -290,6 +290,11 @@ class LocalIndex:
     async def _run(self, ingestor: Ingestor, produce: Callable[[asyncio.Queue[Any]], Any]) -> IngestReport:
         async with self._write_lock:
             self._writer.acquire()
+            try:
+                await asyncio.to_thread(self.reconcile)  # catch up with writes of other processes
+            except BaseException:
+                self._writer.release()
+                raise
             self.store.dirty = True
             queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
             producer = asyncio.ensure_future(produce(queue))
@@ -342,6 +347,7 @@ class LocalIndex:
             self._writer.acquire()
             try:
                 with self._mutate:
+                    self._reconcile()
                     self.store.dirty = True
                     removed = self.store.delete_documents([d.id for d in docs])
                     self.apply(removed, [], [], np.zeros((0, 0), np.float32))
