@@ -78,7 +78,7 @@ def _costs(result: dict[str, Any]) -> str:
     if tp:
         rows.append(
             [
-                f"cold ingest vs bare embedder ({tp['docs']} docs, {tp['chunks']} chunks)",
+                f"cold ingest vs bare embedder ({tp['docs']} docs, {tp['chunks']} chunks, x{tp.get('rounds', 1)})",
                 f"pipeline {tp['pipeline_chunks_per_s']:.2f} chunks/s, embedder {tp['raw_chunks_per_s']:.2f} "
                 f"chunks/s, ratio {tp['overhead']:.2f}",
             ]
