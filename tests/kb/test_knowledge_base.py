@@ -395,3 +395,14 @@ async def test_records_removed_from_a_jsonl_file_leave_the_index(make_kb, tmp_pa
     assert report.deleted == [] and f"{f}:2" in report.failed
     assert len(await kb.documents()) == 2
     await kb.close()
+
+
+async def test_per_document_search_groups_chunks(make_kb, tmp_path):
+    kb = make_kb(chunk_tokens=16, chunk_overlap=0)
+    long_text = " ".join(f"Paragraph about apples number {i}." for i in range(12))
+    await kb.ingest_records([("long", "", long_text), ("short", "", "apples are red"), ("other", "", "pears")])
+    chunks = await kb.search("apples", top_k=3, mode="lexical")
+    assert [h.document_id for h in chunks].count("long") >= 2
+    docs = await kb.search("apples", top_k=3, mode="lexical", per_document=True)
+    assert sorted(h.document_id for h in docs) == ["long", "short"]
+    await kb.close()
