@@ -71,7 +71,7 @@ def _register_commands() -> None:
     # Command modules register themselves on `app` when imported.
     from reasonloop.cli import config_cmd, llm_cmd, plugins_cmd  # noqa: F401
 
-    for optional in ("kb_cmd", "ask_cmd", "serve_cmd"):
+    for optional in ("kb_cmd", "ask_cmd", "serve_cmd", "feedback_cmd"):
         try:
             __import__(f"reasonloop.cli.{optional}")
         except ModuleNotFoundError as exc:
