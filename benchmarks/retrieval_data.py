@@ -48,7 +48,7 @@ def _jsonl(path: Path) -> list[dict]:
 
 
 def scifact(
-    data_dir: Path = DATA_DIR, *, quick: bool = False, n_queries: int = 50, n_distractors: int = 200
+    data_dir: Path = DATA_DIR, *, quick: bool = False, n_queries: int = 50, n_distractors: int = 150
 ) -> Dataset:
     """BEIR SciFact test: 5,183 abstracts, 300 claims; qrels graded (all 1 in this split).
 
@@ -109,7 +109,7 @@ def cmrc2018(data_dir: Path = DATA_DIR, *, quick: bool = False, n_paragraphs: in
     )
 
 
-def hotpotqa(data_dir: Path = DATA_DIR, *, quick: bool = False, n_questions: int = 50) -> Dataset:
+def hotpotqa(data_dir: Path = DATA_DIR, *, quick: bool = False, n_questions: int = 40) -> Dataset:
     """HotpotQA dev, IRCoT's 500-question sample: the union of all questions' paragraphs is the corpus.
 
     Titles are unique, so a paragraph's id is its title; the two ``is_supporting`` paragraphs
