@@ -227,3 +227,26 @@ async def test_two_handles_on_one_index_stay_consistent(tmp_path, embedder):
     assert sorted(c.index.vectors.keys().tolist()) == keys
     assert c.index.lexical.keys() == keys
     await c.close()
+
+
+async def test_unreadable_derived_files_are_rebuilt_from_sqlite(tmp_path, embedder):
+    kb = KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=embedder)
+    await kb.ingest_records(_records()[:5])
+    await kb.close()
+    (tmp_path / "kb" / "vectors.npz").write_bytes(b"not numpy at all")
+    (tmp_path / "kb" / "lexical" / "meta.json").write_text("{broken", encoding="utf-8")
+    kb = KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=embedder)
+    keys = sorted(kb.index.store.all_keys().tolist())
+    assert len(keys) == 5
+    assert sorted(kb.index.vectors.keys().tolist()) == keys and kb.index.lexical.keys() == keys
+    assert [h.document_id for h in await kb.search("uniqueword3", top_k=1, mode="lexical")] == ["doc3"]
+    await kb.close()
+
+
+def test_corrupt_metadata_database_is_a_clear_error(tmp_path, embedder):
+    from reasonloop.errors import KBError
+
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "kb.sqlite").write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(KBError, match="not a reasonloop index database"):
+        KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=embedder)

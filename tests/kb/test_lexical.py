@@ -67,3 +67,14 @@ def test_uncommitted_writes_are_invisible_and_queries_are_not_parsed(tmp_path):
     assert idx.search('pending AND "unbalanced (quote: -', 5)[0][0] == 7
     assert idx.search("", 5) == [] and idx.search("...", 5) == []
     idx.close()
+
+
+def test_unreadable_index_is_a_kb_error(tmp_path):
+    import pytest
+
+    from reasonloop.errors import KBError
+
+    (tmp_path / "lex").mkdir()
+    (tmp_path / "lex" / "meta.json").write_text("{bad", encoding="utf-8")
+    with pytest.raises(KBError, match="unreadable BM25"):
+        LexicalIndex(tmp_path / "lex")

@@ -143,3 +143,10 @@ def test_qdrant_unreachable_server():
 def test_exact_ties_break_by_key():
     m = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
     assert [k for k, _ in top_k_exact(m, np.array([9, 4, 1]), np.array([1.0, 0.0]), 2)] == [4, 9]
+
+
+@pytest.mark.parametrize("name", ["v.usearch", "v.npz"])
+def test_unreadable_local_files_are_kb_errors(tmp_path, name):
+    (tmp_path / name).write_bytes(b"garbage" * 50)
+    with pytest.raises(KBError, match="unreadable"):
+        LocalVectorStore(tmp_path / "v.usearch", DIM)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import tantivy
 
+from reasonloop.errors import KBError
+
 __all__ = ["LexicalIndex", "segment"]
 
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
@@ -69,7 +71,10 @@ class LexicalIndex:
             self._index = tantivy.Index(self._schema)
         else:
             Path(path).mkdir(parents=True, exist_ok=True)
-            self._index = tantivy.Index(self._schema, path=str(path), reuse=True)
+            try:
+                self._index = tantivy.Index(self._schema, path=str(path), reuse=True)
+            except ValueError as exc:
+                raise KBError(f"{path}: unreadable BM25 index ({exc})", path=str(path)) from exc
         self._analyzer = _analyzer()
         self._index.register_tokenizer(_ANALYZER, self._analyzer)
         self._writer: tantivy.IndexWriter | None = None

@@ -19,12 +19,14 @@ text. Documents that never reached their commit point are simply absent and get 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -46,6 +48,8 @@ from reasonloop.registry import PluginInfo
 __all__ = ["LocalIndex", "LocalIndexOptions"]
 
 ProgressFn = Callable[[IngestProgress], None]
+_T = TypeVar("_T")
+logger = logging.getLogger(__name__)
 
 
 class LocalIndex:
@@ -80,7 +84,7 @@ class LocalIndex:
         except KBModelMismatch:
             self.store.close()
             raise
-        self.lexical = LexicalIndex(self.path / "lexical")
+        self.lexical = self._derived(lambda: LexicalIndex(self.path / "lexical"), [self.path / "lexical"])
         self.vectors: VectorStore | None = None
         dim = self.store.get_meta("embedding_dim")
         if dim:
@@ -134,13 +138,29 @@ class LocalIndex:
                     api_key=secret(self.options.qdrant_api_key_env),
                 )
             else:
-                self.vectors = LocalVectorStore(
-                    self.path / "vectors.usearch",
-                    dim,
-                    exact_below=self.options.exact_below,
-                    ef_search=self.options.ef_search,
+                self.vectors = self._derived(
+                    lambda: LocalVectorStore(
+                        self.path / "vectors.usearch",
+                        dim,
+                        exact_below=self.options.exact_below,
+                        ef_search=self.options.ef_search,
+                    ),
+                    [self.path / "vectors.usearch", self.path / "vectors.npz"],
                 )
         return self.vectors
+
+    def _derived(self, make: Callable[[], _T], files: Sequence[Path]) -> _T:
+        """Open a derived index; an unreadable one is deleted and rebuilt from sqlite by :meth:`reconcile`."""
+        try:
+            return make()
+        except KBError as exc:
+            logger.warning("rebuilding %s: %s", ", ".join(map(str, files)), exc.message)
+            for f in files:
+                if f.is_dir():
+                    shutil.rmtree(f)
+                else:
+                    f.unlink(missing_ok=True)
+            return make()
 
     # -- consistency ----------------------------------------------------------------------------------
     def reconcile(self) -> None:

@@ -89,13 +89,19 @@ class LocalVectorStore:
         self._dirty = False
         if self.path is not None and self.path.exists():
             self._hnsw = self._new_hnsw()
-            self._hnsw.load(str(self.path))
+            try:
+                self._hnsw.load(str(self.path))
+            except (RuntimeError, ValueError, OSError) as exc:
+                raise KBError(f"{self.path}: unreadable vector index ({exc})", path=str(self.path)) from exc
             if self._hnsw.ndim != dim:
                 raise KBError(f"{self.path} holds {self._hnsw.ndim}-d vectors, expected {dim}", path=str(self.path))
             self._hnsw.expansion_search = ef_search
         elif self.flat_path is not None and self.flat_path.exists():
-            with np.load(self.flat_path) as data:
-                keys, matrix = data["keys"], data["vectors"]
+            try:
+                with np.load(self.flat_path) as data:
+                    keys, matrix = data["keys"], data["vectors"]
+            except (ValueError, KeyError, OSError, EOFError) as exc:
+                raise KBError(f"{self.flat_path}: unreadable vector file ({exc})", path=str(self.flat_path)) from exc
             if matrix.ndim != 2 or (len(matrix) and matrix.shape[1] != dim):
                 raise KBError(f"{self.flat_path} holds vectors of shape {matrix.shape}, expected dim {dim}")
             self._keys, self._matrix = keys.astype(np.uint64), matrix.astype(np.float32).reshape(-1, dim)
