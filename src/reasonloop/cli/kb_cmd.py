@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.markup import escape
@@ -18,6 +19,7 @@ from rich.text import Text
 from reasonloop.cli.app import app, console, err_console, state
 from reasonloop.errors import ConfigError
 from reasonloop.kb.base import Filter, IngestProgress
+from reasonloop.kb.hybrid import SearchMode
 from reasonloop.registry import Registry
 
 kb_app = typer.Typer(name="kb", help="Inspect and manage the knowledge base.", no_args_is_help=True)
@@ -137,7 +139,7 @@ def search(
     async def run() -> Any:
         kb = _open(kb_dir)
         try:
-            return await kb.search(query, top_k=top_k, filters=parsed or None, mode=mode)  # type: ignore[arg-type]
+            return await kb.search(query, top_k=top_k, filters=parsed or None, mode=cast(SearchMode, mode))
         finally:
             await kb.close()
 
@@ -196,7 +198,7 @@ def list_documents(
 
     docs = asyncio.run(run())
     if as_json:
-        print(json.dumps([d.__dict__ for d in docs], ensure_ascii=False, indent=2))
+        print(json.dumps([asdict(d) for d in docs], ensure_ascii=False, indent=2))
         return
     table = Table("id", "source", "title", "chunks", "bytes", "updated")
     for d in docs:

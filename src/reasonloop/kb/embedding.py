@@ -24,7 +24,7 @@ import httpx
 import numpy as np
 
 from reasonloop.config import secret
-from reasonloop.errors import KBError, PluginNotFound
+from reasonloop.errors import ConfigError, KBError, PluginNotFound
 from reasonloop.registry import PluginInfo, Registry
 
 __all__ = [
@@ -269,8 +269,6 @@ def create_embedder(
         PluginNotFound: unknown id.
         ConfigError: options the embedder does not accept.
     """
-    from reasonloop.errors import ConfigError
-
     factory: Any
     try:
         factory = (registry or Registry.default()).get("embedder", embedder_id)

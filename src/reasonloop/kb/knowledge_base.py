@@ -126,7 +126,7 @@ class KnowledgeBase:
 
         The record id becomes the document id, so hits map back to the caller's ids.
         """
-        return await self.index.ingest_records(records, on_progress=on_progress)  # type: ignore[arg-type]
+        return await self.index.ingest_records(records, on_progress=on_progress)
 
     async def search(
         self,

@@ -24,7 +24,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -290,7 +290,7 @@ class LocalIndex:
 
     async def ingest_records(
         self,
-        records: Iterable[Record | tuple[str, str, str] | dict[str, Any]],
+        records: Iterable[Record | tuple[str, str, str] | Mapping[str, Any]],
         *,
         on_progress: ProgressFn | None = None,
     ) -> IngestReport:
