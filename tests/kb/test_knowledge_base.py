@@ -406,3 +406,26 @@ async def test_per_document_search_groups_chunks(make_kb, tmp_path):
     docs = await kb.search("apples", top_k=3, mode="lexical", per_document=True)
     assert sorted(h.document_id for h in docs) == ["long", "short"]
     await kb.close()
+
+
+async def test_repeated_queries_are_embedded_once(make_kb, monkeypatch):
+    from reasonloop.kb import local_index
+
+    class Counting(HashEmbedder):
+        def __init__(self):
+            super().__init__()
+            self.queries: list[str] = []
+
+        async def embed_queries(self, texts):
+            self.queries.extend(texts)
+            return await super().embed_queries(texts)
+
+    emb = Counting()
+    kb = make_kb(emb=emb)
+    await kb.ingest_records([("a", "", "alpha"), ("b", "", "beta")])
+    monkeypatch.setattr(local_index, "QUERY_CACHE_SIZE", 2)
+    for q in ["alpha", "alpha", "beta", "alpha", "gamma", "beta"]:
+        await kb.search(q, mode="dense")
+    # "beta" was evicted by "gamma" (least recently used), the rest came from memory
+    assert emb.queries == ["alpha", "beta", "gamma", "beta"]
+    await kb.close()

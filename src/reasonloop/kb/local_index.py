@@ -24,6 +24,7 @@ import os
 import shutil
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -49,6 +50,9 @@ __all__ = ["LocalIndex", "LocalIndexOptions"]
 
 ProgressFn = Callable[[IngestProgress], None]
 _T = TypeVar("_T")
+
+QUERY_CACHE_SIZE = 512
+"""Recent query vectors kept in memory (agents repeat searches; a query embedding costs ~20 ms)."""
 logger = logging.getLogger(__name__)
 
 
@@ -90,6 +94,7 @@ class LocalIndex:
         if dim:
             self.ensure_vectors(int(dim))
         self._write_lock = asyncio.Lock()
+        self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._mutate = threading.RLock()  # sqlite commits + derived-index updates, vs. repairs
         self._writer = WriterLock(self.path / "writer.lock")
         # Repairs need the writer lock. Without it another process is ingesting: its sqlite
@@ -397,7 +402,14 @@ class LocalIndex:
     async def dense_search(self, query: str, k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
         if self.vectors is None or len(self.vectors) == 0:
             return []
-        vector = (await self.embedder.embed_queries([query]))[0]
+        vector = self._query_vectors.get(query)
+        if vector is None:
+            vector = (await self.embedder.embed_queries([query]))[0]
+            self._query_vectors[query] = vector
+            if len(self._query_vectors) > QUERY_CACHE_SIZE:
+                self._query_vectors.popitem(last=False)
+        else:
+            self._query_vectors.move_to_end(query)
         return self.vectors.search(vector, k, allowed)
 
     def lexical_search(self, query: str, k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
