@@ -408,9 +408,7 @@ async def test_per_document_search_groups_chunks(make_kb, tmp_path):
     await kb.close()
 
 
-async def test_repeated_queries_are_embedded_once(make_kb, monkeypatch):
-    from reasonloop.kb import local_index
-
+async def test_repeated_queries_are_embedded_once(make_kb, tmp_path):
     class Counting(HashEmbedder):
         def __init__(self):
             super().__init__()
@@ -421,11 +419,17 @@ async def test_repeated_queries_are_embedded_once(make_kb, monkeypatch):
             return await super().embed_queries(texts)
 
     emb = Counting()
-    kb = make_kb(emb=emb)
+    kb = make_kb(emb=emb, query_cache=2)
     await kb.ingest_records([("a", "", "alpha"), ("b", "", "beta")])
-    monkeypatch.setattr(local_index, "QUERY_CACHE_SIZE", 2)
     for q in ["alpha", "alpha", "beta", "alpha", "gamma", "beta"]:
         await kb.search(q, mode="dense")
     # "beta" was evicted by "gamma" (least recently used), the rest came from memory
     assert emb.queries == ["alpha", "beta", "gamma", "beta"]
+    await kb.close()
+    emb = Counting()
+    kb = make_kb(path=tmp_path / "kb2", emb=emb, query_cache=0)
+    await kb.ingest_records([("a", "", "alpha")])
+    await kb.search("alpha", mode="dense")
+    await kb.search("alpha", mode="hybrid")
+    assert emb.queries == ["alpha", "alpha"]  # disabled: every search embeds
     await kb.close()

@@ -50,9 +50,6 @@ __all__ = ["LocalIndex", "LocalIndexOptions"]
 
 ProgressFn = Callable[[IngestProgress], None]
 _T = TypeVar("_T")
-
-QUERY_CACHE_SIZE = 512
-"""Recent query vectors kept in memory (agents repeat searches; a query embedding costs ~20 ms)."""
 logger = logging.getLogger(__name__)
 
 
@@ -405,9 +402,10 @@ class LocalIndex:
         vector = self._query_vectors.get(query)
         if vector is None:
             vector = (await self.embedder.embed_queries([query]))[0]
-            self._query_vectors[query] = vector
-            if len(self._query_vectors) > QUERY_CACHE_SIZE:
-                self._query_vectors.popitem(last=False)
+            if self.options.query_cache > 0:
+                self._query_vectors[query] = vector
+                if len(self._query_vectors) > self.options.query_cache:
+                    self._query_vectors.popitem(last=False)
         else:
             self._query_vectors.move_to_end(query)
         return self.vectors.search(vector, k, allowed)
