@@ -266,7 +266,7 @@ class LocalIndex:
             prune: Delete indexed documents under an ingested folder whose file is gone.
         """
         ingestor = Ingestor(self, on_progress, commit_chunks=self.options.commit_chunks)
-        items = ingestor.expand(sources, include, exclude)
+        items = await asyncio.to_thread(ingestor.expand, sources, include, exclude)
 
         async def produce(queue: asyncio.Queue[Any]) -> None:
             await ingestor.produce_files(items, queue)
@@ -301,7 +301,6 @@ class LocalIndex:
         Dicts carry ``id`` (or BEIR's ``_id``), ``text``, optional ``title``, ``source``,
         ``metadata``; any other key joins the metadata.
         """
-
         ingestor = Ingestor(self, on_progress, commit_chunks=self.options.commit_chunks)
 
         async def produce(queue: asyncio.Queue[Any]) -> None:
