@@ -79,3 +79,24 @@ def test_mean_and_percentile() -> None:
         m.percentile([], 50)
     with pytest.raises(ValueError):
         m.percentile(values, 101)
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, _PATH.with_name(f"{name}.py"))
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_published_baselines_parses_the_markdown_table(tmp_path: Path) -> None:
+    report = _load("retrieval_report")
+    md = tmp_path / "BASELINES.md"
+    md.write_text(
+        "# Published\n\n| system | nDCG@10 | source |\n|---|---|---|\n"
+        "| BM25 flat | **0.6789** (R@100 0.9253) | anserini |\n"
+        "| MiniLM | 0.6451 (leaderboard 64.51) | mteb |\n"
+        "| no figure | n/a | x |\n\nExpectation: around 0.66-0.68.\n",
+        encoding="utf-8",
+    )
+    assert report.published_baselines(md) == [("BM25 flat", 0.6789, 0.9253), ("MiniLM", 0.6451, None)]
