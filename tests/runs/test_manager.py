@@ -252,3 +252,27 @@ async def test_a_cancelled_subscriber_does_not_disturb_the_others(store, make_ma
     runner.finish(record.run_id)
     events = await asyncio.wait_for(survivor, 10)
     assert events[-1].type == "answer"
+
+
+async def test_stop_right_after_start_before_the_task_ran(store, make_manager):
+    manager = await make_manager(GatedRunner())
+    record = await manager.start(RunRequest(question="q"))
+    stopped = await manager.stop(record.run_id)  # no await in between: the task has not taken a step
+    assert stopped.status == "stopped"
+    events = await drain(await manager.subscribe(record.run_id))
+    assert [e.type for e in events] == ["run_started", "answer"] and events[-1].stop_reason == "stopped"
+
+
+async def test_shutdown_interrupts_runs_keeping_partial_content(store):
+    runner = GatedRunner(steps=3)
+    manager = RunManager(store, runner, RunsSettings(max_concurrent=1))
+    await manager.open()
+    running = await manager.start(RunRequest(question="q"))
+    queued = await manager.start(RunRequest(question="q2"))
+    await runner.entered_event(running.run_id).wait()
+    await manager.close()
+    record = await store.get_run(running.run_id)
+    assert record.status == "interrupted" and record.content == "part0 "
+    events = await store.events(running.run_id)
+    assert events[-1].type == "answer" and events[-1].stop_reason == "interrupted"
+    assert (await store.get_run(queued.run_id)).status == "interrupted"

@@ -62,16 +62,21 @@ class _LiveRun:
     record: RunRecord
     request: RunRequest
     events: list[Event] = field(default_factory=list)
+    payloads: list[str] = field(default_factory=list)
+    """``events[i]`` as JSON, serialised once for the store and every subscriber."""
     parts: list[str] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
     changed: asyncio.Event | None = None
     cancellable: bool = True
     """True while the task waits for a slot or for the runner (never mid-write)."""
+    started: bool = False
+    """The task has begun (a task cancelled before its first step would skip all clean-up)."""
     stop_requested: bool = False
     shutting_down: bool = False
     done: bool = False
 
-    def publish(self, event: Event) -> None:
+    def publish(self, event: Event, payload: str | None = None) -> None:
+        self.payloads.append(payload if payload is not None else event.model_dump_json())
         self.events.append(event)
         self.wake()
 
@@ -139,7 +144,10 @@ class RunManager:
         for live in list(self._live.values()):
             if live.task is not None and not live.done:
                 live.shutting_down = True
-                self._cancel(live)
+                if live.started:
+                    self._cancel(live)
+                else:
+                    live.task.cancel()  # never ran: nothing to clean up; the next start marks it interrupted
         tasks = [t for t in (*self._background, *(lv.task for lv in self._live.values())) if t is not None]
         await asyncio.gather(*tasks, return_exceptions=True)
         self._background = []
@@ -238,8 +246,11 @@ class RunManager:
     # -- executing --------------------------------------------------------------------------------
     async def _execute(self, live: _LiveRun) -> None:
         record = live.record
+        live.started = True
         try:
             try:
+                if live.stop_requested:
+                    raise _Stop
                 async with self._slots:
                     self._waiting -= 1
                     live.cancellable = False
@@ -255,7 +266,7 @@ class RunManager:
             if isinstance(exc, asyncio.CancelledError) and task is not None and live.stop_requested:
                 task.uncancel()
             await self._finish_stopped(live)
-            if not live.stop_requested:
+            if not live.stop_requested and isinstance(exc, asyncio.CancelledError):
                 raise
         except RunStoreUnavailable as exc:
             # The store is gone: tell live subscribers; what they already received stays theirs.
@@ -276,7 +287,7 @@ class RunManager:
         try:
             while True:
                 live.cancellable = True
-                if live.stop_requested:
+                if live.stop_requested or live.shutting_down:
                     raise _Stop
                 try:
                     event = await anext(stream)
@@ -300,11 +311,12 @@ class RunManager:
         if event.depth == 0:
             event.run_id = record.run_id
         event.seq = record.last_seq + 1
-        await self.store.append_event(record.run_id, event)
+        payload = event.model_dump_json()
+        await self.store.append_event(record.run_id, event, payload)
         record.last_seq = event.seq
         if isinstance(event, AnswerDelta) and event.depth == 0:
             live.parts.append(event.text)
-        live.publish(event)
+        live.publish(event, payload)
         self._notify("event", record, event)
 
     async def _finish(self, live: _LiveRun, event: Event) -> None:
@@ -420,6 +432,16 @@ class RunManager:
             return self.store.follow(run_id, after_seq)
         return self._follow_live(live, after_seq)
 
+    async def subscribe_json(
+        self, run_id: str, after_seq: int = 0, tenant: str | None = None
+    ) -> AsyncIterator[tuple[Event, str]]:
+        """Like :meth:`subscribe`, with each event's JSON (serialised once per event, not per subscriber)."""
+        await self.get(run_id, tenant)
+        live = self._live.get(run_id)
+        if live is None:
+            return _with_json(self.store.follow(run_id, after_seq))
+        return self._follow_live_json(live, after_seq)
+
     async def _follow_live(self, live: _LiveRun, after_seq: int) -> AsyncIterator[Event]:
         index = max(0, after_seq)
         while True:
@@ -432,9 +454,21 @@ class RunManager:
                 return
             await live.wait()
 
+    async def _follow_live_json(self, live: _LiveRun, after_seq: int) -> AsyncIterator[tuple[Event, str]]:
+        index = max(0, after_seq)
+        while True:
+            events, payloads = live.events, live.payloads
+            while index < len(events):
+                item = (events[index], payloads[index])
+                index += 1
+                yield item
+            if live.done:
+                return
+            await live.wait()
+
     # -- stopping ---------------------------------------------------------------------------------
     def _cancel(self, live: _LiveRun) -> None:
-        if live.task is not None and live.cancellable and not live.task.done():
+        if live.task is not None and live.started and live.cancellable and not live.task.done():
             live.task.cancel()
 
     def _request_stop(self, live: _LiveRun) -> None:
@@ -464,3 +498,8 @@ class RunManager:
                 break
             await asyncio.sleep(0.02)
         return record
+
+
+async def _with_json(events: AsyncIterator[Event]) -> AsyncIterator[tuple[Event, str]]:
+    async for event in events:
+        yield event, event.model_dump_json()

@@ -142,10 +142,11 @@ class RedisRunStore:
         return [r for r in records if r is not None and not r.finished]
 
     # -- events -----------------------------------------------------------------------------
-    async def append_event(self, run_id: str, event: Event) -> None:
+    async def append_event(self, run_id: str, event: Event, payload: str | None = None) -> None:
         with _guard(self.url):
             try:
-                await self.r.xadd(f"{self.p}events:{run_id}", {"e": event.model_dump_json()}, id=f"0-{event.seq}")
+                data = payload or event.model_dump_json()
+                await self.r.xadd(f"{self.p}events:{run_id}", {"e": data}, id=f"0-{event.seq}")
             except ResponseError as exc:
                 raise ValueError(f"run {run_id} already has an event with seq >= {event.seq}: {exc}") from exc
 

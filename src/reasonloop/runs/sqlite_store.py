@@ -282,9 +282,9 @@ class SQLiteRunStore:
         return [RunRecord.model_validate_json(r[0]) for r in rows]
 
     # -- events -----------------------------------------------------------------------------
-    async def append_event(self, run_id: str, event: Event) -> None:
+    async def append_event(self, run_id: str, event: Event, payload: str | None = None) -> None:
         try:
-            await self._run(_Append((run_id, event.seq, event.model_dump_json())))
+            await self._run(_Append((run_id, event.seq, payload or event.model_dump_json())))
         except sqlite3.IntegrityError as exc:
             raise ValueError(f"run {run_id} already has an event with seq {event.seq}") from exc
 

@@ -50,8 +50,10 @@ class RunStore(Protocol):
     async def inflight_runs(self) -> list[RunRecord]:
         """Runs recorded as queued or running (by any instance)."""
 
-    async def append_event(self, run_id: str, event: Event) -> None:
-        """Record ``event`` (already stamped); a duplicate seq raises ValueError."""
+    async def append_event(self, run_id: str, event: Event, payload: str | None = None) -> None:
+        """Record ``event`` (already stamped; ``payload`` is its JSON when the caller has it).
+
+        A duplicate seq raises ValueError."""
 
     async def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         """Stored events with ``seq > after_seq``, in order."""

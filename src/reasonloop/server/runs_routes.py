@@ -74,7 +74,7 @@ async def run_events(
     Reconnecting with ``Last-Event-ID`` (or ``?after=N``) resumes without gaps or duplicates.
     """
     after_seq = after if after is not None else _parse_seq(last_event_id)
-    events = await server_state(request).runs.subscribe(run_id, after_seq, who.tenant)
+    events = await server_state(request).runs.subscribe_json(run_id, after_seq, who.tenant)
     return EventSourceResponse(sse_frames(events), ping=15)
 
 
@@ -85,11 +85,11 @@ def _parse_seq(value: str | None) -> int:
         return 0
 
 
-async def sse_frames(events: AsyncIterator[Event]) -> AsyncIterator[dict[str, str]]:
+async def sse_frames(events: AsyncIterator[tuple[Event, str]]) -> AsyncIterator[dict[str, str]]:
     """SSE messages for events; a failure while streaming becomes a last ``error`` message."""
     try:
-        async for event in events:
-            yield {"id": str(event.seq), "event": event.type, "data": event.model_dump_json()}
+        async for event, payload in events:
+            yield {"id": str(event.seq), "event": event.type, "data": payload}
     except ReasonLoopError as exc:
         yield {"event": "error", "data": json.dumps({"type": "error", "code": exc.code, "message": exc.message})}
 

@@ -144,7 +144,7 @@ class _Session:
         try:
             self.state.auth.check_rate(self.who)
             record = await self.state.runs.start(RunRequest(**ask.model_dump(), tenant=self.who.tenant))
-            events = await self.state.runs.subscribe(record.run_id, 0, self.who.tenant)
+            events = await self.state.runs.subscribe_json(record.run_id, 0, self.who.tenant)
         except ReasonLoopError as exc:
             return await self.error(exc.code, exc.message, ref, **_extra(exc))
         reply: dict[str, Any] = {"type": "run", "run_id": record.run_id, "conversation_id": record.conversation_id}
@@ -161,12 +161,12 @@ class _Session:
                 "request.invalid", f"resume needs run_id and after_seq >= 0 ({field})", ref, field=field
             )
         try:
-            events = await self.state.runs.subscribe(run_id, after, self.who.tenant)
+            events = await self.state.runs.subscribe_json(run_id, after, self.who.tenant)
         except ReasonLoopError as exc:
             return await self.error(exc.code, exc.message, ref, run_id=run_id)
         await self._follow(run_id, events)
 
-    async def _follow(self, run_id: str, events: AsyncIterator[Event]) -> None:
+    async def _follow(self, run_id: str, events: AsyncIterator[tuple[Event, str]]) -> None:
         previous = self.followers.get(run_id)
         current = asyncio.current_task()
         if previous is not None and previous is not current:
@@ -175,8 +175,8 @@ class _Session:
             self.followers[run_id] = current  # type: ignore[assignment]
         prefix = '{"type":"event","run_id":' + json.dumps(run_id) + ',"event":'
         try:
-            async for event in events:
-                await self.send_text(prefix + event.model_dump_json() + "}")
+            async for event, payload in events:
+                await self.send_text(prefix + payload + "}")
                 if is_terminal_event(event):
                     break
         except ReasonLoopError as exc:
