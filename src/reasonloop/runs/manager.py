@@ -141,15 +141,22 @@ class RunManager:
         """Cancel the background loops and interrupt runs still executing (their partial answer is kept)."""
         for task in self._background:
             task.cancel()
+        unstarted = []
         for live in list(self._live.values()):
             if live.task is not None and not live.done:
                 live.shutting_down = True
                 if live.started:
                     self._cancel(live)
-                else:
-                    live.task.cancel()  # never ran: nothing to clean up; the next start marks it interrupted
+                else:  # cancelled before its first step, the task runs none of its clean-up: do it here
+                    live.task.cancel()
+                    unstarted.append(live)
         tasks = [t for t in (*self._background, *(lv.task for lv in self._live.values())) if t is not None]
         await asyncio.gather(*tasks, return_exceptions=True)
+        for live in unstarted:
+            self._waiting -= 1
+            await self._finish_stopped(live)
+            live.done = True
+            live.wake()
         self._background = []
 
     async def _watch_stops(self) -> None:
