@@ -46,3 +46,26 @@ async def test_runs_search_only_their_tenants_documents(tmp_path):
             outputs[name] = " ".join(e.get("output", "") for e in events if e["type"] == "tool_result")
         assert "lighthouse" in outputs["a"] and outputs["a_answer"] == "The keeper logs ships [1]."
         assert "lighthouse" not in outputs["b"]
+
+
+async def test_declared_agents_are_listed_and_run(tmp_path):
+    from reasonloop.config import AgentSettings
+
+    settings = make_settings(tmp_path)
+    settings.agents = {"helper": AgentSettings(reasoning="toolcall", description="answers briefly", tools=[])}
+    runner = AgentRunner(settings, llm=ScriptedProvider(replies=["Brief answer."], repeat_last=True))
+    app = create_app(settings, runner=runner)
+    runner.kb = app.state.reasonloop.kb
+    async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=60) as client:
+        agents = (await client.get("/v1/agents")).json()
+        assert [a["id"] for a in agents] == ["helper"] and agents[0]["description"] == "answers briefly"
+        assert "max_rounds" in agents[0]["settings_schema"]["properties"]
+        run = (await client.post("/v1/runs", json={"question": "hi?", "agent": "helper"})).json()
+        events = event_data(await sse_events(client, f"/v1/runs/{run['run_id']}/events"))
+        assert events[-1]["type"] == "answer" and events[-1]["text"] == "Brief answer."
+        unknown = await client.post("/v1/runs", json={"question": "hi?", "agent": "nobody"})
+        assert unknown.status_code == 422 and unknown.json()["error"]["field"] == "agent"
+        chat = await client.post(
+            "/v1/chat/completions", json={"model": "helper", "messages": [{"role": "user", "content": "hi"}]}
+        )
+        assert chat.json()["choices"][0]["message"]["content"] == "Brief answer."

@@ -41,11 +41,13 @@ class AgentRunner:
         self.kb = kb
         self.llm = llm
 
+    def _agents(self) -> dict[str, Any]:
+        agents = getattr(self.settings, "agents", None) or {}
+        return dict(agents) if isinstance(agents, dict) else {}
+
     def _strategy(self, request: RunRequest) -> Any:
         from reasonloop.reasoning.builtins import resolve
 
-        if request.agent is not None:
-            raise RequestInvalid(f"no agent {request.agent!r} is configured", field="agent")
         strategy_id = request.reasoning or DEFAULT_REASONING
         try:
             return resolve("reasoning", strategy_id, self.registry)
@@ -58,6 +60,11 @@ class AgentRunner:
         Raises:
             RequestInvalid: ``field`` is ``reasoning``, ``agent`` or ``settings.<name>``.
         """
+        if request.agent is not None:
+            if request.agent not in self._agents():
+                known = ", ".join(sorted(self._agents())) or "none"
+                raise RequestInvalid(f"no agent {request.agent!r} is configured (agents: {known})", field="agent")
+            return
         strategy = self._strategy(request)
         settings_model = getattr(strategy, "Settings", None)
         if settings_model is None:
@@ -83,13 +90,16 @@ class AgentRunner:
                 kb = await self.kb.get(request.tenant)
             except KBUnavailable:
                 kb = None
-        agent = Agent(
-            reasoning=self._strategy(request),
-            llm=self.llm,
-            kb=kb,
-            settings=request.settings,
-            registry=self.registry,
-        )
+        if request.agent is not None:
+            agent = Agent.from_config(request.agent, self.settings, kb=kb, llm=self.llm, registry=self.registry)
+        else:
+            agent = Agent(
+                reasoning=self._strategy(request),
+                llm=self.llm,
+                kb=kb,
+                settings=request.settings,
+                registry=self.registry,
+            )
         async for event in agent.stream(
             request.question,
             history=request.history,

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 
+from reasonloop.errors import ReasonLoopError
 from reasonloop.registry import PluginEntry, PluginInfo
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
@@ -61,18 +62,29 @@ async def list_tools(request: Request, who: Annotated[Principal, Depends(princip
 
 @router.get("/agents", response_model=list[PluginView])
 async def list_agents(request: Request, who: Annotated[Principal, Depends(principal)]) -> list[PluginView]:
-    """Configured agents (a strategy with its tools and settings), when the config defines any."""
-    agents = getattr(server_state(request).settings, "agents", None) or {}
-    items = agents.items() if isinstance(agents, dict) else ((getattr(a, "id", ""), a) for a in agents)
+    """Agents declared in the config (``[agents.NAME]``), with their strategy's settings schema."""
+    state = server_state(request)
+    agents = getattr(state.settings, "agents", None) or {}
     views = []
-    for agent_id, agent in items:
+    for agent_id, agent in agents.items() if isinstance(agents, dict) else ():
         data = agent.model_dump() if isinstance(agent, BaseModel) else dict(agent)
         views.append(
             PluginView(
-                id=str(agent_id or data.get("id", "")),
-                name=str(data.get("name", "") or agent_id),
+                id=str(agent_id),
+                name=str(data.get("name") or agent_id),
                 description=str(data.get("description", "")),
-                settings_schema=_schema(agent, "Settings"),
+                settings_schema=_strategy_schema(state.registry, str(data.get("reasoning", ""))),
             )
         )
     return views
+
+
+def _strategy_schema(registry: Any, strategy_id: str) -> dict[str, Any] | None:
+    if not strategy_id:
+        return None
+    try:
+        from reasonloop.reasoning.builtins import resolve
+
+        return _schema(resolve("reasoning", strategy_id, registry), "Settings")
+    except (ImportError, ReasonLoopError):
+        return None
