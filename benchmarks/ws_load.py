@@ -80,7 +80,7 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
     )
     runner = LLMRunner(lambda: PacedScripted(replies=[text], chunk_size=4, delay_s=1.0 / args.rate, repeat_last=True))
     app = create_app(settings, runner=runner)
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=4096)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=4096, ws_per_message_deflate=args.deflate)
 
 
 def serve_bare(port: int, args: argparse.Namespace) -> None:
@@ -138,7 +138,7 @@ def serve_bare(port: int, args: argparse.Namespace) -> None:
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
 
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=4096)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=4096, ws_per_message_deflate=args.deflate)
 
 
 # -- load generator ------------------------------------------------------------------------------
@@ -297,7 +297,7 @@ def summarise(stack: str, n: int, rounds: list[dict[str, Any]]) -> dict[str, Any
 def _passthrough(args: argparse.Namespace) -> list[str]:
     return [
         "--tokens", str(args.tokens), "--rate", str(args.rate), "--ttft", str(args.ttft),
-        "--store", args.store, "--redis-url", args.redis_url, "--clients", ",".join(map(str, args.clients_list)),
+        "--store", args.store, "--redis-url", args.redis_url, *(["--deflate"] if args.deflate else []), "--clients", ",".join(map(str, args.clients_list)),
     ]  # fmt: skip
 
 
@@ -311,6 +311,9 @@ def main() -> None:
     parser.add_argument("--store", default="sqlite", choices=["sqlite", "redis"], help="Our run store.")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--repeat", type=int, default=3, help="Interleaved rounds per client count (samples pooled).")
+    parser.add_argument(
+        "--deflate", action="store_true", help="Offer permessage-deflate on both servers (off, as `serve` defaults)."
+    )
     parser.add_argument("--no-pin", action="store_true", help="Do not pin server and client to separate cores.")
     parser.add_argument("--json", action="store_true", help="Print the raw figures as JSON too.")
     parser.add_argument("--role", default="", help=argparse.SUPPRESS)
@@ -345,7 +348,7 @@ def main() -> None:
                 )
         rows += [summarise(stack, n, samples[stack]) for stack in ("bare", "ours")]
     print(f"\nWebSocket load: {args.tokens} tokens at {args.rate:g}/s after {args.ttft:g}s TTFT per run; "
-          f"store={args.store}; pinned={pin}; {args.repeat} rounds; python {sys.version.split()[0]}\n")  # fmt: skip
+          f"store={args.store}; deflate={args.deflate}; pinned={pin}; {args.repeat} rounds; python {sys.version.split()[0]}\n")  # fmt: skip
     head = f"{'clients':>7} {'stack':>5} {'relay p50':>10} {'relay p99':>10} {'ping p50':>9} {'ping p99':>9} "
     head += f"{'CPU ms/run':>10} {'RSS KiB/run':>11} {'answered':>9}"
     print(head)

@@ -222,6 +222,9 @@ class ServerSettings(_Section):
     ws_ping_interval_s: float = Field(default=20.0, gt=0)
     ws_ping_timeout_s: float = Field(default=20.0, gt=0)
     """A socket that does not answer a protocol ping within this time is closed."""
+    ws_compression: bool = False
+    """Offer permessage-deflate. Event frames are small JSON; compressing each one costs more CPU
+    than it saves bandwidth on most links, so it is off unless clients are on slow networks."""
     cors_origins: list[str] = Field(default_factory=list)
 
 

@@ -34,6 +34,7 @@ async def serve(app: Any, settings: Settings | None = None) -> AsyncIterator[str
         ws_max_size=srv.ws_max_frame_bytes * 4 + 1024,
         ws_ping_interval=srv.ws_ping_interval_s,
         ws_ping_timeout=srv.ws_ping_timeout_s,
+        ws_per_message_deflate=srv.ws_compression,
         timeout_graceful_shutdown=1,
     )
     server = uvicorn.Server(config)

@@ -45,6 +45,7 @@ def serve(
         "ws_max_size": server.ws_max_frame_bytes * 4 + 1024,
         "ws_ping_interval": server.ws_ping_interval_s,
         "ws_ping_timeout": server.ws_ping_timeout_s,
+        "ws_per_message_deflate": server.ws_compression,
         "timeout_graceful_shutdown": 5,
     }
     logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
