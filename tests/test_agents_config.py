@@ -333,3 +333,13 @@ async def test_run_started_of_a_declared_sub_agent_names_its_strategy(tmp_path, 
     events = [e async for e in build_agent("w", settings, llm=llm, registry=registry).stream("q")]
     nested = next(e for e in events if isinstance(e, RunStarted) and e.depth == 1)
     assert nested.reasoning == "qa" and nested.parent_call_id == "p1"
+
+
+def test_chat_agent_talks_with_the_declared_agent(capsys, tmp_path, monkeypatch) -> None:
+    write_cli_config(tmp_path, monkeypatch)
+    inputs = iter(["What colour is the sky?", "/exit"])
+    monkeypatch.setattr("reasonloop.cli.ask_cmd.console.input", lambda prompt="": next(inputs))
+    code, out, err = cli(capsys, "chat", "--agent", "writer")
+    assert code == 0, err
+    assert "Answer: PARENT SAYS BLUE" in out and '  → lookup {"key": "sky"}' in out
+    sys.modules.pop("agents_cli_tools", None)

@@ -320,6 +320,9 @@ def chat(
     kb_dir: KBOpt = None,
     sets: SetOpt = None,
     instructions: InstrOpt = None,
+    agent_name: AgentOpt = None,
+    user: UserOpt = "",
+    conversation: ConversationOpt = "",
 ) -> None:
     """Talk with your documents; the conversation is kept. /reset forgets it, /exit (or Ctrl-D) leaves."""
     history: list[Message] = []
@@ -327,7 +330,7 @@ def chat(
         stack = AsyncExitStack()
         try:
             kb = runner.run(_open_kb(kb_dir, stack))
-            agent = _build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [])
+            agent = _build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [], agent_name)
             console.print(
                 f"[dim]reasonloop chat · {agent.reasoning_id} · {escape(agent.llm.name)} · "
                 "/reset to forget, /exit to leave[/]"
@@ -346,9 +349,11 @@ def chat(
                     history.clear()
                     console.print("[dim]conversation forgotten[/]")
                     continue
-                answer, _ = runner.run(consume(agent, question, history, TraceRenderer()))
+                answer, _ = runner.run(
+                    consume(agent, question, history, TraceRenderer(), user_id=user, conversation_id=conversation)
+                )
                 if answer:
                     history += [Message.user(question), Message.assistant(answer)]
-            runner.run(agent.llm.aclose())
+            runner.run(_close(agent))
         finally:
             runner.run(stack.aclose())
