@@ -35,7 +35,7 @@ def serve(
         err_console.print(f"[bold yellow]warning[/] {warning}", highlight=False)
     if server.workers > 1 and settings.runs.store == "sqlite":
         err_console.print(
-            'note: several workers share the SQLite run store by polling; use [runs] store = "redis" to scale out',
+            'note: several workers share the SQLite run store by polling; use \\[runs] store = "redis" to scale out',
             style="yellow",
         )
     options = {
