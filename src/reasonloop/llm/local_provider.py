@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import atexit
 import ctypes
 import json
 import logging
@@ -174,8 +175,19 @@ def _load(path: Path, n_ctx: int, n_threads: int) -> _Loaded:
             bos=llama._model.token_get_text(bos_id) if bos_id != -1 else "",
             eos=llama._model.token_get_text(eos_id) if eos_id != -1 else "",
         )
+        if not _models:
+            atexit.register(_close_all)
         _models[key] = loaded
         return loaded
+
+
+def _close_all() -> None:
+    # Free the models while the interpreter is intact: llama.cpp's own finaliser, run during
+    # shutdown, finds its C bindings already torn down and prints a TypeError.
+    with _models_lock:
+        for loaded in _models.values():
+            loaded.llama.close()
+        _models.clear()
 
 
 # -- the prompt -------------------------------------------------------------------------------
