@@ -11,7 +11,7 @@ import pytest
 
 from reasonloop.agent import Agent, ask
 from reasonloop.errors import ConfigError, PluginNotFound
-from reasonloop.events import Answer, ErrorEvent, Event, Progress, RunStarted, Thought, ToolCall
+from reasonloop.events import Answer, ErrorEvent, Event, Progress, RunStarted, Thought, ToolCall, ToolResult
 from reasonloop.kb.base import Filter, Hit
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.reasoning.base import Reasoning, RunContext
@@ -190,6 +190,30 @@ async def test_cancelling_the_consumer_mid_tool_leaves_no_task(calls: int) -> No
     assert len(cancelled) == calls
     assert asyncio.all_tasks() == {asyncio.current_task()}
     assert not any(isinstance(e, Answer) for e in seen)
+
+
+async def test_closing_the_stream_while_a_tool_runs_cancels_it_at_once() -> None:
+    cancelled: list[str] = []
+
+    @tool
+    async def wait(key: str) -> str:
+        """Returns at once for "fast", never for "slow"."""
+        try:
+            await asyncio.sleep(0 if key == "fast" else 3600)
+        except asyncio.CancelledError:
+            cancelled.append(key)
+            raise
+        return key
+
+    calls = [{"name": "wait", "arguments": {"key": key}} for key in ("fast", "slow")]
+    stream = Agent("toolcall", llm=ScriptedProvider(replies=[{"tool_calls": calls}]), tools=[wait]).stream("q")
+    async for event in stream:
+        if isinstance(event, ToolResult):  # "fast" is done, "slow" is running
+            break
+    await stream.aclose()
+    # No event-loop turn in between: aclose itself cancelled the tool, not a later GC finaliser.
+    assert cancelled == ["slow"]
+    assert asyncio.all_tasks() == {asyncio.current_task()}
 
 
 async def test_llm_spec_and_ask_helper(tmp_path: Path) -> None:

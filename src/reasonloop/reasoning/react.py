@@ -10,6 +10,7 @@ answers from what was gathered.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from functools import partial
 from typing import ClassVar
 
@@ -87,10 +88,12 @@ class ReActReasoning(Reasoning):
                 raw_input=step.action_input,
             )
             outputs: list[ToolOutput] = []
-            async for event in run_tools(
-                ctx, tracker, [call], outputs, observation_tokens=settings.max_evidence_tokens
-            ):
-                yield event
+            # aclosing: if our consumer closes us mid-call, the tools are cancelled now, not at GC.
+            async with aclosing(
+                run_tools(ctx, tracker, [call], outputs, observation_tokens=settings.max_evidence_tokens)
+            ) as tool_events:
+                async for event in tool_events:
+                    yield event
             messages.append(Message.assistant(cut_observation(turn.text).rstrip()))
             messages.append(Message.user(f"Observation: {outputs[0].text}"))
 

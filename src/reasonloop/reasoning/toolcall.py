@@ -9,6 +9,7 @@ the ReAct loop instead, with the same tools.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import ClassVar
 
 from reasonloop.events import Event, Progress, Thought
@@ -86,10 +87,12 @@ class ToolCallReasoning(Reasoning):
                 )
             )
             outputs: list[ToolOutput] = []
-            async for event in run_tools(
-                ctx, tracker, turn.calls, outputs, observation_tokens=settings.max_evidence_tokens
-            ):
-                yield event
+            # aclosing: if our consumer closes us mid-call, the tools are cancelled now, not at GC.
+            async with aclosing(
+                run_tools(ctx, tracker, turn.calls, outputs, observation_tokens=settings.max_evidence_tokens)
+            ) as tool_events:
+                async for event in tool_events:
+                    yield event
             messages.extend(
                 Message.tool(call.call_id, out.text, name=call.tool)
                 for call, out in zip(turn.calls, outputs, strict=True)

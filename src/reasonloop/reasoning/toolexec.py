@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,8 +144,9 @@ async def run_tools(
             yield event
         yield record_result(ctx, call, results[i], observation_tokens)
     elif runnable:
-        async for event in _run_concurrently(ctx, tracker, calls, runnable, results, observation_tokens):
-            yield event
+        async with aclosing(_run_concurrently(ctx, tracker, calls, runnable, results, observation_tokens)) as events:
+            async for event in events:
+                yield event
     outputs.extend(r for r in results if r is not None)
 
 
