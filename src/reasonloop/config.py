@@ -180,6 +180,9 @@ class RunsSettings(_Section):
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_prefix: str = "reasonloop:"
     """Prefix of every Redis key, so several deployments can share one Redis."""
+    redis_max_connections: int = Field(default=128, ge=1)
+    """Connections for commands (appends, status); callers wait for a free one rather than fail.
+    Blocking reads of followers on other instances use their own connections."""
     ttl_s: int = Field(default=7 * 24 * 3600, gt=0)
     """How long a finished run, its events and a conversation are kept in Redis."""
     max_concurrent: int = Field(default=16, ge=1)

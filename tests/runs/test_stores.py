@@ -162,3 +162,16 @@ async def test_a_duplicate_in_a_batch_of_appends_fails_alone(any_store):
     )
     assert [type(r) for r in results] == [type(None), ValueError, type(None)]
     assert [e.text for e in await any_store.events("run_b")] == ["a", "b"]
+
+
+async def test_redis_appends_wait_for_a_free_connection_rather_than_fail(redis_server):
+    settings = RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix="pool:", redis_max_connections=2)
+    store = RedisRunStore(settings)
+    await store.open()
+    try:
+        await asyncio.gather(
+            *(store.append_event(f"run_{i}", stamped(f"run_{i}", 1, AnswerDelta(text="x"))) for i in range(200))
+        )
+        assert all([len(await store.events(f"run_{i}")) == 1 for i in range(200)])
+    finally:
+        await store.close()

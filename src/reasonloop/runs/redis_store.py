@@ -64,6 +64,8 @@ class RedisRunStore:
         self.p = self.settings.redis_prefix
         self.ttl = self.settings.ttl_s
         self._r: aioredis.Redis | None = None
+        self._blocking: aioredis.Redis | None = None
+        """A second client for XREAD BLOCK and pub/sub, which hold a connection while they wait."""
 
     @property
     def r(self) -> aioredis.Redis:
@@ -72,21 +74,33 @@ class RedisRunStore:
         return self._r
 
     async def open(self) -> None:
-        client = aioredis.Redis.from_url(
-            self.url, decode_responses=True, socket_connect_timeout=3, health_check_interval=30
+        options: dict[str, Any] = {"decode_responses": True, "socket_connect_timeout": 3, "health_check_interval": 30}
+        pool = aioredis.BlockingConnectionPool.from_url(
+            self.url, max_connections=self.settings.redis_max_connections, timeout=30, **options
         )
+        client = aioredis.Redis(connection_pool=pool)
         try:
             with _guard(self.url):
                 await client.ping()
         except RunStoreUnavailable:
             await client.aclose()
+            await pool.disconnect()
             raise
         self._r = client
+        self._blocking = aioredis.Redis.from_url(self.url, max_connections=100_000, **options)
 
     async def close(self) -> None:
-        client, self._r = self._r, None
-        if client is not None:
-            await client.aclose()
+        for client in (self._r, self._blocking):
+            if client is not None:
+                await client.aclose()
+                await client.connection_pool.disconnect()
+        self._r = self._blocking = None
+
+    @property
+    def rb(self) -> aioredis.Redis:
+        if self._blocking is None:
+            raise RunStoreUnavailable(f"the Redis run store ({self.url}) is not open")
+        return self._blocking
 
     # -- runs -------------------------------------------------------------------------------
     async def create_run(self, record: RunRecord) -> None:
@@ -165,7 +179,7 @@ class RedisRunStore:
                 return
         while True:
             with _guard(self.url):
-                reply = await self.r.xread({stream: f"0-{last}"}, block=_BLOCK_MS, count=500)
+                reply = await self.rb.xread({stream: f"0-{last}"}, block=_BLOCK_MS, count=500)
             if not reply:
                 record = await self.get_run(run_id)
                 if record is None:
@@ -190,7 +204,7 @@ class RedisRunStore:
             await self.r.publish(f"{self.p}stops", run_id)
 
     async def stop_requests(self, instance: str) -> AsyncIterator[str]:
-        pubsub = self.r.pubsub(ignore_subscribe_messages=True)
+        pubsub = self.rb.pubsub(ignore_subscribe_messages=True)
         try:
             with _guard(self.url):
                 await pubsub.subscribe(f"{self.p}stops")
