@@ -173,11 +173,16 @@ async def one_client(url: str, out: dict[str, Any]) -> None:
                         event = frame["event"]
                         if event["type"] == "answer_delta":
                             out["relay"].append(now_wall - event["ts"])
-                        elif event["type"] in ("answer", "error"):
-                            out["done" if event["type"] == "answer" else "errors"] += 1
+                        elif event["type"] == "answer":
+                            out["done"] += 1
+                            break
+                        elif event["type"] == "error":
+                            out["errors"] += 1
+                            out.setdefault("messages", []).append(f"{event['code']}: {event['message']}")
                             break
                     elif kind == "error":
                         out["errors"] += 1
+                        out.setdefault("messages", []).append(f"{frame['code']}: {frame['message']}")
                         break
             finally:
                 ping_task.cancel()
