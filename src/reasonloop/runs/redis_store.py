@@ -66,6 +66,8 @@ class RedisRunStore:
         self._r: aioredis.Redis | None = None
         self._blocking: aioredis.Redis | None = None
         """A second client for XREAD BLOCK and pub/sub, which hold a connection while they wait."""
+        self._pending: list[tuple[str, str, str, asyncio.Future[None]]] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     @property
     def r(self) -> aioredis.Redis:
@@ -90,6 +92,8 @@ class RedisRunStore:
         self._blocking = aioredis.Redis.from_url(self.url, max_connections=100_000, **options)
 
     async def close(self) -> None:
+        if self._flusher is not None:
+            await asyncio.gather(self._flusher, return_exceptions=True)
         for client in (self._r, self._blocking):
             if client is not None:
                 await client.aclose()
@@ -157,12 +161,40 @@ class RedisRunStore:
 
     # -- events -----------------------------------------------------------------------------
     async def append_event(self, run_id: str, event: Event, payload: str | None = None) -> None:
-        with _guard(self.url):
+        """Add the event to the run's stream.
+
+        Appends from all runs are group-committed: whatever arrives while one pipeline is in
+        flight goes out in the next, so under load one round trip carries many events and each
+        caller still returns only once Redis holds its event.
+        """
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((f"{self.p}events:{run_id}", f"0-{event.seq}", payload or event.model_dump_json(), fut))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_appends(), name="redis-run-store-appends")
+        await fut
+
+    async def _flush_appends(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            pipe = self.r.pipeline(transaction=False)
+            for key, entry_id, data, _ in batch:
+                pipe.xadd(key, {"e": data}, id=entry_id)
             try:
-                data = payload or event.model_dump_json()
-                await self.r.xadd(f"{self.p}events:{run_id}", {"e": data}, id=f"0-{event.seq}")
-            except ResponseError as exc:
-                raise ValueError(f"run {run_id} already has an event with seq >= {event.seq}: {exc}") from exc
+                with _guard(self.url):
+                    results = await pipe.execute(raise_on_error=False)
+            except RunStoreUnavailable as exc:
+                results = [exc] * len(batch)
+            for (key, entry_id, _, fut), result in zip(batch, results, strict=True):
+                if fut.done():
+                    continue
+                if isinstance(result, ResponseError):
+                    fut.set_exception(ValueError(f"{key} already has an entry at or after {entry_id}: {result}"))
+                elif isinstance(result, RunStoreUnavailable):
+                    fut.set_exception(RunStoreUnavailable(result.message, **result.details))
+                elif isinstance(result, Exception):
+                    fut.set_exception(RunStoreUnavailable(f"Redis at {self.url} failed: {result}", url=self.url))
+                else:
+                    fut.set_result(None)
 
     async def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         with _guard(self.url):
