@@ -28,7 +28,7 @@ async def store(tmp_path) -> AsyncIterator[SQLiteRunStore]:
     await s.close()
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
 async def any_store(request, tmp_path) -> AsyncIterator[SQLiteRunStore | RedisRunStore]:
     if request.param == "sqlite":
         s = SQLiteRunStore(RunsSettings(sqlite_path=str(tmp_path / "runs.sqlite")))

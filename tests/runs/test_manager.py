@@ -205,6 +205,7 @@ async def test_store_lost_mid_run_fails_the_run_with_a_clear_event(store, make_m
     await store.open()
 
 
+@pytest.mark.redis
 async def test_two_instances_share_runs_through_redis(redis_server):
     import uuid
 

@@ -116,6 +116,7 @@ async def test_recovery_marks_orphans_interrupted_with_partial_content(any_store
     assert await recover_interrupted(any_store, me="me") == []
 
 
+@pytest.mark.redis
 async def test_redis_unavailable_at_start_is_a_clear_error():
     port = free_port()
     store = RedisRunStore(RunsSettings(store="redis", redis_url=f"redis://127.0.0.1:{port}/0"))
@@ -124,6 +125,7 @@ async def test_redis_unavailable_at_start_is_a_clear_error():
     assert f"127.0.0.1:{port}" in info.value.message and info.value.code == "run.store_unavailable"
 
 
+@pytest.mark.redis
 async def test_redis_finished_runs_expire(redis_server):
     store = RedisRunStore(RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix="ttl:", ttl_s=60))
     await store.open()
@@ -164,6 +166,7 @@ async def test_a_duplicate_in_a_batch_of_appends_fails_alone(any_store):
     assert [e.text for e in await any_store.events("run_b")] == ["a", "b"]
 
 
+@pytest.mark.redis
 async def test_redis_appends_wait_for_a_free_connection_rather_than_fail(redis_server):
     settings = RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix="pool:", redis_max_connections=2)
     store = RedisRunStore(settings)

@@ -94,10 +94,10 @@ async def test_crash_recovery_after_sigkill(tmp_path, processes):
     assert view["run"]["content"] == partial == events[-1]["text"] == view["result"]["content"]
 
 
-@pytest.mark.parametrize("backend", ["redis", "sqlite"])
-async def test_two_instances_share_runs(tmp_path, processes, redis_server, backend):
+@pytest.mark.parametrize("backend", [pytest.param("redis", marks=pytest.mark.redis), "sqlite"])
+async def test_two_instances_share_runs(tmp_path, processes, request, backend):
     if backend == "redis":
-        shared = ["--redis", redis_server.url, "--prefix", f"mi{uuid.uuid4().hex[:6]}:"]
+        shared = ["--redis", request.getfixturevalue("redis_server").url, "--prefix", f"mi{uuid.uuid4().hex[:6]}:"]
     else:  # several workers on one machine sharing one SQLite file
         shared = ["--sqlite", str(tmp_path / "shared.sqlite")]
     a = ServerProcess(tmp_path, *shared)
@@ -122,6 +122,7 @@ async def test_two_instances_share_runs(tmp_path, processes, redis_server, backe
         assert (await on_a.post(f"/v1/runs/{run_id}/stop")).status_code == 409
 
 
+@pytest.mark.redis
 async def test_redis_unavailable_at_start_is_a_clear_error(tmp_path):
     dead = f"redis://127.0.0.1:{free_port()}/0"
     proc = ServerProcess(tmp_path, "--redis", dead)
@@ -131,6 +132,7 @@ async def test_redis_unavailable_at_start_is_a_clear_error(tmp_path):
     assert "run.store_unavailable" in log and dead in log
 
 
+@pytest.mark.redis
 async def test_redis_lost_mid_run_fails_the_run_and_keeps_what_was_delivered(tmp_path):
     redis = RedisServer()  # its own server: this test kills it
     try:
