@@ -82,3 +82,14 @@ async def test_upload_over_the_limit_is_413_and_leaves_nothing(client):
 )
 def test_safe_filename(name, expected):
     assert safe_filename(name) == expected
+
+
+async def test_an_oversized_body_is_refused_before_it_is_read(client):
+    http, _ = client
+    body = b"x" * (2000 * 32 + 70 * 1024)
+    response = await http.post(
+        "/v1/kb/documents",
+        content=body,
+        headers={**A, "Content-Type": "multipart/form-data; boundary=zzz"},
+    )
+    assert response.status_code == 413 and response.json()["error"]["code"] == "kb.upload_too_large"

@@ -31,7 +31,7 @@ from reasonloop.server import catalog_routes, conversation_routes, kb_routes, op
 from reasonloop.server.auth import Authenticator, auth_warning
 from reasonloop.server.deps import ServerState
 from reasonloop.server.errors import install_error_handlers
-from reasonloop.server.kb_routes import KBProvider
+from reasonloop.server.kb_routes import KBProvider, UploadSizeGuard
 
 __all__ = ["create_app"]
 
@@ -105,6 +105,7 @@ def create_app(
             allow_headers=["*"],
             expose_headers=["X-Run-Id"],
         )
+    app.add_middleware(UploadSizeGuard, max_upload_bytes=settings.server.max_upload_bytes)
     install_error_handlers(app)
     for module in (runs_routes, catalog_routes, kb_routes, conversation_routes, openai_routes, ws):
         app.include_router(module.router)

@@ -23,11 +23,37 @@ from reasonloop.errors import DocumentNotFound, KBError, KBUnavailable, UploadTo
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
 
-__all__ = ["KBProvider", "router", "safe_filename", "tenant_kb_path"]
+__all__ = ["KBProvider", "UploadSizeGuard", "router", "safe_filename", "tenant_kb_path"]
 
 router = APIRouter(prefix="/v1/kb", tags=["knowledge base"])
 
 _CHUNK = 1024 * 1024
+MAX_FILES_PER_UPLOAD = 32
+"""Files one upload request may carry; with the per-file limit it bounds the whole body."""
+_MULTIPART_OVERHEAD = 64 * 1024
+
+
+class UploadSizeGuard:
+    """ASGI middleware refusing an upload whose declared body is over the limit before it is read.
+
+    The multipart body is spooled to disk before a route runs, so the per-file check in
+    :func:`upload` alone would let a huge body fill the disk first.
+    """
+
+    def __init__(self, app: Any, max_upload_bytes: int) -> None:
+        self.app = app
+        self.limit = max_upload_bytes * MAX_FILES_PER_UPLOAD + _MULTIPART_OVERHEAD
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/v1/kb/documents":
+            length = dict(scope["headers"]).get(b"content-length", b"")
+            if length.isdigit() and int(length) > self.limit:
+                from reasonloop.server.errors import error_response
+
+                error = UploadTooLarge(f"upload body of {int(length)} bytes is over {self.limit}", limit=self.limit)
+                await error_response(error)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def tenant_kb_path(settings: Settings, tenant: str) -> Path:
@@ -124,6 +150,8 @@ async def upload(
     provider = _kb(request)
     directory = provider.uploads_dir(who.tenant)
     saved: list[Path] = []
+    if len(files) > MAX_FILES_PER_UPLOAD:
+        raise UploadTooLarge(f"at most {MAX_FILES_PER_UPLOAD} files per upload", limit=MAX_FILES_PER_UPLOAD)
     try:
         for upload_file in files:
             target = _unique(directory, safe_filename(upload_file.filename or ""))
