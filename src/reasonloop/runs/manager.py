@@ -26,7 +26,6 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from reasonloop.config import RunsSettings
@@ -40,6 +39,7 @@ from reasonloop.errors import (
 )
 from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunResult, RunStarted
 from reasonloop.llm.base import Message
+from reasonloop.runs.live import LiveRun, with_json
 from reasonloop.runs.models import ConversationRecord, RunRecord, RunRequest, new_id, result_from_events
 from reasonloop.runs.store import RunStore, is_terminal_event, new_instance_id, recover_interrupted
 
@@ -55,42 +55,6 @@ Observer = Callable[[str, RunRecord, Event | None], None]
 """Called with ``("event", record, event)`` for each event and ``("status", record, None)``."""
 
 _HEARTBEAT_S = 3.0
-
-
-@dataclass(eq=False)
-class _LiveRun:
-    record: RunRecord
-    request: RunRequest
-    events: list[Event] = field(default_factory=list)
-    payloads: list[str] = field(default_factory=list)
-    """``events[i]`` as JSON, serialised once for the store and every subscriber."""
-    parts: list[str] = field(default_factory=list)
-    task: asyncio.Task[None] | None = None
-    changed: asyncio.Event | None = None
-    cancellable: bool = True
-    """True while the task waits for a slot or for the runner (never mid-write)."""
-    started: bool = False
-    """The task has begun (a task cancelled before its first step would skip all clean-up)."""
-    stop_requested: bool = False
-    shutting_down: bool = False
-    done: bool = False
-
-    def publish(self, event: Event, payload: str | None = None) -> None:
-        self.payloads.append(payload if payload is not None else event.model_dump_json())
-        self.events.append(event)
-        self.wake()
-
-    def wake(self) -> None:
-        changed, self.changed = self.changed, None
-        if changed is not None:
-            changed.set()
-
-    async def wait(self) -> None:
-        """Until the next event (or the end). Each waiter has its own future inside the
-        Event, so a cancelled subscriber never disturbs the others."""
-        if self.changed is None:
-            self.changed = asyncio.Event()
-        await self.changed.wait()
 
 
 class _Stop(Exception):
@@ -115,7 +79,7 @@ class RunManager:
         self.settings = settings or RunsSettings()
         self.instance = instance or new_instance_id()
         self.observers: list[Observer] = []
-        self._live: dict[str, _LiveRun] = {}
+        self._live: dict[str, LiveRun] = {}
         self._slots = asyncio.Semaphore(self.settings.max_concurrent)
         self._waiting = 0
         self._background: list[asyncio.Task[Any]] = []
@@ -225,7 +189,7 @@ class RunManager:
             instance=self.instance,
         )
         await self.store.create_run(record)
-        live = _LiveRun(record=record, request=request)
+        live = LiveRun(record=record, request=request)
         self._live[run_id] = live
         self._waiting += 1
         live.task = asyncio.create_task(self._execute(live), name=f"run:{run_id}")
@@ -251,7 +215,7 @@ class RunManager:
         return conv.conversation_id
 
     # -- executing --------------------------------------------------------------------------------
-    async def _execute(self, live: _LiveRun) -> None:
+    async def _execute(self, live: LiveRun) -> None:
         record = live.record
         live.started = True
         try:
@@ -289,7 +253,7 @@ class RunManager:
             self._notify("status", record, None)
             asyncio.get_running_loop().call_later(self.settings.keep_finished_s, self._forget, record.run_id, live)
 
-    async def _drive(self, live: _LiveRun) -> None:
+    async def _drive(self, live: LiveRun) -> None:
         stream = self.runner(live.request)
         try:
             while True:
@@ -311,7 +275,7 @@ class RunManager:
                 await stream.aclose()  # type: ignore[attr-defined]
         await self._fail(live, "run.error", "the run ended without an answer")
 
-    async def _emit(self, live: _LiveRun, event: Event) -> None:
+    async def _emit(self, live: LiveRun, event: Event) -> None:
         record = live.record
         if not live.events and not isinstance(event, RunStarted):
             await self._emit(live, RunStarted(reasoning=record.reasoning, question=record.question))
@@ -326,7 +290,7 @@ class RunManager:
         live.publish(event, payload)
         self._notify("event", record, event)
 
-    async def _finish(self, live: _LiveRun, event: Event) -> None:
+    async def _finish(self, live: LiveRun, event: Event) -> None:
         record = live.record
         if isinstance(event, Answer):
             record.content, record.stop_reason = event.text, event.stop_reason
@@ -356,7 +320,7 @@ class RunManager:
                 ],
             )
 
-    async def _finish_stopped(self, live: _LiveRun) -> None:
+    async def _finish_stopped(self, live: LiveRun) -> None:
         reason = "stopped" if live.stop_requested else "interrupted"
         answer = Answer(text="".join(live.parts), stop_reason=reason)
         try:
@@ -365,7 +329,7 @@ class RunManager:
         except RunStoreUnavailable as exc:
             self._terminal_local(live, ErrorEvent(code=exc.code, message=f"run store lost: {exc.message}"))
 
-    async def _fail(self, live: _LiveRun, code: str, message: str) -> None:
+    async def _fail(self, live: LiveRun, code: str, message: str) -> None:
         error = ErrorEvent(code=code, message=message)
         try:
             await self._emit(live, error)
@@ -373,7 +337,7 @@ class RunManager:
         except RunStoreUnavailable as exc:
             self._terminal_local(live, ErrorEvent(code=exc.code, message=f"{message}; run store lost: {exc.message}"))
 
-    def _terminal_local(self, live: _LiveRun, event: ErrorEvent) -> None:
+    def _terminal_local(self, live: LiveRun, event: ErrorEvent) -> None:
         record = live.record
         event.run_id, event.seq = record.run_id, record.last_seq + 1
         record.last_seq = event.seq
@@ -386,7 +350,7 @@ class RunManager:
     async def _update(self, record: RunRecord, **fields: Any) -> None:
         await self.store.update_run(record.run_id, **fields)
 
-    def _forget(self, run_id: str, live: _LiveRun) -> None:
+    def _forget(self, run_id: str, live: LiveRun) -> None:
         if self._live.get(run_id) is live:
             del self._live[run_id]
 
@@ -437,7 +401,7 @@ class RunManager:
         live = self._live.get(run_id)
         if live is None:
             return self.store.follow(run_id, after_seq)
-        return self._follow_live(live, after_seq)
+        return live.follow(after_seq)
 
     async def subscribe_json(
         self, run_id: str, after_seq: int = 0, tenant: str | None = None
@@ -446,39 +410,15 @@ class RunManager:
         await self.get(run_id, tenant)
         live = self._live.get(run_id)
         if live is None:
-            return _with_json(self.store.follow(run_id, after_seq))
-        return self._follow_live_json(live, after_seq)
-
-    async def _follow_live(self, live: _LiveRun, after_seq: int) -> AsyncIterator[Event]:
-        index = max(0, after_seq)
-        while True:
-            events = live.events
-            while index < len(events):
-                event = events[index]
-                index += 1
-                yield event
-            if live.done:
-                return
-            await live.wait()
-
-    async def _follow_live_json(self, live: _LiveRun, after_seq: int) -> AsyncIterator[tuple[Event, str]]:
-        index = max(0, after_seq)
-        while True:
-            events, payloads = live.events, live.payloads
-            while index < len(events):
-                item = (events[index], payloads[index])
-                index += 1
-                yield item
-            if live.done:
-                return
-            await live.wait()
+            return with_json(self.store.follow(run_id, after_seq))
+        return live.follow_json(after_seq)
 
     # -- stopping ---------------------------------------------------------------------------------
-    def _cancel(self, live: _LiveRun) -> None:
+    def _cancel(self, live: LiveRun) -> None:
         if live.task is not None and live.started and live.cancellable and not live.task.done():
             live.task.cancel()
 
-    def _request_stop(self, live: _LiveRun) -> None:
+    def _request_stop(self, live: LiveRun) -> None:
         live.stop_requested = True
         self._cancel(live)
 
@@ -505,8 +445,3 @@ class RunManager:
                 break
             await asyncio.sleep(0.02)
         return record
-
-
-async def _with_json(events: AsyncIterator[Event]) -> AsyncIterator[tuple[Event, str]]:
-    async for event in events:
-        yield event, event.model_dump_json()
