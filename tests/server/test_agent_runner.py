@@ -69,3 +69,22 @@ async def test_declared_agents_are_listed_and_run(tmp_path):
             "/v1/chat/completions", json={"model": "helper", "messages": [{"role": "user", "content": "hi"}]}
         )
         assert chat.json()["choices"][0]["message"]["content"] == "Brief answer."
+
+
+async def test_feedback_reaches_the_store_that_guides_later_runs(tmp_path):
+    from reasonloop.agents_config import feedback_store
+
+    settings = make_settings(tmp_path)
+    llm = ScriptedProvider(replies=["Answer one.", "Answer two."])
+    app = create_app(settings, runner=AgentRunner(settings, llm=llm))
+    async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=60) as client:
+        run = (await client.post("/v1/runs", json={"question": "first?", "reasoning": "toolcall"})).json()
+        await sse_events(client, f"/v1/runs/{run['run_id']}/events")
+        posted = await client.post("/v1/feedback", json={"run_id": run["run_id"], "rating": -1, "comment": "too vague"})
+        assert posted.status_code == 201
+        recent = await feedback_store(settings).recent("default", run["conversation_id"])
+        assert [(f.rating, f.reason, f.run_id) for f in recent] == [("bad", "too vague", run["run_id"])]
+        second = (await client.post("/v1/runs", json={"question": "second?", "reasoning": "toolcall"})).json()
+        await sse_events(client, f"/v1/runs/{second['run_id']}/events")
+    system_prompt = " ".join(m.content for m in llm.prompts[-1] if m.role == "system")
+    assert "too vague" in system_prompt

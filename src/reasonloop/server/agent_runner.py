@@ -78,6 +78,14 @@ class AgentRunner:
                 f"settings.{where}: {first['msg']} (got {first.get('input')!r})", field=f"settings.{where}"
             ) from None
 
+    def _feedback(self) -> dict[str, Any]:
+        """The feedback store whose recent judgements (of the run's tenant) guide the run."""
+        try:
+            from reasonloop.agents_config import feedback_store
+        except ImportError:
+            return {}
+        return {"feedback": feedback_store(self.settings), "feedback_recent": self.settings.tools.feedback.recent}
+
     def __call__(self, request: RunRequest) -> AsyncIterator[Event]:
         return self._run(request)
 
@@ -99,6 +107,7 @@ class AgentRunner:
                 kb=kb,
                 settings=request.settings,
                 registry=self.registry,
+                **self._feedback(),
             )
         async for event in agent.stream(
             request.question,

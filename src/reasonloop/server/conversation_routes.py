@@ -71,4 +71,17 @@ async def post_feedback(
     entry = body.model_dump() | {"tenant": who.tenant, "question": record.question, "answer": record.content}
     entry["ts"] = time.time()
     await state.runs.store.add_feedback(entry)
+    if body.rating != 0:
+        await _guide_later_runs(state.settings, who.tenant, record.conversation_id or "", body)
     return {"ok": True, "run_id": body.run_id}
+
+
+async def _guide_later_runs(settings: Any, tenant: str, conversation: str, body: Feedback) -> None:
+    """Also record the judgement where the agents read their feedback guidance (per tenant)."""
+    try:
+        from reasonloop.agents_config import feedback_store
+    except ImportError:  # a build without the tools layer's feedback store
+        return
+    reason = body.comment or (f"should have said: {body.correction}" if body.correction else "")
+    rating = "good" if body.rating > 0 else "bad"
+    await feedback_store(settings).add(tenant, conversation, rating, reason, run_id=body.run_id)
