@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import sys
 import textwrap
 from pathlib import Path
@@ -57,9 +58,13 @@ def isolated(monkeypatch, tmp_path):
         '[plugins.paths]\ntool = ["cli_test_tools:lookup", "cli_test_tools:interrupt"]\n', encoding="utf-8"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
+    # Ctrl-C must raise KeyboardInterrupt as in a fresh CLI process, whatever handler an earlier
+    # test in this process (an in-process server, say) left installed.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     saved = Registry._default
     yield
     Registry.set_default(saved)
+    signal.signal(signal.SIGINT, previous)
     sys.modules.pop("cli_test_tools", None)
 
 

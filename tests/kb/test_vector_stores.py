@@ -112,7 +112,12 @@ def test_local_store_builds_hnsw_when_it_grows_and_persists_it(tmp_path, data):
     assert (tmp_path / "v.npz").exists() and not (tmp_path / "v.usearch").exists()
     s.add(list(range(130, 160)), data[30:])
     assert s.uses_hnsw and len(s) == 60
-    assert [k for k, _ in s.search(data[45], 3)] == _brute(data, list(range(100, 160)), data[45], 3)
+    # HNSW is approximate: the stored vector itself must come first, and most of the exact top 5
+    # must be found (exact equality of the whole list made this test flaky).
+    found = [k for k, _ in s.search(data[45], 5)]
+    exact = _brute(data, list(range(100, 160)), data[45], 5)
+    assert found[0] == 145 == exact[0]
+    assert len(set(found) & set(exact)) >= 4
     s.flush()
     assert (tmp_path / "v.usearch").exists() and not (tmp_path / "v.npz").exists()
     reopened = LocalVectorStore(tmp_path / "v.usearch", DIM, exact_below=40)
