@@ -25,7 +25,7 @@ from rich.markup import escape
 
 from reasonloop.agent import Agent
 from reasonloop.cli.app import app, console, err_console, state
-from reasonloop.cli.llm_cmd import LOCAL_MODEL_HINT
+from reasonloop.cli.llm_cmd import print_local_model_hint
 from reasonloop.errors import ConfigError
 from reasonloop.events import (
     Answer,
@@ -207,7 +207,7 @@ def _build_agent(
             feedback_recent=state.settings.tools.feedback.recent,
         )
     if agent.llm.id == "local":
-        err_console.print(LOCAL_MODEL_HINT, style="yellow")
+        print_local_model_hint()
     return agent
 
 

@@ -19,6 +19,11 @@ LOCAL_MODEL_HINT = (
 )
 
 
+def print_local_model_hint() -> None:
+    """Say, on stderr, that the embedded model proves the pipeline but answers poorly."""
+    err_console.print(LOCAL_MODEL_HINT, style="yellow", markup=False)
+
+
 @app.command("llm")
 def llm(
     prompt: Annotated[str, typer.Argument(help="The prompt.")],
@@ -30,7 +35,7 @@ def llm(
     """Stream a completion for PROMPT, then print token usage on stderr."""
     model = create_llm(llm_spec, state.settings)
     if model.id == "local":
-        err_console.print(LOCAL_MODEL_HINT, style="yellow", markup=False)
+        print_local_model_hint()
     messages = ([Message.system(system)] if system else []) + [Message.user(prompt)]
 
     async def go() -> None:
