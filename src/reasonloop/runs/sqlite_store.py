@@ -11,11 +11,8 @@ are served by polling (see :meth:`follow` and :meth:`stop_requests`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import queue
 import sqlite3
-import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -25,6 +22,7 @@ from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_adapter
 from reasonloop.runs.models import ConversationRecord, RunRecord
+from reasonloop.runs.sqlite_writer import Checkpointer, Writer
 from reasonloop.runs.store import default_sqlite_path, instance_alive, is_terminal_event
 
 __all__ = ["SQLiteRunStore"]
@@ -49,134 +47,6 @@ CREATE TABLE IF NOT EXISTS messages (
 CREATE TABLE IF NOT EXISTS feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT, data TEXT NOT NULL);
 """
 
-_MAX_BATCH = 1000
-"""Jobs per transaction: large enough to amortise commits, small enough to bound latency."""
-
-
-class _Append:
-    """An event row to insert: appends of one batch go in with one ``executemany``."""
-
-    __slots__ = ("row",)
-
-    def __init__(self, row: tuple[str, int, str]) -> None:
-        self.row = row
-
-    def __call__(self, conn: sqlite3.Connection) -> None:
-        conn.execute("INSERT INTO events (run_id, seq, data) VALUES (?,?,?)", self.row)
-
-
-class _Writer(threading.Thread):
-    """Owns the connection; runs queued jobs in batched transactions.
-
-    The writer never checkpoints the WAL itself (a checkpoint syncs the database file and
-    would hold every pending append behind a disk flush); :class:`_Checkpointer` does it
-    from its own connection, which SQLite lets run beside the writer.
-    """
-
-    def __init__(self, path: str) -> None:
-        super().__init__(name=f"sqlite-run-store:{path}", daemon=True)
-        self.path = path
-        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self.ready = threading.Event()
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=5000")
-            conn.execute("PRAGMA wal_autocheckpoint=0")
-            conn.executescript(_SCHEMA)
-        except Exception as exc:
-            self.error = exc
-            self.ready.set()
-            return
-        self.ready.set()
-        while True:
-            batch = [self.jobs.get()]
-            while len(batch) < _MAX_BATCH:
-                try:
-                    batch.append(self.jobs.get_nowait())
-                except queue.Empty:
-                    break
-            stop = any(job is None for job in batch)
-            jobs = [job for job in batch if job is not None]
-            results = self._transaction(conn, jobs)
-            by_loop: dict[asyncio.AbstractEventLoop, list[Any]] = {}
-            for fut, loop, value, exc in results:
-                by_loop.setdefault(loop, []).append((fut, value, exc))
-            for loop, items in by_loop.items():
-                with contextlib.suppress(RuntimeError):  # the caller's loop has closed
-                    loop.call_soon_threadsafe(_resolve_all, items)
-            if stop:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                conn.close()
-                return
-
-    @staticmethod
-    def _transaction(conn: sqlite3.Connection, jobs: list[Any]) -> list[tuple[Any, Any, Any, Any]]:
-        results: list[tuple[Any, Any, Any, Any]] = []
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            appends = [job for job in jobs if isinstance(job[0], _Append)]
-            others = [job for job in jobs if not isinstance(job[0], _Append)]
-            if appends:
-                conn.execute("SAVEPOINT appends")
-                try:
-                    conn.executemany(
-                        "INSERT INTO events (run_id, seq, data) VALUES (?,?,?)", [job[0].row for job in appends]
-                    )
-                    conn.execute("RELEASE appends")
-                    results += [(fut, loop, None, None) for _, fut, loop in appends]
-                except sqlite3.IntegrityError:  # a duplicate seq: redo row by row to blame the right one
-                    conn.execute("ROLLBACK TO appends")
-                    conn.execute("RELEASE appends")
-                    others = appends + others
-            for fn, fut, loop in others:
-                try:
-                    results.append((fut, loop, fn(conn), None))
-                except Exception as exc:
-                    results.append((fut, loop, None, exc))
-            conn.execute("COMMIT")
-        except Exception as exc:  # the commit itself failed: every job of the batch failed
-            results = [(job[1], job[2], None, exc) for job in jobs]
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-        return results
-
-
-class _Checkpointer(threading.Thread):
-    """Copies the WAL back into the database file every ``interval_s`` from its own connection."""
-
-    def __init__(self, path: str, interval_s: float = 1.0) -> None:
-        super().__init__(name=f"sqlite-run-store-checkpoint:{path}", daemon=True)
-        self.path = path
-        self.interval_s = interval_s
-        self.stopping = threading.Event()
-
-    def run(self) -> None:
-        try:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA busy_timeout=1000")
-        except sqlite3.Error:
-            return
-        while not self.stopping.wait(self.interval_s):
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        conn.close()
-
-
-def _resolve_all(items: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
-    for fut, value, exc in items:
-        if fut.done():
-            continue
-        if exc is not None:
-            fut.set_exception(exc)
-        else:
-            fut.set_result(value)
-
 
 class SQLiteRunStore:
     """Runs, events, conversations, messages and feedback in one SQLite file.
@@ -191,21 +61,21 @@ class SQLiteRunStore:
         self.settings = settings or RunsSettings()
         self.path = default_sqlite_path(self.settings, kb_path)
         self.poll_s = poll_s
-        self._writer: _Writer | None = None
-        self._checkpointer: _Checkpointer | None = None
+        self._writer: Writer | None = None
+        self._checkpointer: Checkpointer | None = None
 
     async def open(self) -> None:
         try:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunStoreUnavailable(f"cannot create the run store directory for {self.path}: {exc}") from exc
-        writer = _Writer(self.path)
+        writer = Writer(self.path, _SCHEMA)
         writer.start()
         await asyncio.to_thread(writer.ready.wait)
         if writer.error is not None:
             raise RunStoreUnavailable(f"cannot open the SQLite run store {self.path}: {writer.error}", path=self.path)
         self._writer = writer
-        self._checkpointer = _Checkpointer(self.path)
+        self._checkpointer = Checkpointer(self.path)
         self._checkpointer.start()
 
     async def close(self) -> None:
@@ -215,17 +85,14 @@ class SQLiteRunStore:
             checkpointer.stopping.set()
             await asyncio.to_thread(checkpointer.join, 5)
         if writer is not None:
-            writer.jobs.put(None)
+            writer.stop()
             await asyncio.to_thread(writer.join, 5)
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._writer is None:
             raise RunStoreUnavailable(f"the SQLite run store {self.path} is not open")
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[T] = loop.create_future()
-        self._writer.jobs.put((fn, fut, loop))
         try:
-            return await fut
+            return await self._writer.submit(fn)
         except sqlite3.IntegrityError:
             raise
         except sqlite3.Error as exc:
@@ -283,10 +150,15 @@ class SQLiteRunStore:
 
     # -- events -----------------------------------------------------------------------------
     async def append_event(self, run_id: str, event: Event, payload: str | None = None) -> None:
+        """Committed before it returns; appends made in the same loop turn share one transaction."""
+        if self._writer is None:
+            raise RunStoreUnavailable(f"the SQLite run store {self.path} is not open")
         try:
-            await self._run(_Append((run_id, event.seq, payload or event.model_dump_json())))
+            await self._writer.append((run_id, event.seq, payload or event.model_dump_json()))
         except sqlite3.IntegrityError as exc:
             raise ValueError(f"run {run_id} already has an event with seq {event.seq}") from exc
+        except sqlite3.Error as exc:
+            raise RunStoreUnavailable(f"SQLite run store {self.path}: {exc}", path=self.path) from exc
 
     async def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         rows = await self._run(

@@ -1,0 +1,249 @@
+"""The SQLite run store's writer thread: group commit of every job, appends gathered per loop turn.
+
+All writes (and reads, which then see every write before them) go to one thread that owns
+the connection. It takes every job waiting, runs them in one transaction and commits, then
+resolves all their futures with one wake-up per event loop.
+
+Appended events are gathered on the event loop before they reach the thread: every append
+made during one turn of the loop joins the same :class:`AppendBatch`, which is handed to the
+thread once at the end of the turn. When hundreds of runs emit a token in the same turn, the
+thread is woken once, not once per token, and the batch is one ``executemany``. A batch
+whose transaction fails fails every one of its appends with the error.
+
+The writer never checkpoints the WAL itself (a checkpoint syncs the database file and would
+hold every pending append behind a disk flush); :class:`Checkpointer` does it from its own
+connection, which SQLite lets run beside the writer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["AppendBatch", "Checkpointer", "Writer", "WriterClosed"]
+
+MAX_JOBS = 1000
+"""Jobs per transaction (an append batch counts as one): bounds how long one commit takes."""
+
+_INSERT = "INSERT INTO events (run_id, seq, data) VALUES (?,?,?)"
+
+Job = tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any], asyncio.AbstractEventLoop]
+Result = tuple[asyncio.Future[Any], asyncio.AbstractEventLoop, Any, BaseException | None]
+
+
+class WriterClosed(sqlite3.OperationalError):
+    """The writer thread has stopped: the job was not run."""
+
+
+class AppendBatch:
+    """Event rows appended during one turn of an event loop, each with the future its caller awaits."""
+
+    __slots__ = ("loop", "rows", "waiters")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.rows: list[tuple[str, int, str]] = []
+        self.waiters: list[asyncio.Future[None]] = []
+
+
+class Writer(threading.Thread):
+    """Owns the connection; runs queued jobs in batched transactions.
+
+    Args:
+        path: The database file.
+        schema: SQL run once at start (``CREATE TABLE IF NOT EXISTS ...``).
+    """
+
+    def __init__(self, path: str, schema: str) -> None:
+        super().__init__(name=f"sqlite-run-store:{path}", daemon=True)
+        self.path = path
+        self.schema = schema
+        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.ready = threading.Event()
+        self.error: BaseException | None = None
+        self.closed = False
+        self._open_batch: AppendBatch | None = None
+
+    # -- event loop side ----------------------------------------------------------------------
+    def submit(self, fn: Callable[[sqlite3.Connection], Any]) -> asyncio.Future[Any]:
+        """Queue ``fn(conn)`` for the next transaction; the future gets its result once committed."""
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        if self.closed:
+            fut.set_exception(WriterClosed("the run store's writer has stopped"))
+        else:
+            self.jobs.put((fn, fut, loop))
+        return fut
+
+    def append(self, row: tuple[str, int, str]) -> asyncio.Future[None]:
+        """Add an event row to this loop turn's batch; the future resolves once it is committed.
+
+        The future fails with :class:`sqlite3.IntegrityError` if the row duplicates a ``seq``
+        (the rest of the batch is still written), or with the error that failed the transaction.
+        """
+        loop = asyncio.get_running_loop()
+        batch = self._open_batch
+        if batch is None or batch.loop is not loop:
+            batch = self._open_batch = AppendBatch(loop)
+            loop.call_soon(self._hand_over, batch)
+        fut = loop.create_future()
+        batch.rows.append(row)
+        batch.waiters.append(fut)
+        return fut
+
+    def _hand_over(self, batch: AppendBatch) -> None:
+        if self._open_batch is batch:
+            self._open_batch = None
+        if self.closed:
+            _fail_batch(batch, WriterClosed("the run store's writer has stopped"))
+        else:
+            self.jobs.put(batch)
+
+    def stop(self) -> None:
+        """Hand over the open batch, then ask the thread to finish the queue and stop."""
+        batch = self._open_batch
+        if batch is not None:
+            self._hand_over(batch)
+        self.jobs.put(None)
+
+    # -- writer thread ------------------------------------------------------------------------
+    def run(self) -> None:
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA busy_timeout=5000")
+            conn.execute("PRAGMA wal_autocheckpoint=0")
+            conn.executescript(self.schema)
+        except Exception as exc:
+            self.error = exc
+            self.closed = True
+            self.ready.set()
+            return
+        self.ready.set()
+        stop = False
+        while not stop:
+            jobs = [self.jobs.get()]
+            while len(jobs) < MAX_JOBS:
+                try:
+                    jobs.append(self.jobs.get_nowait())
+                except queue.Empty:
+                    break
+            stop = any(job is None for job in jobs)
+            _deliver(self._transaction(conn, [job for job in jobs if job is not None]))
+        self.closed = True
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        self._fail_leftovers()
+
+    def _fail_leftovers(self) -> None:
+        error = WriterClosed("the run store's writer has stopped")
+        while True:
+            try:
+                job = self.jobs.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(job, AppendBatch):
+                _deliver([(fut, job.loop, None, error) for fut in job.waiters])
+            elif job is not None:
+                _deliver([(job[1], job[2], None, error)])
+
+    @staticmethod
+    def _transaction(conn: sqlite3.Connection, jobs: list[Any]) -> list[Result]:
+        appends: list[tuple[tuple[str, int, str], asyncio.Future[None], asyncio.AbstractEventLoop]] = []
+        others: list[Job] = []
+        for job in jobs:
+            if isinstance(job, AppendBatch):
+                appends += [(row, fut, job.loop) for row, fut in zip(job.rows, job.waiters, strict=True)]
+            else:
+                others.append(job)
+        results: list[Result] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            if appends:
+                results += _insert(conn, appends)
+            for fn, fut, loop in others:
+                try:
+                    results.append((fut, loop, fn(conn), None))
+                except Exception as exc:
+                    results.append((fut, loop, None, exc))
+            conn.execute("COMMIT")
+        except Exception as exc:  # the commit itself failed: every job of the batch failed
+            results = [(fut, loop, None, exc) for _, fut, loop in appends]
+            results += [(fut, loop, None, exc) for _, fut, loop in others]
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        return results
+
+
+def _insert(
+    conn: sqlite3.Connection, appends: list[tuple[tuple[str, int, str], asyncio.Future[None], Any]]
+) -> list[Result]:
+    """All rows in one ``executemany``; on a duplicate, row by row so only the duplicate fails."""
+    conn.execute("SAVEPOINT appends")
+    try:
+        conn.executemany(_INSERT, [row for row, _, _ in appends])
+        conn.execute("RELEASE appends")
+        return [(fut, loop, None, None) for _, fut, loop in appends]
+    except sqlite3.IntegrityError:
+        conn.execute("ROLLBACK TO appends")
+        conn.execute("RELEASE appends")
+    results: list[Result] = []
+    for row, fut, loop in appends:
+        try:
+            conn.execute(_INSERT, row)
+            results.append((fut, loop, None, None))
+        except sqlite3.IntegrityError as exc:
+            results.append((fut, loop, None, exc))
+    return results
+
+
+def _deliver(results: list[Result]) -> None:
+    """Resolve futures from the writer thread: one wake-up per event loop."""
+    by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], Any, BaseException | None]]] = {}
+    for fut, loop, value, exc in results:
+        by_loop.setdefault(loop, []).append((fut, value, exc))
+    for loop, items in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # the caller's loop has closed
+            loop.call_soon_threadsafe(_resolve_all, items)
+
+
+def _fail_batch(batch: AppendBatch, error: BaseException) -> None:
+    _resolve_all([(fut, None, error) for fut in batch.waiters])
+
+
+def _resolve_all(items: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
+    for fut, value, exc in items:
+        if fut.done():
+            continue
+        if exc is not None:
+            fut.set_exception(exc)
+        else:
+            fut.set_result(value)
+
+
+class Checkpointer(threading.Thread):
+    """Copies the WAL back into the database file every ``interval_s`` from its own connection."""
+
+    def __init__(self, path: str, interval_s: float = 1.0) -> None:
+        super().__init__(name=f"sqlite-run-store-checkpoint:{path}", daemon=True)
+        self.path = path
+        self.interval_s = interval_s
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout=1000")
+        except sqlite3.Error:
+            return
+        while not self.stopping.wait(self.interval_s):
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        conn.close()

@@ -1,0 +1,95 @@
+"""The SQLite writer's group commit: appends of one loop turn share a transaction and its outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+import pytest
+
+from reasonloop.config import RunsSettings
+from reasonloop.errors import RunStoreUnavailable
+from reasonloop.events import AnswerDelta
+from reasonloop.runs import sqlite_writer
+from reasonloop.runs.sqlite_store import SQLiteRunStore
+from reasonloop.runs.sqlite_writer import Writer, WriterClosed
+
+SCHEMA = "CREATE TABLE IF NOT EXISTS events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL);"
+
+
+@pytest.fixture
+async def writer(tmp_path):
+    w = Writer(str(tmp_path / "w.sqlite"), SCHEMA)
+    w.start()
+    await asyncio.to_thread(w.ready.wait)
+    yield w
+    w.stop()
+    await asyncio.to_thread(w.join, 5)
+
+
+async def test_appends_of_one_loop_turn_are_one_transaction_that_wakes_every_waiter(writer, monkeypatch):
+    transactions: list[int] = []
+    original = Writer._transaction
+
+    def counting(conn, jobs):
+        transactions.append(sum(len(j.rows) for j in jobs if isinstance(j, sqlite_writer.AppendBatch)))
+        return original(conn, jobs)
+
+    monkeypatch.setattr(Writer, "_transaction", staticmethod(counting))
+    futures = [writer.append((f"run_{i}", 1, "{}")) for i in range(50)]  # one loop turn
+    await asyncio.gather(*futures)
+    assert transactions == [50]
+    count = await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+    assert count == 50
+
+
+async def test_a_failed_transaction_fails_every_append_of_the_batch(writer, monkeypatch):
+    def broken(conn, appends):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(sqlite_writer, "_insert", broken)
+    futures = [writer.append((f"run_{i}", 1, "{}")) for i in range(5)]
+    results = await asyncio.gather(*futures, return_exceptions=True)
+    assert [str(r) for r in results] == ["disk I/O error"] * 5
+    monkeypatch.undo()
+    await writer.append(("run_after", 1, "{}"))  # the writer keeps going after a failed batch
+
+
+async def test_a_cancelled_waiter_does_not_disturb_the_rest_of_its_batch(writer):
+    futures = [writer.append((f"run_{i}", 1, "{}")) for i in range(3)]
+    futures[1].cancel()
+    await asyncio.gather(futures[0], futures[2])
+    count = await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+    assert count == 3  # cancelling a wait does not withdraw the row
+
+
+async def test_appends_after_the_writer_stopped_fail_clearly(tmp_path):
+    w = Writer(str(tmp_path / "w.sqlite"), SCHEMA)
+    w.start()
+    await asyncio.to_thread(w.ready.wait)
+    pending = w.append(("run_a", 1, "{}"))
+    w.stop()  # the open batch is handed over before the stop, so it is still written
+    await pending
+    await asyncio.to_thread(w.join, 5)
+    with pytest.raises(WriterClosed):
+        await w.append(("run_a", 2, "{}"))
+    with pytest.raises(WriterClosed):
+        await w.submit(lambda c: None)
+
+
+async def test_store_reports_a_failed_batch_as_unavailable(tmp_path, monkeypatch):
+    store = SQLiteRunStore(RunsSettings(sqlite_path=str(tmp_path / "runs.sqlite")))
+    await store.open()
+    try:
+
+        def broken(conn, appends):
+            raise sqlite3.OperationalError("database or disk is full")
+
+        monkeypatch.setattr(sqlite_writer, "_insert", broken)
+        results = await asyncio.gather(
+            *(store.append_event(f"run_{i}", AnswerDelta(text="x", run_id=f"run_{i}", seq=1)) for i in range(3)),
+            return_exceptions=True,
+        )
+        assert all(isinstance(r, RunStoreUnavailable) and "disk is full" in r.message for r in results)
+    finally:
+        await store.close()
