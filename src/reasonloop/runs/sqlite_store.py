@@ -29,6 +29,8 @@ __all__ = ["SQLiteRunStore"]
 
 T = TypeVar("T")
 
+# Events are stored in arrival order (rows go to the end of the table: a commit of tokens from
+# hundreds of runs dirties a few pages, not one per run) and found through the (run_id, seq) index.
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, conversation_id TEXT, data TEXT NOT NULL,
@@ -37,7 +39,8 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at);
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status);
 CREATE TABLE IF NOT EXISTS events (
-    run_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID;
+    id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS events_run_seq ON events (run_id, seq);
 CREATE TABLE IF NOT EXISTS conversations (
     conversation_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, title TEXT NOT NULL,
     created_at REAL NOT NULL, updated_at REAL NOT NULL);
