@@ -97,8 +97,9 @@ class Writer(threading.Thread):
         return fut
 
     def _hand_over(self, batch: AppendBatch) -> None:
-        if self._open_batch is batch:
-            self._open_batch = None
+        if self._open_batch is not batch:  # already handed over by stop()
+            return
+        self._open_batch = None
         if self.closed:
             _fail_batch(batch, WriterClosed("the run store's writer has stopped"))
         else:
