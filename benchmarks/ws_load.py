@@ -7,6 +7,10 @@ ping every 250 ms. Every run streams a scripted model at a realistic pace: ``--t
 * **relay latency**: client receive time minus the event's ``ts``, which the runner sets when the
   model's token arrives — so it is everything reasonloop adds (stamping, the run store write,
   fan-out, serialisation, the socket) plus the client's own reading.
+* **stream time**: the first token's ``ts`` to the answer's arrival, against the model's own
+  ``tokens / rate``. A server that reads the model only after each event is stored stretches
+  this (the model waits on it) and then shows a low relay latency for fewer tokens a second;
+  this column makes that visible.
 * **ping RTT**: ping sent → pong received, while all runs stream.
 * **server CPU / RSS per run**: CPU seconds the server process used during the load, and its RSS
   growth over idle, divided by N.
@@ -160,6 +164,7 @@ async def one_client(url: str, out: dict[str, Any]) -> None:
                     await ws.send(json.dumps({"type": "ping", "id": n}))
 
             ping_task = asyncio.create_task(pinger())
+            first_ts: float | None = None
             try:
                 async for raw in ws:
                     now_wall, now = time.time(), time.perf_counter()
@@ -173,8 +178,11 @@ async def one_client(url: str, out: dict[str, Any]) -> None:
                         event = frame["event"]
                         if event["type"] == "answer_delta":
                             out["relay"].append(now_wall - event["ts"])
+                            first_ts = event["ts"] if first_ts is None else first_ts
                         elif event["type"] == "answer":
                             out["done"] += 1
+                            if first_ts is not None:
+                                out["stream"].append(now_wall - first_ts)
                             break
                         elif event["type"] == "error":
                             out["errors"] += 1
@@ -192,7 +200,7 @@ async def one_client(url: str, out: dict[str, Any]) -> None:
 
 
 async def run_clients(url: str, n: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"relay": [], "ping": [], "done": 0, "errors": 0}
+    out: dict[str, Any] = {"relay": [], "ping": [], "stream": [], "done": 0, "errors": 0}
     await asyncio.gather(*(one_client(url, out) for _ in range(n)))
     return out
 
@@ -281,6 +289,7 @@ def summarise(stack: str, n: int, rounds: list[dict[str, Any]]) -> dict[str, Any
     """Percentiles over the samples of every round; resource use averaged over rounds."""
     relay = [x for r in rounds for x in r["relay"]]
     ping = [x for r in rounds for x in r["ping"]]
+    stream = [x for r in rounds for x in r["stream"]]
     return {
         "stack": stack,
         "clients": n,
@@ -293,6 +302,8 @@ def summarise(stack: str, n: int, rounds: list[dict[str, Any]]) -> dict[str, Any
         "relay_p99_ms": pct(relay, 0.99) * 1000,
         "ping_p50_ms": pct(ping, 0.50) * 1000,
         "ping_p99_ms": pct(ping, 0.99) * 1000,
+        "stream_p50_s": pct(stream, 0.50),
+        "stream_p99_s": pct(stream, 0.99),
         "tokens": len(relay),
         "cpu_ms_per_run": statistics.mean(r["cpu_s"] for r in rounds) * 1000 / n,
         "rss_kib_per_run": statistics.mean(r["rss_growth"] for r in rounds) / 1024 / n,
@@ -347,20 +358,23 @@ def main() -> None:
                 print(
                     f"round {round_no + 1}: {stack:>4} {n:>5} clients: relay p50 {row['relay_p50_ms']:.2f} ms "
                     f"p99 {row['relay_p99_ms']:.2f} ms, ping p99 {row['ping_p99_ms']:.2f} ms, "
+                    f"stream p99 {row['stream_p99_s']:.2f} s, "
                     f"{row['done']}/{n} answered, {row['errors']} errors {'; '.join(row['messages'])}",
                     file=sys.stderr,
                     flush=True,
                 )
         rows += [summarise(stack, n, samples[stack]) for stack in ("bare", "ours")]
     print(f"\nWebSocket load: {args.tokens} tokens at {args.rate:g}/s after {args.ttft:g}s TTFT per run; "
-          f"store={args.store}; deflate={args.deflate}; pinned={pin}; {args.repeat} rounds; python {sys.version.split()[0]}\n")  # fmt: skip
+          f"store={args.store}; deflate={args.deflate}; pinned={pin}; {args.repeat} rounds; python {sys.version.split()[0]}\n"
+          f"(the model's own stream time, first token to answer, is {args.tokens / args.rate:.2f}s)\n")  # fmt: skip
     head = f"{'clients':>7} {'stack':>5} {'relay p50':>10} {'relay p99':>10} {'ping p50':>9} {'ping p99':>9} "
-    head += f"{'CPU ms/run':>10} {'RSS KiB/run':>11} {'answered':>9}"
+    head += f"{'stream p50':>10} {'stream p99':>10} {'CPU ms/run':>10} {'RSS KiB/run':>11} {'answered':>9}"
     print(head)
     for row in rows:
         print(
             f"{row['clients']:>7} {row['stack']:>5} {row['relay_p50_ms']:>8.2f}ms {row['relay_p99_ms']:>8.2f}ms "
-            f"{row['ping_p50_ms']:>7.2f}ms {row['ping_p99_ms']:>7.2f}ms {row['cpu_ms_per_run']:>10.1f} "
+            f"{row['ping_p50_ms']:>7.2f}ms {row['ping_p99_ms']:>7.2f}ms "
+            f"{row['stream_p50_s']:>9.2f}s {row['stream_p99_s']:>9.2f}s {row['cpu_ms_per_run']:>10.1f} "
             f"{row['rss_kib_per_run']:>11.1f} {row['done']:>5}/{row['runs']}"
         )
     print(f"\n{'clients':>7} {'relay p50 ratio':>16} {'relay p99 ratio':>16} {'ping p99 ratio':>15}  (ours / bare)")
