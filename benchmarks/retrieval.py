@@ -37,7 +37,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: its threads 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from retrieval_data import DATA_DIR, Dataset, load
-from retrieval_metrics import all_in_top, any_in_top, dedupe, mean, ndcg_at_k, percentile, recall_at_k
+from retrieval_fusion import score_fuse
+from retrieval_metrics import all_in_top, any_in_top, mean, ndcg_at_k, percentile, recall_at_k
 from retrieval_report import print_footer, print_set
 
 from reasonloop.config import KBSettings, Settings
@@ -107,15 +108,22 @@ async def ingest(kb: KnowledgeBase, ds: Dataset, embedder: CachedEmbedder) -> di
     }
 
 
-async def rankings(kb: KnowledgeBase, ds: Dataset, mode: str) -> dict[str, list[str]]:
-    """Document ranking per query (chunk hits folded by document, best chunk first)."""
+async def rankings(kb: KnowledgeBase, ds: Dataset, mode: str) -> dict[str, list[tuple[str, float]]]:
+    """``(document, score)`` ranking per query: chunk hits folded by document, best chunk first."""
     depth = DEPTH[ds.name]
     top_k = depth * 2 if ds.options.get("chunk_tokens", 200) >= 512 else depth * 4
-    out: dict[str, list[str]] = {}
+    out: dict[str, list[tuple[str, float]]] = {}
     for qid, text in ds.queries:
         hits = await kb.search(text, top_k=top_k, mode=mode)  # type: ignore[arg-type]
-        out[qid] = dedupe(h.document_id for h in hits)[:depth]
+        best: dict[str, float] = {}
+        for h in hits:
+            best.setdefault(h.document_id, h.score)
+        out[qid] = list(best.items())[:depth]
     return out
+
+
+def ids(ranks: dict[str, list[tuple[str, float]]]) -> dict[str, list[str]]:
+    return {qid: [doc for doc, _ in scored] for qid, scored in ranks.items()}
 
 
 def score(ds: Dataset, ranks: dict[str, list[str]]) -> dict[str, float]:
@@ -135,15 +143,20 @@ def score(ds: Dataset, ranks: dict[str, list[str]]) -> dict[str, float]:
     }
 
 
-def fusion_sweep(ds: Dataset, dense: dict[str, list[str]], lexical: dict[str, list[str]]) -> list[dict[str, Any]]:
-    """Weighted RRF over the document rankings of dense and lexical, for a few (k, weights)."""
+def fusion_sweep(
+    ds: Dataset, dense: dict[str, list[tuple[str, float]]], lexical: dict[str, list[tuple[str, float]]]
+) -> list[dict[str, Any]]:
+    """Other fusions of the dense and lexical document rankings: weighted RRF, normalised-score sums."""
     rows = []
+    d_ids, l_ids = ids(dense), ids(lexical)
     for k in (10, 30, 60):
-        for wd, wl in ((1.0, 1.0), (1.0, 0.7), (0.7, 1.0), (1.0, 0.5)):
-            fused = {
-                qid: [doc for doc, _ in rrf_fuse([dense[qid], lexical[qid]], k=k, weights=[wd, wl])] for qid in dense
-            }
-            rows.append({"rrf_k": k, "dense_weight": wd, "lexical_weight": wl, **score(ds, fused)})
+        for wd, wl in ((1.0, 1.0), (1.0, 0.7), (0.7, 1.0)):
+            fused = {q: [doc for doc, _ in rrf_fuse([d_ids[q], l_ids[q]], k=k, weights=[wd, wl])] for q in dense}
+            rows.append({"fusion": f"RRF k={k} dense={wd:g} lexical={wl:g}", **score(ds, fused)})
+    for how in ("minmax", "z"):
+        for wd in (0.5, 0.4, 0.6):
+            fused = {q: [doc for doc, _ in score_fuse([dense[q], lexical[q]], [wd, 1 - wd], how)] for q in dense}
+            rows.append({"fusion": f"{how} scores, dense={wd:g} lexical={1 - wd:g}", **score(ds, fused)})
     return rows
 
 
@@ -229,7 +242,7 @@ async def run_dataset(ds: Dataset, args: argparse.Namespace, embedder: CachedEmb
                 log(f"{ds.name}: {mode} searched {len(ranks[mode])} queries in {time.perf_counter() - t:.1f}s")
         result["index_bytes"] = dir_size(path)
         result["index_parts"] = index_parts(path)
-        result["metrics"] = {mode: score(ds, ranks[mode]) for mode in MODES}
+        result["metrics"] = {mode: score(ds, ids(ranks[mode])) for mode in MODES}
         result["sweep"] = fusion_sweep(ds, ranks["dense"], ranks["lexical"])
         result["latency"] = await latency(path, ds, args.latency_queries)
         if args.throughput_docs:

@@ -58,11 +58,9 @@ def _quality(result: dict[str, Any], data_dir: Path) -> str:
 
 def _sweep(result: dict[str, Any]) -> str:
     sweep = result["sweep"]
-    keys = [k for k in sweep[0] if k not in ("rrf_k", "dense_weight", "lexical_weight")]
-    rows = [[f"k={r['rrf_k']:g} dense={r['dense_weight']:g} lexical={r['lexical_weight']:g}"] for r in sweep]
-    for row, r in zip(rows, sweep, strict=True):
-        row.extend(f"{r[k]:.4f}" for k in keys)
-    return _table(["weighted RRF over the dense and lexical document rankings", *keys], rows)
+    keys = [k for k in sweep[0] if k != "fusion"]
+    rows = [[r["fusion"], *(f"{r[k]:.4f}" for k in keys)] for r in sweep]
+    return _table(["fusion of the dense and lexical document rankings", *keys], rows)
 
 
 def _costs(result: dict[str, Any]) -> str:
