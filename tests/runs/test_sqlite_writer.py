@@ -27,30 +27,32 @@ async def writer(tmp_path):
     await asyncio.to_thread(w.join, 5)
 
 
-async def test_appends_of_one_loop_turn_are_one_transaction_that_wakes_every_waiter(writer, monkeypatch):
+async def test_one_loop_turn_is_one_transaction_that_wakes_every_waiter(writer, monkeypatch):
     transactions: list[int] = []
     original = Writer._transaction
 
     def counting(conn, jobs):
-        transactions.append(sum(len(j.rows) for j in jobs if isinstance(j, sqlite_writer.AppendBatch)))
+        transactions.append(sum(len(batch.rows) for batch in jobs))
         return original(conn, jobs)
 
     monkeypatch.setattr(Writer, "_transaction", staticmethod(counting))
     futures = [writer.append((f"run_{i}", 1, "{}")) for i in range(50)]  # one loop turn
+    count = writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0])
     await asyncio.gather(*futures)
+    assert await count == 50  # the job saw the rows appended in its turn
     assert transactions == [50]
-    count = await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0])
-    assert count == 50
 
 
-async def test_a_failed_transaction_fails_every_append_of_the_batch(writer, monkeypatch):
+async def test_a_failed_transaction_fails_everything_in_it(writer, monkeypatch):
     def broken(conn, appends):
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(sqlite_writer, "_insert", broken)
     futures = [writer.append((f"run_{i}", 1, "{}")) for i in range(5)]
+    futures.append(writer.submit(lambda c: c.execute("INSERT INTO events VALUES ('run_x', 1, '{}')")))
     results = await asyncio.gather(*futures, return_exceptions=True)
-    assert [str(r) for r in results] == ["disk I/O error"] * 5
+    assert [str(r) for r in results] == ["disk I/O error"] * 6  # the job of the same turn too
+    assert await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0]) == 0
     monkeypatch.undo()
     await writer.append(("run_after", 1, "{}"))  # the writer keeps going after a failed batch
 

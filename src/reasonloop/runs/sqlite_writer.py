@@ -1,14 +1,12 @@
-"""The SQLite run store's writer thread: group commit of every job, appends gathered per loop turn.
+"""The SQLite run store's writer thread: group commit of everything asked of it, gathered per loop turn.
 
 All writes (and reads, which then see every write before them) go to one thread that owns
-the connection. It takes every job waiting, runs them in one transaction and commits, then
-resolves all their futures with one wake-up per event loop.
-
-Appended events are gathered on the event loop before they reach the thread: every append
-made during one turn of the loop joins the same :class:`AppendBatch`, which is handed to the
-thread once at the end of the turn. When hundreds of runs emit a token in the same turn, the
-thread is woken once, not once per token, and the batch is one ``executemany``. A batch
-whose transaction fails fails every one of its appends with the error.
+the connection. What the event loop asks during one turn (appended events and other jobs)
+is gathered in one :class:`Batch` and handed to the thread once, at the end of the turn.
+The thread takes every batch waiting, runs them in one transaction (all appended rows in
+one ``executemany``) and commits, then resolves their futures with one wake-up per event
+loop. When hundreds of runs emit a token in the same turn, the thread is woken once, not
+once per token. A transaction that fails fails every append and job in it with the error.
 
 The writer never checkpoints the WAL itself (a checkpoint syncs the database file and would
 hold every pending append behind a disk flush); :class:`Checkpointer` does it from its own
@@ -25,10 +23,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["AppendBatch", "Checkpointer", "Writer", "WriterClosed"]
+__all__ = ["Batch", "Checkpointer", "Writer", "WriterClosed"]
 
-MAX_JOBS = 1000
-"""Jobs per transaction (an append batch counts as one): bounds how long one commit takes."""
+MAX_BATCHES = 100
+"""Batches (loop turns) per transaction: bounds how long one commit takes."""
 
 _INSERT = "INSERT INTO events (run_id, seq, data) VALUES (?,?,?)"
 
@@ -40,19 +38,24 @@ class WriterClosed(sqlite3.OperationalError):
     """The writer thread has stopped: the job was not run."""
 
 
-class AppendBatch:
-    """Event rows appended during one turn of an event loop, each with the future its caller awaits."""
+class Batch:
+    """What one turn of an event loop asked of the writer: event rows (each with the future its
+    caller awaits) and other jobs."""
 
-    __slots__ = ("loop", "rows", "waiters")
+    __slots__ = ("jobs", "loop", "rows", "waiters")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.rows: list[tuple[str, int, str]] = []
         self.waiters: list[asyncio.Future[None]] = []
+        self.jobs: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
+
+    def futures(self) -> list[asyncio.Future[Any]]:
+        return [*self.waiters, *(fut for _, fut in self.jobs)]
 
 
 class Writer(threading.Thread):
-    """Owns the connection; runs queued jobs in batched transactions.
+    """Owns the connection; runs the batches handed to it in as few transactions as it can.
 
     Args:
         path: The database file.
@@ -63,11 +66,11 @@ class Writer(threading.Thread):
         super().__init__(name=f"sqlite-run-store:{path}", daemon=True)
         self.path = path
         self.schema = schema
-        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.queue: queue.SimpleQueue[Batch | None] = queue.SimpleQueue()
         self.ready = threading.Event()
         self.error: BaseException | None = None
         self.closed = False
-        self._open_batch: AppendBatch | None = None
+        self._open_batch: Batch | None = None
 
     # -- event loop side ----------------------------------------------------------------------
     def submit(self, fn: Callable[[sqlite3.Connection], Any]) -> asyncio.Future[Any]:
@@ -77,7 +80,7 @@ class Writer(threading.Thread):
         if self.closed:
             fut.set_exception(WriterClosed("the run store's writer has stopped"))
         else:
-            self.jobs.put((fn, fut, loop))
+            self._batch(loop).jobs.append((fn, fut))
         return fut
 
     def append(self, row: tuple[str, int, str]) -> asyncio.Future[None]:
@@ -87,30 +90,37 @@ class Writer(threading.Thread):
         (the rest of the batch is still written), or with the error that failed the transaction.
         """
         loop = asyncio.get_running_loop()
-        batch = self._open_batch
-        if batch is None or batch.loop is not loop:
-            batch = self._open_batch = AppendBatch(loop)
-            loop.call_soon(self._hand_over, batch)
         fut = loop.create_future()
+        if self.closed:
+            fut.set_exception(WriterClosed("the run store's writer has stopped"))
+            return fut
+        batch = self._batch(loop)
         batch.rows.append(row)
         batch.waiters.append(fut)
         return fut
 
-    def _hand_over(self, batch: AppendBatch) -> None:
+    def _batch(self, loop: asyncio.AbstractEventLoop) -> Batch:
+        batch = self._open_batch
+        if batch is None or batch.loop is not loop:
+            batch = self._open_batch = Batch(loop)
+            loop.call_soon(self._hand_over, batch)
+        return batch
+
+    def _hand_over(self, batch: Batch) -> None:
         if self._open_batch is not batch:  # already handed over by stop()
             return
         self._open_batch = None
         if self.closed:
             _fail_batch(batch, WriterClosed("the run store's writer has stopped"))
         else:
-            self.jobs.put(batch)
+            self.queue.put(batch)
 
     def stop(self) -> None:
         """Hand over the open batch, then ask the thread to finish the queue and stop."""
         batch = self._open_batch
         if batch is not None:
             self._hand_over(batch)
-        self.jobs.put(None)
+        self.queue.put(None)
 
     # -- writer thread ------------------------------------------------------------------------
     def run(self) -> None:
@@ -129,14 +139,14 @@ class Writer(threading.Thread):
         self.ready.set()
         stop = False
         while not stop:
-            jobs = [self.jobs.get()]
-            while len(jobs) < MAX_JOBS:
+            taken = [self.queue.get()]
+            while len(taken) < MAX_BATCHES:
                 try:
-                    jobs.append(self.jobs.get_nowait())
+                    taken.append(self.queue.get_nowait())
                 except queue.Empty:
                     break
-            stop = any(job is None for job in jobs)
-            _deliver(self._transaction(conn, [job for job in jobs if job is not None]))
+            stop = any(batch is None for batch in taken)
+            _deliver(self._transaction(conn, [batch for batch in taken if batch is not None]))
         self.closed = True
         with contextlib.suppress(sqlite3.Error):
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -147,23 +157,19 @@ class Writer(threading.Thread):
         error = WriterClosed("the run store's writer has stopped")
         while True:
             try:
-                job = self.jobs.get_nowait()
+                batch = self.queue.get_nowait()
             except queue.Empty:
                 return
-            if isinstance(job, AppendBatch):
-                _deliver([(fut, job.loop, None, error) for fut in job.waiters])
-            elif job is not None:
-                _deliver([(job[1], job[2], None, error)])
+            if batch is not None:
+                _deliver([(fut, batch.loop, None, error) for fut in batch.futures()])
 
     @staticmethod
-    def _transaction(conn: sqlite3.Connection, jobs: list[Any]) -> list[Result]:
+    def _transaction(conn: sqlite3.Connection, batches: list[Batch]) -> list[Result]:
         appends: list[tuple[tuple[str, int, str], asyncio.Future[None], asyncio.AbstractEventLoop]] = []
         others: list[Job] = []
-        for job in jobs:
-            if isinstance(job, AppendBatch):
-                appends += [(row, fut, job.loop) for row, fut in zip(job.rows, job.waiters, strict=True)]
-            else:
-                others.append(job)
+        for batch in batches:
+            appends += [(row, fut, batch.loop) for row, fut in zip(batch.rows, batch.waiters, strict=True)]
+            others += [(fn, fut, batch.loop) for fn, fut in batch.jobs]
         results: list[Result] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -215,8 +221,8 @@ def _deliver(results: list[Result]) -> None:
             loop.call_soon_threadsafe(_resolve_all, items)
 
 
-def _fail_batch(batch: AppendBatch, error: BaseException) -> None:
-    _resolve_all([(fut, None, error) for fut in batch.waiters])
+def _fail_batch(batch: Batch, error: BaseException) -> None:
+    _resolve_all([(fut, None, error) for fut in batch.futures()])
 
 
 def _resolve_all(items: list[tuple[asyncio.Future[Any], Any, BaseException | None]]) -> None:
