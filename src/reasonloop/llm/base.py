@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from reasonloop.config import LLMSettings
 from reasonloop.errors import LLMBadResponse, LLMError, LLMRateLimited, LLMTimeout
+from reasonloop.llm.deadline import WaitDeadline
 from reasonloop.tokens import count_tokens
 
 __all__ = [
@@ -282,31 +283,30 @@ class LLM(ABC):
             max_tokens=max_tokens if max_tokens is not None else self.settings.max_tokens,
             temperature=temperature if temperature is not None else self.settings.temperature,
         )
-        loop = asyncio.get_running_loop()
         attempt = 0
         while True:
             attempt += 1
             yielded = False
             completion_parts: list[str] = []
+            # Only waiting on the provider counts against the timeout: time the caller spends
+            # between chunks is neither counted nor ever interrupted.
+            deadline = WaitDeadline(self.settings.timeout_s)
             try:
                 # aclosing: a provider's stream (and its HTTP response) is closed as soon as this
                 # one is, not whenever the garbage collector gets to it.
-                async with aclosing(self._stream(request)) as chunks, asyncio.timeout(None) as deadline:
-                    budget = self.settings.timeout_s
+                async with aclosing(self._stream(request)) as chunks:
                     while True:
-                        # Only waiting on the provider counts against the timeout: the deadline is
-                        # armed while we wait and disarmed before the ``yield``, so the caller's own
-                        # work between chunks is never interrupted. One Timeout is re-armed per
-                        # chunk instead of entering a new one (cheaper on fast streams).
-                        waited_from = loop.time()
-                        deadline.reschedule(waited_from + budget)
+                        deadline.start_wait()
                         try:
                             chunk = await anext(chunks)
                         except StopAsyncIteration:
-                            deadline.reschedule(None)
+                            deadline.end_wait()
                             break
-                        deadline.reschedule(None)
-                        budget -= loop.time() - waited_from
+                        except asyncio.CancelledError:
+                            if deadline.expired_here():
+                                raise TimeoutError from None
+                            raise
+                        deadline.end_wait()
                         if isinstance(chunk, Done):
                             chunk = self._finish(chunk, request, completion_parts, attempt)
                         elif isinstance(chunk, TextDelta):
@@ -324,6 +324,8 @@ class LLM(ABC):
                 error.__cause__ = exc
             except LLMError as exc:
                 error = exc
+            finally:
+                deadline.close()
             if yielded or not error.retryable or attempt > self.settings.max_retries:
                 if attempt > 1:
                     error.details["attempts"] = attempt

@@ -1,0 +1,89 @@
+"""A deadline on the time a stream spends waiting on its provider.
+
+``asyncio.timeout`` bounds wall time, which for a stream would include the time the caller
+spends between chunks. :class:`WaitDeadline` bounds only the waiting: the caller marks
+each wait with :meth:`~WaitDeadline.start_wait` / :meth:`~WaitDeadline.end_wait`, and the
+task is cancelled only if the summed waits pass the budget while it is waiting.
+
+It is cheap on fast streams: one timer per deadline, not per chunk. The timer is set for
+the earliest moment the budget could run out; when it fires early (the caller's own time
+pushed the real deadline later) it re-arms itself for what is left, and when it fires
+while the caller has the turn it does nothing until the next wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+__all__ = ["WaitDeadline"]
+
+
+class WaitDeadline:
+    """Budget ``budget_s`` seconds of waiting; see the module docstring.
+
+    Usage::
+
+        deadline = WaitDeadline(30.0)
+        try:
+            deadline.start_wait()
+            try:
+                chunk = await anext(chunks)
+            except asyncio.CancelledError:
+                if deadline.expired_here():
+                    raise TimeoutError from None
+                raise
+            deadline.end_wait()
+        finally:
+            deadline.close()
+    """
+
+    __slots__ = ("_budget", "_handle", "_loop", "_since", "_task", "_waited", "expired")
+
+    def __init__(self, budget_s: float) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._budget = budget_s
+        self._waited = 0.0
+        self._since: float | None = None
+        self._task: asyncio.Task[object] | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self.expired = False
+
+    def start_wait(self) -> None:
+        """The current task starts waiting on the provider."""
+        now = self._loop.time()
+        self._since = now
+        self._task = asyncio.current_task()
+        if self._handle is None:
+            self._handle = self._loop.call_at(now + self._budget - self._waited, self._fire)
+
+    def end_wait(self) -> None:
+        """The wait is over (a chunk arrived or the stream ended)."""
+        if self._since is not None:
+            self._waited += self._loop.time() - self._since
+            self._since = None
+
+    def expired_here(self) -> bool:
+        """After a CancelledError: True when this deadline caused it and nobody else cancelled.
+
+        Undoes our own cancel request, so the caller can raise TimeoutError instead.
+        """
+        self.end_wait()
+        return self.expired and self._task is not None and self._task.uncancel() == 0
+
+    def close(self) -> None:
+        """Disarm (idempotent)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _fire(self) -> None:
+        self._handle = None
+        if self._since is None or self._task is None:
+            return  # the caller has the turn: the next wait re-arms
+        now = self._loop.time()
+        left = self._budget - self._waited - (now - self._since)
+        if left > 0:  # armed before some of the caller's time: the real deadline is later
+            self._handle = self._loop.call_at(now + left, self._fire)
+            return
+        self.expired = True
+        self._task.cancel()
