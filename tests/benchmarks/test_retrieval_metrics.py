@@ -100,25 +100,3 @@ def test_published_baselines_parses_the_markdown_table(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     assert report.published_baselines(md) == [("BM25 flat", 0.6789, 0.9253), ("MiniLM", 0.6451, None)]
-
-
-def test_score_fuse_minmax_hand_computed() -> None:
-    fusion = _load("retrieval_fusion")
-    dense = [("a", 0.9), ("b", 0.8), ("c", 0.5)]  # min-max: a 1, b 0.75, c 0
-    lexical = [("c", 12.0), ("b", 10.0), ("d", 2.0)]  # min-max: c 1, b 0.8, d 0
-    fused = dict(fusion.score_fuse([dense, lexical], [0.5, 0.5], "minmax"))
-    # a is missing from lexical and d from dense: each gets that run's lowest normalised score (0)
-    assert fused == pytest.approx({"a": 0.5, "b": 0.775, "c": 0.5, "d": 0.0})
-    ranked = [doc for doc, _ in fusion.score_fuse([dense, lexical], [0.5, 0.5], "minmax")]
-    assert ranked == ["b", "a", "c", "d"]  # a and c tie: first appearance (dense first) wins
-
-
-def test_score_fuse_z_and_errors() -> None:
-    fusion = _load("retrieval_fusion")
-    assert fusion.normalise([("a", 3.0), ("b", 1.0)], "z") == pytest.approx({"a": 1.0, "b": -1.0})
-    assert fusion.normalise([("a", 2.0), ("b", 2.0)], "minmax") == {"a": 0.0, "b": 0.0}
-    assert fusion.score_fuse([[], []], [0.5, 0.5]) == []
-    with pytest.raises(ValueError):
-        fusion.normalise([("a", 1.0)], "rank")
-    with pytest.raises(ValueError):
-        fusion.score_fuse([[("a", 1.0)]], [0.5, 0.5])

@@ -1,7 +1,7 @@
 import pytest
 
 from reasonloop.kb.base import Filter, Hit, Retriever
-from reasonloop.kb.hybrid import HybridRetriever, rrf_fuse
+from reasonloop.kb.hybrid import HybridRetriever, normalise_scores, rrf_fuse, score_fuse
 
 
 def test_rrf_scores_and_order():
@@ -65,12 +65,43 @@ class FakeBackend:
 
 async def test_hybrid_fuses_both_retrievers():
     backend = FakeBackend()
-    r = HybridRetriever(backend, candidates=20)
+    r = HybridRetriever(backend, candidates=20, fusion="rrf")
     assert isinstance(r, Retriever)
     hits = await r.search("q", top_k=2)
     assert [h.chunk_id for h in hits] == ["1", "3"]
     assert ("dense", 20, None) in backend.calls and ("lexical", 20, None) in backend.calls
     assert hits[0].score == pytest.approx(1 / 61 + 1 / 63)
+
+
+async def test_default_fusion_sums_z_scores():
+    # dense 0.9 0.8 0.7 0.1 and BM25 5 4 1 (chunk 2 absent: it gets BM25's lowest z-score)
+    hits = await HybridRetriever(FakeBackend()).search("q", top_k=4)
+    assert [h.chunk_id for h in hits] == ["3", "1", "2", "4"]
+    dense_sd = ((0.275**2 + 0.175**2 + 0.075**2 + 0.525**2) / 4) ** 0.5
+    lex_mean = 10 / 3
+    lex_sd = (((5 - lex_mean) ** 2 + (4 - lex_mean) ** 2 + (1 - lex_mean) ** 2) / 3) ** 0.5
+    assert hits[0].score == pytest.approx((0.7 - 0.625) / dense_sd + (5 - lex_mean) / lex_sd)
+
+
+def test_score_fuse_minmax_weights_and_missing_items():
+    dense = [("a", 0.9), ("b", 0.5), ("c", 0.1)]
+    lexical = [("c", 10.0), ("a", 0.0)]
+    fused = dict(score_fuse([dense, lexical], how="minmax"))
+    assert fused == pytest.approx({"a": 1.0, "b": 0.5, "c": 1.0})
+    # a tie keeps first appearance (dense first); weights shift the balance
+    assert [k for k, _ in score_fuse([dense, lexical], how="minmax")] == ["a", "c", "b"]
+    assert score_fuse([dense, lexical], weights=[0.5, 1.0], how="minmax")[0][0] == "c"
+
+
+def test_score_fuse_rejects_bad_parameters():
+    with pytest.raises(ValueError, match="weights"):
+        score_fuse([[("a", 1.0)]], weights=[1.0, 2.0])
+    with pytest.raises(ValueError, match="zscore or minmax"):
+        normalise_scores([("a", 1.0)], "rank")
+    with pytest.raises(ValueError, match="fusion"):
+        HybridRetriever(FakeBackend(), fusion="mean")
+    assert normalise_scores([], "zscore") == {} and score_fuse([[], []]) == []
+    assert normalise_scores([("a", 2.0), ("b", 2.0)], "zscore") == {"a": 0.0, "b": 0.0}
 
 
 async def test_single_modes():
@@ -114,7 +145,21 @@ async def test_reranker_hook_sees_candidates_and_reorders(is_async):
     async def arerank(query, hits):
         return rerank(query, hits)
 
-    r = HybridRetriever(FakeBackend(), reranker=arerank if is_async else rerank, rerank_depth=3)
+    r = HybridRetriever(FakeBackend(), fusion="rrf", reranker=arerank if is_async else rerank, rerank_depth=3)
     hits = await r.search("q", 2)
     assert seen == [("q", ["1", "3", "4"])]
     assert [h.chunk_id for h in hits] == ["4", "3"]
+
+
+def test_score_fuse_minmax_hand_computed() -> None:
+    dense = [("a", 0.9), ("b", 0.8), ("c", 0.5)]  # min-max: a 1, b 0.75, c 0
+    lexical = [("c", 12.0), ("b", 10.0), ("d", 2.0)]  # min-max: c 1, b 0.8, d 0
+    fused = score_fuse([dense, lexical], weights=[0.5, 0.5], how="minmax")
+    # a is missing from lexical and d from dense: each gets that run's lowest normalised score (0)
+    assert dict(fused) == pytest.approx({"a": 0.5, "b": 0.775, "c": 0.5, "d": 0.0})
+    assert [doc for doc, _ in fused] == ["b", "a", "c", "d"]  # a and c tie: first appearance wins
+
+
+def test_zscore_normalisation_hand_computed() -> None:
+    assert normalise_scores([("a", 3.0), ("b", 1.0)]) == pytest.approx({"a": 1.0, "b": -1.0})
+    assert normalise_scores([("a", 2.0), ("b", 2.0)], "minmax") == {"a": 0.0, "b": 0.0}

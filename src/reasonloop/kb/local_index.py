@@ -442,6 +442,7 @@ class LocalIndex:
             self,
             mode=s.mode,
             top_k=s.top_k,
+            fusion=s.fusion,
             rrf_k=s.rrf_k,
             weights={"dense": s.dense_weight, "lexical": s.lexical_weight},
             candidates=s.candidates,
