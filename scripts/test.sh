@@ -27,6 +27,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ] || ! "$VENV/bin/pytho
     CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$VENV/bin/python" -m pip install --quiet -e '.[dev,local]'
     echo "$wanted" >"$stamp"
 fi
+[ "${SETUP_ONLY:-0}" = 1 ] && exit 0  # .ci/run sets up first, runs the quick benchmarks, then the tests
 
 # shellcheck disable=SC1091
 . "$VENV/bin/activate"
