@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from reasonloop.config import LLMSettings
 from reasonloop.errors import ConfigError, LLMBadResponse
@@ -58,12 +59,14 @@ async def test_replies_in_order_and_prompts_recorded():
     assert llm.remaining == 0
 
 
-async def test_prompts_are_copies():
+async def test_recorded_prompts_cannot_change_later():
     messages = [Message.user("original")]
     llm = ScriptedProvider(replies=["ok"])
     await llm.complete(messages)
-    messages[0].content = "changed later"
-    assert llm.prompts[0][0].content == "original"
+    messages.append(Message.user("appended later"))
+    with pytest.raises(ValidationError, match="frozen"):
+        messages[0].content = "changed later"
+    assert [m.content for m in llm.prompts[0]] == ["original"]
 
 
 async def test_stop_sequence_cuts_the_text_before_the_earliest_stop():

@@ -25,7 +25,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from reasonloop.config import LLMSettings
 from reasonloop.errors import LLMBadResponse, LLMError, LLMRateLimited, LLMTimeout
@@ -57,7 +57,13 @@ class ToolCallPart(BaseModel):
 
 
 class Message(BaseModel):
-    """One chat message. ``tool`` messages answer the assistant tool call ``tool_call_id``."""
+    """One chat message. ``tool`` messages answer the assistant tool call ``tool_call_id``.
+
+    Frozen: a message, once built, is shared by every prompt that contains it (history is
+    re-sent each step), so nothing may change it behind another prompt's back.
+    """
+
+    model_config = ConfigDict(frozen=True)
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
@@ -196,8 +202,20 @@ def parse_arguments(raw: str, tool: str | None = None) -> dict[str, Any]:
     return value
 
 
+_spec_token_cache: dict[int, tuple[ToolSpec, int]] = {}
+
+
 def _spec_tokens(spec: ToolSpec) -> int:
-    return count_tokens(spec.name) + count_tokens(spec.description) + count_tokens(json.dumps(spec.parameters)) + 8
+    # Specs are built once per tool and re-sent every call: count each one once. The cache
+    # holds the spec itself, so an id is never reused while its entry lives.
+    cached = _spec_token_cache.get(id(spec))
+    if cached is not None and cached[0] is spec:
+        return cached[1]
+    tokens = count_tokens(spec.name) + count_tokens(spec.description) + count_tokens(json.dumps(spec.parameters)) + 8
+    if len(_spec_token_cache) > 4096:
+        _spec_token_cache.clear()
+    _spec_token_cache[id(spec)] = (spec, tokens)
+    return tokens
 
 
 # -- provider base ------------------------------------------------------------------------------

@@ -113,7 +113,7 @@ class ScriptedProvider(LLM):
         return reply
 
     async def _stream(self, request: ChatRequest) -> AsyncIterator[LLMChunk]:
-        self.prompts.append([m.model_copy(deep=True) for m in request.messages])
+        self.prompts.append(list(request.messages))  # messages are frozen: sharing them is safe
         self.tools_seen.append(list(request.tools) if request.tools else None)
         self.stops_seen.append(request.stop)
         reply = self._reply(request)
