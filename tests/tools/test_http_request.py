@@ -233,7 +233,9 @@ async def test_non_2xx_status_is_an_observation_not_an_error():
 def certificate(tmp_path_factory):
     """A self-signed certificate for the name ``secure.test`` (made with the openssl CLI)."""
     if shutil.which("openssl") is None:
-        pytest.skip("openssl CLI not installed")
+        pytest.fail(
+            "the openssl CLI is needed to make the test certificate (.ci/run installs it: apt-get install openssl)"
+        )
     folder = tmp_path_factory.mktemp("tls")
     cert, key = folder / "cert.pem", folder / "key.pem"
     subprocess.run(
