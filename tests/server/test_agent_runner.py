@@ -88,3 +88,32 @@ async def test_feedback_reaches_the_store_that_guides_later_runs(tmp_path):
         await sse_events(client, f"/v1/runs/{second['run_id']}/events")
     system_prompt = " ".join(m.content for m in llm.prompts[-1] if m.role == "system")
     assert "too vague" in system_prompt
+
+
+async def test_the_configured_llm_is_resolved_once_from_the_servers_settings(tmp_path, monkeypatch):
+    import json
+
+    import reasonloop.llm.resolve as resolve
+    from reasonloop.config import LLMSettings
+    from reasonloop.runs.models import RunRequest
+
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(["First.", "Second."]), encoding="utf-8")
+    settings = make_settings(tmp_path)
+    settings.llm = LLMSettings(provider="scripted", model=str(replies), max_retries=0)
+    made = []
+    real = resolve.create_llm
+
+    def counting(*args, **kwargs):
+        made.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(resolve, "create_llm", counting)
+    monkeypatch.chdir(tmp_path)  # no reasonloop.toml here: only the server's settings name the model
+    runner = AgentRunner(settings)
+    answers = []
+    for n in range(2):
+        events = [e async for e in runner(RunRequest(question="hello there", reasoning="toolcall", run_id=f"r{n}"))]
+        answers.append(events[-1].text)
+    assert answers == ["First.", "Second."]  # one scripted model served both runs, in order
+    assert len(made) == 1 and made[0][1] is settings

@@ -8,6 +8,7 @@ the field (HTTP 422).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -40,6 +41,22 @@ class AgentRunner:
         self.registry = registry
         self.kb = kb
         self.llm = llm
+        self._llm_lock = asyncio.Lock()
+
+    async def _default_llm(self) -> Any:
+        """The ``[llm]`` model of the server's settings, resolved once for every run.
+
+        Resolving ``auto`` may probe Ollama over HTTP, so it runs once and off the event loop;
+        left to each run's Agent it would block the loop per run and read ``./reasonloop.toml``
+        instead of the settings the server was started with.
+        """
+        if self.llm is None:
+            async with self._llm_lock:
+                if self.llm is None:
+                    from reasonloop.llm.resolve import create_llm
+
+                    self.llm = await asyncio.to_thread(create_llm, None, self.settings, self.registry)
+        return self.llm
 
     def _agents(self) -> dict[str, Any]:
         agents = getattr(self.settings, "agents", None) or {}
@@ -103,7 +120,7 @@ class AgentRunner:
         else:
             agent = Agent(
                 reasoning=self._strategy(request),
-                llm=self.llm,
+                llm=await self._default_llm(),
                 kb=kb,
                 settings=request.settings,
                 registry=self.registry,
