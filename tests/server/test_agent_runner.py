@@ -117,3 +117,19 @@ async def test_the_configured_llm_is_resolved_once_from_the_servers_settings(tmp
         answers.append(events[-1].text)
     assert answers == ["First.", "Second."]  # one scripted model served both runs, in order
     assert len(made) == 1 and made[0][1] is settings
+
+
+async def test_a_declared_agent_runs_with_its_own_llm_when_the_runner_has_none(tmp_path, monkeypatch):
+    import json
+
+    from reasonloop.config import AgentSettings
+    from reasonloop.runs.models import RunRequest
+
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(["From the agent's own model."]), encoding="utf-8")
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    settings = make_settings(tmp_path)
+    settings.agents = {"own": AgentSettings(reasoning="toolcall", llm=f"scripted:{replies}", tools=[])}
+    events = [e async for e in AgentRunner(settings)(RunRequest(question="hi", agent="own", run_id="r1"))]
+    assert events[-1].type == "answer" and events[-1].text == "From the agent's own model."

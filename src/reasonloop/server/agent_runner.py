@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from reasonloop.config import Settings
-from reasonloop.errors import KBUnavailable, PluginNotFound, RequestInvalid
+from reasonloop.errors import KBUnavailable, LLMNotConfigured, PluginNotFound, RequestInvalid
 from reasonloop.events import Event
 from reasonloop.registry import Registry
 from reasonloop.runs.models import RunRequest
@@ -116,7 +116,11 @@ class AgentRunner:
             except KBUnavailable:
                 kb = None
         if request.agent is not None:
-            agent = Agent.from_config(request.agent, self.settings, kb=kb, llm=self.llm, registry=self.registry)
+            try:
+                default_llm = await self._default_llm()
+            except LLMNotConfigured:
+                default_llm = None  # fine when every agent it reaches names its own llm
+            agent = Agent.from_config(request.agent, self.settings, kb=kb, llm=default_llm, registry=self.registry)
         else:
             agent = Agent(
                 reasoning=self._strategy(request),
