@@ -88,7 +88,7 @@ def _stats_sources(kb: Any) -> list[Any]:
 def _history(items: Sequence[HistoryItem] | None) -> list[Message]:
     out = []
     for item in items or ():
-        message = item if isinstance(item, Message) else Message.model_validate(dict(item))
+        message = item if isinstance(item, Message) else Message.from_dict(item)
         if message.role != "system":
             out.append(message)
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 
 import pytest
@@ -24,6 +25,7 @@ from reasonloop.llm.base import (
     Message,
     TextDelta,
     ToolCallDelta,
+    ToolCallPart,
     ToolSpec,
     collect,
 )
@@ -243,10 +245,36 @@ async def test_complete_returns_the_whole_response():
 
 def test_message_helpers():
     call = Message.assistant("", [])
-    assert (call.role, call.tool_calls) == ("assistant", [])
+    assert (call.role, call.tool_calls) == ("assistant", ())
     tool_msg = Message.tool("call_1", "result", name="search")
     assert (tool_msg.role, tool_msg.tool_call_id, tool_msg.name) == ("tool", "call_1", "search")
     assert Message.system("s").role == "system"
+
+
+def test_messages_are_immutable():
+    part = ToolCallPart(id="c1", name="search", arguments={"q": "x"})
+    message = Message.assistant("", [part])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        message.content = "changed"  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        part.name = "other"  # type: ignore[misc]
+    assert isinstance(message.tool_calls, tuple)
+
+
+def test_message_from_dict_checks_what_comes_from_outside():
+    message = Message.from_dict(
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "search", "arguments": {"q": 1}}]}
+    )
+    assert message.tool_calls == (ToolCallPart(id="c1", name="search", arguments={"q": 1}),)
+    assert Message.from_dict({"role": "user", "content": None}).content == ""
+    with pytest.raises(ValueError, match="role"):
+        Message.from_dict({"role": "wizard", "content": "hi"})
+    with pytest.raises(ValueError, match="content must be text"):
+        Message.from_dict({"role": "user", "content": ["a", "list"]})
+    with pytest.raises(ValueError, match="malformed tool call"):
+        Message.from_dict({"role": "assistant", "tool_calls": [{"id": "c1", "nme": "typo"}]})
+    with pytest.raises(ValueError, match="malformed tool call"):
+        Message.from_dict({"role": "assistant", "tool_calls": [{"id": "c1", "name": "s", "arguments": "{}"}]})
 
 
 async def test_closing_the_stream_closes_the_provider_stream_at_once():

@@ -20,14 +20,15 @@ import asyncio
 import json
 import random
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from reasonloop.config import LLMSettings
+from reasonloop.eager import first_step, resume
 from reasonloop.errors import LLMBadResponse, LLMError, LLMRateLimited, LLMTimeout
 from reasonloop.llm.deadline import WaitDeadline
 from reasonloop.tokens import count_tokens
@@ -48,45 +49,74 @@ __all__ = [
 
 
 # -- messages ---------------------------------------------------------------------------------
-class ToolCallPart(BaseModel):
+@dataclass(frozen=True, slots=True)
+class ToolCallPart:
     """A tool call the assistant made: ``arguments`` already parsed to a dict."""
 
     id: str
     name: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = field(default_factory=dict)
 
 
-class Message(BaseModel):
+_ROLES = frozenset({"system", "user", "assistant", "tool"})
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
     """One chat message. ``tool`` messages answer the assistant tool call ``tool_call_id``.
 
     Frozen: a message, once built, is shared by every prompt that contains it (history is
-    re-sent each step), so nothing may change it behind another prompt's back.
+    re-sent each step), so nothing may change it behind another prompt's back. A plain
+    dataclass, not a validating model: messages are built by our own code on every step;
+    what comes from outside (a stored conversation, a request) goes through :meth:`from_dict`.
     """
-
-    model_config = ConfigDict(frozen=True)
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str = ""
-    tool_calls: list[ToolCallPart] = Field(default_factory=list)
+    tool_calls: tuple[ToolCallPart, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
     """For ``tool`` messages: the tool's name (Gemini and Ollama need it)."""
 
     @classmethod
     def system(cls, content: str) -> Message:
-        return cls(role="system", content=content)
+        return cls("system", content)
 
     @classmethod
     def user(cls, content: str) -> Message:
-        return cls(role="user", content=content)
+        return cls("user", content)
 
     @classmethod
     def assistant(cls, content: str = "", tool_calls: Sequence[ToolCallPart] = ()) -> Message:
-        return cls(role="assistant", content=content, tool_calls=list(tool_calls))
+        return cls("assistant", content, tuple(tool_calls))
 
     @classmethod
     def tool(cls, tool_call_id: str, content: str, name: str | None = None) -> Message:
-        return cls(role="tool", content=content, tool_call_id=tool_call_id, name=name)
+        return cls("tool", content, (), tool_call_id, name)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Message:
+        """A message from JSON-like data (``role``, ``content``, optional tool fields), checked.
+
+        Raises:
+            ValueError: an unknown role, or a field of the wrong type.
+        """
+        role = data.get("role")
+        if role not in _ROLES:
+            raise ValueError(f"message role must be one of {sorted(_ROLES)}, got {role!r}")
+        content = data.get("content") or ""
+        if not isinstance(content, str):
+            raise ValueError(f"message content must be text, got {type(content).__name__}")
+        calls = []
+        for raw in data.get("tool_calls") or ():
+            try:
+                part = raw if isinstance(raw, ToolCallPart) else ToolCallPart(**dict(raw))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"malformed tool call in message: {raw!r}") from exc
+            if not isinstance(part.id, str) or not isinstance(part.name, str) or not isinstance(part.arguments, dict):
+                raise ValueError(f"malformed tool call in message: {raw!r}")
+            calls.append(part)
+        return cls(role, content, tuple(calls), data.get("tool_call_id"), data.get("name"))
 
 
 class ToolSpec(BaseModel):
@@ -308,23 +338,29 @@ class LLM(ABC):
             completion_parts: list[str] = []
             # Only waiting on the provider counts against the timeout: time the caller spends
             # between chunks is neither counted nor ever interrupted.
-            deadline = WaitDeadline(self.settings.timeout_s)
+            # Armed at the first real wait: chunks that are already there cost no timer.
+            deadline: WaitDeadline | None = None
             try:
                 # aclosing: a provider's stream (and its HTTP response) is closed as soon as this
                 # one is, not whenever the garbage collector gets to it.
                 async with aclosing(self._stream(request)) as chunks:
                     while True:
-                        deadline.start_wait()
                         try:
-                            chunk = await anext(chunks)
+                            ready, chunk = first_step(anext(chunks))
+                            if not ready:
+                                if deadline is None:
+                                    deadline = WaitDeadline(self.settings.timeout_s)
+                                deadline.start_wait()
+                                chunk = await resume(*chunk)
+                                deadline.end_wait()
                         except StopAsyncIteration:
-                            deadline.end_wait()
+                            if deadline is not None:
+                                deadline.end_wait()
                             break
                         except asyncio.CancelledError:
-                            if deadline.expired_here():
+                            if deadline is not None and deadline.expired_here():
                                 raise TimeoutError from None
                             raise
-                        deadline.end_wait()
                         if isinstance(chunk, Done):
                             chunk = self._finish(chunk, request, completion_parts, attempt)
                         elif isinstance(chunk, TextDelta):
@@ -343,7 +379,8 @@ class LLM(ABC):
             except LLMError as exc:
                 error = exc
             finally:
-                deadline.close()
+                if deadline is not None:
+                    deadline.close()
             if yielded or not error.retryable or attempt > self.settings.max_retries:
                 if attempt > 1:
                     error.details["attempts"] = attempt

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,8 @@ from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.toolexec import PlannedCall
 
 __all__ = ["Turn", "llm_turn"]
+
+_UNBOUNDED = nullcontext()
 
 
 @dataclass(slots=True)
@@ -63,7 +66,7 @@ async def llm_turn(
     usage.llm_calls += 1
     left = tracker.time_left() if bounded else None
     try:
-        async with asyncio.timeout(max(left, 0.0) if left is not None else None):
+        async with asyncio.timeout(max(left, 0.0)) if left is not None else _UNBOUNDED:
             async for chunk in llm.stream(messages, tools=tools, stop=stop):
                 if isinstance(chunk, TextDelta):
                     parts.append(chunk.text)

@@ -31,6 +31,7 @@ from typing import Any, ClassVar, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from reasonloop.eager import first_step, resume
 from reasonloop.errors import ReasonLoopError, ToolArgumentsInvalid, ToolError, ToolTimeout
 from reasonloop.events import Citation
 from reasonloop.llm.base import ToolSpec
@@ -100,7 +101,11 @@ class Tool:
         )
 
     async def invoke(self, arguments: Mapping[str, Any] | BaseModel, ctx: ToolContext) -> ToolOutput:
-        """Validate, run with timeout, cap the output. Never raises except on cancellation."""
+        """Validate, run with timeout, cap the output. Never raises except on cancellation.
+
+        The timeout bounds the time the tool spends waiting; one that answers without
+        waiting never arms a timer.
+        """
         started = time.perf_counter()
         try:
             params = (
@@ -113,12 +118,15 @@ class Tool:
             return self._error(ToolArgumentsInvalid(f"invalid arguments for {self.name}: {problems}"), started)
         except (TypeError, ValueError) as exc:
             return self._error(ToolArgumentsInvalid(f"invalid arguments for {self.name}: {exc}"), started)
-        deadline = asyncio.timeout(self.timeout_s)
+        deadline: asyncio.Timeout | None = None
         try:
-            async with deadline:
-                result = await self.run(params, ctx)
+            done, result = first_step(self.run(params, ctx))
+            if not done:  # the tool waits on something: from here its timeout applies
+                deadline = asyncio.timeout(self.timeout_s)
+                async with deadline:
+                    result = await resume(*result)
         except TimeoutError as exc:
-            if not deadline.expired():  # the tool's own timeout (a socket, a client): report it as it is
+            if deadline is None or not deadline.expired():  # the tool's own timeout: report it as it is
                 return self._error(exc, started)
             return self._error(ToolTimeout(f"{self.name} did not finish within {self.timeout_s:g}s"), started)
         except asyncio.CancelledError as exc:
