@@ -15,6 +15,7 @@ and in the run store is one format::
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -192,14 +193,27 @@ class EventStamper:
 
     def __call__(self, event: Event) -> Event:
         self.seq += 1
-        if not event.run_id:
-            event.run_id = self.run_id
-        event.seq = self.seq
+        # Straight into the model's field storage: these two fields are plain str/int that
+        # need no validation, and a pydantic attribute assignment costs several times more
+        # on a path every event of every run takes.
+        fields = event.__dict__
+        if not fields["run_id"]:
+            fields["run_id"] = self.run_id
+        fields["seq"] = self.seq
+        event.__pydantic_fields_set__.update(_STAMPED)
         return event
 
 
-class Step(BaseModel):
-    """One action a strategy took and what it observed."""
+_STAMPED = ("run_id", "seq")
+
+
+@dataclass(slots=True)
+class Step:
+    """One action a strategy took and what it observed.
+
+    A plain dataclass: strategies make one per tool call; pydantic still validates and
+    serialises it wherever it is part of a model (:class:`RunResult`).
+    """
 
     action: str
     action_input: Any = None

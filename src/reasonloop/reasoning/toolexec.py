@@ -208,7 +208,8 @@ def record_result(ctx: RunContext, call: PlannedCall, out: ToolOutput, observati
     """Trim the observation, keep the citations and the step, and make the result event."""
     if out.error is not None:
         out.text = json.dumps({k: out.error[k] for k in ("tool", "error", "type")}, ensure_ascii=False)
-    out.text = trim_to_tokens(out.text, observation_tokens) if len(out.text) > observation_tokens else out.text
+    if len(out.text) > observation_tokens:  # fewer characters than the budget's tokens always fit
+        out.text = trim_to_tokens(out.text, observation_tokens)
     if out.citations:
         log = EvidenceLog.of(ctx.services)
         for citation in out.citations:

@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from reasonloop.eager import first_step, resume
 from reasonloop.errors import ReasonLoopError, ToolArgumentsInvalid, ToolError, ToolTimeout
@@ -43,11 +43,12 @@ DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_OUTPUT_CHARS = 16_000
 
 
-class ToolOutput(BaseModel):
+@dataclass(slots=True)
+class ToolOutput:
     """What a tool returns: text for the model, citations for the answer, data for programs."""
 
     text: str = ""
-    citations: list[Citation] = Field(default_factory=list)
+    citations: list[Citation] = field(default_factory=list)
     data: Any = None
     error: dict[str, Any] | None = None
     """``{"tool", "error", "type"}`` (plus ``code``) when the call failed."""
@@ -108,9 +109,10 @@ class Tool:
         """
         started = time.perf_counter()
         try:
-            params = (
-                arguments if isinstance(arguments, self.Params) else self.Params.model_validate(dict(arguments or {}))
-            )
+            if isinstance(arguments, self.Params):
+                params = arguments
+            else:
+                params = self.Params.model_validate(arguments if type(arguments) is dict else dict(arguments or {}))
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
