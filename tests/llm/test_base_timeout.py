@@ -9,6 +9,7 @@ import pytest
 from reasonloop.config import LLMSettings
 from reasonloop.errors import LLMTimeout
 from reasonloop.llm.base import Message, TextDelta
+from reasonloop.llm.deadline import DeadlineReached
 from reasonloop.llm.scripted import ScriptedProvider
 
 
@@ -36,3 +37,51 @@ async def test_provider_waits_add_up_across_chunks() -> None:
     # Each wait is under the timeout; their sum is not.
     with pytest.raises(LLMTimeout):
         await _llm(timeout_s=0.2, delay_s=0.06).complete([Message.user("x")])
+
+
+def _until(seconds: float) -> float:
+    return asyncio.get_running_loop().time() + seconds
+
+
+async def test_the_callers_deadline_ends_a_wait_without_retrying() -> None:
+    settings = LLMSettings(provider="scripted", timeout_s=30.0, max_retries=3)
+    llm = ScriptedProvider(settings, replies=["never in time"], delay_s=5.0)
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(DeadlineReached):
+        await llm.complete([Message.user("x")], until=_until(0.1))
+    assert asyncio.get_running_loop().time() - started < 2.0  # not the 30 s wait budget, no retries
+    assert llm.calls == []  # no attempt completed
+
+
+async def test_a_deadline_passed_while_the_caller_works_is_reported_at_the_next_wait() -> None:
+    llm = _llm(timeout_s=30.0, delay_s=0.01)
+    text = []
+    with pytest.raises(DeadlineReached):
+        async for chunk in llm.stream([Message.user("x")], until=_until(0.1)):
+            text.append(chunk.text)
+            await asyncio.sleep(0.2)  # never cancelled: the deadline passes while the caller has the turn
+    assert text == ["one "]
+
+
+async def test_the_wait_budget_still_applies_before_the_callers_deadline() -> None:
+    with pytest.raises(LLMTimeout):
+        await _llm(timeout_s=0.1, delay_s=5.0).complete([Message.user("x")], until=_until(30.0))
+
+
+async def test_ready_chunks_arm_no_timer() -> None:
+    loop = asyncio.get_running_loop()
+    armed = []
+    real_call_at = loop.call_at
+
+    def spy(when, callback, *args, **kwargs):  # type: ignore[no-untyped-def]
+        armed.append(callback)
+        return real_call_at(when, callback, *args, **kwargs)
+
+    loop.call_at = spy  # type: ignore[method-assign]
+    try:
+        text = (await _llm(timeout_s=0.1).complete([Message.user("x")], until=_until(0.5))).text
+    finally:
+        del loop.call_at
+    assert text == "one two three four five six" and armed == []
+    with pytest.raises(LLMTimeout):  # and a stream that does wait is still bounded
+        await _llm(timeout_s=0.05, delay_s=5.0).complete([Message.user("x")])

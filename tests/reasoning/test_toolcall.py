@@ -118,3 +118,19 @@ async def test_token_and_time_budgets() -> None:
     assert result.stop_reason == "timeout" and result.content == "Late."
     assert sorted(s.error["type"] if s.error else "ok" for s in result.steps) == ["ToolTimeout", "ok"]
     assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+async def test_the_run_deadline_never_interrupts_the_consumer() -> None:
+    # The answer streams slowly; the consumer takes longer over one delta than the whole run may
+    # last. The deadline ends the model turn at its next wait, not the consumer's own await.
+    llm = ScriptedProvider(replies=["a slow streamed answer", "Short."], chunk_size=2, delay_s=0.01)
+    agent = Agent("toolcall", llm=llm, tools=make_tools(), settings={"timeout_s": 0.1})
+    events, slept = [], 0
+    async for event in agent.stream("q"):
+        events.append(event)
+        if event.type == "answer_delta" and slept == 0:
+            await asyncio.sleep(0.25)  # raises CancelledError if the run's deadline cancels the task here
+            slept += 1
+    answer = events[-1]
+    assert slept == 1 and isinstance(answer, Answer) and answer.stop_reason == "timeout"
+    assert answer.text == "Short."  # the forced answer, after the cut-short turn

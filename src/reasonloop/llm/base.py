@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 from reasonloop.config import LLMSettings
 from reasonloop.eager import first_step, resume
 from reasonloop.errors import LLMBadResponse, LLMError, LLMRateLimited, LLMTimeout
-from reasonloop.llm.deadline import WaitDeadline
+from reasonloop.llm.deadline import DeadlineReached, WaitDeadline
 from reasonloop.tokens import count_tokens
 
 __all__ = [
@@ -312,6 +312,7 @@ class LLM(ABC):
         stop: Sequence[str] | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        until: float | None = None,
     ) -> AsyncIterator[LLMChunk]:
         """Stream one response.
 
@@ -321,8 +322,14 @@ class LLM(ABC):
         may wait at most ``timeout_s`` in total for the provider; time the caller spends
         between chunks does not count and is never interrupted.
 
+        Args:
+            until: The caller's own deadline, on the event loop's clock (``loop.time()``,
+                which is ``time.monotonic()``): a wait on the provider that reaches it
+                ends the stream with :class:`~reasonloop.llm.deadline.DeadlineReached`.
+
         Raises:
             LLMError: a subclass with a stable code for every failure.
+            DeadlineReached: ``until`` passed while waiting on the provider.
         """
         request = ChatRequest(
             messages=list(messages),
@@ -349,7 +356,7 @@ class LLM(ABC):
                             ready, chunk = first_step(anext(chunks))
                             if not ready:
                                 if deadline is None:
-                                    deadline = WaitDeadline(self.settings.timeout_s)
+                                    deadline = WaitDeadline(self.settings.timeout_s, until)
                                 deadline.start_wait()
                                 chunk = await resume(*chunk)
                                 deadline.end_wait()
@@ -359,7 +366,7 @@ class LLM(ABC):
                             break
                         except asyncio.CancelledError:
                             if deadline is not None and deadline.expired_here():
-                                raise TimeoutError from None
+                                raise (DeadlineReached if deadline.passed_until else TimeoutError)() from None
                             raise
                         if isinstance(chunk, Done):
                             chunk = self._finish(chunk, request, completion_parts, attempt)
@@ -370,6 +377,8 @@ class LLM(ABC):
                         yielded = True
                         yield chunk
                 return
+            except DeadlineReached:
+                raise
             except TimeoutError as exc:
                 error: LLMError = LLMTimeout(
                     f"{self.name}: no complete response within {self.settings.timeout_s:g}s",
@@ -385,7 +394,10 @@ class LLM(ABC):
                 if attempt > 1:
                     error.details["attempts"] = attempt
                 raise error
-            await asyncio.sleep(self._backoff(attempt, error))
+            delay = self._backoff(attempt, error)
+            if until is not None and asyncio.get_running_loop().time() + delay >= until:
+                raise DeadlineReached from error  # the caller's deadline passes before the next attempt
+            await asyncio.sleep(delay)
 
     def _backoff(self, attempt: int, error: LLMError) -> float:
         delay = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))

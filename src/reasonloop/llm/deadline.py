@@ -1,21 +1,30 @@
-"""A deadline on the time a stream spends waiting on its provider.
+"""Deadlines on the time a stream spends waiting on its provider.
 
 ``asyncio.timeout`` bounds wall time, which for a stream would include the time the caller
-spends between chunks. :class:`WaitDeadline` bounds only the waiting: the caller marks
-each wait with :meth:`~WaitDeadline.start_wait` / :meth:`~WaitDeadline.end_wait`, and the
-task is cancelled only if the summed waits pass the budget while it is waiting.
+spends between chunks, and it cancels whatever the task is doing when it fires, even when
+that is the caller's own work between two chunks. :class:`WaitDeadline` only ever cancels a
+wait on the provider: the caller marks each wait with :meth:`~WaitDeadline.start_wait` /
+:meth:`~WaitDeadline.end_wait`. Two limits apply:
+
+* ``budget_s``: the summed waits of one attempt (the provider's timeout);
+* ``until``: an instant on the event loop's clock (a run's deadline). Passed while the
+  caller has the turn, it is reported at the next wait.
 
 It is cheap on fast streams: one timer per deadline, not per chunk. The timer is set for
-the earliest moment the budget could run out; when it fires early (the caller's own time
-pushed the real deadline later) it re-arms itself for what is left, and when it fires
-while the caller has the turn it does nothing until the next wait.
+the earliest moment a limit could run out; when it fires early (the caller's own time
+pushed the wait budget later) it re-arms itself for what is left, and when it fires while
+the caller has the turn it does nothing until the next wait.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-__all__ = ["WaitDeadline"]
+__all__ = ["DeadlineReached", "WaitDeadline"]
+
+
+class DeadlineReached(TimeoutError):
+    """The caller's deadline (``until``) passed while it waited on the provider; not retried."""
 
 
 class WaitDeadline:
@@ -37,24 +46,32 @@ class WaitDeadline:
             deadline.close()
     """
 
-    __slots__ = ("_budget", "_handle", "_loop", "_since", "_task", "_waited", "expired")
+    __slots__ = ("_budget", "_handle", "_loop", "_since", "_task", "_until", "_waited", "expired", "passed_until")
 
-    def __init__(self, budget_s: float) -> None:
+    def __init__(self, budget_s: float, until: float | None = None) -> None:
         self._loop = asyncio.get_running_loop()
         self._budget = budget_s
+        self._until = until
         self._waited = 0.0
         self._since: float | None = None
         self._task: asyncio.Task[object] | None = None
         self._handle: asyncio.TimerHandle | None = None
         self.expired = False
+        self.passed_until = False
+        """Set with :attr:`expired` when it was ``until`` that passed (not the wait budget)."""
 
     def start_wait(self) -> None:
-        """The current task starts waiting on the provider."""
+        """The current task starts waiting on the provider.
+
+        When ``until`` has already passed, the wait is cancelled as soon as it starts (the
+        awaitable unwinds normally, then :meth:`expired_here` tells).
+        """
         now = self._loop.time()
         self._since = now
         self._task = asyncio.current_task()
         if self._handle is None:
-            self._handle = self._loop.call_at(now + self._budget - self._waited, self._fire)
+            when = now + self._budget - self._waited
+            self._handle = self._loop.call_at(when if self._until is None else min(when, self._until), self._fire)
 
     def end_wait(self) -> None:
         """The wait is over (a chunk arrived or the stream ended)."""
@@ -82,8 +99,10 @@ class WaitDeadline:
             return  # the caller has the turn: the next wait re-arms
         now = self._loop.time()
         left = self._budget - self._waited - (now - self._since)
-        if left > 0:  # armed before some of the caller's time: the real deadline is later
-            self._handle = self._loop.call_at(now + left, self._fire)
+        until_left = left if self._until is None else self._until - now
+        if left > 0 and until_left > 0:  # armed before some of the caller's time: the real deadline is later
+            self._handle = self._loop.call_at(now + min(left, until_left), self._fire)
             return
         self.expired = True
+        self.passed_until = self._until is not None and until_left <= 0
         self._task.cancel()

@@ -12,18 +12,16 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 from reasonloop.events import AnswerDelta, Event
 from reasonloop.llm.base import LLM, Done, Message, TextDelta, ToolSpec
+from reasonloop.llm.deadline import DeadlineReached
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.toolexec import PlannedCall
 
 __all__ = ["Turn", "llm_turn"]
-
-_UNBOUNDED = nullcontext()
 
 
 @dataclass(slots=True)
@@ -65,29 +63,31 @@ async def llm_turn(
     usage = tracker.usage
     usage.llm_calls += 1
     left = tracker.time_left() if bounded else None
+    # The run's deadline ends the turn only while it waits on the model, never while our
+    # consumer has the turn (as a wall-clock timeout around the yields would).
+    until = None if left is None else asyncio.get_running_loop().time() + left
     try:
-        async with asyncio.timeout(max(left, 0.0)) if left is not None else _UNBOUNDED:
-            async for chunk in llm.stream(messages, tools=tools, stop=stop):
-                if isinstance(chunk, TextDelta):
-                    parts.append(chunk.text)
-                    if deltas is not None:
-                        piece = deltas(chunk.text)
-                        if piece:
-                            if not streamed and prelude is not None:
-                                for event in prelude():
-                                    yield event
-                            streamed.append(piece)
-                            yield AnswerDelta(text=piece)
-                elif isinstance(chunk, Done):
-                    usage.prompt_tokens += chunk.prompt_tokens
-                    usage.completion_tokens += chunk.completion_tokens
-                    turn.finish_reason = chunk.finish_reason
-                else:
-                    slot = raw_calls.setdefault(chunk.index, [None, None, []])
-                    slot[0] = slot[0] or chunk.id
-                    slot[1] = slot[1] or chunk.name
-                    slot[2].append(chunk.arguments)
-    except TimeoutError:
+        async for chunk in llm.stream(messages, tools=tools, stop=stop, until=until):
+            if isinstance(chunk, TextDelta):
+                parts.append(chunk.text)
+                if deltas is not None:
+                    piece = deltas(chunk.text)
+                    if piece:
+                        if not streamed and prelude is not None:
+                            for event in prelude():
+                                yield event
+                        streamed.append(piece)
+                        yield AnswerDelta(text=piece)
+            elif isinstance(chunk, Done):
+                usage.prompt_tokens += chunk.prompt_tokens
+                usage.completion_tokens += chunk.completion_tokens
+                turn.finish_reason = chunk.finish_reason
+            else:
+                slot = raw_calls.setdefault(chunk.index, [None, None, []])
+                slot[0] = slot[0] or chunk.id
+                slot[1] = slot[1] or chunk.name
+                slot[2].append(chunk.arguments)
+    except DeadlineReached:
         turn.cut_short = True
         tracker.hit("timeout")
     turn.text = "".join(parts)
