@@ -57,13 +57,22 @@ budget ran out and a last tool-less call answered; ``stopped``: a stop request;
 the process running it died (set by run stores on recovery)."""
 
 
-class Usage(BaseModel):
-    """What a run (or one LLM call) consumed."""
+@dataclass(slots=True)
+class Usage:
+    """What a run (or one LLM call) consumed.
+
+    A plain dataclass: its counters are bumped several times per step; pydantic validates
+    and serialises it wherever it is part of a model (:class:`Answer`, :class:`RunResult`).
+    """
 
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     tool_calls: int = 0
+
+    def copy(self) -> Usage:
+        """A snapshot that later counting does not change."""
+        return Usage(self.llm_calls, self.prompt_tokens, self.completion_tokens, self.tool_calls)
 
     def add(self, other: Usage) -> None:
         """Accumulate ``other`` into this one in place."""

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from reasonloop.config import LLMSettings
-from reasonloop.eager import first_step, resume
+from reasonloop.eager import resume
 from reasonloop.errors import LLMBadResponse, LLMError, LLMRateLimited, LLMTimeout
 from reasonloop.llm.deadline import DeadlineReached, WaitDeadline
 from reasonloop.tokens import count_tokens
@@ -353,12 +353,16 @@ class LLM(ABC):
                 async with aclosing(self._stream(request)) as chunks:
                     while True:
                         try:
-                            ready, chunk = first_step(anext(chunks))
-                            if not ready:
+                            step = anext(chunks)
+                            try:  # eager.first_step, inlined: this runs once per chunk
+                                waiting = step.send(None)
+                            except StopIteration as ready:
+                                chunk = ready.value
+                            else:
                                 if deadline is None:
                                     deadline = WaitDeadline(self.settings.timeout_s, until)
                                 deadline.start_wait()
-                                chunk = await resume(*chunk)
+                                chunk = await resume(step, waiting)
                                 deadline.end_wait()
                         except StopAsyncIteration:
                             if deadline is not None:

@@ -190,4 +190,4 @@ class Reasoning(ABC):
 
     def answer(self, text: str, citations: list[Citation] | None = None, stop_reason: StopReason = "final") -> Answer:
         """The closing event, with the run's usage so far."""
-        return Answer(text=text, citations=citations or [], usage=self.ctx.usage.model_copy(), stop_reason=stop_reason)
+        return Answer(text=text, citations=citations or [], usage=self.ctx.usage.copy(), stop_reason=stop_reason)

@@ -42,12 +42,12 @@ def close(
         )
         ctx.error = error.to_dict()
         ctx.steps.append(Step(action="answer", action_input=None, observation=text, error=ctx.error))
-        return Answer(text=render("guard", language), usage=ctx.usage.model_copy(), stop_reason="guard")
+        return Answer(text=render("guard", language), usage=ctx.usage.copy(), stop_reason="guard")
     if not text:
         text = render("no_answer", language, reason=reason)
     log = ctx.services.get("evidence")
     citations = cite(text, log.citations) if isinstance(log, EvidenceLog) and log.citations else []
-    return Answer(text=text, citations=citations, usage=ctx.usage.model_copy(), stop_reason=reason)
+    return Answer(text=text, citations=citations, usage=ctx.usage.copy(), stop_reason=reason)
 
 
 async def forced_answer(

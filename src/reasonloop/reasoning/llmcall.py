@@ -10,10 +10,11 @@ with an error observation.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic_core import from_json
 
 from reasonloop.events import AnswerDelta, Event
 from reasonloop.llm.base import LLM, Done, Message, TextDelta, ToolSpec
@@ -102,8 +103,8 @@ def _planned(index: int, slot: list[Any]) -> PlannedCall:
     if not raw.strip():
         return call
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
+        value = from_json(raw)
+    except ValueError:
         call.invalid = f"arguments are not valid JSON: {raw[:200]!r}"
         return call
     if isinstance(value, dict):

@@ -33,6 +33,7 @@ def _template(name: str, language: str) -> Template:
         raise ConfigError(f"no prompt template {name!r} for language {language!r} ({path})") from None
 
 
+@lru_cache(maxsize=64)
 def template_language(language: str) -> str:
     """The template set used for ``language`` (its own, or English)."""
     return language if (PROMPT_DIR / language).is_dir() else "en"

@@ -23,9 +23,9 @@ from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn, llm_turn
 from reasonloop.reasoning.prompts import conversation, describe_tools, system_prompt
 from reasonloop.reasoning.react_parser import AnswerSpotter, cut_observation, parse_react
-from reasonloop.reasoning.toolexec import PlannedCall, coerce_input, run_tools
+from reasonloop.reasoning.toolexec import PlannedCall, ToolRound, coerce_input
 from reasonloop.registry import PluginInfo
-from reasonloop.tools.base import Tool, ToolOutput
+from reasonloop.tools.base import Tool
 
 __all__ = ["ReActReasoning", "ReActSettings"]
 
@@ -87,13 +87,18 @@ class ReActReasoning(Reasoning):
                 arguments=coerce_input(tool, step.action_input) if tool else _as_arguments(step.action_input),
                 raw_input=step.action_input,
             )
-            outputs: list[ToolOutput] = []
-            # aclosing: if our consumer closes us mid-call, the tools are cancelled now, not at GC.
-            async with aclosing(
-                run_tools(ctx, tracker, [call], outputs, observation_tokens=settings.max_evidence_tokens)
-            ) as tool_events:
-                async for event in tool_events:
+            tools = ToolRound(ctx, tracker, [call], settings.max_evidence_tokens)
+            for event in tools.opening():
+                yield event
+            if tools.direct:
+                for event in await tools.run_direct():
                     yield event
+            else:
+                # aclosing: if our consumer closes us mid-call, the tools are cancelled now, not at GC.
+                async with aclosing(tools.run_concurrently()) as tool_events:
+                    async for event in tool_events:
+                        yield event
+            outputs = tools.outputs
             messages.append(Message.assistant(cut_observation(turn.text).rstrip()))
             messages.append(Message.user(f"Observation: {outputs[0].text}"))
 

@@ -20,9 +20,8 @@ from reasonloop.reasoning.finish import close, forced_answer, guard_armed
 from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn, llm_turn
 from reasonloop.reasoning.prompts import conversation, system_prompt, tool_spec
-from reasonloop.reasoning.toolexec import run_tools
+from reasonloop.reasoning.toolexec import ToolRound
 from reasonloop.registry import PluginInfo
-from reasonloop.tools.base import ToolOutput
 
 __all__ = ["ToolCallReasoning", "ToolCallSettings"]
 
@@ -76,23 +75,29 @@ class ToolCallReasoning(Reasoning):
             if turn.text.strip():
                 yield Thought(text=turn.text.strip())
 
-            seen: set[str] = set()
-            for n, call in enumerate(turn.calls):
-                if call.call_id in seen:
-                    call.call_id = f"{call.call_id}_{n}"
-                seen.add(call.call_id)
+            if len(turn.calls) > 1:  # a reused call id would answer two calls with one message
+                seen: set[str] = set()
+                for n, call in enumerate(turn.calls):
+                    if call.call_id in seen:
+                        call.call_id = f"{call.call_id}_{n}"
+                    seen.add(call.call_id)
             messages.append(
                 Message.assistant(
                     turn.text, [ToolCallPart(id=c.call_id, name=c.tool, arguments=c.arguments) for c in turn.calls]
                 )
             )
-            outputs: list[ToolOutput] = []
-            # aclosing: if our consumer closes us mid-call, the tools are cancelled now, not at GC.
-            async with aclosing(
-                run_tools(ctx, tracker, turn.calls, outputs, observation_tokens=settings.max_evidence_tokens)
-            ) as tool_events:
-                async for event in tool_events:
+            tools = ToolRound(ctx, tracker, turn.calls, settings.max_evidence_tokens)
+            for event in tools.opening():
+                yield event
+            if tools.direct:
+                for event in await tools.run_direct():
                     yield event
+            else:
+                # aclosing: if our consumer closes us mid-call, the tools are cancelled now, not at GC.
+                async with aclosing(tools.run_concurrently()) as tool_events:
+                    async for event in tool_events:
+                        yield event
+            outputs = tools.outputs
             messages.extend(
                 Message.tool(call.call_id, out.text, name=call.tool)
                 for call, out in zip(turn.calls, outputs, strict=True)

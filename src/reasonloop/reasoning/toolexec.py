@@ -1,15 +1,17 @@
 """Running the tool calls a model asked for: concurrently, within budget, never raising.
 
-:func:`run_tools` yields a :class:`~reasonloop.events.ToolCall` per call, the nested events
-tools emit, and a :class:`~reasonloop.events.ToolResult` per call as each finishes; the
-outputs land in call order in the list it is given. Unknown tools, invalid arguments,
-exceptions and timeouts become observations ``{tool, error, type}``. Calls beyond the
-tool budget are not executed: their observation tells the model the budget is spent.
-Cancelling the consumer cancels every running tool and waits for it, so no task outlives
-the run. A tool that delegates (an agent offered as a tool) defines ``tool_calls_made(out)``:
-its own call does not count toward ``require_tool_call``; the real calls it reports do. Nested events a tool emits (``ToolContext.emit``) are yielded while concurrent calls
-run; a lone call is awaited directly and its events follow it, unless the tool sets
-``emits_events = True`` (sub-agents), which makes its events arrive live as well.
+A :class:`ToolRound` (or :func:`run_tools`, which drives one) yields a
+:class:`~reasonloop.events.ToolCall` per call, the nested events tools emit, and a
+:class:`~reasonloop.events.ToolResult` per call as each finishes; the outputs land in call
+order. Unknown tools, invalid arguments, exceptions and timeouts become observations
+``{tool, error, type}``. Calls beyond the tool budget are not executed: their observation
+tells the model the budget is spent. Cancelling the consumer cancels every running tool and
+waits for it, so no task outlives the run. A tool that delegates (an agent offered as a
+tool) defines ``tool_calls_made(out)``: its own call does not count toward
+``require_tool_call``; the real calls it reports do. Nested events a tool emits
+(``ToolContext.emit``) are yielded while concurrent calls run; a lone call is awaited
+directly and its events follow it, unless the tool sets ``emits_events = True``
+(sub-agents), which makes its events arrive live as well.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from reasonloop.tokens import trim_to_tokens
 from reasonloop.tools.base import Tool, ToolOutput
 from reasonloop.tools.docsearch import EvidenceLog
 
-__all__ = ["PlannedCall", "coerce_input", "delegates", "failure", "record_result", "run_tools", "tally"]
+__all__ = ["PlannedCall", "ToolRound", "coerce_input", "delegates", "failure", "record_result", "run_tools", "tally"]
 
 
 @dataclass(slots=True)
@@ -87,13 +89,16 @@ def delegates(tool: Tool) -> bool:
 
 def tally(ctx: RunContext, tracker: BudgetTracker, tool: Tool, out: ToolOutput | None = None) -> None:
     """Count real tool calls: 1 when an ordinary ``tool`` starts; a delegating one's report when it ends."""
-    n = 0
-    if not delegates(tool):
+    made = getattr(tool, "tool_calls_made", None)
+    if made is None:  # an ordinary tool: the call itself is the real call
         n = 1 if out is None else 0
-    elif out is not None:
-        n = int(tool.tool_calls_made(out))  # type: ignore[attr-defined]
-    tracker.real_tool_calls += n
-    ctx.tool_tally += n
+    elif out is None:
+        n = 0
+    else:
+        n = int(made(out))
+    if n:
+        tracker.real_tool_calls += n
+        ctx.tool_tally += n
 
 
 def _budget_note(tracker: BudgetTracker) -> str:
@@ -101,6 +106,100 @@ def _budget_note(tracker: BudgetTracker) -> str:
         f"Not executed: the tool-call budget of this run ({tracker.budget.max_tool_calls} calls) is spent. "
         "Answer now from what you have."
     )
+
+
+class ToolRound:
+    """The tool calls of one model turn: what runs, in what order, and their events.
+
+    Building it decides everything that needs no waiting: which calls are unknown, invalid
+    or over the budget (their results are ready at once) and which run. A strategy yields
+    :meth:`opening`, then runs the calls: one lone call is awaited directly
+    (:meth:`run_direct`, no task and no extra generator on the path every step takes);
+    otherwise :meth:`run_concurrently` streams results as calls finish. :attr:`outputs`
+    then holds one output per call, in call order::
+
+        tools = ToolRound(ctx, tracker, calls)
+        for event in tools.opening():
+            yield event
+        if tools.direct:
+            for event in await tools.run_direct():
+                yield event
+        else:
+            # aclosing: if our consumer closes us mid-call, the tools are cancelled now, not at GC.
+            async with aclosing(tools.run_concurrently()) as events:
+                async for event in events:
+                    yield event
+    """
+
+    __slots__ = ("_ctx", "_observation_tokens", "_results", "_runnable", "_tracker", "calls")
+
+    def __init__(
+        self, ctx: RunContext, tracker: BudgetTracker, calls: Sequence[PlannedCall], observation_tokens: int = 1500
+    ) -> None:
+        self._ctx, self._tracker, self.calls = ctx, tracker, calls
+        self._observation_tokens = observation_tokens
+        self._results: list[ToolOutput | None] = [None] * len(calls)
+        self._runnable: list[tuple[int, Tool]] = []
+        tools = ctx.tools
+        granted = tracker.take_tool_slots(sum(1 for c in calls if c.tool in tools and c.invalid is None))
+        for i, call in enumerate(calls):
+            tool = tools.get(call.tool)
+            if tool is None:
+                known = ", ".join(sorted(tools)) or "none"
+                self._results[i] = failure(call.tool, ToolNotFound(f"unknown tool {call.tool!r} (tools: {known})"))
+            elif call.invalid is not None:
+                self._results[i] = failure(call.tool, ToolArgumentsInvalid(call.invalid))
+            elif granted > 0:
+                granted -= 1
+                self._runnable.append((i, tool))
+            else:
+                self._results[i] = failure(call.tool, ToolBudgetExhausted(_budget_note(tracker)))
+
+    @property
+    def direct(self) -> bool:
+        """One call to run, no deadline, no live nested events: :meth:`run_direct` applies."""
+        return (
+            len(self._runnable) == 1
+            and self._tracker.deadline is None
+            and not getattr(self._runnable[0][1], "emits_events", False)
+        )
+
+    @property
+    def outputs(self) -> list[ToolOutput]:
+        """One output per call, in call order (complete once the calls have run)."""
+        return [r for r in self._results if r is not None]
+
+    def opening(self) -> list[Event]:
+        """A :class:`ToolCall` per call, then the results that need no running (counts the calls that run)."""
+        ctx = self._ctx
+        events: list[Event] = [ToolCall(call_id=c.call_id, tool=c.tool, input=c.arguments) for c in self.calls]
+        for _, tool in self._runnable:
+            tally(ctx, self._tracker, tool)
+        for i, out in enumerate(self._results):
+            if out is not None:
+                events.append(record_result(ctx, self.calls[i], out, self._observation_tokens))
+        return events
+
+    async def run_direct(self) -> list[Event]:
+        """Await the lone call; its nested events, then its result."""
+        ctx = self._ctx
+        (i, tool), call = self._runnable[0], self.calls[self._runnable[0][0]]
+        out = self._results[i] = await tool.invoke(call.arguments, ctx.tool_context(call.call_id))
+        tally(ctx, self._tracker, tool, out)
+        events = ctx.drain() if ctx.pending else []
+        events.append(record_result(ctx, call, out, self._observation_tokens))
+        return events
+
+    async def run_concurrently(self) -> AsyncIterator[Event]:
+        """Run every call as a task; yield nested events and each result as it finishes."""
+        if self._runnable:
+            async with aclosing(
+                _run_concurrently(
+                    self._ctx, self._tracker, self.calls, self._runnable, self._results, self._observation_tokens
+                )
+            ) as events:
+                async for event in events:
+                    yield event
 
 
 async def run_tools(
@@ -111,43 +210,18 @@ async def run_tools(
     *,
     observation_tokens: int = 1500,
 ) -> AsyncIterator[Event]:
-    """Run ``calls``; yield their events; append one output per call (in call order) to ``outputs``."""
-    results: list[ToolOutput | None] = [None] * len(calls)
-    runnable: list[tuple[int, Tool]] = []
-    granted = tracker.take_tool_slots(sum(1 for c in calls if c.tool in ctx.tools and c.invalid is None))
-    for i, call in enumerate(calls):
-        yield ToolCall(call_id=call.call_id, tool=call.tool, input=call.arguments)
-        tool = ctx.tools.get(call.tool)
-        if tool is None:
-            known = ", ".join(sorted(ctx.tools)) or "none"
-            results[i] = failure(call.tool, ToolNotFound(f"unknown tool {call.tool!r} (tools: {known})"))
-        elif call.invalid is not None:
-            results[i] = failure(call.tool, ToolArgumentsInvalid(call.invalid))
-        elif granted > 0:
-            granted -= 1
-            runnable.append((i, tool))
-        else:
-            results[i] = failure(call.tool, ToolBudgetExhausted(_budget_note(tracker)))
-    for _, tool in runnable:
-        tally(ctx, tracker, tool)
-    for i, out in enumerate(results):
-        if out is not None:
-            yield record_result(ctx, calls[i], out, observation_tokens)
-
-    if len(runnable) == 1 and tracker.deadline is None and not getattr(runnable[0][1], "emits_events", False):
-        # One call, no deadline, no live nested events: await it directly (no task to schedule).
-        i, tool = runnable[0]
-        call = calls[i]
-        results[i] = await tool.invoke(call.arguments, ctx.tool_context(call.call_id))
-        tally(ctx, tracker, tool, results[i])
-        for event in ctx.drain():
+    """Run ``calls`` as one :class:`ToolRound`; yield its events; append its outputs to ``outputs``."""
+    tools = ToolRound(ctx, tracker, calls, observation_tokens)
+    for event in tools.opening():
+        yield event
+    if tools.direct:
+        for event in await tools.run_direct():
             yield event
-        yield record_result(ctx, call, results[i], observation_tokens)
-    elif runnable:
-        async with aclosing(_run_concurrently(ctx, tracker, calls, runnable, results, observation_tokens)) as events:
+    else:
+        async with aclosing(tools.run_concurrently()) as events:
             async for event in events:
                 yield event
-    outputs.extend(r for r in results if r is not None)
+    outputs.extend(tools.outputs)
 
 
 async def _run_concurrently(

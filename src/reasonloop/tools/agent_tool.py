@@ -29,6 +29,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -189,7 +190,7 @@ class AgentTool(Tool):
             "elapsed_s": round(time.perf_counter() - clock, 6),
             "tool_calls": sub.tool_tally,
             "stop_reason": answer.stop_reason if answer is not None else "error",
-            "usage": sub.usage.model_dump(),
+            "usage": dataclasses.asdict(sub.usage),
             "depth": depth,
         }
         data = {"content": content, "meta": meta, "stack": sub_stack}

@@ -112,7 +112,8 @@ class Tool:
             if isinstance(arguments, self.Params):
                 params = arguments
             else:
-                params = self.Params.model_validate(arguments if type(arguments) is dict else dict(arguments or {}))
+                raw = arguments if type(arguments) is dict else dict(arguments or {})
+                params = self.Params.__pydantic_validator__.validate_python(raw)  # model_validate, minus a wrapper
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
