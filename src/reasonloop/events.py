@@ -201,14 +201,14 @@ class EventStamper:
         self.seq = start
 
     def __call__(self, event: Event) -> Event:
-        self.seq += 1
+        self.seq = seq = self.seq + 1
         # Straight into the model's field storage: these two fields are plain str/int that
         # need no validation, and a pydantic attribute assignment costs several times more
         # on a path every event of every run takes.
         fields = event.__dict__
         if not fields["run_id"]:
             fields["run_id"] = self.run_id
-        fields["seq"] = self.seq
+        fields["seq"] = seq
         event.__pydantic_fields_set__.update(_STAMPED)
         return event
 

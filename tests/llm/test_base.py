@@ -17,6 +17,7 @@ from reasonloop.errors import (
     LLMTimeout,
     LLMUnreachable,
 )
+from reasonloop.llm import base
 from reasonloop.llm.base import (
     LLM,
     ChatRequest,
@@ -148,7 +149,7 @@ async def test_no_retry_once_output_was_yielded():
             seen.append(chunk)
     assert [c.text for c in seen] == ["partial"]
     assert len(llm.requests) == 1
-    assert llm.calls == []
+    assert not llm.calls
 
 
 async def test_timeout_is_llm_timeout():
@@ -314,3 +315,11 @@ async def test_estimated_usage_counts_tool_schemas_and_call_arguments():
     await plain.complete([Message.user("q")])
     await with_tools.complete(history, tools=[spec])
     assert with_tools.calls[0].prompt_tokens > plain.calls[0].prompt_tokens + 20
+
+
+async def test_the_call_history_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(base, "CALL_HISTORY", 3)
+    llm = FakeLLM([OK] * 5)
+    for _ in range(5):
+        await llm.complete(USER)
+    assert len(llm.calls) == 3  # a long-lived provider keeps the most recent calls only

@@ -50,7 +50,7 @@ async def test_the_callers_deadline_ends_a_wait_without_retrying() -> None:
     with pytest.raises(DeadlineReached):
         await llm.complete([Message.user("x")], until=_until(0.1))
     assert asyncio.get_running_loop().time() - started < 2.0  # not the 30 s wait budget, no retries
-    assert llm.calls == []  # no attempt completed
+    assert not llm.calls  # no attempt completed
 
 
 async def test_a_deadline_passed_while_the_caller_works_is_reported_at_the_next_wait() -> None:

@@ -20,8 +20,8 @@ import asyncio
 import json
 import random
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -260,6 +260,10 @@ class ChatRequest:
     temperature: float | None
 
 
+CALL_HISTORY = 1000
+"""How many :class:`CallRecord` an :class:`LLM` keeps."""
+
+
 @dataclass(slots=True)
 class CallRecord:
     """Usage of one call, kept in :attr:`LLM.calls`."""
@@ -286,7 +290,8 @@ class LLM(ABC):
     def __init__(self, settings: LLMSettings | None = None) -> None:
         self.settings = settings or LLMSettings(provider=self.id)
         self.model = self.settings.model or self.default_model
-        self.calls: list[CallRecord] = []
+        self.calls: deque[CallRecord] = deque(maxlen=CALL_HISTORY)
+        """Usage of the most recent calls (bounded: a server shares one provider for good)."""
 
     @property
     def capabilities(self) -> Capabilities:
@@ -348,9 +353,10 @@ class LLM(ABC):
             # Armed at the first real wait: chunks that are already there cost no timer.
             deadline: WaitDeadline | None = None
             try:
-                # aclosing: a provider's stream (and its HTTP response) is closed as soon as this
-                # one is, not whenever the garbage collector gets to it.
-                async with aclosing(self._stream(request)) as chunks:
+                # Closed in `finally`: a provider's stream (and its HTTP response) is closed as soon
+                # as this one is, not whenever the garbage collector gets to it.
+                chunks = self._stream(request)
+                try:
                     while True:
                         try:
                             step = anext(chunks)
@@ -380,6 +386,8 @@ class LLM(ABC):
                             completion_parts.append(chunk.arguments)
                         yielded = True
                         yield chunk
+                finally:
+                    await chunks.aclose()
                 return
             except DeadlineReached:
                 raise
