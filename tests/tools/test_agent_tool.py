@@ -260,3 +260,28 @@ async def test_stopping_the_parent_cancels_the_sub_agent() -> None:
     assert state["started"] and state["cancelled"]
     assert asyncio.all_tasks() == {asyncio.current_task()}
     assert not any(isinstance(e, Answer) for e in seen)
+
+
+@pytest.mark.parametrize("reasoning", ["toolcall", "react", "rewoo"])
+async def test_the_sub_agents_model_usage_counts_in_the_parents_usage_and_budget(reasoning: str) -> None:
+    first = {
+        "toolcall": call("run_agent", "p1", query="sky"),
+        "react": 'Thought: ask\nAction: run_agent\nAction Input: {"query": "sky"}',
+        "rewoo": "#E1 = run_agent[sky]",
+    }[reasoning]
+    sub = researcher([call("lookup", "s1", key="sky"), "The sky is blue. " * 40])
+    parent = writer(sub, [first, "Final Answer: It is blue."], reasoning=reasoning)
+    result = await parent.run("q")
+    sub_usage = sub.llm.calls  # the sub-agent's two model calls
+    assert len(sub_usage) == 2 and len(parent.llm.calls) == 2
+    assert result.usage.llm_calls == 4
+    parent_tokens = sum(c.prompt_tokens + c.completion_tokens for c in parent.llm.calls)
+    sub_tokens = sum(c.prompt_tokens + c.completion_tokens for c in sub_usage)
+    assert result.usage.total_tokens == parent_tokens + sub_tokens
+
+    # a token budget the sub-run alone exhausts ends the parent's loop after the call
+    if reasoning != "rewoo":  # rewoo plans once: there is no loop to end
+        sub = researcher([call("lookup", "s1", key="sky"), "The sky is blue. " * 40])
+        budget = {"max_tokens": parent_tokens + 1}
+        result = await writer(sub, [first, "From what I have: blue."], budget, reasoning).run("q")
+        assert result.stop_reason == "max_tokens"

@@ -88,7 +88,12 @@ def delegates(tool: Tool) -> bool:
 
 
 def tally(ctx: RunContext, tracker: BudgetTracker, tool: Tool, out: ToolOutput | None = None) -> None:
-    """Count real tool calls: 1 when an ordinary ``tool`` starts; a delegating one's report when it ends."""
+    """Count real tool calls: 1 when an ordinary ``tool`` starts; a delegating one's report when it ends.
+
+    A delegating tool may also report the model usage it caused (``usage_made(out)``, a
+    sub-agent's calls and tokens): it is added to the run's usage, so the token budget and
+    the reported usage cover the whole tree of runs.
+    """
     made = getattr(tool, "tool_calls_made", None)
     if made is None:  # an ordinary tool: the call itself is the real call
         n = 1 if out is None else 0
@@ -96,6 +101,13 @@ def tally(ctx: RunContext, tracker: BudgetTracker, tool: Tool, out: ToolOutput |
         n = 0
     else:
         n = int(made(out))
+        usage_made = getattr(tool, "usage_made", None)
+        if usage_made is not None:
+            spent = usage_made(out)
+            usage = tracker.usage
+            usage.llm_calls += spent.llm_calls
+            usage.prompt_tokens += spent.prompt_tokens
+            usage.completion_tokens += spent.completion_tokens
     if n:
         tracker.real_tool_calls += n
         ctx.tool_tally += n
@@ -141,7 +153,7 @@ class ToolRound:
         self._results: list[ToolOutput | None] = [None] * len(calls)
         self._runnable: list[tuple[int, Tool]] = []
         tools = ctx.tools
-        granted = tracker.take_tool_slots(sum(1 for c in calls if c.tool in tools and c.invalid is None))
+        granted = tracker.take_tool_slots(len([c for c in calls if c.tool in tools and c.invalid is None]))
         for i, call in enumerate(calls):
             tool = tools.get(call.tool)
             if tool is None:

@@ -39,7 +39,7 @@ from typing import Annotated, Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from reasonloop.errors import AgentDepthExceeded, AgentRecursion, ConfigError, SubAgentFailed
-from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event
+from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, Usage
 from reasonloop.tools.base import Tool, ToolContext, ToolOutput
 from reasonloop.tools.docsearch import EvidenceLog
 
@@ -134,6 +134,18 @@ class AgentTool(Tool):
         """Real tool calls the sub-run made (what the parent's ``require_tool_call`` counts)."""
         meta = out.data.get("meta") if isinstance(out.data, Mapping) else None
         return int(meta.get("tool_calls", 0)) if isinstance(meta, Mapping) else 0
+
+    def usage_made(self, out: ToolOutput) -> Usage:
+        """The sub-run's model usage, which the parent's usage and token budget include."""
+        meta = out.data.get("meta") if isinstance(out.data, Mapping) else None
+        raw = meta.get("usage") if isinstance(meta, Mapping) else None
+        if not isinstance(raw, Mapping):
+            return Usage()
+        return Usage(
+            llm_calls=int(raw.get("llm_calls", 0)),
+            prompt_tokens=int(raw.get("prompt_tokens", 0)),
+            completion_tokens=int(raw.get("completion_tokens", 0)),
+        )
 
     async def run(self, params: AgentParams, ctx: ToolContext) -> ToolOutput:
         stack = [str(s) for s in ctx.services.get(STACK_KEY) or ()]

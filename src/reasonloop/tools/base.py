@@ -186,9 +186,10 @@ class FunctionTool(Tool):
         self.max_output_chars = max_output_chars
         self._is_async = inspect.iscoroutinefunction(fn)
         self._ctx_param, self.Params = _params_model(fn, self.name)  # type: ignore[misc]
+        self._fields = tuple(self.Params.model_fields)  # looked up once: the class property is not free
 
     async def run(self, params: Any, ctx: ToolContext) -> Any:
-        kwargs = {k: getattr(params, k) for k in type(params).model_fields}
+        kwargs = {k: getattr(params, k) for k in self._fields}
         if self._ctx_param:
             kwargs[self._ctx_param] = ctx
         if self._is_async:
