@@ -21,7 +21,7 @@ import json
 import random
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -232,20 +232,29 @@ def parse_arguments(raw: str, tool: str | None = None) -> dict[str, Any]:
     return value
 
 
-_spec_token_cache: dict[int, tuple[ToolSpec, int]] = {}
+_token_cache: dict[int, tuple[object, int]] = {}
+
+
+def _cached_tokens(item: Any, count: Callable[[Any], int]) -> int:
+    # Messages and tool specs are built once and re-sent with every later call of a run:
+    # estimate each object once. The entry holds the object itself, so its id cannot be
+    # reused by another object while the entry lives.
+    entry = _token_cache.get(id(item))
+    if entry is not None and entry[0] is item:
+        return entry[1]
+    tokens = count(item)
+    if len(_token_cache) > 8192:
+        _token_cache.clear()
+    _token_cache[id(item)] = (item, tokens)
+    return tokens
+
+
+def _message_tokens(m: Message) -> int:
+    return count_tokens(m.content) + 4 + sum(count_tokens(json.dumps(c.arguments)) + 4 for c in m.tool_calls)
 
 
 def _spec_tokens(spec: ToolSpec) -> int:
-    # Specs are built once per tool and re-sent every call: count each one once. The cache
-    # holds the spec itself, so an id is never reused while its entry lives.
-    cached = _spec_token_cache.get(id(spec))
-    if cached is not None and cached[0] is spec:
-        return cached[1]
-    tokens = count_tokens(spec.name) + count_tokens(spec.description) + count_tokens(json.dumps(spec.parameters)) + 8
-    if len(_spec_token_cache) > 4096:
-        _spec_token_cache.clear()
-    _spec_token_cache[id(spec)] = (spec, tokens)
-    return tokens
+    return count_tokens(spec.name) + count_tokens(spec.description) + count_tokens(json.dumps(spec.parameters)) + 8
 
 
 # -- provider base ------------------------------------------------------------------------------
@@ -422,12 +431,9 @@ class LLM(ABC):
         if not done.prompt_tokens and not done.completion_tokens:
             # Estimate what the provider was sent: message text, earlier tool calls' arguments
             # and the tool schemas (providers bill those as prompt tokens too).
-            done.prompt_tokens = sum(
-                count_tokens(m.content) + 4 + sum(count_tokens(json.dumps(c.arguments)) + 4 for c in m.tool_calls)
-                for m in request.messages
-            )
+            done.prompt_tokens = sum(_cached_tokens(m, _message_tokens) for m in request.messages)
             if request.tools:
-                done.prompt_tokens += sum(_spec_tokens(spec) for spec in request.tools)
+                done.prompt_tokens += sum(_cached_tokens(spec, _spec_tokens) for spec in request.tools)
             done.completion_tokens = count_tokens("".join(parts))
             done.usage_estimated = True
         self.calls.append(CallRecord(done.prompt_tokens, done.completion_tokens, done.usage_estimated, attempts))
