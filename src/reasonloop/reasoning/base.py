@@ -72,12 +72,8 @@ class LoopSettings(ReasoningSettings, Budget):
     """Replace an answer given without any real tool call by a guard error."""
 
     def budget(self) -> Budget:
-        return Budget(
-            max_rounds=self.max_rounds,
-            max_tool_calls=self.max_tool_calls,
-            max_tokens=self.max_tokens,
-            timeout_s=self.timeout_s,
-        )
+        """The budget part of these settings (they are a :class:`Budget`; validated once, read-only here)."""
+        return self
 
 
 @dataclass
