@@ -1,7 +1,6 @@
 """Running the tool calls a model asked for: concurrently, within budget, never raising.
 
-A :class:`ToolRound` (or :func:`run_tools`, which drives one) yields a
-:class:`~reasonloop.events.ToolCall` per call, the nested events tools emit, and a
+A :class:`ToolRound` yields a :class:`~reasonloop.events.ToolCall` per call, the nested events tools emit, and a
 :class:`~reasonloop.events.ToolResult` per call as each finishes; the outputs land in call
 order. Unknown tools, invalid arguments, exceptions and timeouts become observations
 ``{tool, error, type}``. Calls beyond the tool budget are not executed: their observation
@@ -31,7 +30,7 @@ from reasonloop.tokens import trim_to_tokens
 from reasonloop.tools.base import Tool, ToolOutput
 from reasonloop.tools.docsearch import EvidenceLog
 
-__all__ = ["PlannedCall", "ToolRound", "coerce_input", "delegates", "failure", "record_result", "run_tools", "tally"]
+__all__ = ["PlannedCall", "ToolRound", "coerce_input", "delegates", "failure", "record_result", "tally"]
 
 
 @dataclass(slots=True)
@@ -212,28 +211,6 @@ class ToolRound:
             ) as events:
                 async for event in events:
                     yield event
-
-
-async def run_tools(
-    ctx: RunContext,
-    tracker: BudgetTracker,
-    calls: Sequence[PlannedCall],
-    outputs: list[ToolOutput],
-    *,
-    observation_tokens: int = 1500,
-) -> AsyncIterator[Event]:
-    """Run ``calls`` as one :class:`ToolRound`; yield its events; append its outputs to ``outputs``."""
-    tools = ToolRound(ctx, tracker, calls, observation_tokens)
-    for event in tools.opening():
-        yield event
-    if tools.direct:
-        for event in await tools.run_direct():
-            yield event
-    else:
-        async with aclosing(tools.run_concurrently()) as events:
-            async for event in events:
-                yield event
-    outputs.extend(tools.outputs)
 
 
 async def _run_concurrently(
