@@ -1,13 +1,13 @@
 """Running the tool calls a model asked for: concurrently, within budget, never raising.
 
-A :class:`ToolRound` yields a :class:`~reasonloop.events.ToolCall` per call, the nested events tools emit, and a
-:class:`~reasonloop.events.ToolResult` per call as each finishes; the outputs land in call
-order. Unknown tools, invalid arguments, exceptions and timeouts become observations
-``{tool, error, type}``. Calls beyond the tool budget are not executed: their observation
-tells the model the budget is spent. Cancelling the consumer cancels every running tool and
-waits for it, so no task outlives the run. A tool that delegates (an agent offered as a
-tool) defines ``tool_calls_made(out)``: its own call does not count toward
-``require_tool_call``; the real calls it reports do. Nested events a tool emits
+A :class:`ToolRound` yields a :class:`~reasonloop.events.ToolCall` per call, the nested
+events tools emit, and a :class:`~reasonloop.events.ToolResult` per call as each finishes;
+the outputs land in call order. Unknown tools, invalid arguments, exceptions and timeouts
+become observations ``{tool, error, type}``. Calls beyond the tool budget are not executed:
+their observation tells the model the budget is spent. Cancelling the consumer cancels
+every running tool and waits for it, so no task outlives the run. A tool that delegates (an
+agent offered as a tool) defines ``tool_calls_made(out)``: its own call does not count
+toward ``require_tool_call``; the real calls it reports do. Nested events a tool emits
 (``ToolContext.emit``) are yielded while concurrent calls run; a lone call is awaited
 directly and its events follow it, unless the tool sets ``emits_events = True``
 (sub-agents), which makes its events arrive live as well.
