@@ -95,3 +95,22 @@ async def test_store_reports_a_failed_batch_as_unavailable(tmp_path, monkeypatch
         assert all(isinstance(r, RunStoreUnavailable) and "disk is full" in r.message for r in results)
     finally:
         await store.close()
+
+
+async def test_append_many_reports_each_row_and_goes_out_with_the_jobs_before_it(writer):
+    await writer.submit(lambda c: c.execute("CREATE UNIQUE INDEX IF NOT EXISTS u ON events (run_id, seq)"))
+    await writer.append(("run_a", 1, "{}"))
+    job = writer.submit(lambda c: c.execute("INSERT INTO events VALUES ('run_z', 1, '{}')"))
+    errors = await writer.append_many([("run_a", 1, "{}"), ("run_a", 2, "{}"), ("run_b", 1, "{}")])
+    assert job.done()  # handed over, committed and resolved together
+    assert [type(e) for e in errors] == [sqlite3.IntegrityError, type(None), type(None)]
+    assert await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0]) == 4
+
+
+async def test_append_many_fails_whole_when_its_transaction_fails(writer, monkeypatch):
+    def broken(conn, rows):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(sqlite_writer, "_insert", broken)
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+        await writer.append_many([("run_a", 1, "{}")])

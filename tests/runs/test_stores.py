@@ -178,3 +178,22 @@ async def test_redis_appends_wait_for_a_free_connection_rather_than_fail(redis_s
         assert all([len(await store.events(f"run_{i}")) == 1 for i in range(200)])
     finally:
         await store.close()
+
+
+async def test_a_batch_of_events_is_recorded_at_once_and_a_duplicate_fails_alone(any_store):
+    await any_store.create_run(RunRecord(run_id="run_m"))
+    await any_store.create_run(RunRecord(run_id="run_n"))
+    await any_store.append_event("run_m", stamped("run_m", 1, AnswerDelta(text="first")))
+    items = [
+        ("run_m", event, event.model_dump_json())
+        for event in (
+            stamped("run_m", 1, AnswerDelta(text="dup")),
+            stamped("run_m", 2, AnswerDelta(text="a")),
+            stamped("run_n", 1, AnswerDelta(text="b")),
+        )
+    ]
+    items[2] = ("run_n", items[2][1], items[2][2])
+    results = await any_store.append_events(items)
+    assert [type(r) for r in results] == [ValueError, type(None), type(None)]
+    assert [e.text for e in await any_store.events("run_m")] == ["first", "a"]
+    assert [e.text for e in await any_store.events("run_n")] == ["b"]

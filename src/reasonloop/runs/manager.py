@@ -2,13 +2,18 @@
 
 The caller that starts a run never waits on it: :meth:`RunManager.start` records the run,
 creates its task and returns. The task takes a slot (at most ``max_concurrent`` runs execute;
-the rest queue), iterates the runner's events, stamps each with the run id and the next
-``seq``, writes it to the run store and then hands it to every subscriber, so a subscriber
-can never have seen an event the store does not hold.
+the rest queue), iterates the runner's events and stamps each with the run id and the next
+``seq``. Stamped events of all runs are recorded together: what the runs emit while one
+store call is in flight goes out in the next (one transaction or round trip for hundreds of
+events), and only once the store holds them are they handed to subscribers, so a subscriber
+can never have seen an event the store does not hold. A run does not wait for each event's
+commit (the model keeps streaming); it waits before its status changes, and when too many
+of its events are still unrecorded.
 
 Subscribers read one shared in-memory list per run (no per-subscriber queue, so a slow
-reader costs nothing to the others) and resume after any ``seq``; runs executed by another
-instance, or finished long ago, are read through the store instead.
+reader costs nothing to the others) or attach a sink called with each event as it is
+recorded, and resume after any ``seq``; runs executed by another instance, or finished long
+ago, are read through the store instead.
 
 Example::
 
@@ -41,7 +46,7 @@ from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunResult,
 from reasonloop.llm.base import Message
 from reasonloop.runs.live import LiveRun, with_json
 from reasonloop.runs.models import ConversationRecord, RunRecord, RunRequest, new_id, result_from_events
-from reasonloop.runs.store import RunStore, is_terminal_event, new_instance_id, recover_interrupted
+from reasonloop.runs.store import RunStore, append_events, is_terminal_event, new_instance_id, recover_interrupted
 
 __all__ = ["RunManager", "Runner"]
 
@@ -55,6 +60,9 @@ Observer = Callable[[str, RunRecord, Event | None], None]
 """Called with ``("event", record, event)`` for each event and ``("status", record, None)``."""
 
 _HEARTBEAT_S = 3.0
+_MAX_UNRECORDED = 256
+"""A run with this many events not yet recorded waits for the store before taking the next."""
+_STAMPED = ("run_id", "seq")
 
 
 class _Stop(Exception):
@@ -83,6 +91,8 @@ class RunManager:
         self._slots = asyncio.Semaphore(self.settings.max_concurrent)
         self._waiting = 0
         self._background: list[asyncio.Task[Any]] = []
+        self._recording: list[tuple[LiveRun, Event, str]] = []
+        self._recorder: asyncio.Task[None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def open(self) -> list[str]:
@@ -119,8 +129,9 @@ class RunManager:
         for live in unstarted:
             self._waiting -= 1
             await self._finish_stopped(live)
-            live.done = True
-            live.wake()
+            live.end()
+        if self._recorder is not None:
+            await asyncio.gather(self._recorder, return_exceptions=True)
         self._background = []
 
     async def _watch_stops(self) -> None:
@@ -248,8 +259,7 @@ class RunManager:
             log.exception("run %s crashed", record.run_id)
             await self._fail(live, "run.error", f"{type(exc).__name__}: {exc}")
         finally:
-            live.done = True
-            live.wake()
+            live.end()
             self._notify("status", record, None)
             asyncio.get_running_loop().call_later(self.settings.keep_finished_s, self._forget, record.run_id, live)
 
@@ -266,31 +276,73 @@ class RunManager:
                     break
                 finally:
                     live.cancellable = False
-                await self._emit(live, event)
+                self._emit(live, event)
                 if is_terminal_event(event):
                     await self._finish(live, event)
                     return
+                if live.unrecorded >= _MAX_UNRECORDED:
+                    await live.all_recorded()
         finally:
             with contextlib.suppress(Exception):
                 await stream.aclose()  # type: ignore[attr-defined]
         await self._fail(live, "run.error", "the run ended without an answer")
 
-    async def _emit(self, live: LiveRun, event: Event) -> None:
+    def _emit(self, live: LiveRun, event: Event) -> None:
+        """Stamp ``event``, serialise it once and queue it for recording (then publishing).
+
+        Raises:
+            RunStoreUnavailable: the store failed an earlier event of the run.
+        """
+        if live.store_error is not None:
+            raise live.store_error
         record = live.record
-        if not live.events and not isinstance(event, RunStarted):
-            await self._emit(live, RunStarted(reasoning=record.reasoning, question=record.question))
+        if record.last_seq == 0 and not isinstance(event, RunStarted):
+            self._emit(live, RunStarted(reasoning=record.reasoning, question=record.question))
+        # Straight into the model's field storage (as EventStamper does): plain str/int fields
+        # that need no validation, on a path every event of every run takes.
+        fields = event.__dict__
         if event.depth == 0:
-            event.run_id = record.run_id
-        event.seq = record.last_seq + 1
-        payload = event.model_dump_json()
-        await self.store.append_event(record.run_id, event, payload)
-        record.last_seq = event.seq
+            fields["run_id"] = record.run_id
+        fields["seq"] = record.last_seq = record.last_seq + 1
+        event.__pydantic_fields_set__.update(_STAMPED)
         if isinstance(event, AnswerDelta) and event.depth == 0:
             live.parts.append(event.text)
-        live.publish(event, payload)
+        live.unrecorded += 1
+        self._recording.append((live, event, event.model_dump_json()))
+        if self._recorder is None or self._recorder.done():
+            self._recorder = asyncio.create_task(self._record(), name="run-manager-recorder")
         self._notify("event", record, event)
 
+    async def _record(self) -> None:
+        """Record every queued event, one store call per batch, publishing each once it is held."""
+        while self._recording:
+            batch, self._recording = self._recording, []
+            try:
+                results: list[Exception | None] = await append_events(
+                    self.store, [(live.record.run_id, event, payload) for live, event, payload in batch]
+                )
+            except RunStoreUnavailable as exc:
+                results = [exc] * len(batch)
+            except BaseException as exc:  # cancelled, or a store bug: the runs must not wait forever
+                lost = RunStoreUnavailable(f"run events not recorded: {type(exc).__name__}: {exc}")
+                for live, _, _ in batch:
+                    live.unrecorded -= 1
+                    live.store_error = live.store_error or lost
+                    live.settle()
+                raise
+            for (live, event, payload), error in zip(batch, results, strict=True):
+                live.unrecorded -= 1
+                if live.store_error is None:
+                    if error is None:
+                        live.publish(event, payload)
+                    elif isinstance(error, RunStoreUnavailable):
+                        live.store_error = error
+                    else:
+                        live.store_error = RunStoreUnavailable(f"the run store refused event {event.seq}: {error}")
+                live.settle()
+
     async def _finish(self, live: LiveRun, event: Event) -> None:
+        await live.all_recorded()  # the terminal event is stored before the status says so
         record = live.record
         if isinstance(event, Answer):
             record.content, record.stop_reason = event.text, event.stop_reason
@@ -324,7 +376,7 @@ class RunManager:
         reason = "stopped" if live.stop_requested else "interrupted"
         answer = Answer(text="".join(live.parts), stop_reason=reason)
         try:
-            await self._emit(live, answer)
+            self._emit(live, answer)
             await self._finish(live, answer)
         except RunStoreUnavailable as exc:
             self._terminal_local(live, ErrorEvent(code=exc.code, message=f"run store lost: {exc.message}"))
@@ -332,17 +384,20 @@ class RunManager:
     async def _fail(self, live: LiveRun, code: str, message: str) -> None:
         error = ErrorEvent(code=code, message=message)
         try:
-            await self._emit(live, error)
+            self._emit(live, error)
             await self._finish(live, error)
         except RunStoreUnavailable as exc:
             self._terminal_local(live, ErrorEvent(code=exc.code, message=f"{message}; run store lost: {exc.message}"))
 
     def _terminal_local(self, live: LiveRun, event: ErrorEvent) -> None:
+        """End the run for its live readers only (the store is gone), right after what they were given."""
         record = live.record
-        event.run_id, event.seq = record.run_id, record.last_seq + 1
+        if live.store_error is None:  # events still being recorded are not published after this one
+            live.store_error = RunStoreUnavailable(event.message)
+        event.run_id, event.seq = record.run_id, (live.events[-1].seq if live.events else 0) + 1
         record.last_seq = event.seq
         record.status, record.stop_reason, record.ended_at = "failed", "error", time.time()
-        record.content = "".join(live.parts)
+        record.content = "".join(e.text for e in live.events if isinstance(e, AnswerDelta) and e.depth == 0)
         record.error = {"code": event.code, "message": event.message}
         live.publish(event)
         self._notify("event", record, event)
@@ -402,6 +457,16 @@ class RunManager:
         if live is None:
             return self.store.follow(run_id, after_seq)
         return live.follow(after_seq)
+
+    async def live_run(self, run_id: str, tenant: str | None = None) -> LiveRun | None:
+        """Check access; the run's :class:`LiveRun` while this process executes it (to attach a
+        sink), else None (read it through :meth:`subscribe`).
+
+        Raises:
+            RunNotFound: no such run, or another tenant's.
+        """
+        await self.get(run_id, tenant)
+        return self._live.get(run_id)
 
     async def subscribe_json(
         self, run_id: str, after_seq: int = 0, tenant: str | None = None

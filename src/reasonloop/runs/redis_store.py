@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -195,6 +195,30 @@ class RedisRunStore:
                     fut.set_exception(RunStoreUnavailable(f"Redis at {self.url} failed: {result}", url=self.url))
                 else:
                     fut.set_result(None)
+
+    async def append_events(self, items: Sequence[tuple[str, Event, str]]) -> list[Exception | None]:
+        """Add stamped events (``(run_id, event, payload)``) to their runs' streams in one round trip.
+
+        Returns:
+            One entry per item: ``None``, or a ValueError when the stream already has that seq.
+
+        Raises:
+            RunStoreUnavailable: Redis could not be reached or failed the pipeline.
+        """
+        pipe = self.r.pipeline(transaction=False)
+        for run_id, event, payload in items:
+            pipe.xadd(f"{self.p}events:{run_id}", {"e": payload}, id=f"0-{event.seq}")
+        with _guard(self.url):
+            results = await pipe.execute(raise_on_error=False)
+        out: list[Exception | None] = []
+        for (run_id, event, _), result in zip(items, results, strict=True):
+            if isinstance(result, ResponseError):
+                out.append(ValueError(f"run {run_id} already has an entry at or after seq {event.seq}: {result}"))
+            elif isinstance(result, Exception):
+                raise RunStoreUnavailable(f"Redis at {self.url} failed: {result}", url=self.url)
+            else:
+                out.append(None)
+        return out
 
     async def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         with _guard(self.url):

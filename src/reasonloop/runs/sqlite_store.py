@@ -14,7 +14,7 @@ import asyncio
 import json
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -162,6 +162,26 @@ class SQLiteRunStore:
             raise ValueError(f"run {run_id} already has an event with seq {event.seq}") from exc
         except sqlite3.Error as exc:
             raise RunStoreUnavailable(f"SQLite run store {self.path}: {exc}", path=self.path) from exc
+
+    async def append_events(self, items: Sequence[tuple[str, Event, str]]) -> list[Exception | None]:
+        """Record stamped events (``(run_id, event, payload)``) in one transaction, committed before it returns.
+
+        Returns:
+            One entry per item: ``None``, or a ValueError when the run already has its seq.
+
+        Raises:
+            RunStoreUnavailable: the transaction failed; none of the events is recorded.
+        """
+        if self._writer is None:
+            raise RunStoreUnavailable(f"the SQLite run store {self.path} is not open")
+        try:
+            errors = await self._writer.append_many([(run_id, event.seq, payload) for run_id, event, payload in items])
+        except sqlite3.Error as exc:
+            raise RunStoreUnavailable(f"SQLite run store {self.path}: {exc}", path=self.path) from exc
+        return [
+            None if error is None else ValueError(f"run {run_id} already has an event with seq {event.seq}")
+            for error, (run_id, event, _) in zip(errors, items, strict=True)
+        ]
 
     async def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
         rows = await self._run(

@@ -30,7 +30,6 @@ MAX_BATCHES = 100
 
 _INSERT = "INSERT INTO events (run_id, seq, data) VALUES (?,?,?)"
 
-Job = tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any], asyncio.AbstractEventLoop]
 Result = tuple[asyncio.Future[Any], asyncio.AbstractEventLoop, Any, BaseException | None]
 
 
@@ -39,19 +38,20 @@ class WriterClosed(sqlite3.OperationalError):
 
 
 class Batch:
-    """What one turn of an event loop asked of the writer: event rows (each with the future its
-    caller awaits) and other jobs."""
+    """What one turn of an event loop asked of the writer: event rows (with the futures their
+    callers await) and other jobs."""
 
-    __slots__ = ("jobs", "loop", "rows", "waiters")
+    __slots__ = ("appends", "jobs", "loop", "rows")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.rows: list[tuple[str, int, str]] = []
-        self.waiters: list[asyncio.Future[None]] = []
+        self.appends: list[tuple[asyncio.Future[Any], int, int, bool]] = []
+        """``(future, first row, end row, many)``: one per :meth:`Writer.append` or :meth:`Writer.append_many`."""
         self.jobs: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
 
     def futures(self) -> list[asyncio.Future[Any]]:
-        return [*self.waiters, *(fut for _, fut in self.jobs)]
+        return [*(fut for fut, _, _, _ in self.appends), *(fut for _, fut in self.jobs)]
 
 
 class Writer(threading.Thread):
@@ -89,14 +89,31 @@ class Writer(threading.Thread):
         The future fails with :class:`sqlite3.IntegrityError` if the row duplicates a ``seq``
         (the rest of the batch is still written), or with the error that failed the transaction.
         """
+        return self._add([row], many=False)
+
+    def append_many(self, rows: list[tuple[str, int, str]]) -> asyncio.Future[list[BaseException | None]]:
+        """Hand ``rows`` (with what this loop turn asked before them) to the thread now.
+
+        The future resolves once they are committed, with one entry per row: ``None``, or the
+        :class:`sqlite3.IntegrityError` of a row that duplicates a ``seq`` (the others are still
+        written). It fails with the error that failed the whole transaction.
+        """
+        fut = self._add(rows, many=True)
+        batch = self._open_batch
+        if batch is not None and not fut.done():
+            self._hand_over(batch)
+        return fut
+
+    def _add(self, rows: list[tuple[str, int, str]], *, many: bool) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         if self.closed:
             fut.set_exception(WriterClosed("the run store's writer has stopped"))
             return fut
         batch = self._batch(loop)
-        batch.rows.append(row)
-        batch.waiters.append(fut)
+        start = len(batch.rows)
+        batch.rows += rows
+        batch.appends.append((fut, start, len(batch.rows), many))
         return fut
 
     def _batch(self, loop: asyncio.AbstractEventLoop) -> Batch:
@@ -165,50 +182,56 @@ class Writer(threading.Thread):
 
     @staticmethod
     def _transaction(conn: sqlite3.Connection, batches: list[Batch]) -> list[Result]:
-        appends: list[tuple[tuple[str, int, str], asyncio.Future[None], asyncio.AbstractEventLoop]] = []
-        others: list[Job] = []
-        for batch in batches:
-            appends += [(row, fut, batch.loop) for row, fut in zip(batch.rows, batch.waiters, strict=True)]
-            others += [(fn, fut, batch.loop) for fn, fut in batch.jobs]
+        rows = [row for batch in batches for row in batch.rows]
         results: list[Result] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
-            if appends:
-                results += _insert(conn, appends)
-            for fn, fut, loop in others:
-                try:
-                    results.append((fut, loop, fn(conn), None))
-                except Exception as exc:
-                    results.append((fut, loop, None, exc))
+            if rows:
+                errors = _insert(conn, rows)
+                offset = 0
+                for batch in batches:
+                    for fut, start, end, many in batch.appends:
+                        if many:
+                            results.append((fut, batch.loop, errors[offset + start : offset + end], None))
+                        else:
+                            results.append((fut, batch.loop, None, errors[offset + start]))
+                    offset += len(batch.rows)
+            for batch in batches:
+                for fn, fut in batch.jobs:
+                    try:
+                        results.append((fut, batch.loop, fn(conn), None))
+                    except Exception as exc:
+                        results.append((fut, batch.loop, None, exc))
             conn.execute("COMMIT")
         except Exception as exc:  # the commit itself failed: every job of the batch failed
-            results = [(fut, loop, None, exc) for _, fut, loop in appends]
-            results += [(fut, loop, None, exc) for _, fut, loop in others]
+            results = [(fut, batch.loop, None, exc) for batch in batches for fut in batch.futures()]
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
         return results
 
 
-def _insert(
-    conn: sqlite3.Connection, appends: list[tuple[tuple[str, int, str], asyncio.Future[None], Any]]
-) -> list[Result]:
-    """All rows in one ``executemany``; on a duplicate, row by row so only the duplicate fails."""
+def _insert(conn: sqlite3.Connection, rows: list[tuple[str, int, str]]) -> list[sqlite3.IntegrityError | None]:
+    """All rows in one ``executemany``; on a duplicate, row by row so only the duplicate fails.
+
+    Returns:
+        One entry per row: ``None`` when written, else the row's error.
+    """
     conn.execute("SAVEPOINT appends")
     try:
-        conn.executemany(_INSERT, [row for row, _, _ in appends])
+        conn.executemany(_INSERT, rows)
         conn.execute("RELEASE appends")
-        return [(fut, loop, None, None) for _, fut, loop in appends]
+        return [None] * len(rows)
     except sqlite3.IntegrityError:
         conn.execute("ROLLBACK TO appends")
         conn.execute("RELEASE appends")
-    results: list[Result] = []
-    for row, fut, loop in appends:
+    errors: list[sqlite3.IntegrityError | None] = []
+    for row in rows:
         try:
             conn.execute(_INSERT, row)
-            results.append((fut, loop, None, None))
+            errors.append(None)
         except sqlite3.IntegrityError as exc:
-            results.append((fut, loop, None, exc))
-    return results
+            errors.append(exc)
+    return errors
 
 
 def _deliver(results: list[Result]) -> None:

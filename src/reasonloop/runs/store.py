@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from reasonloop.config import RunsSettings, Settings
@@ -21,7 +21,15 @@ from reasonloop.errors import PluginNotFound
 from reasonloop.events import Answer, ErrorEvent, Event
 from reasonloop.runs.models import ConversationRecord, RunRecord, partial_content
 
-__all__ = ["RunStore", "instance_alive", "is_terminal_event", "new_instance_id", "open_store", "recover_interrupted"]
+__all__ = [
+    "RunStore",
+    "append_events",
+    "instance_alive",
+    "is_terminal_event",
+    "new_instance_id",
+    "open_store",
+    "recover_interrupted",
+]
 
 
 @runtime_checkable
@@ -30,6 +38,9 @@ class RunStore(Protocol):
 
     Every method raises :class:`~reasonloop.errors.RunStoreUnavailable` when the backend
     cannot be reached.
+
+    A store may also have ``async append_events(items) -> list[Exception | None]``, recording
+    many ``(run_id, event, payload)`` at once (see :func:`append_events`); both built-in stores do.
     """
 
     async def open(self) -> None:
@@ -89,6 +100,28 @@ class RunStore(Protocol):
     async def delete_conversation(self, conversation_id: str) -> bool: ...
 
     async def add_feedback(self, feedback: dict[str, Any]) -> None: ...
+
+
+async def append_events(store: RunStore, items: Sequence[tuple[str, Event, str]]) -> list[Exception | None]:
+    """Record stamped events ``(run_id, event, payload)``, in one call when the store can.
+
+    Returns:
+        One entry per item: ``None``, or the ValueError of an event whose seq was taken.
+
+    Raises:
+        RunStoreUnavailable: the store could not record them.
+    """
+    batch = getattr(store, "append_events", None)
+    if batch is not None:
+        return await batch(items)
+    out: list[Exception | None] = []
+    for run_id, event, payload in items:
+        try:
+            await store.append_event(run_id, event, payload)
+            out.append(None)
+        except ValueError as exc:
+            out.append(exc)
+    return out
 
 
 def is_terminal_event(event: Event) -> bool:

@@ -12,7 +12,9 @@ Client frames (``id`` is optional and echoed on the reply):
 Problems are ``{"type": "error", "code", "message"}`` frames and the socket stays open, except
 for a frame over ``[server] ws_max_frame_bytes``, which is refused by closing with 1009.
 Runs execute as tasks of the run manager: ping and stop are answered while a run streams,
-and a disconnect never stops a run (reconnect and ``resume``). A heartbeat frame goes out
+and a disconnect never stops a run (reconnect and ``resume``). Frames are written as soon as
+they exist (a run's events straight from the run store's commit), queueing only while the
+client is slow to read. A heartbeat frame goes out
 every ``ws_ping_interval_s``; uvicorn's protocol pings close sockets that stop answering.
 """
 
@@ -22,15 +24,18 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections import deque
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import APIRouter, WebSocket
 from pydantic import BaseModel, Field, ValidationError
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
+from reasonloop.eager import first_step, resume
 from reasonloop.errors import AuthError, ReasonLoopError
 from reasonloop.events import Event
+from reasonloop.runs.live import LiveRun
 from reasonloop.runs.models import RunRequest
 from reasonloop.runs.store import is_terminal_event
 from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
@@ -53,30 +58,79 @@ class AskFrame(BaseModel):
     conversation_id: str | None = None
 
 
+class _Outbox:
+    """Frames for one socket, in order: written at once while the socket takes writes.
+
+    A write that has to wait (the client reads slowly and the transport paused writing) is
+    finished by a drain task, and later frames queue behind it; nothing else ever waits, so
+    a run's events reach the socket straight from the call that publishes them.
+    """
+
+    def __init__(self, ws: WebSocket) -> None:
+        self.ws = ws
+        self.queue: deque[str] = deque()
+        self.drainer: asyncio.Task[None] | None = None
+        self.closed = False
+
+    def put(self, text: str) -> None:
+        if self.closed:
+            return
+        if self.drainer is not None:
+            self.queue.append(text)
+            return
+        try:
+            done, pending = first_step(self.ws.send_text(text))
+        except Exception:  # the socket is gone: the receive loop ends the session
+            self.closed = True
+            return
+        if not done:
+            self.drainer = asyncio.create_task(self._drain(pending))
+
+    async def _drain(self, pending: Any) -> None:
+        try:
+            await resume(*pending)
+            while self.queue:
+                await self.ws.send_text(self.queue.popleft())
+        except Exception:
+            self.closed = True
+            self.queue.clear()
+        finally:
+            self.drainer = None
+
+    async def flush(self) -> None:
+        """Until every frame put so far is written (or the socket is gone)."""
+        while self.drainer is not None:
+            await asyncio.wait({self.drainer})
+
+    def close(self) -> None:
+        self.closed = True
+        self.queue.clear()
+        if self.drainer is not None:
+            self.drainer.cancel()
+
+
 class _Session:
-    """One socket: a receive loop, a send lock, and one follower task per run it streams."""
+    """One socket: a receive loop, an outbox, and one reader per run it streams (a sink
+    attached to a run this process executes, or a task reading a run through the store)."""
 
     def __init__(self, ws: WebSocket, state: ServerState, who: Principal) -> None:
         self.ws = ws
         self.state = state
         self.who = who
-        self.lock = asyncio.Lock()
+        self.outbox = _Outbox(ws)
         self.tasks: set[asyncio.Task[None]] = set()
-        self.followers: dict[str, asyncio.Task[None]] = {}
+        self.followers: dict[str, Callable[[], None]] = {}
+        """run id -> how to stop following it on this socket."""
         self.max_frame = state.settings.server.ws_max_frame_bytes
 
-    async def send_text(self, text: str) -> None:
-        async with self.lock:
-            await self.ws.send_text(text)
+    def send(self, frame: dict[str, Any]) -> None:
+        self.outbox.put(json.dumps(frame, ensure_ascii=False))
 
-    async def send(self, frame: dict[str, Any]) -> None:
-        await self.send_text(json.dumps(frame, ensure_ascii=False))
-
-    async def error(self, code: str, message: str, ref: Any = None, **extra: Any) -> None:
+    def error(self, code: str, message: str, ref: Any = None, **extra: Any) -> None:
         frame = {"type": "error", "code": code, "message": message, **extra}
         if ref is not None:
             frame["id"] = ref
-        await self.send(frame)
+        self.send(frame)
 
     def spawn(self, coro: Any) -> asyncio.Task[None]:
         task = asyncio.create_task(coro)
@@ -99,32 +153,34 @@ class _Session:
                     raw = data.decode("utf-8", errors="replace")
                 if len(raw) > self.max_frame and len(raw.encode()) > self.max_frame:
                     return await self._refuse(len(raw.encode()))
-                await self._dispatch(raw)
+                self._dispatch(raw)
         except WebSocketDisconnect:
             return
         finally:
             heartbeat.cancel()
+            for stop in list(self.followers.values()):
+                stop()
+            self.followers.clear()
             for task in list(self.tasks):
                 task.cancel()
+            self.outbox.close()
 
     async def _refuse(self, size: int) -> None:
         with contextlib.suppress(Exception):
-            await self.error("ws.frame_too_large", f"frame of {size} bytes is over the limit of {self.max_frame}")
+            self.error("ws.frame_too_large", f"frame of {size} bytes is over the limit of {self.max_frame}")
+            await self.outbox.flush()
             await self.ws.close(code=CLOSE_TOO_BIG, reason="frame too large")
 
-    async def _dispatch(self, raw: str) -> None:
+    def _dispatch(self, raw: str) -> None:
         try:
             frame = json.loads(raw)
         except json.JSONDecodeError as exc:
-            return await self.error("ws.malformed", f"frame is not JSON: {exc.msg}")
+            return self.error("ws.malformed", f"frame is not JSON: {exc.msg}")
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
-            return await self.error("ws.malformed", 'frame must be a JSON object with a string "type"')
+            return self.error("ws.malformed", 'frame must be a JSON object with a string "type"')
         kind, ref = frame["type"], frame.get("id")
         if kind == "ping":
-            pong: dict[str, Any] = {"type": "pong"}
-            if ref is not None:
-                pong["id"] = ref
-            return await self.send(pong)
+            return self.send({"type": "pong"} if ref is None else {"type": "pong", "id": ref})
         if kind == "ask":
             self.spawn(self._ask(frame, ref))
         elif kind == "stop":
@@ -132,7 +188,7 @@ class _Session:
         elif kind == "resume":
             self.spawn(self._resume(frame, ref))
         else:
-            await self.error("ws.unknown_type", f"unknown frame type {kind!r} (ping, ask, stop, resume)", ref)
+            self.error("ws.unknown_type", f"unknown frame type {kind!r} (ping, ask, stop, resume)", ref)
 
     async def _ask(self, frame: dict[str, Any], ref: Any) -> None:
         try:
@@ -140,65 +196,79 @@ class _Session:
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"])
-            return await self.error("request.invalid", f"{field}: {first['msg']}", ref, field=field)
+            return self.error("request.invalid", f"{field}: {first['msg']}", ref, field=field)
+        runs = self.state.runs
         try:
             self.state.auth.check_rate(self.who)
-            record = await self.state.runs.start(RunRequest(**ask.model_dump(), tenant=self.who.tenant))
-            events = await self.state.runs.subscribe_json(record.run_id, 0, self.who.tenant)
+            record = await runs.start(RunRequest(**ask.model_dump(), tenant=self.who.tenant))
+            live = await runs.live_run(record.run_id, self.who.tenant)
+            events = None if live is not None else await runs.subscribe_json(record.run_id, 0, self.who.tenant)
         except ReasonLoopError as exc:
-            return await self.error(exc.code, exc.message, ref, **_extra(exc))
+            return self.error(exc.code, exc.message, ref, **_extra(exc))
         reply: dict[str, Any] = {"type": "run", "run_id": record.run_id, "conversation_id": record.conversation_id}
         if ref is not None:
             reply["id"] = ref
-        await self.send(reply)
-        await self._follow(record.run_id, events)
+        self.send(reply)
+        await self._follow(record.run_id, 0, live, events)
 
     async def _resume(self, frame: dict[str, Any], ref: Any) -> None:
         run_id, after = frame.get("run_id"), frame.get("after_seq", 0)
         if not isinstance(run_id, str) or not isinstance(after, int) or after < 0:
             field = "run_id" if not isinstance(run_id, str) else "after_seq"
-            return await self.error(
-                "request.invalid", f"resume needs run_id and after_seq >= 0 ({field})", ref, field=field
-            )
+            return self.error("request.invalid", f"resume needs run_id and after_seq >= 0 ({field})", ref, field=field)
+        runs = self.state.runs
         try:
-            events = await self.state.runs.subscribe_json(run_id, after, self.who.tenant)
+            live = await runs.live_run(run_id, self.who.tenant)
+            events = None if live is not None else await runs.subscribe_json(run_id, after, self.who.tenant)
         except ReasonLoopError as exc:
-            return await self.error(exc.code, exc.message, ref, run_id=run_id)
-        await self._follow(run_id, events)
+            return self.error(exc.code, exc.message, ref, run_id=run_id)
+        await self._follow(run_id, after, live, events)
 
-    async def _follow(self, run_id: str, events: AsyncIterator[tuple[Event, str]]) -> None:
-        previous = self.followers.get(run_id)
-        current = asyncio.current_task()
-        if previous is not None and previous is not current:
-            previous.cancel()
-        if current is not None:
-            self.followers[run_id] = current  # type: ignore[assignment]
+    async def _follow(
+        self, run_id: str, after: int, live: LiveRun | None, events: AsyncIterator[tuple[Event, str]] | None
+    ) -> None:
+        """Stream the run's events after ``after`` on this socket (replacing an earlier reader of it)."""
+        previous = self.followers.pop(run_id, None)
+        if previous is not None:
+            previous()
         prefix = '{"type":"event","run_id":' + json.dumps(run_id) + ',"event":'
+        outbox = self.outbox
+        if live is not None:  # executed here: every event is written as it is recorded, no task wakes
+
+            def sink(event: Event, payload: str) -> None:
+                outbox.put(prefix + payload + "}")
+
+            if live.attach(sink, after):
+                self.followers[run_id] = lambda: live.detach(sink)
+            return
+        assert events is not None
+        task = asyncio.current_task()
+        if task is not None:
+            self.followers[run_id] = task.cancel
         try:
             async for event, payload in events:
-                await self.send_text(prefix + payload + "}")
+                outbox.put(prefix + payload + "}")
                 if is_terminal_event(event):
                     break
+                await outbox.flush()  # read from the store no faster than the client takes it
         except ReasonLoopError as exc:
-            await self.error(exc.code, exc.message, run_id=run_id)
-        except (WebSocketDisconnect, RuntimeError):
-            return
+            self.error(exc.code, exc.message, run_id=run_id)
         finally:
-            if self.followers.get(run_id) is current:
+            if task is not None and self.followers.get(run_id) == task.cancel:
                 del self.followers[run_id]
 
     async def _stop(self, frame: dict[str, Any], ref: Any) -> None:
         run_id = frame.get("run_id")
         if not isinstance(run_id, str):
-            return await self.error("request.invalid", "stop needs a run_id", ref, field="run_id")
+            return self.error("request.invalid", "stop needs a run_id", ref, field="run_id")
         try:
             record = await self.state.runs.stop(run_id, self.who.tenant)
         except ReasonLoopError as exc:
-            return await self.error(exc.code, exc.message, ref, run_id=run_id, **_extra(exc))
+            return self.error(exc.code, exc.message, ref, run_id=run_id, **_extra(exc))
         reply: dict[str, Any] = {"type": "stopped", "run_id": run_id, "status": record.status}
         if ref is not None:
             reply["id"] = ref
-        await self.send(reply)
+        self.send(reply)
 
     async def _heartbeat(self) -> None:
         interval = self.state.settings.server.ws_ping_interval_s
@@ -206,9 +276,8 @@ class _Session:
             await asyncio.sleep(interval)
             if self.ws.client_state != WebSocketState.CONNECTED:
                 return
-            try:
-                await self.send({"type": "heartbeat"})
-            except Exception:
+            self.send({"type": "heartbeat"})
+            if self.outbox.closed:
                 with contextlib.suppress(Exception):
                     await self.ws.close()
                 return
