@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 
 from reasonloop.config import RunsSettings
-from reasonloop.events import AnswerDelta, ErrorEvent, Event, RunStarted
+from reasonloop.events import AnswerDelta, ErrorEvent, Event, RunStarted, event_adapter
 from reasonloop.runs import manager as manager_module
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
@@ -49,7 +50,7 @@ async def test_events_reach_readers_only_once_the_store_holds_them(store):
     try:
         live = await manager.live_run(run_id)
         seen: list[Event] = []
-        assert live.attach(lambda event, payload: seen.append(event))
+        assert live.attach(lambda payload, terminal: seen.append(event_adapter.validate_json(payload)))
         await runner.entered_event(run_id).wait()  # the run streams on while its events wait for the store
         await asyncio.sleep(0.01)
         assert seen == [] and await store.events(run_id) == []
@@ -94,22 +95,30 @@ async def test_a_sink_gets_the_replay_then_each_event_until_detached(store):
         early: list[int] = []
         three = asyncio.Event()
 
-        def early_sink(event, payload):
-            early.append(event.seq)
-            assert payload == event.model_dump_json()
+        def early_sink(payload, terminal):
+            early.append(json.loads(payload)["seq"])
+            assert not terminal
             if len(early) == 3:
                 three.set()
 
         assert live.attach(early_sink)
-        assert live.attach(lambda event, payload: late.append(event.seq), after_seq=1)
+        ends: list[bool] = []
+
+        def late_sink(payload, terminal):
+            late.append(json.loads(payload)["seq"])
+            ends.append(terminal)
+
+        assert live.attach(late_sink, after_seq=1)
         runner.gate(run_id).set()
         await asyncio.wait_for(three.wait(), 10)
         live.detach(early_sink)
         runner.finish(run_id)
         await asyncio.wait_for(live.task, 10)
         assert early == [1, 2, 3]
-        assert late == list(range(2, len(live.events) + 1))
-        assert not live.attach(lambda event, payload: None)  # ended: replayed, not attached
+        assert late == list(range(2, live.last_seq + 1)) and ends == [False] * (len(late) - 1) + [True]
+        replayed: list[bool] = []
+        assert not live.attach(lambda payload, terminal: replayed.append(terminal))  # ended: replayed only
+        assert replayed == [False] * (live.last_seq - 1) + [True]
     finally:
         await manager.close()
 

@@ -6,9 +6,13 @@ reader is given can be lost. Readers come in two kinds:
 * iterators (:meth:`LiveRun.follow`, :meth:`LiveRun.follow_json`), each a task that reads
   the shared lists by index and sleeps until the next event (a slow reader costs the others
   nothing);
-* sinks (:meth:`LiveRun.attach`), plain functions called with each event as it is
+* sinks (:meth:`LiveRun.attach`), plain functions called with each event's JSON as it is
   published, for surfaces that can hand a frame on without waiting (a WebSocket whose
   socket accepts writes): no task is woken per event.
+
+Only the events' JSON is kept (strings, which the garbage collector never scans), not the
+event objects: thousands of streaming runs would otherwise keep hundreds of thousands of
+objects alive for every full collection to walk. Iterators decode what they yield.
 """
 
 from __future__ import annotations
@@ -19,28 +23,31 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from reasonloop.errors import ReasonLoopError
-from reasonloop.events import Event
+from reasonloop.events import AnswerDelta, Event, event_adapter
 from reasonloop.runs.models import RunRecord, RunRequest
+from reasonloop.runs.store import is_terminal_event
 
 __all__ = ["LiveRun", "Sink", "with_json"]
 
 log = logging.getLogger(__name__)
 
-Sink = Callable[[Event, str], None]
-"""Called with each recorded event and its JSON, in order; must not wait."""
+Sink = Callable[[str, bool], None]
+"""Called with each recorded event's JSON and whether it ends the run, in order; must not wait."""
 
 
 @dataclass(eq=False)
 class LiveRun:
-    """One executing run of this process: its recorded events (and their JSON) in order, and its readers."""
+    """One executing run of this process: its recorded events' JSON in order, and its readers."""
 
     record: RunRecord
     request: RunRequest
-    events: list[Event] = field(default_factory=list)
-    """Events the store holds, in seq order."""
     payloads: list[str] = field(default_factory=list)
-    """``events[i]`` as JSON, serialised once for the store and every reader."""
+    """The events the store holds, as JSON (serialised once for the store and every reader);
+    ``payloads[i]`` is the event with seq ``i + 1``."""
     parts: list[str] = field(default_factory=list)
+    """Text of every top-level answer delta emitted (recorded or not yet)."""
+    delivered: list[str] = field(default_factory=list)
+    """Text of the top-level answer deltas recorded: the partial answer readers have."""
     sinks: list[Sink] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
     changed: asyncio.Event | None = None
@@ -61,16 +68,27 @@ class LiveRun:
     def publish(self, event: Event, payload: str | None = None) -> None:
         """Hand a recorded event to every reader."""
         if payload is None:
-            payload = event.model_dump_json()
+            payload = event.to_json()
         self.payloads.append(payload)
-        self.events.append(event)
+        if isinstance(event, AnswerDelta) and event.depth == 0:
+            self.delivered.append(event.text)
+        terminal = is_terminal_event(event)
         for sink in self.sinks:
             try:
-                sink(event, payload)
+                sink(payload, terminal)
             except Exception:  # a broken reader must never break the run or the other readers
                 log.exception("run event sink failed; detaching it")
                 self.detach(sink)
         self.wake()
+
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last recorded event (0 before the first)."""
+        return len(self.payloads)
+
+    def recorded_events(self) -> list[Event]:
+        """The recorded events, decoded."""
+        return [event_adapter.validate_json(payload) for payload in self.payloads]
 
     def attach(self, sink: Sink, after_seq: int = 0) -> bool:
         """Call ``sink`` with the events after ``after_seq`` now, then with each new one.
@@ -78,9 +96,10 @@ class LiveRun:
         Returns:
             False when the run has already ended (every event was replayed; nothing is attached).
         """
-        events, payloads = self.events, self.payloads
-        for index in range(max(0, after_seq), len(events)):
-            sink(events[index], payloads[index])
+        payloads = self.payloads
+        last = len(payloads) - 1
+        for index in range(max(0, after_seq), len(payloads)):
+            sink(payloads[index], self.done and index == last)
         if self.done:
             return False
         self.sinks = [*self.sinks, sink]  # a new list: publish may be iterating the old one
@@ -136,26 +155,18 @@ class LiveRun:
 
     async def follow(self, after_seq: int = 0) -> AsyncIterator[Event]:
         """Events after ``after_seq``, then new ones until the run ends."""
-        index = max(0, after_seq)
-        while True:
-            events = self.events
-            while index < len(events):
-                event = events[index]
-                index += 1
-                yield event
-            if self.done:
-                return
-            await self.wait()
+        async for event, _ in self.follow_json(after_seq):
+            yield event
 
     async def follow_json(self, after_seq: int = 0) -> AsyncIterator[tuple[Event, str]]:
         """Like :meth:`follow`, with each event's JSON."""
         index = max(0, after_seq)
         while True:
-            events, payloads = self.events, self.payloads
-            while index < len(events):
-                item = (events[index], payloads[index])
+            payloads = self.payloads
+            while index < len(payloads):
+                payload = payloads[index]
                 index += 1
-                yield item
+                yield event_adapter.validate_json(payload), payload
             if self.done:
                 return
             await self.wait()
@@ -163,4 +174,4 @@ class LiveRun:
 
 async def with_json(events: AsyncIterator[Event]) -> AsyncIterator[tuple[Event, str]]:
     async for event in events:
-        yield event, event.model_dump_json()
+        yield event, event.to_json()

@@ -62,7 +62,6 @@ Observer = Callable[[str, RunRecord, Event | None], None]
 _HEARTBEAT_S = 3.0
 _MAX_UNRECORDED = 256
 """A run with this many events not yet recorded waits for the store before taking the next."""
-_STAMPED = ("run_id", "seq")
 
 
 class _Stop(Exception):
@@ -298,17 +297,13 @@ class RunManager:
         record = live.record
         if record.last_seq == 0 and not isinstance(event, RunStarted):
             self._emit(live, RunStarted(reasoning=record.reasoning, question=record.question))
-        # Straight into the model's field storage (as EventStamper does): plain str/int fields
-        # that need no validation, on a path every event of every run takes.
-        fields = event.__dict__
         if event.depth == 0:
-            fields["run_id"] = record.run_id
-        fields["seq"] = record.last_seq = record.last_seq + 1
-        event.__pydantic_fields_set__.update(_STAMPED)
+            event.run_id = record.run_id
+        event.seq = record.last_seq = record.last_seq + 1
         if isinstance(event, AnswerDelta) and event.depth == 0:
             live.parts.append(event.text)
         live.unrecorded += 1
-        self._recording.append((live, event, event.model_dump_json()))
+        self._recording.append((live, event, event.to_json()))
         if self._recorder is None or self._recorder.done():
             self._recorder = asyncio.create_task(self._record(), name="run-manager-recorder")
         self._notify("event", record, event)
@@ -394,10 +389,10 @@ class RunManager:
         record = live.record
         if live.store_error is None:  # events still being recorded are not published after this one
             live.store_error = RunStoreUnavailable(event.message)
-        event.run_id, event.seq = record.run_id, (live.events[-1].seq if live.events else 0) + 1
+        event.run_id, event.seq = record.run_id, live.last_seq + 1
         record.last_seq = event.seq
         record.status, record.stop_reason, record.ended_at = "failed", "error", time.time()
-        record.content = "".join(e.text for e in live.events if isinstance(e, AnswerDelta) and e.depth == 0)
+        record.content = "".join(live.delivered)
         record.error = {"code": event.code, "message": event.message}
         live.publish(event)
         self._notify("event", record, event)
@@ -441,7 +436,7 @@ class RunManager:
         """The record and the :class:`RunResult` rebuilt from the run's events so far."""
         record = await self.get(run_id, tenant)
         live = self._live.get(run_id)
-        events = list(live.events) if live is not None else await self.store.events(run_id)
+        events = live.recorded_events() if live is not None else await self.store.events(run_id)
         return record, result_from_events(record, events)
 
     async def subscribe(self, run_id: str, after_seq: int = 0, tenant: str | None = None) -> AsyncIterator[Event]:

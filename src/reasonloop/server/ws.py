@@ -235,7 +235,7 @@ class _Session:
         outbox = self.outbox
         if live is not None:  # executed here: every event is written as it is recorded, no task wakes
 
-            def sink(event: Event, payload: str) -> None:
+            def sink(payload: str, terminal: bool) -> None:
                 outbox.put(prefix + payload + "}")
 
             if live.attach(sink, after):
