@@ -17,7 +17,11 @@ ping every 250 ms. Every run streams a scripted model at a realistic pace: ``--t
 
 The bare stack is the limit: a plain ASGI WebSocket app on the same uvicorn + websockets that
 sleeps the same TTFT and sends the same frames at the same pace, with no run manager, store,
-auth or validation. Both servers run in subprocesses; with two or more cores the server is
+auth or validation. Same frames: the ``run`` reply, a ``run_started`` event, one
+``answer_delta`` per token (each after ``1 / rate`` s) and the ``answer`` right after the last
+one, every event with the fields ours has, so the client parses the same bytes from both. A
+client that has not seen its answer after a generous deadline gives up and counts an error
+(a lost frame shows up instead of hanging the benchmark). Both servers run in subprocesses; with two or more cores the server is
 pinned to core 0 and the load generator to core 1 (``--no-pin`` to disable). Other work on the
 machine shows up in the figures: compare ratios from one invocation, not absolute numbers
 across invocations.
@@ -90,25 +94,29 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
 def serve_bare(port: int, args: argparse.Namespace) -> None:
     import uvicorn
 
-    async def stream(send: Any, lock: asyncio.Lock, run_id: str) -> None:
-        async with lock:
-            await send({"type": "websocket.send", "text": json.dumps({"type": "run", "run_id": run_id})})
-        await asyncio.sleep(args.ttft)
+    def event(run_id: str, seq: int, kind: str, **fields: Any) -> dict[str, Any]:
+        head = {"run_id": run_id, "seq": seq, "ts": time.time(), "depth": 0, "parent_call_id": None, "type": kind}
+        return {**head, **fields}
+
+    async def stream(send: Any, lock: asyncio.Lock, run_id: str, question: str) -> None:
         prefix = '{"type":"event","run_id":' + json.dumps(run_id) + ',"event":'
-        for seq in range(1, args.tokens + 2):
-            await asyncio.sleep(1.0 / args.rate)
-            if seq <= args.tokens:
-                event = {"type": "answer_delta", "run_id": run_id, "seq": seq, "ts": time.time(), "text": "tok "}
-            else:
-                event = {
-                    "type": "answer",
-                    "run_id": run_id,
-                    "seq": seq,
-                    "ts": time.time(),
-                    "text": "tok " * args.tokens,
-                }
+        reply = {"type": "run", "run_id": run_id, "conversation_id": "conv_" + run_id}
+        started = event(run_id, 1, "run_started", reasoning="direct", question=question)
+        async with lock:
+            await send({"type": "websocket.send", "text": json.dumps(reply)})
+            await send({"type": "websocket.send", "text": prefix + json.dumps(started) + "}"})
+        await asyncio.sleep(args.ttft)
+        for seq in range(2, args.tokens + 3):
+            if seq <= args.tokens + 1:
+                await asyncio.sleep(1.0 / args.rate)
+                frame = event(run_id, seq, "answer_delta", text="tok ")
+            else:  # the answer follows the last token at once, as the model's end does in ours
+                usage = {"llm_calls": 1, "prompt_tokens": 3, "completion_tokens": args.tokens, "tool_calls": 0}
+                frame = event(
+                    run_id, seq, "answer", text="tok " * args.tokens, citations=[], usage=usage, stop_reason="final"
+                )
             async with lock:
-                await send({"type": "websocket.send", "text": prefix + json.dumps(event) + "}"})
+                await send({"type": "websocket.send", "text": prefix + json.dumps(frame) + "}"})
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -138,7 +146,7 @@ def serve_bare(port: int, args: argparse.Namespace) -> None:
                     await send({"type": "websocket.send", "text": json.dumps({"type": "pong", "id": frame.get("id")})})
             elif frame.get("type") == "ask":
                 n += 1
-                task = asyncio.create_task(stream(send, lock, f"run_{id(tasks)}_{n}"))
+                task = asyncio.create_task(stream(send, lock, f"run_{id(tasks)}_{n}", frame.get("question", "")))
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
 
@@ -146,7 +154,15 @@ def serve_bare(port: int, args: argparse.Namespace) -> None:
 
 
 # -- load generator ------------------------------------------------------------------------------
-async def one_client(url: str, out: dict[str, Any]) -> None:
+async def one_client(url: str, out: dict[str, Any], deadline_s: float) -> None:
+    try:
+        await asyncio.wait_for(_one_client(url, out), deadline_s)
+    except TimeoutError:
+        out["errors"] += 1
+        out.setdefault("messages", []).append(f"no answer within {deadline_s:g}s")
+
+
+async def _one_client(url: str, out: dict[str, Any]) -> None:
     from websockets.asyncio.client import connect
 
     await asyncio.sleep(random.uniform(0, RAMP_S))
@@ -199,9 +215,9 @@ async def one_client(url: str, out: dict[str, Any]) -> None:
         out.setdefault("messages", []).append(f"{type(exc).__name__}: {exc}")
 
 
-async def run_clients(url: str, n: int) -> dict[str, Any]:
+async def run_clients(url: str, n: int, deadline_s: float) -> dict[str, Any]:
     out: dict[str, Any] = {"relay": [], "ping": [], "stream": [], "done": 0, "errors": 0}
-    await asyncio.gather(*(one_client(url, out) for _ in range(n)))
+    await asyncio.gather(*(one_client(url, out, deadline_s) for _ in range(n)))
     return out
 
 
@@ -212,7 +228,8 @@ def client_main(args: argparse.Namespace) -> None:
         uvloop.install()
     except ImportError:
         pass
-    result = asyncio.run(run_clients(args.url, args.n))
+    deadline_s = 60 + 5 * (RAMP_S + args.ttft + args.tokens / args.rate)
+    result = asyncio.run(run_clients(args.url, args.n, deadline_s))
     result["messages"] = result.get("messages", [])[:5]
     Path(args.out).write_text(json.dumps(result))
 
