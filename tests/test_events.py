@@ -110,3 +110,14 @@ def test_run_result_round_trips_and_defaults():
 def test_run_result_rejects_unknown_stop_reason():
     with pytest.raises(ValidationError):
         RunResult(content="x", stop_reason="bored", meta=RunMeta(run_id="r", reasoning="qa", started_at=0.0))
+
+
+@pytest.mark.parametrize("event", EVERY_EVENT, ids=lambda e: e.type)
+def test_to_json_and_to_dict_are_the_wire_format(event):
+    assert json.loads(event.to_json()) == event.to_dict() == json.loads(event_adapter.dump_json(event))
+    assert event_adapter.validate_python(event.to_dict()) == event
+
+
+def test_events_are_keyword_only():
+    with pytest.raises(TypeError):
+        Thought("positional text")  # type: ignore[misc]

@@ -4,21 +4,23 @@ A run is an async iterator of :data:`Event`. Strategies create events without ``
 and ``seq``; the runner stamps them (see :class:`EventStamper`), so every event a surface
 sees carries ``run_id``, a per-run ``seq`` starting at 1, and ``ts`` (Unix seconds).
 
-Every surface serialises through :data:`event_adapter`, so the JSON on SSE, WebSocket
-and in the run store is one format::
+Events are plain dataclasses; every surface serialises them with ``to_json()`` and reads
+them back through :data:`event_adapter`, so the JSON on SSE, WebSocket and in the run
+store is one format::
 
     >>> ev = Thought(text="look it up")
-    >>> event_adapter.validate_json(ev.model_dump_json()) == ev
+    >>> event_adapter.validate_json(ev.to_json()) == ev
     True
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from dataclasses import dataclass, field
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic_core import SchemaSerializer
 
 __all__ = [
     "Answer",
@@ -105,21 +107,34 @@ class Citation(BaseModel):
     score: float | None = None
 
 
-class _EventBase(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+@dataclass(slots=True, kw_only=True)
+class _EventBase:
+    # Plain dataclasses, not validating models: a run makes several events per step and
+    # validating what our own code just built is pure cost. Pydantic validates events that
+    # come from outside (event_adapter.validate_json) and serialises every one of them.
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     run_id: str = ""
     """Id of the run this event belongs to (set by the runner)."""
     seq: int = 0
     """1, 2, 3, ... within a run (set by the runner). Resume points refer to it."""
-    ts: float = Field(default_factory=time.time)
+    ts: float = field(default_factory=time.time)
     """Wall-clock time the event was made, Unix seconds."""
     depth: int = 0
     """0 for the run itself; 1 for the events of a sub-agent it called, and so on."""
     parent_call_id: str | None = None
     """For nested events: the tool call of the parent run that started the sub-agent."""
 
+    def to_json(self) -> str:
+        """The event as JSON, the one format of every surface and store."""
+        return _serializer(type(self)).to_json(self).decode()  # type: ignore[no-any-return]
 
+    def to_dict(self) -> dict[str, Any]:
+        """The event as JSON-ready Python data."""
+        return _serializer(type(self)).to_python(self, mode="json")  # type: ignore[no-any-return]
+
+
+@dataclass(slots=True, kw_only=True)
 class RunStarted(_EventBase):
     type: Literal["run_started"] = "run_started"
     reasoning: str
@@ -127,6 +142,7 @@ class RunStarted(_EventBase):
     question: str
 
 
+@dataclass(slots=True, kw_only=True)
 class Progress(_EventBase):
     """A status line for the 'thinking' lane (retrieving, planning, ...)."""
 
@@ -134,18 +150,21 @@ class Progress(_EventBase):
     message: str
 
 
+@dataclass(slots=True, kw_only=True)
 class Thought(_EventBase):
     type: Literal["thought"] = "thought"
     text: str
 
 
+@dataclass(slots=True, kw_only=True)
 class ToolCall(_EventBase):
     type: Literal["tool_call"] = "tool_call"
     call_id: str
     tool: str
-    input: dict[str, Any] = Field(default_factory=dict)
+    input: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(slots=True, kw_only=True)
 class ToolResult(_EventBase):
     type: Literal["tool_result"] = "tool_result"
     call_id: str
@@ -154,9 +173,10 @@ class ToolResult(_EventBase):
     """What the model was shown (already trimmed)."""
     error: dict[str, Any] | None = None
     """``{"tool", "error", "type"}`` when the call failed; the run goes on."""
-    citations: list[Citation] = Field(default_factory=list)
+    citations: list[Citation] = field(default_factory=list)
 
 
+@dataclass(slots=True, kw_only=True)
 class AnswerDelta(_EventBase):
     """A piece of the final answer as it streams."""
 
@@ -164,16 +184,18 @@ class AnswerDelta(_EventBase):
     text: str
 
 
+@dataclass(slots=True, kw_only=True)
 class Answer(_EventBase):
     """The final answer: exactly one per run that was not stopped or failed."""
 
     type: Literal["answer"] = "answer"
     text: str
-    citations: list[Citation] = Field(default_factory=list)
-    usage: Usage = Field(default_factory=Usage)
+    citations: list[Citation] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
     stop_reason: StopReason = "final"
 
 
+@dataclass(slots=True, kw_only=True)
 class ErrorEvent(_EventBase):
     """The run failed; ``code`` is a stable error code (see :mod:`reasonloop.errors`)."""
 
@@ -187,6 +209,18 @@ Event = Annotated[
     Field(discriminator="type"),
 ]
 event_adapter: TypeAdapter[Event] = TypeAdapter(Event)
+"""Validates events from JSON (stored, or received) into their classes."""
+
+_SERIALIZERS: dict[type, SchemaSerializer] = {}
+
+
+def _serializer(cls: type) -> SchemaSerializer:
+    # One serialiser per event class, called directly: a union's serialiser would first work
+    # out which member it has, and TypeAdapter.dump_json adds a layer of keyword handling.
+    serializer = _SERIALIZERS.get(cls)
+    if serializer is None:
+        serializer = _SERIALIZERS[cls] = TypeAdapter(cls).serializer
+    return serializer
 
 
 class EventStamper:
@@ -202,18 +236,10 @@ class EventStamper:
 
     def __call__(self, event: Event) -> Event:
         self.seq = seq = self.seq + 1
-        # Straight into the model's field storage: these two fields are plain str/int that
-        # need no validation, and a pydantic attribute assignment costs several times more
-        # on a path every event of every run takes.
-        fields = event.__dict__
-        if not fields["run_id"]:
-            fields["run_id"] = self.run_id
-        fields["seq"] = seq
-        event.__pydantic_fields_set__.update(_STAMPED)
+        if not event.run_id:
+            event.run_id = self.run_id
+        event.seq = seq
         return event
-
-
-_STAMPED = ("run_id", "seq")
 
 
 @dataclass(slots=True)

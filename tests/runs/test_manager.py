@@ -47,7 +47,7 @@ async def test_run_streams_stamped_events_and_records_them(store, make_manager):
     assert {e.run_id for e in events} == {record.run_id}
     assert "".join(e.text for e in events if isinstance(e, AnswerDelta)) == "The answer is forty-two."
     stored = await store.events(record.run_id)
-    assert [e.model_dump() for e in stored] == [e.model_dump() for e in events]
+    assert [e.to_dict() for e in stored] == [e.to_dict() for e in events]
     done, result = await manager.result(record.run_id)
     assert done.status == "completed" and result.content == "The answer is forty-two."
     assert (await store.get_run(record.run_id)).status == "completed"
@@ -65,7 +65,7 @@ async def test_subscribers_see_the_same_events_and_resume_without_gaps(store, ma
     runner.finish(record.run_id)
     full, tail = await first, await late
     assert [e.seq for e in full] == list(range(1, 7))  # started, 4 deltas, answer
-    assert [e.model_dump() for e in tail] == [e.model_dump() for e in full[2:]]
+    assert [e.to_dict() for e in tail] == [e.to_dict() for e in full[2:]]
 
 
 async def test_finished_run_is_read_from_the_store_once_forgotten(store, make_manager):
@@ -75,7 +75,7 @@ async def test_finished_run_is_read_from_the_store_once_forgotten(store, make_ma
     await asyncio.sleep(0.01)
     assert record.run_id not in manager._live
     again = await drain(await manager.subscribe(record.run_id, after_seq=1))
-    assert [e.model_dump() for e in again] == [e.model_dump() for e in live[1:]]
+    assert [e.to_dict() for e in again] == [e.to_dict() for e in live[1:]]
 
 
 async def test_stop_keeps_partial_content(store, make_manager):
@@ -231,7 +231,7 @@ async def test_two_instances_share_runs_through_redis(redis_server):
         rest = [e async for e in from_b]
         assert isinstance(rest[-1], Answer) and rest[-1].stop_reason == "stopped"
         resumed = [e async for e in await a.subscribe(record.run_id, after_seq=1)]
-        assert [e.model_dump() for e in resumed] == [e.model_dump() for e in first[1:] + rest]
+        assert [e.to_dict() for e in resumed] == [e.to_dict() for e in first[1:] + rest]
     finally:
         await a.close()
         await b.close()

@@ -185,7 +185,7 @@ async def test_a_batch_of_events_is_recorded_at_once_and_a_duplicate_fails_alone
     await any_store.create_run(RunRecord(run_id="run_n"))
     await any_store.append_event("run_m", stamped("run_m", 1, AnswerDelta(text="first")))
     items = [
-        ("run_m", event, event.model_dump_json())
+        ("run_m", event, event.to_json())
         for event in (
             stamped("run_m", 1, AnswerDelta(text="dup")),
             stamped("run_m", 2, AnswerDelta(text="a")),

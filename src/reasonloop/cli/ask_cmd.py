@@ -233,7 +233,7 @@ async def consume(
     try:
         async for event in agent.stream(question, history=history, user_id=user_id, conversation_id=conversation_id):
             if events_json:
-                print(event.model_dump_json(), flush=True)
+                print(event.to_json(), flush=True)
                 if isinstance(event, AnswerDelta) and event.depth == 0:
                     renderer.streamed.append(event.text)
                 elif isinstance(event, Answer) and event.depth == 0:

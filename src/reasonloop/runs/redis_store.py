@@ -168,7 +168,7 @@ class RedisRunStore:
         caller still returns only once Redis holds its event.
         """
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((f"{self.p}events:{run_id}", f"0-{event.seq}", payload or event.model_dump_json(), fut))
+        self._pending.append((f"{self.p}events:{run_id}", f"0-{event.seq}", payload or event.to_json(), fut))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush_appends(), name="redis-run-store-appends")
         await fut

@@ -157,7 +157,7 @@ class SQLiteRunStore:
         if self._writer is None:
             raise RunStoreUnavailable(f"the SQLite run store {self.path} is not open")
         try:
-            await self._writer.append((run_id, event.seq, payload or event.model_dump_json()))
+            await self._writer.append((run_id, event.seq, payload or event.to_json()))
         except sqlite3.IntegrityError as exc:
             raise ValueError(f"run {run_id} already has an event with seq {event.seq}") from exc
         except sqlite3.Error as exc:
