@@ -363,8 +363,9 @@ class Agent:
             agen = strategy.stream(question)
             try:
                 async for event in agen:
-                    for nested in ctx.drain() if ctx.pending else ():
-                        yield stamp(nested)
+                    if ctx.pending:
+                        for nested in ctx.drain():
+                            yield stamp(nested)
                     if event.depth < depth:  # the strategy's own events, in a sub-run
                         event.depth = depth
                     yield stamp(event)

@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -273,8 +273,7 @@ CALL_HISTORY = 1000
 """How many :class:`CallRecord` an :class:`LLM` keeps."""
 
 
-@dataclass(slots=True)
-class CallRecord:
+class CallRecord(NamedTuple):
     """Usage of one call, kept in :attr:`LLM.calls`."""
 
     prompt_tokens: int

@@ -55,10 +55,11 @@ class BudgetTracker:
 
     def take_tool_slots(self, wanted: int) -> int:
         """How many of ``wanted`` calls may run; records ``max_tool_calls`` when some may not."""
-        left = max(0, self.budget.max_tool_calls - self.usage.tool_calls)
+        left = self.budget.max_tool_calls - self.usage.tool_calls
+        granted = wanted
         if wanted > left:
             self.hit("max_tool_calls")
-        granted = min(wanted, left)
+            granted = left if left > 0 else 0
         self.usage.tool_calls += granted
         return granted
 

@@ -142,7 +142,7 @@ class ToolRound:
                     yield event
     """
 
-    __slots__ = ("_ctx", "_observation_tokens", "_results", "_runnable", "_tracker", "calls")
+    __slots__ = ("_ctx", "_observation_tokens", "_results", "_runnable", "_tracker", "calls", "direct")
 
     def __init__(
         self, ctx: RunContext, tracker: BudgetTracker, calls: Sequence[PlannedCall], observation_tokens: int = 1500
@@ -165,15 +165,12 @@ class ToolRound:
                 self._runnable.append((i, tool))
             else:
                 self._results[i] = failure(call.tool, ToolBudgetExhausted(_budget_note(tracker)))
-
-    @property
-    def direct(self) -> bool:
-        """One call to run, no deadline, no live nested events: :meth:`run_direct` applies."""
-        return (
+        self.direct = (
             len(self._runnable) == 1
-            and self._tracker.deadline is None
+            and tracker.deadline is None
             and not getattr(self._runnable[0][1], "emits_events", False)
         )
+        """One call to run, no deadline, no live nested events: :meth:`run_direct` applies."""
 
     @property
     def outputs(self) -> list[ToolOutput]:
@@ -196,7 +193,8 @@ class ToolRound:
         ctx = self._ctx
         (i, tool), call = self._runnable[0], self.calls[self._runnable[0][0]]
         out = self._results[i] = await tool.invoke(call.arguments, ctx.tool_context(call.call_id))
-        tally(ctx, self._tracker, tool, out)
+        if delegates(tool):  # an ordinary tool was counted when it started
+            tally(ctx, self._tracker, tool, out)
         events = ctx.drain() if ctx.pending else []
         events.append(record_result(ctx, call, out, self._observation_tokens))
         return events

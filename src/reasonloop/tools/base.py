@@ -141,7 +141,10 @@ class Tool:
             return self._error(ToolError(f"{self.name} was cancelled internally ({exc or 'no reason'})"), started)
         except Exception as exc:
             return self._error(exc, started)
-        out = result if isinstance(result, ToolOutput) else ToolOutput(text=_as_text(result))
+        if type(result) is str:
+            out = ToolOutput(text=result)
+        else:
+            out = result if isinstance(result, ToolOutput) else ToolOutput(text=_as_text(result))
         if len(out.text) > self.max_output_chars:
             dropped = len(out.text) - self.max_output_chars
             out.text = out.text[: self.max_output_chars] + f"\n…[{dropped} characters cut]"
