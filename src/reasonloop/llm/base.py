@@ -235,18 +235,19 @@ def parse_arguments(raw: str, tool: str | None = None) -> dict[str, Any]:
 _token_cache: dict[int, tuple[object, int]] = {}
 
 
-def _cached_tokens(item: Any, count: Callable[[Any], int]) -> int:
+def _cached_tokens(items: Sequence[Any], count: Callable[[Any], int]) -> int:
     # Messages and tool specs are built once and re-sent with every later call of a run:
-    # estimate each object once. The entry holds the object itself, so its id cannot be
+    # estimate each object once. An entry holds the object itself, so its id cannot be
     # reused by another object while the entry lives.
-    entry = _token_cache.get(id(item))
-    if entry is not None and entry[0] is item:
-        return entry[1]
-    tokens = count(item)
-    if len(_token_cache) > 8192:
-        _token_cache.clear()
-    _token_cache[id(item)] = (item, tokens)
-    return tokens
+    cache, total = _token_cache, 0
+    for item in items:
+        entry = cache.get(id(item))
+        if entry is None or entry[0] is not item:
+            if len(cache) > 8192:
+                cache.clear()
+            entry = cache[id(item)] = (item, count(item))
+        total += entry[1]
+    return total
 
 
 def _message_tokens(m: Message) -> int:
@@ -430,9 +431,9 @@ class LLM(ABC):
         if not done.prompt_tokens and not done.completion_tokens:
             # Estimate what the provider was sent: message text, earlier tool calls' arguments
             # and the tool schemas (providers bill those as prompt tokens too).
-            done.prompt_tokens = sum(_cached_tokens(m, _message_tokens) for m in request.messages)
+            done.prompt_tokens = _cached_tokens(request.messages, _message_tokens)
             if request.tools:
-                done.prompt_tokens += sum(_cached_tokens(spec, _spec_tokens) for spec in request.tools)
+                done.prompt_tokens += _cached_tokens(request.tools, _spec_tokens)
             done.completion_tokens = count_tokens("".join(parts))
             done.usage_estimated = True
         self.calls.append(CallRecord(done.prompt_tokens, done.completion_tokens, done.usage_estimated, attempts))
