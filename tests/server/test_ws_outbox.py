@@ -1,4 +1,4 @@
-"""The WebSocket outbox: frames written at once while the socket takes them, in order when it does not."""
+"""The WebSocket outbox (frames written at once while the socket takes them, in order when it does not) and the fast path."""
 
 from __future__ import annotations
 
@@ -66,3 +66,23 @@ async def test_a_failed_write_closes_the_outbox_quietly():
     ws2.gate.set()
     await box2.flush()
     assert box2.closed and ws2.sent == ["x"] and not box2.queue
+
+
+async def test_the_fast_path_takes_only_the_websocket_endpoint(monkeypatch):
+    from reasonloop.server import ws as ws_module
+
+    served: list[str] = []
+    passed: list[tuple[str, str]] = []
+
+    async def endpoint(socket) -> None:
+        served.append(socket.scope["path"])
+
+    async def inner(scope, receive, send) -> None:
+        passed.append((scope["type"], scope["path"]))
+
+    monkeypatch.setattr(ws_module, "websocket_endpoint", endpoint)
+    fast = ws_module.WebSocketFastPath(inner)
+    for kind, path in [("websocket", "/v1/ws"), ("websocket", "/other"), ("http", "/v1/ws")]:
+        await fast({"type": kind, "path": path, "app": object(), "headers": []}, None, None)
+    assert served == ["/v1/ws"]
+    assert passed == [("websocket", "/other"), ("http", "/v1/ws")]

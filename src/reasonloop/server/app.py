@@ -106,6 +106,7 @@ def create_app(
             expose_headers=["X-Run-Id"],
         )
     app.add_middleware(UploadSizeGuard, max_upload_bytes=settings.server.max_upload_bytes)
+    app.add_middleware(ws.WebSocketFastPath)  # added last: the outermost, so sockets skip the rest
     install_error_handlers(app)
     for module in (runs_routes, catalog_routes, kb_routes, conversation_routes, openai_routes, ws):
         app.include_router(module.router)

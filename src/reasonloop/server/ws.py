@@ -300,3 +300,25 @@ async def websocket_endpoint(ws: WebSocket) -> None:
     subprotocol = WS_SUBPROTOCOL if WS_SUBPROTOCOL in offered else next(iter(offered), None)
     await ws.accept(subprotocol=subprotocol)
     await _Session(ws, state, who).serve()
+
+
+class WebSocketFastPath:
+    """ASGI middleware: ``/v1/ws`` goes straight to :func:`websocket_endpoint`.
+
+    A socket lives as long as its client, and every layer it passes through (the HTTP
+    middleware, the routers, the exception wrappers) keeps a coroutine frame alive for all
+    that time and wraps every frame it sends; thousands of open sockets then keep tens of
+    thousands of frames for each full garbage collection to walk. Other paths (and this one
+    under a ``root_path``) go through the application as usual, where the same endpoint is
+    also routed.
+    """
+
+    def __init__(self, app: Any, path: str = "/v1/ws") -> None:
+        self.app = app
+        self.path = path
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket" and scope.get("path") == self.path and "app" in scope:
+            await websocket_endpoint(WebSocket(scope, receive, send))
+            return
+        await self.app(scope, receive, send)
