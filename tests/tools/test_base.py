@@ -365,3 +365,58 @@ async def test_stopping_the_caller_still_cancels_the_tool():
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_citation_mappings_in_a_tool_output_are_validated_into_citations():
+    @tool
+    async def cites() -> ToolOutput:
+        """Return a citation written as a mapping."""
+        return ToolOutput(text="found", citations=[{"source": "a.md", "quote": "q"}])  # type: ignore[list-item]
+
+    out = await cites.invoke({}, ctx_for())
+    assert out.error is None and out.citations == [Citation(source="a.md", quote="q")]
+
+
+@pytest.mark.parametrize(
+    ("output", "fragment"),
+    [
+        (ToolOutput(text=None), "text must be a string"),  # type: ignore[arg-type]
+        (ToolOutput(text="x", citations=[42]), "citations must be"),  # type: ignore[list-item]
+        (ToolOutput(text="x", citations=[{"page": "not a number"}]), "page"),  # type: ignore[list-item]
+    ],
+)
+async def test_a_malformed_tool_output_is_an_error_observation(output, fragment):
+    @tool
+    async def broken() -> ToolOutput:
+        """Return a ToolOutput that breaks its own types."""
+        return output
+
+    out = await broken.invoke({}, ctx_for())
+    assert out.error is not None and out.error["code"] == "tool.error"
+    assert "malformed ToolOutput" in out.error["error"] and fragment in out.error["error"]
+
+
+async def test_a_tool_that_answers_without_waiting_arms_no_timer():
+    loop = asyncio.get_running_loop()
+    armed = []
+    real_call_at = loop.call_at
+
+    def spy(when, callback, *args, **kwargs):  # type: ignore[no-untyped-def]
+        armed.append(callback)
+        return real_call_at(when, callback, *args, **kwargs)
+
+    loop.call_at = spy  # type: ignore[method-assign]
+    try:
+        assert (await add.invoke({"a": 1, "b": 2}, ctx_for())).text == "3"
+        assert armed == []
+
+        @tool(timeout_s=5)
+        async def waits() -> str:
+            """Wait a moment."""
+            await asyncio.sleep(0)
+            return "done"
+
+        assert (await waits.invoke({}, ctx_for())).text == "done"
+        assert len(armed) == 1  # the tool waited: its timeout was armed then
+    finally:
+        del loop.call_at

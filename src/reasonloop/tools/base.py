@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from reasonloop.eager import first_step, resume
 from reasonloop.errors import ReasonLoopError, ToolArgumentsInvalid, ToolError, ToolTimeout
-from reasonloop.events import Citation
+from reasonloop.events import Citation, Usage
 from reasonloop.llm.base import ToolSpec
 from reasonloop.tools.schema import model_schema
 
@@ -74,6 +74,9 @@ class ToolContext:
     """Send an event into the run's stream (nested sub-agent events, answer deltas)."""
     services: dict[str, Any] = field(default_factory=dict)
     """Shared resources by name: ``retrievers``, ``llm``, ``kb``, ``feedback``, ``user``, ..."""
+    usage: Usage | None = None
+    """The run's usage. A tool that calls models itself adds their calls and tokens here, as
+    they happen, so the run's token budget and reported usage include them."""
 
 
 class Tool:
@@ -104,8 +107,10 @@ class Tool:
     async def invoke(self, arguments: Mapping[str, Any] | BaseModel, ctx: ToolContext) -> ToolOutput:
         """Validate, run with timeout, cap the output. Never raises except on cancellation.
 
-        The timeout bounds the time the tool spends waiting; one that answers without
-        waiting never arms a timer.
+        The timeout runs from the tool's first wait (an await that suspends): a tool that
+        answers without waiting never arms a timer, and synchronous work cannot be
+        interrupted by one anyway. A :class:`ToolOutput` that breaks its own types (text
+        that is not a string, citations that are not citations) is an error observation.
         """
         started = time.perf_counter()
         try:
@@ -113,7 +118,8 @@ class Tool:
                 params = arguments
             else:
                 raw = arguments if type(arguments) is dict else dict(arguments or {})
-                params = self.Params.__pydantic_validator__.validate_python(raw)  # model_validate, minus a wrapper
+                # The model's documented validator: model_validate minus a layer of keyword handling.
+                params = self.Params.__pydantic_validator__.validate_python(raw)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
@@ -143,13 +149,41 @@ class Tool:
             return self._error(exc, started)
         if type(result) is str:
             out = ToolOutput(text=result)
+        elif isinstance(result, ToolOutput):
+            out = result
+            if type(out.text) is not str or any(type(c) is not Citation for c in out.citations):
+                try:
+                    out = _checked(out)
+                except (TypeError, ValueError) as exc:
+                    return self._error(ToolError(f"{self.name} returned a malformed ToolOutput: {exc}"), started)
         else:
-            out = result if isinstance(result, ToolOutput) else ToolOutput(text=_as_text(result))
+            out = ToolOutput(text=_as_text(result))
         if len(out.text) > self.max_output_chars:
             dropped = len(out.text) - self.max_output_chars
             out.text = out.text[: self.max_output_chars] + f"\n…[{dropped} characters cut]"
         out.elapsed_s = time.perf_counter() - started
         return out
+
+
+def _checked(out: ToolOutput) -> ToolOutput:
+    """``out`` with its text and citations of the declared types (citation dicts validated).
+
+    Raises:
+        TypeError: the text is not a string or a citation is neither a citation nor a mapping.
+        ValueError: a citation mapping does not validate.
+    """
+    if not isinstance(out.text, str):
+        raise TypeError(f"text must be a string, got {type(out.text).__name__}")
+    citations = []
+    for item in out.citations or ():
+        if isinstance(item, Citation):
+            citations.append(item)
+        elif isinstance(item, Mapping):
+            citations.append(Citation.model_validate(dict(item)))  # ValidationError is a ValueError
+        else:
+            raise TypeError(f"citations must be Citation objects or mappings, got {type(item).__name__}")
+    out.citations = citations
+    return out
 
 
 def _as_text(value: Any) -> str:
