@@ -323,3 +323,39 @@ async def test_the_call_history_is_bounded(monkeypatch: pytest.MonkeyPatch) -> N
     for _ in range(5):
         await llm.complete(USER)
     assert len(llm.calls) == 3  # a long-lived provider keeps the most recent calls only
+
+
+class FutureChunks:
+    """A provider stream written as a class whose __anext__ returns a future, not a coroutine."""
+
+    def __init__(self, chunks: list, stall: bool = False) -> None:
+        self.chunks, self.stall = list(chunks), stall
+
+    def __aiter__(self):  # type: ignore[no-untyped-def]
+        return self
+
+    def __anext__(self) -> asyncio.Future:
+        future = asyncio.get_running_loop().create_future()
+        if not self.chunks:
+            future.set_exception(StopAsyncIteration())
+        elif not self.stall:
+            asyncio.get_running_loop().call_soon(future.set_result, self.chunks.pop(0))
+        return future
+
+
+class ClassStreamLLM(LLM):
+    id = "class-stream"
+
+    def __init__(self, stream: FutureChunks, **settings: object) -> None:
+        super().__init__(LLMSettings(provider="class-stream", max_retries=0, **settings))
+        self.stream_obj = stream
+
+    def _stream(self, request: ChatRequest) -> AsyncIterator[LLMChunk]:
+        return self.stream_obj  # type: ignore[return-value]
+
+
+async def test_a_provider_stream_need_not_be_an_async_generator():
+    llm = ClassStreamLLM(FutureChunks(OK))
+    assert (await llm.complete(USER)).text == "Hello"
+    with pytest.raises(LLMTimeout):  # and its waits are bounded like any other
+        await ClassStreamLLM(FutureChunks(OK, stall=True), timeout_s=0.05).complete(USER)

@@ -134,3 +134,16 @@ async def test_the_run_deadline_never_interrupts_the_consumer() -> None:
     answer = events[-1]
     assert slept == 1 and isinstance(answer, Answer) and answer.stop_reason == "timeout"
     assert answer.text == "Short."  # the forced answer, after the cut-short turn
+
+
+async def test_an_llm_wrapper_with_the_documented_stream_signature_still_works() -> None:
+    seen: list[int] = []
+
+    class Traced(ScriptedProvider):
+        def stream(self, messages, *, tools=None, stop=None, max_tokens=None, temperature=None):  # type: ignore[override]
+            seen.append(len(messages))
+            return super().stream(messages, tools=tools, stop=stop, max_tokens=max_tokens, temperature=temperature)
+
+    llm = Traced(replies=[calls(("lookup", {"key": "a"})), "From a."])
+    result = await Agent("toolcall", llm=llm, tools=make_tools()).run("q")
+    assert result.stop_reason == "final" and result.content == "From a." and len(seen) == 2

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import weakref
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -61,7 +62,7 @@ class ToolCallPart:
 _ROLES = frozenset({"system", "user", "assistant", "tool"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class Message:
     """One chat message. ``tool`` messages answer the assistant tool call ``tool_call_id``.
 
@@ -232,20 +233,19 @@ def parse_arguments(raw: str, tool: str | None = None) -> dict[str, Any]:
     return value
 
 
-_token_cache: dict[int, tuple[object, int]] = {}
+_token_cache: dict[int, tuple[weakref.ref[Any], int]] = {}
 
 
 def _cached_tokens(items: Sequence[Any], count: Callable[[Any], int]) -> int:
     # Messages and tool specs are built once and re-sent with every later call of a run:
-    # estimate each object once. An entry holds the object itself, so its id cannot be
-    # reused by another object while the entry lives.
+    # estimate each object once. Entries hold weak references, dropped with their object, so
+    # the cache keeps no conversation alive and an id is never mistaken for a newer object's.
     cache, total = _token_cache, 0
     for item in items:
-        entry = cache.get(id(item))
-        if entry is None or entry[0] is not item:
-            if len(cache) > 8192:
-                cache.clear()
-            entry = cache[id(item)] = (item, count(item))
+        key = id(item)
+        entry = cache.get(key)
+        if entry is None or entry[0]() is not item:
+            entry = cache[key] = (weakref.ref(item, lambda _, key=key: cache.pop(key, None)), count(item))
         total += entry[1]
     return total
 
@@ -369,6 +369,8 @@ class LLM(ABC):
                     while True:
                         try:
                             step = anext(chunks)
+                            if not hasattr(step, "send"):  # a class-based iterator's own awaitable
+                                step = step.__await__()
                             try:  # eager.first_step, inlined: this runs once per chunk
                                 waiting = step.send(None)
                             except StopIteration as ready:
@@ -396,7 +398,9 @@ class LLM(ABC):
                         yielded = True
                         yield chunk
                 finally:
-                    await chunks.aclose()
+                    close = getattr(chunks, "aclose", None)  # async generators have it; other iterators may
+                    if close is not None:
+                        await close()
                 return
             except DeadlineReached:
                 raise

@@ -68,7 +68,13 @@ async def llm_turn(
     # consumer has the turn (as a wall-clock timeout around the yields would).
     until = None if left is None else asyncio.get_running_loop().time() + left
     try:
-        async for chunk in llm.stream(messages, tools=tools, stop=stop, until=until):
+        # `until` only when there is one: an LLM wrapper overriding stream() may not know it.
+        chunks = (
+            llm.stream(messages, tools=tools, stop=stop)
+            if until is None
+            else llm.stream(messages, tools=tools, stop=stop, until=until)
+        )
+        async for chunk in chunks:
             if isinstance(chunk, TextDelta):
                 parts.append(chunk.text)
                 if deltas is not None:
