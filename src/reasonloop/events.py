@@ -59,12 +59,14 @@ budget ran out and a last tool-less call answered; ``stopped``: a stop request;
 the process running it died (set by run stores on recovery)."""
 
 
+# A plain dataclass: its counters are bumped several times per step; pydantic validates
+# and serialises it wherever it is part of a model (Answer, RunResult).
 @dataclass(slots=True)
 class Usage:
     """What a run (or one LLM call) consumed.
 
-    A plain dataclass: its counters are bumped several times per step; pydantic validates
-    and serialises it wherever it is part of a model (:class:`Answer`, :class:`RunResult`).
+    ``llm_calls`` and the token counts include the models the run's tools called (a
+    sub-agent's calls); ``tool_calls`` counts the tool calls this run itself executed.
     """
 
     llm_calls: int = 0
@@ -76,12 +78,13 @@ class Usage:
         """A snapshot that later counting does not change."""
         return Usage(self.llm_calls, self.prompt_tokens, self.completion_tokens, self.tool_calls)
 
-    def add(self, other: Usage) -> None:
-        """Accumulate ``other`` into this one in place."""
+    def add(self, other: Usage, *, tool_calls: bool = True) -> None:
+        """Accumulate ``other`` into this one in place (its model usage only, without ``tool_calls``)."""
         self.llm_calls += other.llm_calls
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
-        self.tool_calls += other.tool_calls
+        if tool_calls:
+            self.tool_calls += other.tool_calls
 
     @property
     def total_tokens(self) -> int:
@@ -242,13 +245,11 @@ class EventStamper:
         return event
 
 
+# A plain dataclass: strategies make one per tool call; pydantic validates and serialises
+# it wherever it is part of a model (RunResult).
 @dataclass(slots=True)
 class Step:
-    """One action a strategy took and what it observed.
-
-    A plain dataclass: strategies make one per tool call; pydantic still validates and
-    serialises it wherever it is part of a model (:class:`RunResult`).
-    """
+    """One action a strategy took and what it observed."""
 
     action: str
     action_input: Any = None

@@ -285,3 +285,25 @@ async def test_the_sub_agents_model_usage_counts_in_the_parents_usage_and_budget
         budget = {"max_tokens": parent_tokens + 1}
         result = await writer(sub, [first, "From what I have: blue."], budget, reasoning).run("q")
         assert result.stop_reason == "max_tokens"
+
+
+async def test_a_sub_agent_that_times_out_still_counts_its_model_calls() -> None:
+    @tool
+    async def stall(key: str) -> str:
+        """Never answer."""
+        await asyncio.Event().wait()
+        return key
+
+    sub = Agent(
+        "toolcall", llm=ScriptedProvider(replies=[call("stall", "s1", key="k")]), tools=[stall], name="slowpoke"
+    )
+    parent = Agent(
+        "toolcall",
+        llm=ScriptedProvider(replies=[call("run_agent", "p1", query="q"), "Gave up on it."]),
+        tools=[AgentTool(sub, timeout_s=0.05)],
+        name="boss",
+    )
+    result = await parent.run("q")
+    assert result.steps[0].error["code"] == "tool.timeout"
+    assert result.usage.llm_calls == 3  # the parent's two calls and the sub-agent's one before it stalled
+    assert asyncio.all_tasks() == {asyncio.current_task()}

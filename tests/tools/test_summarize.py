@@ -112,3 +112,18 @@ async def test_failures_are_observations():
     assert ok.ok
     bad_args = await SummarizeTool().invoke({"topic": "", "max_docs": 0}, ToolContext())
     assert bad_args.error["code"] == "tool.invalid_arguments"
+
+
+async def test_its_model_call_counts_in_the_runs_usage():
+    from reasonloop.events import Usage
+
+    llm = ScriptedProvider(replies=["Alpha says X [1]."])
+    usage = Usage(llm_calls=2, prompt_tokens=10, completion_tokens=5)
+    ctx = ToolContext(
+        services={"retrievers": [ListRetriever([hit("a1", "alpha", "Alpha says X.")])], "llm": llm}, usage=usage
+    )
+    assert (await SummarizeTool().invoke({"topic": "letters"}, ctx)).ok
+    spent = llm.calls[0]
+    assert usage == Usage(
+        llm_calls=3, prompt_tokens=10 + spent.prompt_tokens, completion_tokens=5 + spent.completion_tokens
+    )

@@ -135,9 +135,7 @@ class RunContext:
         return events
 
     def tool_context(self, call_id: str) -> ToolContext:
-        return ToolContext(
-            run_id=self.run_id, call_id=call_id, depth=self.depth, emit=self.emit, services=self.services
-        )
+        return ToolContext(self.run_id, call_id, self.depth, self.emit, self.services, self.usage)
 
 
 class Reasoning(ABC):

@@ -8,9 +8,9 @@ their observation tells the model the budget is spent. Cancelling the consumer c
 every running tool and waits for it, so no task outlives the run. A tool that delegates (an
 agent offered as a tool) defines ``tool_calls_made(out)``: its own call does not count
 toward ``require_tool_call``; the real calls it reports do. Nested events a tool emits
-(``ToolContext.emit``) are yielded while concurrent calls run; a lone call is awaited
-directly and its events follow it, unless the tool sets ``emits_events = True``
-(sub-agents), which makes its events arrive live as well.
+(``ToolContext.emit``) are yielded while concurrent calls run; a lone call in a run without
+a time budget is awaited directly and its events follow it, unless the tool sets
+``emits_events = True`` (sub-agents), which makes its events arrive live as well.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,12 +86,7 @@ def delegates(tool: Tool) -> bool:
 
 
 def tally(ctx: RunContext, tracker: BudgetTracker, tool: Tool, out: ToolOutput | None = None) -> None:
-    """Count real tool calls: 1 when an ordinary ``tool`` starts; a delegating one's report when it ends.
-
-    A delegating tool may also report the model usage it caused (``usage_made(out)``, a
-    sub-agent's calls and tokens): it is added to the run's usage, so the token budget and
-    the reported usage cover the whole tree of runs.
-    """
+    """Count real tool calls: 1 when an ordinary ``tool`` starts; a delegating one's report when it ends."""
     made = getattr(tool, "tool_calls_made", None)
     if made is None:  # an ordinary tool: the call itself is the real call
         n = 1 if out is None else 0
@@ -100,13 +94,6 @@ def tally(ctx: RunContext, tracker: BudgetTracker, tool: Tool, out: ToolOutput |
         n = 0
     else:
         n = int(made(out))
-        usage_made = getattr(tool, "usage_made", None)
-        if usage_made is not None:
-            spent = usage_made(out)
-            usage = tracker.usage
-            usage.llm_calls += spent.llm_calls
-            usage.prompt_tokens += spent.prompt_tokens
-            usage.completion_tokens += spent.completion_tokens
     if n:
         tracker.real_tool_calls += n
         ctx.tool_tally += n
@@ -142,7 +129,7 @@ class ToolRound:
                     yield event
     """
 
-    __slots__ = ("_ctx", "_observation_tokens", "_results", "_runnable", "_tracker", "calls", "direct")
+    __slots__ = ("_ctx", "_observation_tokens", "_opened", "_results", "_runnable", "_tracker", "calls", "direct")
 
     def __init__(
         self, ctx: RunContext, tracker: BudgetTracker, calls: Sequence[PlannedCall], observation_tokens: int = 1500
@@ -151,6 +138,7 @@ class ToolRound:
         self._observation_tokens = observation_tokens
         self._results: list[ToolOutput | None] = [None] * len(calls)
         self._runnable: list[tuple[int, Tool]] = []
+        self._opened = False
         tools = ctx.tools
         granted = tracker.take_tool_slots(len([c for c in calls if c.tool in tools and c.invalid is None]))
         for i, call in enumerate(calls):
@@ -174,13 +162,22 @@ class ToolRound:
 
     @property
     def outputs(self) -> list[ToolOutput]:
-        """One output per call, in call order (complete once the calls have run)."""
-        return [r for r in self._results if r is not None]
+        """One output per call, in call order.
+
+        Raises:
+            RuntimeError: some calls have not run yet.
+        """
+        if None in self._results:
+            raise RuntimeError("the tool round has not run all its calls yet")
+        return self._results  # type: ignore[return-value]
 
     def opening(self) -> list[Event]:
         """A :class:`ToolCall` per call, then the results that need no running (counts the calls that run)."""
         ctx = self._ctx
-        events: list[Event] = [ToolCall(call_id=c.call_id, tool=c.tool, input=c.arguments) for c in self.calls]
+        # Each event gets its own copy of the arguments: a consumer that edits an event (a sink
+        # redacting a secret) must not rewrite the prompt the assistant message carries.
+        events: list[Event] = [ToolCall(call_id=c.call_id, tool=c.tool, input=dict(c.arguments)) for c in self.calls]
+        self._opened = True
         for _, tool in self._runnable:
             tally(ctx, self._tracker, tool)
         for i, out in enumerate(self._results):
@@ -190,6 +187,7 @@ class ToolRound:
 
     async def run_direct(self) -> list[Event]:
         """Await the lone call; its nested events, then its result."""
+        self._check_opened()
         ctx = self._ctx
         (i, tool), call = self._runnable[0], self.calls[self._runnable[0][0]]
         out = self._results[i] = await tool.invoke(call.arguments, ctx.tool_context(call.call_id))
@@ -199,16 +197,17 @@ class ToolRound:
         events.append(record_result(ctx, call, out, self._observation_tokens))
         return events
 
-    async def run_concurrently(self) -> AsyncIterator[Event]:
+    def run_concurrently(self) -> AsyncIterator[Event]:
         """Run every call as a task; yield nested events and each result as it finishes."""
-        if self._runnable:
-            async with aclosing(
-                _run_concurrently(
-                    self._ctx, self._tracker, self.calls, self._runnable, self._results, self._observation_tokens
-                )
-            ) as events:
-                async for event in events:
-                    yield event
+        self._check_opened()
+        return _run_concurrently(
+            self._ctx, self._tracker, self.calls, self._runnable, self._results, self._observation_tokens
+        )
+
+    def _check_opened(self) -> None:
+        # opening() counts the calls that run: without it require_tool_call would trip wrongly.
+        if not self._opened:
+            raise RuntimeError("yield ToolRound.opening() before running the calls")
 
 
 async def _run_concurrently(
@@ -219,24 +218,26 @@ async def _run_concurrently(
     results: list[ToolOutput | None],
     observation_tokens: int,
 ) -> AsyncIterator[Event]:
+    if not runnable:
+        return
     tasks: dict[asyncio.Task[ToolOutput], int] = {}
     for i, tool in runnable:
         call = calls[i]
         tasks[asyncio.create_task(tool.invoke(call.arguments, ctx.tool_context(call.call_id)))] = i
     wake = ctx._wake = asyncio.Event()
-    waiter: asyncio.Task[bool] | None = None
+    # One waiter for nested events, replaced only once it fires (and awaited at the end):
+    # a waiter cancelled on every round would outlive the round as a cancelling task.
+    waiter = asyncio.create_task(wake.wait())
     try:
         pending = set(tasks)
         while pending:
             left = tracker.time_left()
             if left is not None and left <= 0:
                 break
-            waiter = asyncio.create_task(wake.wait())
             done, _ = await asyncio.wait({*pending, waiter}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
-            if waiter not in done:
-                waiter.cancel()
-            waiter = None
-            wake.clear()
+            if waiter in done:
+                wake.clear()
+                waiter = asyncio.create_task(wake.wait())
             for event in ctx.drain():
                 yield event
             for task in done:
@@ -255,7 +256,7 @@ async def _run_concurrently(
     finally:
         ctx._wake = None
         leftovers = [t for t in tasks if not t.done()]
-        if waiter is not None:
+        if not waiter.done():
             leftovers.append(waiter)
         for task in leftovers:
             task.cancel()

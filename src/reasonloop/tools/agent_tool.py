@@ -39,7 +39,7 @@ from typing import Annotated, Any, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from reasonloop.errors import AgentDepthExceeded, AgentRecursion, ConfigError, SubAgentFailed
-from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, Usage
+from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event
 from reasonloop.tools.base import Tool, ToolContext, ToolOutput
 from reasonloop.tools.docsearch import EvidenceLog
 
@@ -135,18 +135,6 @@ class AgentTool(Tool):
         meta = out.data.get("meta") if isinstance(out.data, Mapping) else None
         return int(meta.get("tool_calls", 0)) if isinstance(meta, Mapping) else 0
 
-    def usage_made(self, out: ToolOutput) -> Usage:
-        """The sub-run's model usage, which the parent's usage and token budget include."""
-        meta = out.data.get("meta") if isinstance(out.data, Mapping) else None
-        raw = meta.get("usage") if isinstance(meta, Mapping) else None
-        if not isinstance(raw, Mapping):
-            return Usage()
-        return Usage(
-            llm_calls=int(raw.get("llm_calls", 0)),
-            prompt_tokens=int(raw.get("prompt_tokens", 0)),
-            completion_tokens=int(raw.get("completion_tokens", 0)),
-        )
-
     async def run(self, params: AgentParams, ctx: ToolContext) -> ToolOutput:
         stack = [str(s) for s in ctx.services.get(STACK_KEY) or ()]
         depth = ctx.depth + 1
@@ -178,21 +166,25 @@ class AgentTool(Tool):
         answer: Answer | None = None
         error: ErrorEvent | None = None
         partial: list[str] = []
-        async with aclosing(self.agent.events(question, sub)) as events:
-            async for event in events:
-                own = event.depth == depth
-                if event.parent_call_id is None:
-                    event.parent_call_id = ctx.call_id
-                if ctx.emit is not None:
-                    await ctx.emit(event)
-                if not own:
-                    continue
-                if isinstance(event, AnswerDelta):
-                    partial.append(event.text)
-                elif isinstance(event, Answer):
-                    answer = event
-                elif isinstance(event, ErrorEvent):
-                    error = event
+        try:
+            async with aclosing(self.agent.events(question, sub)) as events:
+                async for event in events:
+                    own = event.depth == depth
+                    if event.parent_call_id is None:
+                        event.parent_call_id = ctx.call_id
+                    if ctx.emit is not None:
+                        await ctx.emit(event)
+                    if not own:
+                        continue
+                    if isinstance(event, AnswerDelta):
+                        partial.append(event.text)
+                    elif isinstance(event, Answer):
+                        answer = event
+                    elif isinstance(event, ErrorEvent):
+                        error = event
+        finally:  # also when the sub-run failed, timed out or was stopped: its model calls happened
+            if ctx.usage is not None:
+                ctx.usage.add(sub.usage, tool_calls=False)
         content = answer.text if answer is not None else "".join(partial)
         meta = {
             "agent": self.agent_name,

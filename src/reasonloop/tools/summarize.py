@@ -20,9 +20,9 @@ from typing import Annotated, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from reasonloop.errors import ToolUnavailable
-from reasonloop.events import AnswerDelta
+from reasonloop.events import AnswerDelta, Usage
 from reasonloop.kb.base import Hit, Retriever
-from reasonloop.llm.base import LLM, Message, TextDelta
+from reasonloop.llm.base import LLM, Done, Message, TextDelta
 from reasonloop.registry import PluginInfo
 from reasonloop.tokens import trim_to_tokens
 from reasonloop.tools.base import Tool, ToolContext, ToolOutput
@@ -83,7 +83,12 @@ class SummarizeTool(Tool):
         stream = bool(ctx.services.get("stream_answer")) and ctx.emit is not None
         parts: list[str] = []
         async for chunk in llm.stream(messages):
-            if isinstance(chunk, TextDelta) and chunk.text:
+            if isinstance(chunk, Done):
+                if ctx.usage is not None:  # the run's token budget covers this call too
+                    ctx.usage.add(
+                        Usage(llm_calls=1, prompt_tokens=chunk.prompt_tokens, completion_tokens=chunk.completion_tokens)
+                    )
+            elif isinstance(chunk, TextDelta) and chunk.text:
                 parts.append(chunk.text)
                 if stream:
                     assert ctx.emit is not None
