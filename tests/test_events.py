@@ -121,3 +121,23 @@ def test_to_json_and_to_dict_are_the_wire_format(event):
 def test_events_are_keyword_only():
     with pytest.raises(TypeError):
         Thought("positional text")  # type: ignore[misc]
+
+
+def test_the_wire_format_is_stable():
+    # Stores and clients keep this JSON: a change here is a breaking change, not a refactor.
+    event = ToolResult(
+        call_id="call_1", tool="docsearch", output="found", citations=[CITATION], run_id="r", seq=3, ts=1.5
+    )
+    assert event.to_json() == (
+        '{"run_id":"r","seq":3,"ts":1.5,"depth":0,"parent_call_id":null,"type":"tool_result",'
+        '"call_id":"call_1","tool":"docsearch","output":"found","error":null,"citations":[{"marker":1,'
+        '"chunk_id":"c1","document_id":"d1","source":"docs/a.md","title":null,"page":2,"start":10,"end":40,'
+        '"quote":"q","score":null}]}'
+    )
+    answer = Answer(text="x", usage=Usage(llm_calls=1), run_id="r", seq=4, ts=2.0)
+    assert json.loads(answer.to_json())["usage"] == {
+        "llm_calls": 1,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "tool_calls": 0,
+    }

@@ -23,9 +23,6 @@ from typing import Any
 
 __all__ = ["first_step", "resume"]
 
-Pending = tuple[Any, Any]
-"""``(iterator, what it yielded)``: an awaitable stopped at its first suspension."""
-
 
 def first_step(awaitable: Awaitable[Any]) -> tuple[bool, Any]:
     """``(True, result)`` when ``awaitable`` finishes without suspending, else ``(False, pending)``.

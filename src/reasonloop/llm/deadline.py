@@ -30,16 +30,16 @@ class DeadlineReached(TimeoutError):
 class WaitDeadline:
     """Budget ``budget_s`` seconds of waiting; see the module docstring.
 
-    Usage::
+    Usage (``until`` optional, an instant on the loop's clock)::
 
-        deadline = WaitDeadline(30.0)
+        deadline = WaitDeadline(30.0, until=loop.time() + 120)
         try:
             deadline.start_wait()
             try:
                 chunk = await anext(chunks)
             except asyncio.CancelledError:
-                if deadline.expired_here():
-                    raise TimeoutError from None
+                if deadline.expired_here():  # passed_until tells which limit it was
+                    raise (DeadlineReached if deadline.passed_until else TimeoutError)() from None
                 raise
             deadline.end_wait()
         finally:
