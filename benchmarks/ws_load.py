@@ -64,6 +64,7 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
     from reasonloop.llm.scripted import ScriptedProvider
     from reasonloop.runs.llm_runner import LLMRunner
     from reasonloop.server import create_app
+    from reasonloop.server.process import tune_for_serving
 
     class PacedScripted(ScriptedProvider):
         """The scripted model with a time to first token."""
@@ -88,11 +89,14 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
     )
     runner = LLMRunner(lambda: PacedScripted(replies=[text], chunk_size=4, delay_s=1.0 / args.rate, repeat_last=True))
     app = create_app(settings, runner=runner)
+    tune_for_serving()  # as `reasonloop serve` does
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=4096, ws_per_message_deflate=args.deflate)
 
 
 def serve_bare(port: int, args: argparse.Namespace) -> None:
     import uvicorn
+
+    from reasonloop.server.process import tune_for_serving
 
     def event(run_id: str, seq: int, kind: str, **fields: Any) -> dict[str, Any]:
         head = {"run_id": run_id, "seq": seq, "ts": time.time(), "depth": 0, "parent_call_id": None, "type": kind}
@@ -150,6 +154,7 @@ def serve_bare(port: int, args: argparse.Namespace) -> None:
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
 
+    tune_for_serving()  # the same process settings as ours: the comparison is of the stacks
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=4096, ws_per_message_deflate=args.deflate)
 
 

@@ -57,5 +57,8 @@ def serve(
         uvicorn.run("reasonloop.server.asgi:app_from_env", factory=True, workers=server.workers, **options)
         return
     from reasonloop.server.app import create_app
+    from reasonloop.server.process import tune_for_serving
 
-    uvicorn.run(create_app(settings), **options)
+    served = create_app(settings)
+    tune_for_serving()
+    uvicorn.run(served, **options)

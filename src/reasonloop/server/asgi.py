@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from reasonloop.config import load_settings
 from reasonloop.server.app import create_app
+from reasonloop.server.process import tune_for_serving
 
 __all__ = ["CONFIG_ENV", "app_from_env"]
 
@@ -20,4 +21,6 @@ CONFIG_ENV = "REASONLOOP_SERVE_CONFIG"
 
 def app_from_env() -> FastAPI:
     """The app for the config file named by ``REASONLOOP_SERVE_CONFIG`` (or ``./reasonloop.toml``)."""
-    return create_app(load_settings(os.environ.get(CONFIG_ENV) or None))
+    app = create_app(load_settings(os.environ.get(CONFIG_ENV) or None))
+    tune_for_serving()
+    return app
