@@ -22,8 +22,8 @@ the parent's stream with ``depth`` > 0, and only the run's own (``depth`` equal 
 from __future__ import annotations
 
 import logging
+import secrets
 import time
-import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -273,7 +273,7 @@ class Agent:
             language=self.language,
             user_id=user_id,
             conversation_id=conversation_id,
-            run_id=run_id or uuid.uuid4().hex,
+            run_id=run_id or secrets.token_hex(16),
             depth=depth,
             services=self._services(user_id, conversation_id),
         )
@@ -357,8 +357,9 @@ class Agent:
         answered = False
         depth = ctx.depth
         try:
-            async for event in self._before_run(ctx):
-                yield stamp(event)
+            if self._sources or "feedback" in ctx.services:  # most runs have nothing to prepare
+                async for event in self._before_run(ctx):
+                    yield stamp(event)
             strategy = self.strategy(self.settings, ctx)
             agen = strategy.stream(question)
             try:

@@ -369,10 +369,13 @@ class LLM(ABC):
                     while True:
                         try:
                             step = anext(chunks)
-                            if not hasattr(step, "send"):  # a class-based iterator's own awaitable
+                            try:
+                                send = step.send
+                            except AttributeError:  # a class-based iterator's own awaitable
                                 step = step.__await__()
+                                send = step.send
                             try:  # eager.first_step, inlined: this runs once per chunk
-                                waiting = step.send(None)
+                                waiting = send(None)
                             except StopIteration as ready:
                                 chunk = ready.value
                             else:

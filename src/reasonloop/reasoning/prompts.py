@@ -57,6 +57,17 @@ def render(name: str, language: str = "en", **variables: object) -> str:
 
 def system_prompt(name: str, language: str, instructions: list[str], **variables: object) -> str:
     """A rendered template with the user's instructions appended after the built-in rules."""
+    if not variables:  # the same few prompts start every run: render each once
+        return _plain_system_prompt(name, language, tuple(instructions))
+    return _system_prompt(name, language, instructions, variables)
+
+
+@lru_cache(maxsize=256)
+def _plain_system_prompt(name: str, language: str, instructions: tuple[str, ...]) -> str:
+    return _system_prompt(name, language, instructions, {})
+
+
+def _system_prompt(name: str, language: str, instructions: Sequence[str], variables: dict[str, object]) -> str:
     text = render(name, language, **variables)
     if instructions:
         head = render("instructions_header", language)

@@ -98,10 +98,8 @@ class ToolCallReasoning(Reasoning):
                     async for event in tool_events:
                         yield event
             outputs = tools.outputs
-            messages.extend(
-                Message.tool(call.call_id, out.text, name=call.tool)
-                for call, out in zip(turn.calls, outputs, strict=True)
-            )
+            for call, out in zip(turn.calls, outputs, strict=True):
+                messages.append(Message.tool(call.call_id, out.text, name=call.tool))
 
         async for event in forced_answer(ctx, settings, tracker, ctx.llm, messages, language):
             yield event
