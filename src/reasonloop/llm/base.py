@@ -401,9 +401,12 @@ class LLM(ABC):
                         yielded = True
                         yield chunk
                 finally:
-                    close = getattr(chunks, "aclose", None)  # async generators have it; other iterators may
-                    if close is not None:
-                        await close()
+                    # An async generator that ran to its end has nothing left to close (ag_frame is
+                    # gone); other iterators may have aclose or not.
+                    if getattr(chunks, "ag_frame", True) is not None:
+                        close = getattr(chunks, "aclose", None)
+                        if close is not None:
+                            await close()
                 return
             except DeadlineReached:
                 raise

@@ -63,7 +63,7 @@ async def llm_turn(
     streamed: list[str] = []
     usage = tracker.usage
     usage.llm_calls += 1
-    left = tracker.time_left() if bounded else None
+    left = tracker.time_left() if bounded and tracker.deadline is not None else None
     # The run's deadline ends the turn only while it waits on the model, never while our
     # consumer has the turn (as a wall-clock timeout around the yields would).
     until = None if left is None else asyncio.get_running_loop().time() + left
@@ -99,23 +99,20 @@ async def llm_turn(
         tracker.hit("timeout")
     turn.text = "".join(parts)
     turn.streamed = "".join(streamed)
-    turn.calls = [_planned(index, slot) for index, slot in sorted(raw_calls.items())]
+    if raw_calls:
+        turn.calls = [_planned(index, raw_calls[index]) for index in sorted(raw_calls)]
 
 
 def _planned(index: int, slot: list[Any]) -> PlannedCall:
     call_id, name, fragments = slot
+    call_id, name = call_id or f"call_{index}", name or ""
     raw = "".join(fragments)
-    call = PlannedCall(call_id=call_id or f"call_{index}", tool=name or "", raw_input=raw or {})
     if not raw.strip():
-        return call
+        return PlannedCall(call_id, name, {}, {})
     try:
         value = from_json(raw)
     except ValueError:
-        call.invalid = f"arguments are not valid JSON: {raw[:200]!r}"
-        return call
+        return PlannedCall(call_id, name, {}, raw, invalid=f"arguments are not valid JSON: {raw[:200]!r}")
     if isinstance(value, dict):
-        call.arguments = value
-        call.raw_input = None
-    else:
-        call.invalid = f"arguments must be a JSON object, got {raw[:200]!r}"
-    return call
+        return PlannedCall(call_id, name, value)
+    return PlannedCall(call_id, name, {}, raw, invalid=f"arguments must be a JSON object, got {raw[:200]!r}")

@@ -140,7 +140,11 @@ class ToolRound:
         self._runnable: list[tuple[int, Tool]] = []
         self._opened = False
         tools = ctx.tools
-        granted = tracker.take_tool_slots(len([c for c in calls if c.tool in tools and c.invalid is None]))
+        wanted = 0
+        for call in calls:
+            if call.tool in tools and call.invalid is None:
+                wanted += 1
+        granted = tracker.take_tool_slots(wanted)
         for i, call in enumerate(calls):
             tool = tools.get(call.tool)
             if tool is None:
@@ -176,7 +180,9 @@ class ToolRound:
         ctx = self._ctx
         # Each event gets its own copy of the arguments: a consumer that edits an event (a sink
         # redacting a secret) must not rewrite the prompt the assistant message carries.
-        events: list[Event] = [ToolCall(call_id=c.call_id, tool=c.tool, input=dict(c.arguments)) for c in self.calls]
+        events: list[Event] = []
+        for call in self.calls:
+            events.append(ToolCall(call_id=call.call_id, tool=call.tool, input=dict(call.arguments)))
         self._opened = True
         for _, tool in self._runnable:
             tally(ctx, self._tracker, tool)
@@ -187,7 +193,8 @@ class ToolRound:
 
     async def run_direct(self) -> list[Event]:
         """Await the lone call; its nested events, then its result."""
-        self._check_opened()
+        if not self._opened:
+            self._check_opened()
         ctx = self._ctx
         (i, tool), call = self._runnable[0], self.calls[self._runnable[0][0]]
         out = self._results[i] = await tool.invoke(call.arguments, ctx.tool_context(call.call_id))
