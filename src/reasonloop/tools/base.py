@@ -59,7 +59,7 @@ class ToolOutput:
         return self.error is None
 
 
-@dataclass
+@dataclass(slots=True)
 class ToolContext:
     """What a running tool may use besides its arguments.
 
