@@ -31,9 +31,14 @@ def first_step(awaitable: Awaitable[Any]) -> tuple[bool, Any]:
     same task, before doing anything else that could wait.
     """
     # A coroutine (or an async generator's __anext__) steps itself; anything else through __await__.
-    iterator = awaitable if hasattr(awaitable, "send") else awaitable.__await__()
+    iterator: Any = awaitable
     try:
-        yielded = iterator.send(None)
+        send = iterator.send
+    except AttributeError:
+        iterator = awaitable.__await__()
+        send = iterator.send
+    try:
+        yielded = send(None)
     except StopIteration as stop:
         return True, stop.value
     return False, (iterator, yielded)
