@@ -362,6 +362,7 @@ class Agent:
                     yield stamp(event)
             strategy = self.strategy(self.settings, ctx)
             agen = strategy.stream(question)
+            run_id = ctx.run_id
             try:
                 async for event in agen:
                     if ctx.pending:
@@ -369,7 +370,11 @@ class Agent:
                             yield stamp(nested)
                     if event.depth < depth:  # the strategy's own events, in a sub-run
                         event.depth = depth
-                    yield stamp(event)
+                    # stamp(event), inlined on the path every event of every run takes
+                    stamp.seq = event.seq = stamp.seq + 1
+                    if not event.run_id:
+                        event.run_id = run_id
+                    yield event
                     if isinstance(event, Answer) and event.depth == depth:
                         answered = True
                         break
