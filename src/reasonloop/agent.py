@@ -44,8 +44,7 @@ from reasonloop.events import (
 from reasonloop.kb.base import Retriever
 from reasonloop.llm.base import LLM, Message
 from reasonloop.reasoning.base import Budget, Reasoning, RunContext
-from reasonloop.reasoning.builtins import resolve
-from reasonloop.registry import Registry
+from reasonloop.registry import Registry, resolve
 from reasonloop.tools.agent_tool import STACK_KEY, agent_tools
 from reasonloop.tools.base import Tool
 from reasonloop.tools.docsearch import DocSearchTool

@@ -37,8 +37,7 @@ from pydantic import ValidationError
 from reasonloop.config import AgentSettings, Settings, load_settings
 from reasonloop.errors import AgentConfigError, ReasonLoopError
 from reasonloop.llm.base import LLM
-from reasonloop.reasoning.builtins import resolve
-from reasonloop.registry import Registry
+from reasonloop.registry import Registry, resolve
 from reasonloop.tools.agent_tool import agent_tools
 from reasonloop.tools.base import Tool
 from reasonloop.tools.feedback import FeedbackStore

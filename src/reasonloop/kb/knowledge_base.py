@@ -17,18 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from reasonloop.config import Settings, load_settings
-from reasonloop.errors import KBError, PluginNotFound
+from reasonloop.errors import KBError
 from reasonloop.kb.base import Filter, Hit, IngestReport, KBStats
 from reasonloop.kb.embedding import Embedder, create_embedder
 from reasonloop.kb.hybrid import HybridRetriever, Reranker, SearchMode
 from reasonloop.kb.ingest import Record
 from reasonloop.kb.local_index import LocalIndex, ProgressFn
 from reasonloop.kb.store import DocumentRow
-from reasonloop.registry import Registry
+from reasonloop.registry import Registry, resolve
 
-__all__ = ["BUILTIN_INDEXES", "KnowledgeBase", "as_filters"]
-
-BUILTIN_INDEXES: dict[str, type[LocalIndex]] = {"local": LocalIndex}
+__all__ = ["KnowledgeBase", "as_filters"]
 
 FilterLike = Filter | Mapping[str, Any]
 
@@ -83,13 +81,7 @@ class KnowledgeBase:
         owns = embedder is None
         if embedder is None:
             embedder = create_embedder(settings.kb.embedder, options.get("embedder"), registry)
-        factory: Any
-        try:
-            factory = (registry or Registry.default()).get("index", settings.kb.index)
-        except PluginNotFound:
-            if settings.kb.index not in BUILTIN_INDEXES:
-                raise
-            factory = BUILTIN_INDEXES[settings.kb.index]
+        factory: Any = resolve("index", settings.kb.index, registry)
         index = factory(Path(path if path is not None else settings.kb.path), embedder, options)
         return cls(index, owns_embedder=owns)
 

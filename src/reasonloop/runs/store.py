@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from reasonloop.config import RunsSettings, Settings
-from reasonloop.errors import PluginNotFound
 from reasonloop.events import Answer, ErrorEvent, Event
 from reasonloop.runs.models import ConversationRecord, RunRecord, partial_content
 
@@ -184,29 +183,14 @@ async def recover_interrupted(store: RunStore, *, me: str) -> list[str]:
     return marked
 
 
-_BUILTIN = {
-    "sqlite": "reasonloop.runs.sqlite_store:SQLiteRunStore",
-    "redis": "reasonloop.runs.redis_store:RedisRunStore",
-}
-
-
 def open_store(settings: Settings, registry: Any = None) -> RunStore:
     """The run store named by ``[runs] store``, constructed (not yet opened).
 
-    Looks the id up in the ``run_store`` registry; the built-in ids also resolve when the
-    package's entry points are not installed (running from a source tree).
+    Looks the id up in the ``run_store`` registry (the built-in ids resolve everywhere).
     """
-    from reasonloop.registry import Registry, load_dotted
+    from reasonloop.registry import resolve
 
-    reg = registry or Registry.default()
-    store_id = settings.runs.store
-    factory: Callable[..., RunStore]
-    try:
-        factory = reg.get("run_store", store_id)
-    except PluginNotFound:
-        if store_id not in _BUILTIN:
-            raise
-        factory = load_dotted(_BUILTIN[store_id])
+    factory: Callable[..., RunStore] = resolve("run_store", settings.runs.store, registry)
     return factory(settings.runs, kb_path=settings.kb.path)
 
 

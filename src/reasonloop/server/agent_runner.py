@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from reasonloop.config import Settings
 from reasonloop.errors import KBUnavailable, LLMNotConfigured, PluginNotFound, RequestInvalid
 from reasonloop.events import Event
-from reasonloop.registry import Registry
+from reasonloop.registry import Registry, resolve
 from reasonloop.runs.models import RunRequest
 
 __all__ = ["DEFAULT_REASONING", "AgentRunner"]
@@ -63,8 +63,6 @@ class AgentRunner:
         return dict(agents) if isinstance(agents, dict) else {}
 
     def _strategy(self, request: RunRequest) -> Any:
-        from reasonloop.reasoning.builtins import resolve
-
         strategy_id = request.reasoning or DEFAULT_REASONING
         try:
             return resolve("reasoning", strategy_id, self.registry)

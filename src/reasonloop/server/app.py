@@ -65,7 +65,7 @@ def create_app(
         warning = auth_warning(settings.server)
         if warning:
             log.warning(warning)
-        _register_builtins(registry)
+        registry.add_builtins()  # the catalogs list our own plugins even from a source tree
         run_store = store or open_store(settings, registry)
         await run_store.open()  # RunStoreUnavailable here stops start-up with the reason
         chosen = runner
@@ -112,14 +112,6 @@ def create_app(
         app.include_router(module.router)
     _health_routes(app, state)
     return app
-
-
-def _register_builtins(registry: Registry) -> None:
-    try:
-        from reasonloop.reasoning.builtins import register_builtins
-    except ImportError:  # a build without the reasoning layer: catalogs list the registry only
-        return
-    register_builtins(registry)
 
 
 def _metrics(manager: RunManager) -> Any:

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 
 from reasonloop.errors import ReasonLoopError
-from reasonloop.registry import PluginEntry, PluginInfo
+from reasonloop.registry import PluginEntry, PluginInfo, resolve
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
 
@@ -83,8 +83,6 @@ def _strategy_schema(registry: Any, strategy_id: str) -> dict[str, Any] | None:
     if not strategy_id:
         return None
     try:
-        from reasonloop.reasoning.builtins import resolve
-
         return _schema(resolve("reasoning", strategy_id, registry), "Settings")
-    except (ImportError, ReasonLoopError):
+    except ReasonLoopError:
         return None
