@@ -165,3 +165,84 @@ async def test_a_run_far_ahead_of_the_store_waits_for_it(store, monkeypatch):
         assert len(produced) == 20 and [e.seq for e in await store.events(run_id)] == list(range(1, 23))
     finally:
         await manager.close()
+
+
+class FlakyStore(GatedStore):
+    """Fails chosen batch calls (by number, from 1) with ``error``, once ``gate`` opens; the others go through."""
+
+    def __init__(self, store, failing: set[int], error: BaseException) -> None:
+        super().__init__(store)
+        self.failing, self.error, self.calls = failing, error, 0
+
+    async def append_events(self, items):
+        self.calls += 1
+        if self.calls in self.failing:
+            await self.gate.wait()
+            raise self.error
+        return await super().append_events(items)
+
+
+async def test_after_a_failed_batch_the_run_records_nothing_more(store):
+    from reasonloop.errors import RunStoreUnavailable
+
+    flaky = FlakyStore(store, {2}, RunStoreUnavailable("store hiccup"))
+    runner = GatedRunner(steps=6)
+    manager, run_id = await start(flaky, runner)
+    try:
+        events: AsyncIterator[Event] = await manager.subscribe(run_id)
+        got = [await anext(events), await anext(events)]  # run_started and part0: the first batch
+        flaky.gate.clear()
+        runner.gate(run_id).set()  # part1: the second batch takes it and waits, then fails
+        await asyncio.sleep(0.02)
+        runner.gate(run_id).set()  # part2: queued behind that batch
+        await asyncio.sleep(0.02)
+        flaky.gate.set()
+        runner.finish(run_id)
+        got += [e async for e in events]
+        assert got[-1].type == "error" and [e.seq for e in got] == list(range(1, len(got) + 1))
+        stored = [e.seq for e in await store.events(run_id)]
+        assert stored == [e.seq for e in got[:-1]]  # what the client got before the error: no gap, nothing after
+    finally:
+        await manager.close()
+
+
+async def test_a_store_bug_fails_its_batch_and_the_recorder_goes_on(store):
+    flaky = FlakyStore(store, {2}, RuntimeError("store bug"))
+    runner = GatedRunner(steps=1)
+    manager = RunManager(flaky, runner, RunsSettings(max_concurrent=5))
+    await manager.open()
+    try:
+        first = await manager.start(RunRequest(question="q"))
+        await runner.entered_event(first.run_id).wait()
+        flaky.gate.clear()
+        runner.finish(first.run_id)  # its next batch waits, then fails with a bug
+        await asyncio.sleep(0.01)
+        second = await manager.start(RunRequest(question="q"))  # queued behind that batch
+        runner.finish(second.run_id)
+        await asyncio.sleep(0.01)
+        flaky.gate.set()
+        await asyncio.wait_for(manager._live[second.run_id].task, 5)  # not stuck behind a dead recorder
+        assert (await manager.get(second.run_id)).status == "completed"
+        assert (await manager.get(first.run_id)).status != "completed"
+    finally:
+        await asyncio.wait_for(manager.close(), 10)
+
+
+async def test_get_shows_what_the_store_holds_not_what_is_still_being_recorded(store):
+    gated = GatedStore(store)
+    runner = GatedRunner(steps=3)
+    manager, run_id = await start(gated, runner)
+    try:
+        await runner.entered_event(run_id).wait()
+        await asyncio.sleep(0.01)
+        gated.gate.clear()  # from here the store holds nothing new
+        held = await manager.get(run_id)
+        runner.gate(run_id).set()  # one more delta is emitted, not recorded
+        await asyncio.sleep(0.01)
+        now = await manager.get(run_id)
+        assert (now.content, now.last_seq) == (held.content, held.last_seq)
+        gated.gate.set()
+        runner.finish(run_id)
+        await asyncio.wait_for(manager._live[run_id].task, 10)
+    finally:
+        await manager.close()

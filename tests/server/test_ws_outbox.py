@@ -86,3 +86,49 @@ async def test_the_fast_path_takes_only_the_websocket_endpoint(monkeypatch):
         await fast({"type": kind, "path": path, "app": object(), "headers": []}, None, None)
     assert served == ["/v1/ws"]
     assert passed == [("websocket", "/other"), ("http", "/v1/ws")]
+
+
+async def test_a_client_too_far_behind_is_disconnected_not_buffered_forever(monkeypatch):
+    from reasonloop.server import ws as ws_module
+
+    monkeypatch.setattr(ws_module, "OUTBOX_LIMIT_CHARS", 10)
+    closed: list[int] = []
+
+    class Stalled(SlowSocket):
+        async def close(self, code: int = 1000, reason: str = "") -> None:
+            closed.append(code)
+
+    sock = Stalled()
+    box = _Outbox(sock)
+    sock.gate.clear()
+    box.put("first")  # waits: the client reads slowly
+    for _ in range(5):
+        box.put("xxxx")  # 4 characters each: the third one passes the limit
+    await asyncio.sleep(0)
+    assert box.closed and not box.queue and closed == [1013]
+    box.put("later")
+    assert sock.sent == []  # nothing more is queued or written
+
+
+async def test_a_socket_lets_go_of_a_run_once_its_last_event_is_written():
+    from types import SimpleNamespace
+
+    from reasonloop.events import Answer, AnswerDelta, RunStarted
+    from reasonloop.runs.live import LiveRun
+    from reasonloop.runs.models import RunRecord, RunRequest
+    from reasonloop.server.ws import _Session
+
+    state = SimpleNamespace(settings=SimpleNamespace(server=SimpleNamespace(ws_max_frame_bytes=1 << 20)))
+    session = _Session(SlowSocket(), state, who=None)  # type: ignore[arg-type]
+    live = LiveRun(record=RunRecord(run_id="r1"), request=RunRequest(question="q"))
+    live.publish(RunStarted(reasoning="x", question="q", run_id="r1", seq=1))
+    await session._follow("r1", 0, live, None)
+    assert "r1" in session.followers  # following: the run is still going
+    live.publish(AnswerDelta(text="hi", run_id="r1", seq=2))
+    live.publish(Answer(text="hi", run_id="r1", seq=3))
+    assert "r1" not in session.followers
+    assert len(session.ws.sent) == 3
+
+    # a run that already ended is replayed and not followed at all
+    await session._follow("r1", 1, live, None)
+    assert "r1" not in session.followers and len(session.ws.sent) == 5

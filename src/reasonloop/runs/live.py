@@ -58,6 +58,8 @@ class LiveRun:
     stop_requested: bool = False
     shutting_down: bool = False
     done: bool = False
+    ended: bool = False
+    """The run's terminal event (answer or error) has been published: nothing follows it."""
     unrecorded: int = 0
     """Events stamped and handed to the store whose commit has not been reported yet."""
     store_error: ReasonLoopError | None = None
@@ -73,6 +75,8 @@ class LiveRun:
         if isinstance(event, AnswerDelta) and event.depth == 0:
             self.delivered.append(event.text)
         terminal = is_terminal_event(event)
+        if terminal:
+            self.ended = True
         for sink in self.sinks:
             try:
                 sink(payload, terminal)
@@ -98,9 +102,10 @@ class LiveRun:
         """
         payloads = self.payloads
         last = len(payloads) - 1
+        ended = self.done or self.ended
         for index in range(max(0, after_seq), len(payloads)):
-            sink(payloads[index], self.done and index == last)
-        if self.done:
+            sink(payloads[index], ended and index == last)
+        if ended:
             return False
         self.sinks = [*self.sinks, sink]  # a new list: publish may be iterating the old one
         return True

@@ -309,22 +309,36 @@ class RunManager:
         self._notify("event", record, event)
 
     async def _record(self) -> None:
-        """Record every queued event, one store call per batch, publishing each once it is held."""
+        """Record every queued event, one store call per batch, publishing each once it is held.
+
+        A run whose store failed records nothing more: its later events would leave a gap
+        after the last one delivered, and its readers end at the error that follows it.
+        """
         while self._recording:
             batch, self._recording = self._recording, []
+            skipped = [item for item in batch if item[0].store_error is not None]
+            if skipped:
+                batch = [item for item in batch if item[0].store_error is None]
+                for live, _, _ in skipped:
+                    live.unrecorded -= 1
+                    live.settle()
+            if not batch:
+                continue
             try:
                 results: list[Exception | None] = await append_events(
                     self.store, [(live.record.run_id, event, payload) for live, event, payload in batch]
                 )
+                if len(results) != len(batch):
+                    raise RunStoreUnavailable(f"the run store answered {len(results)} results for {len(batch)} events")
+            except asyncio.CancelledError:  # shutting down: no run may wait on these forever
+                self._fail_unrecorded(batch + self._recording, "the run manager stopped recording")
+                self._recording = []
+                raise
             except RunStoreUnavailable as exc:
                 results = [exc] * len(batch)
-            except BaseException as exc:  # cancelled, or a store bug: the runs must not wait forever
-                lost = RunStoreUnavailable(f"run events not recorded: {type(exc).__name__}: {exc}")
-                for live, _, _ in batch:
-                    live.unrecorded -= 1
-                    live.store_error = live.store_error or lost
-                    live.settle()
-                raise
+            except Exception as exc:  # a store bug fails this batch; the recorder goes on with the next
+                log.exception("run store failed a batch of %d events", len(batch))
+                results = [RunStoreUnavailable(f"run events not recorded: {type(exc).__name__}: {exc}")] * len(batch)
             for (live, event, payload), error in zip(batch, results, strict=True):
                 live.unrecorded -= 1
                 if live.store_error is None:
@@ -335,6 +349,14 @@ class RunManager:
                     else:
                         live.store_error = RunStoreUnavailable(f"the run store refused event {event.seq}: {error}")
                 live.settle()
+
+    @staticmethod
+    def _fail_unrecorded(items: list[tuple[LiveRun, Event, str]], reason: str) -> None:
+        lost = RunStoreUnavailable(reason)
+        for live, _, _ in items:
+            live.unrecorded -= 1
+            live.store_error = live.store_error or lost
+            live.settle()
 
     async def _finish(self, live: LiveRun, event: Event) -> None:
         await live.all_recorded()  # the terminal event is stored before the status says so
@@ -421,8 +443,8 @@ class RunManager:
         live = self._live.get(run_id)
         if live is not None:
             record = live.record.model_copy()
-            if not record.finished:
-                record.content = "".join(live.parts)
+            if not record.finished:  # what the store holds, not what is still being recorded
+                record.content, record.last_seq = "".join(live.delivered), live.last_seq
         else:
             found = await self.store.get_run(run_id)
             if found is None:

@@ -58,24 +58,36 @@ class AskFrame(BaseModel):
     conversation_id: str | None = None
 
 
+OUTBOX_LIMIT_CHARS = 8 * 1024 * 1024
+"""Characters a socket may have queued behind a slow client before it is closed with 1013
+(try again later). Every event is in the run store: the client resumes with ``after_seq``."""
+
+
 class _Outbox:
     """Frames for one socket, in order: written at once while the socket takes writes.
 
     A write that has to wait (the client reads slowly and the transport paused writing) is
     finished by a drain task, and later frames queue behind it; nothing else ever waits, so
-    a run's events reach the socket straight from the call that publishes them.
+    a run's events reach the socket straight from the call that publishes them. A client
+    that falls :data:`OUTBOX_LIMIT_CHARS` behind is disconnected instead of growing the queue.
     """
 
     def __init__(self, ws: WebSocket) -> None:
         self.ws = ws
         self.queue: deque[str] = deque()
+        self.queued = 0
         self.drainer: asyncio.Task[None] | None = None
+        self.closer: asyncio.Task[None] | None = None
         self.closed = False
 
     def put(self, text: str) -> None:
         if self.closed:
             return
         if self.drainer is not None:
+            self.queued += len(text)
+            if self.queued > OUTBOX_LIMIT_CHARS:
+                self._overflow()
+                return
             self.queue.append(text)
             return
         try:
@@ -90,12 +102,24 @@ class _Outbox:
         try:
             await resume(*pending)
             while self.queue:
-                await self.ws.send_text(self.queue.popleft())
+                text = self.queue.popleft()
+                self.queued -= len(text)
+                await self.ws.send_text(text)
         except Exception:
             self.closed = True
             self.queue.clear()
         finally:
             self.drainer = None
+
+    def _overflow(self) -> None:
+        """Too far behind: drop what is queued and close the socket (the receive loop then ends)."""
+        self.close()
+        log.warning("closing a WebSocket whose client fell %d characters behind", OUTBOX_LIMIT_CHARS)
+        self.closer = asyncio.get_running_loop().create_task(self._close_slow())
+
+    async def _close_slow(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.ws.close(code=1013, reason="client too slow: reconnect and resume with after_seq")
 
     async def flush(self) -> None:
         """Until every frame put so far is written (or the socket is gone)."""
@@ -105,6 +129,7 @@ class _Outbox:
     def close(self) -> None:
         self.closed = True
         self.queue.clear()
+        self.queued = 0
         if self.drainer is not None:
             self.drainer.cancel()
 
@@ -235,11 +260,16 @@ class _Session:
         outbox = self.outbox
         if live is not None:  # executed here: every event is written as it is recorded, no task wakes
 
+            def stop() -> None:
+                live.detach(sink)
+
             def sink(payload: str, terminal: bool) -> None:
                 outbox.put(prefix + payload + "}")
+                if terminal and self.followers.get(run_id) is stop:  # done: let the run go
+                    del self.followers[run_id]
 
             if live.attach(sink, after):
-                self.followers[run_id] = lambda: live.detach(sink)
+                self.followers[run_id] = stop
             return
         assert events is not None
         task = asyncio.current_task()
