@@ -11,6 +11,7 @@ from reasonloop.errors import LLMTimeout, LLMUnreachable
 from reasonloop.llm.base import Message, TextDelta
 from reasonloop.llm.deadline import DeadlineReached
 from reasonloop.llm.scripted import ScriptedProvider
+from tests.timers import armed_timers
 
 
 def _llm(timeout_s: float, delay_s: float = 0.0) -> ScriptedProvider:
@@ -67,19 +68,8 @@ async def test_the_wait_budget_still_applies_before_the_callers_deadline() -> No
 
 
 async def test_ready_chunks_arm_no_timer() -> None:
-    loop = asyncio.get_running_loop()
-    armed = []
-    real_call_at = loop.call_at
-
-    def spy(when, callback, *args, **kwargs):  # type: ignore[no-untyped-def]
-        armed.append(callback)
-        return real_call_at(when, callback, *args, **kwargs)
-
-    loop.call_at = spy  # type: ignore[method-assign]
-    try:
+    with armed_timers() as armed:
         text = (await _llm(timeout_s=0.1).complete([Message.user("x")], until=_until(0.5))).text
-    finally:
-        del loop.call_at
     assert text == "one two three four five six" and armed == []
     with pytest.raises(LLMTimeout):  # and a stream that does wait is still bounded
         await _llm(timeout_s=0.05, delay_s=5.0).complete([Message.user("x")])

@@ -14,6 +14,7 @@ from reasonloop.errors import ToolError
 from reasonloop.events import Citation
 from reasonloop.tools.base import FunctionTool, Tool, ToolContext, ToolOutput, tool
 from reasonloop.tools.schema import normalize_schema
+from tests.timers import armed_timers
 
 
 class Unit(str, Enum):  # noqa: UP042  (a str mixin enum is what users write)
@@ -397,26 +398,14 @@ async def test_a_malformed_tool_output_is_an_error_observation(output, fragment)
 
 
 async def test_a_tool_that_answers_without_waiting_arms_no_timer():
-    loop = asyncio.get_running_loop()
-    armed = []
-    real_call_at = loop.call_at
+    @tool(timeout_s=5)
+    async def waits() -> str:
+        """Wait a moment."""
+        await asyncio.sleep(0)
+        return "done"
 
-    def spy(when, callback, *args, **kwargs):  # type: ignore[no-untyped-def]
-        armed.append(callback)
-        return real_call_at(when, callback, *args, **kwargs)
-
-    loop.call_at = spy  # type: ignore[method-assign]
-    try:
+    with armed_timers() as armed:
         assert (await add.invoke({"a": 1, "b": 2}, ctx_for())).text == "3"
         assert armed == []
-
-        @tool(timeout_s=5)
-        async def waits() -> str:
-            """Wait a moment."""
-            await asyncio.sleep(0)
-            return "done"
-
         assert (await waits.invoke({}, ctx_for())).text == "done"
         assert len(armed) == 1  # the tool waited: its timeout was armed then
-    finally:
-        del loop.call_at
