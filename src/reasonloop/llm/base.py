@@ -22,16 +22,15 @@ import random
 import weakref
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, NamedTuple
-
-from pydantic import BaseModel, Field
+from typing import Any, ClassVar, NamedTuple
 
 from reasonloop.config import LLMSettings
 from reasonloop.eager import resume
 from reasonloop.errors import LLMBadResponse, LLMError, LLMRateLimited, LLMTimeout
 from reasonloop.llm.deadline import DeadlineReached, WaitDeadline
+from reasonloop.llm.messages import Done, LLMChunk, Message, TextDelta, ToolCallDelta, ToolCallPart, ToolSpec
 from reasonloop.tokens import count_tokens
 
 __all__ = [
@@ -47,123 +46,6 @@ __all__ = [
     "ToolSpec",
     "collect",
 ]
-
-
-# -- messages ---------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class ToolCallPart:
-    """A tool call the assistant made: ``arguments`` already parsed to a dict."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-
-
-_ROLES = frozenset({"system", "user", "assistant", "tool"})
-
-
-@dataclass(frozen=True, slots=True, weakref_slot=True)
-class Message:
-    """One chat message. ``tool`` messages answer the assistant tool call ``tool_call_id``.
-
-    Frozen: a message, once built, is shared by every prompt that contains it (history is
-    re-sent each step), so nothing may change it behind another prompt's back. A plain
-    dataclass, not a validating model: messages are built by our own code on every step;
-    what comes from outside (a stored conversation, a request) goes through :meth:`from_dict`.
-    """
-
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str = ""
-    tool_calls: tuple[ToolCallPart, ...] = ()
-    tool_call_id: str | None = None
-    name: str | None = None
-    """For ``tool`` messages: the tool's name (Gemini and Ollama need it)."""
-
-    @classmethod
-    def system(cls, content: str) -> Message:
-        return cls("system", content)
-
-    @classmethod
-    def user(cls, content: str) -> Message:
-        return cls("user", content)
-
-    @classmethod
-    def assistant(cls, content: str = "", tool_calls: Sequence[ToolCallPart] = ()) -> Message:
-        return cls("assistant", content, tuple(tool_calls))
-
-    @classmethod
-    def tool(cls, tool_call_id: str, content: str, name: str | None = None) -> Message:
-        return cls("tool", content, (), tool_call_id, name)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Message:
-        """A message from JSON-like data (``role``, ``content``, optional tool fields), checked.
-
-        Raises:
-            ValueError: an unknown role, or a field of the wrong type.
-        """
-        role = data.get("role")
-        if role not in _ROLES:
-            raise ValueError(f"message role must be one of {sorted(_ROLES)}, got {role!r}")
-        content = data.get("content") or ""
-        if not isinstance(content, str):
-            raise ValueError(f"message content must be text, got {type(content).__name__}")
-        calls = []
-        for raw in data.get("tool_calls") or ():
-            try:
-                part = raw if isinstance(raw, ToolCallPart) else ToolCallPart(**dict(raw))
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"malformed tool call in message: {raw!r}") from exc
-            if not isinstance(part.id, str) or not isinstance(part.name, str) or not isinstance(part.arguments, dict):
-                raise ValueError(f"malformed tool call in message: {raw!r}")
-            calls.append(part)
-        return cls(role, content, tuple(calls), data.get("tool_call_id"), data.get("name"))
-
-
-class ToolSpec(BaseModel):
-    """What a model is told about one tool: name, description, JSON-schema parameters.
-
-    ``parameters`` must be an object schema with refs inlined; :mod:`reasonloop.tools.base`
-    builds it from a pydantic model and normalises quirky schemas, providers only reshape it.
-    """
-
-    name: str
-    description: str = ""
-    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-
-
-# -- stream chunks ------------------------------------------------------------------------------
-@dataclass(slots=True)
-class TextDelta:
-    text: str
-    type: Literal["text"] = "text"
-
-
-@dataclass(slots=True)
-class ToolCallDelta:
-    """A piece of a tool call. ``index`` groups pieces of one call; ``id``/``name`` arrive once."""
-
-    index: int
-    id: str | None = None
-    name: str | None = None
-    arguments: str = ""
-    """A fragment of the JSON arguments; concatenate fragments of the same index."""
-    type: Literal["tool_call"] = "tool_call"
-
-
-@dataclass(slots=True)
-class Done:
-    """Last chunk of every successful stream."""
-
-    finish_reason: str = "stop"
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    usage_estimated: bool = False
-    """True when the provider reported no usage and the counts are our estimate."""
-    type: Literal["done"] = "done"
-
-
-LLMChunk = TextDelta | ToolCallDelta | Done
 
 
 @dataclass
