@@ -250,3 +250,30 @@ def test_corrupt_metadata_database_is_a_clear_error(tmp_path, embedder):
     (tmp_path / "kb" / "kb.sqlite").write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(KBError, match="not a reasonloop index database"):
         KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=embedder)
+
+
+async def test_cancelling_an_ingest_during_a_commit_settles_after_that_commit(tmp_path):
+    kb = KnowledgeBase.open(
+        tmp_path / "kb", settings=Settings(kb={"options": {"commit_chunks": 2}}), embedder=HashEmbedder()
+    )
+    store = kb.index.store
+    real_commit = store.commit_documents
+    in_commit = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def slow_commit(writes):  # runs in the ingest's worker thread
+        loop.call_soon_threadsafe(in_commit.set)
+        time.sleep(0.2)  # the cancellation lands while this commit is still running
+        return real_commit(writes)
+
+    store.commit_documents = slow_commit
+    task = asyncio.create_task(kb.ingest_records(_records()))
+    await in_commit.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    keys = sorted(store.all_keys().tolist())
+    assert keys and kb.index.lexical.keys() == keys
+    assert sorted(kb.index.vectors.keys().tolist()) == keys
+    store.commit_documents = real_commit
+    await kb.close()

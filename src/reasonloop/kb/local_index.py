@@ -329,13 +329,16 @@ class LocalIndex:
                     task.cancel()
                 await asyncio.gather(producer, consumer, return_exceptions=True)
                 try:
-                    self.lexical.commit()
-                    if self.vectors is not None:
-                        self.vectors.flush()
-                    if ok:
-                        self.store.dirty = False
-                    else:
-                        self.reconcile()
+                    # Under _mutate: a consumer cancelled while its commit ran in a worker thread
+                    # returns at once, but the thread finishes that commit; settle after it.
+                    with self._mutate:
+                        self.lexical.commit()
+                        if self.vectors is not None:
+                            self.vectors.flush()
+                        if ok:
+                            self.store.dirty = False
+                        else:
+                            self.reconcile()
                 finally:
                     self._writer.release()
         ingestor.report.seconds = time.perf_counter() - ingestor.started
