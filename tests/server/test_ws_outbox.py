@@ -8,7 +8,7 @@ from reasonloop.server.ws import _Outbox
 
 
 class SlowSocket:
-    """``send_text`` waits on ``gate`` while it is closed, like a transport that paused writing."""
+    """``send`` (ASGI messages) waits on ``gate`` while it is closed, like a transport that paused writing."""
 
     def __init__(self) -> None:
         self.gate = asyncio.Event()
@@ -16,11 +16,12 @@ class SlowSocket:
         self.sent: list[str] = []
         self.fail = False
 
-    async def send_text(self, text: str) -> None:
+    async def send(self, message: dict) -> None:
         if self.fail:
             raise RuntimeError("socket closed")
         await self.gate.wait()
-        self.sent.append(text)
+        assert message["type"] == "websocket.send"
+        self.sent.append(message["text"])
 
 
 async def test_frames_go_out_at_once_while_the_socket_takes_writes():
@@ -74,16 +75,20 @@ async def test_the_fast_path_takes_only_the_websocket_endpoint(monkeypatch):
     served: list[str] = []
     passed: list[tuple[str, str]] = []
 
-    async def endpoint(socket) -> None:
+    async def endpoint(socket, send) -> None:
         served.append(socket.scope["path"])
+        assert send is raw_send  # frames go straight to the server's send
 
     async def inner(scope, receive, send) -> None:
         passed.append((scope["type"], scope["path"]))
 
-    monkeypatch.setattr(ws_module, "websocket_endpoint", endpoint)
+    async def raw_send(message) -> None:
+        raise AssertionError("not called here")
+
+    monkeypatch.setattr(ws_module, "_serve_socket", endpoint)
     fast = ws_module.WebSocketFastPath(inner)
     for kind, path in [("websocket", "/v1/ws"), ("websocket", "/other"), ("http", "/v1/ws")]:
-        await fast({"type": kind, "path": path, "app": object(), "headers": []}, None, None)
+        await fast({"type": kind, "path": path, "app": object(), "headers": []}, None, raw_send)
     assert served == ["/v1/ws"]
     assert passed == [("websocket", "/other"), ("http", "/v1/ws")]
 

@@ -25,7 +25,7 @@ import contextlib
 import json
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, WebSocket
@@ -45,6 +45,8 @@ __all__ = ["router"]
 
 log = logging.getLogger(__name__)
 router = APIRouter()
+
+AsgiSend = Callable[[dict[str, Any]], Awaitable[None]]
 
 CLOSE_TOO_BIG = 1009
 CLOSE_POLICY = 1008
@@ -72,8 +74,10 @@ class _Outbox:
     that falls :data:`OUTBOX_LIMIT_CHARS` behind is disconnected instead of growing the queue.
     """
 
-    def __init__(self, ws: WebSocket) -> None:
+    def __init__(self, ws: WebSocket, send: AsgiSend | None = None) -> None:
         self.ws = ws
+        self._send = send or ws.send
+        """Writes one ASGI message; the server's own ``send`` when we have it (see :class:`WebSocketFastPath`)."""
         self.queue: deque[str] = deque()
         self.queued = 0
         self.drainer: asyncio.Task[None] | None = None
@@ -91,7 +95,7 @@ class _Outbox:
             self.queue.append(text)
             return
         try:
-            done, pending = first_step(self.ws.send_text(text))
+            done, pending = first_step(self._send({"type": "websocket.send", "text": text}))
         except Exception:  # the socket is gone: the receive loop ends the session
             self.closed = True
             return
@@ -104,7 +108,7 @@ class _Outbox:
             while self.queue:
                 text = self.queue.popleft()
                 self.queued -= len(text)
-                await self.ws.send_text(text)
+                await self._send({"type": "websocket.send", "text": text})
         except Exception:
             self.closed = True
             self.queue.clear()
@@ -138,11 +142,11 @@ class _Session:
     """One socket: a receive loop, an outbox, and one reader per run it streams (a sink
     attached to a run this process executes, or a task reading a run through the store)."""
 
-    def __init__(self, ws: WebSocket, state: ServerState, who: Principal) -> None:
+    def __init__(self, ws: WebSocket, state: ServerState, who: Principal, send: AsgiSend | None = None) -> None:
         self.ws = ws
         self.state = state
         self.who = who
-        self.outbox = _Outbox(ws)
+        self.outbox = _Outbox(ws, send)
         self.tasks: set[asyncio.Task[None]] = set()
         self.followers: dict[str, Callable[[], None]] = {}
         """run id -> how to stop following it on this socket."""
@@ -319,6 +323,12 @@ def _extra(exc: ReasonLoopError) -> dict[str, Any]:
 
 @router.websocket("/v1/ws")
 async def websocket_endpoint(ws: WebSocket) -> None:
+    await _serve_socket(ws)
+
+
+async def _serve_socket(ws: WebSocket, send: AsgiSend | None = None) -> None:
+    """Authenticate, accept and serve one socket; frames go out through ``send`` when given
+    (the server's ASGI send, once accepted: only text frames pass there), else ``ws.send``."""
     state: ServerState = ws.app.state.reasonloop
     offered = list(ws.scope.get("subprotocols") or [])
     token = ws_token(ws.query_params.get("api_key"), offered, ws.headers.get("authorization"))
@@ -329,7 +339,7 @@ async def websocket_endpoint(ws: WebSocket) -> None:
         return
     subprotocol = WS_SUBPROTOCOL if WS_SUBPROTOCOL in offered else next(iter(offered), None)
     await ws.accept(subprotocol=subprotocol)
-    await _Session(ws, state, who).serve()
+    await _Session(ws, state, who, send).serve()
 
 
 class WebSocketFastPath:
@@ -338,7 +348,9 @@ class WebSocketFastPath:
     A socket lives as long as its client, and every layer it passes through (the HTTP
     middleware, the routers, the exception wrappers) keeps a coroutine frame alive for all
     that time and wraps every frame it sends; thousands of open sockets then keep tens of
-    thousands of frames for each full garbage collection to walk. Other paths (and this one
+    thousands of frames for each full garbage collection to walk. Event frames are written
+    with the server's ASGI ``send`` itself, not through Starlette's state checks (two more
+    coroutines per frame). Other paths (and this one
     under a ``root_path``) go through the application as usual, where the same endpoint is
     also routed.
     """
@@ -349,6 +361,6 @@ class WebSocketFastPath:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "websocket" and scope.get("path") == self.path and "app" in scope:
-            await websocket_endpoint(WebSocket(scope, receive, send))
+            await _serve_socket(WebSocket(scope, receive, send), send)
             return
         await self.app(scope, receive, send)
