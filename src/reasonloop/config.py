@@ -193,6 +193,13 @@ class RunsSettings(_Section):
     """How long a finished run's events stay in memory for late subscribers (then the store serves them)."""
     stop_wait_s: float = Field(default=5.0, gt=0)
     """How long a stop request waits for a run on another instance to end before answering."""
+    journal: bool = True
+    """Make each event durable in a local append-only journal before any reader sees it, and
+    record it in the store behind, in batches (stores with a local journal directory: SQLite).
+    Off: every event is committed to the store before readers see it (one more thread hand-off
+    per event between the model and the client)."""
+    record_interval_s: float = Field(default=0.05, ge=0, le=5)
+    """With the journal, how long events gather before one store transaction records them."""
 
 
 class APIKeySettings(_Section):

@@ -1,4 +1,7 @@
-"""How the run manager records events: in batches, and published only once the store holds them."""
+"""How the run manager records events without a journal: in batches, and published only once the store holds them.
+
+(With a journal, the default on SQLite, events are published once journaled: tests/runs/test_journal.py.)
+"""
 
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ class GatedStore:
 
 
 async def start(store, runner, **settings) -> tuple[RunManager, str]:
-    manager = RunManager(store, runner, RunsSettings(**settings))
+    manager = RunManager(store, runner, RunsSettings(journal=False, **settings))
     await manager.open()
     record = await manager.start(RunRequest(question="q"))
     return manager, record.run_id
@@ -68,7 +71,7 @@ async def test_events_reach_readers_only_once_the_store_holds_them(store):
 async def test_events_of_many_runs_are_recorded_in_few_store_calls(store):
     gated = GatedStore(store)
     runner = GatedRunner(steps=1)
-    manager = RunManager(gated, runner, RunsSettings(max_concurrent=50))
+    manager = RunManager(gated, runner, RunsSettings(max_concurrent=50, journal=False))
     await manager.open()
     try:
         gated.gate.clear()  # a slow store: what the runs emit meanwhile goes out together
@@ -173,10 +176,13 @@ class FlakyStore(GatedStore):
     def __init__(self, store, failing: set[int], error: BaseException) -> None:
         super().__init__(store)
         self.failing, self.error, self.calls = failing, error, 0
+        self.failing_call = asyncio.Event()
+        """Set when a failing call has begun (and waits on ``gate``)."""
 
     async def append_events(self, items):
         self.calls += 1
         if self.calls in self.failing:
+            self.failing_call.set()
             await self.gate.wait()
             raise self.error
         return await super().append_events(items)
@@ -209,14 +215,15 @@ async def test_after_a_failed_batch_the_run_records_nothing_more(store):
 async def test_a_store_bug_fails_its_batch_and_the_recorder_goes_on(store):
     flaky = FlakyStore(store, {2}, RuntimeError("store bug"))
     runner = GatedRunner(steps=1)
-    manager = RunManager(flaky, runner, RunsSettings(max_concurrent=5))
+    manager = RunManager(flaky, runner, RunsSettings(max_concurrent=5, journal=False))
     await manager.open()
     try:
         first = await manager.start(RunRequest(question="q"))
         await runner.entered_event(first.run_id).wait()
+        await manager._live[first.run_id].all_recorded()  # the first batch went through
         flaky.gate.clear()
         runner.finish(first.run_id)  # its next batch waits, then fails with a bug
-        await asyncio.sleep(0.01)
+        await flaky.failing_call.wait()
         second = await manager.start(RunRequest(question="q"))  # queued behind that batch
         runner.finish(second.run_id)
         await asyncio.sleep(0.01)

@@ -69,9 +69,18 @@ def processes():
         p.kill()
 
 
-async def test_crash_recovery_after_sigkill(tmp_path, processes):
+@pytest.mark.parametrize(
+    "recording",
+    [
+        pytest.param(["--record-interval", "0.05"], id="journal"),
+        # the store records nothing during the run: what the client got is only in the journal
+        pytest.param(["--record-interval", "5"], id="journal-only"),
+        pytest.param(["--no-journal"], id="store-only"),
+    ],
+)
+async def test_crash_recovery_after_sigkill(tmp_path, processes, recording):
     db = str(tmp_path / "runs.sqlite")
-    first = ServerProcess(tmp_path, "--sqlite", db)
+    first = ServerProcess(tmp_path, "--sqlite", db, *recording)
     processes.append(first)
     await first.ready()
     async with httpx.AsyncClient(base_url=first.url, timeout=20) as client:

@@ -49,6 +49,8 @@ class LiveRun:
     delivered: list[str] = field(default_factory=list)
     """Text of the top-level answer deltas recorded: the partial answer readers have."""
     sinks: list[Sink] = field(default_factory=list)
+    emitted: int = 0
+    """The seq of the last event stamped (published or not yet)."""
     task: asyncio.Task[None] | None = None
     changed: asyncio.Event | None = None
     cancellable: bool = True

@@ -3,12 +3,18 @@
 The caller that starts a run never waits on it: :meth:`RunManager.start` records the run,
 creates its task and returns. The task takes a slot (at most ``max_concurrent`` runs execute;
 the rest queue), iterates the runner's events and stamps each with the run id and the next
-``seq``. Stamped events of all runs are recorded together: what the runs emit while one
-store call is in flight goes out in the next (one transaction or round trip for hundreds of
-events), and only once the store holds them are they handed to subscribers, so a subscriber
-can never have seen an event the store does not hold. A run does not wait for each event's
-commit (the model keeps streaming); it waits before its status changes, and when too many
-of its events are still unrecorded.
+``seq``. A subscriber can never have seen an event that a crash would lose:
+
+* with a journal (``[runs] journal`` and a store that has a ``journal_dir``, as SQLite
+  does), each event is written to this process's journal and handed to subscribers in the
+  same step; the store records the events of all runs behind, one transaction every
+  ``record_interval_s`` (see :mod:`reasonloop.runs.journal`);
+* without one, stamped events of all runs are recorded together (what the runs emit while
+  one store call is in flight goes out in the next: one transaction or round trip for
+  hundreds of events), and only once the store holds them are they handed to subscribers.
+
+A run does not wait for each event's record (the model keeps streaming); it waits before
+its status changes, and when too many of its events are still unrecorded.
 
 Subscribers read one shared in-memory list per run (no per-subscriber queue, so a slow
 reader costs nothing to the others) or attach a sink called with each event as it is
@@ -30,10 +36,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from reasonloop.config import RunsSettings
+from reasonloop.eager import first_step, resume
 from reasonloop.errors import (
     ReasonLoopError,
     RequestInvalid,
@@ -44,6 +51,7 @@ from reasonloop.errors import (
 )
 from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunResult, RunStarted
 from reasonloop.llm.base import Message
+from reasonloop.runs.journal import Journal, Segment, recover_journals
 from reasonloop.runs.live import LiveRun, with_json
 from reasonloop.runs.models import ConversationRecord, RunRecord, RunRequest, new_id, result_from_events
 from reasonloop.runs.store import RunStore, append_events, is_terminal_event, new_instance_id, recover_interrupted
@@ -62,6 +70,28 @@ Observer = Callable[[str, RunRecord, Event | None], None]
 _HEARTBEAT_S = 3.0
 _MAX_UNRECORDED = 256
 """A run with this many events not yet recorded waits for the store before taking the next."""
+
+
+async def together(writes: list[Coroutine[Any, Any, Any]]) -> None:
+    """Await store writes started at once (the SQLite store commits them in one transaction,
+    with one thread hand-off), in order; the first failure is raised once all have ended."""
+    started: list[tuple[bool, Any]] = []
+    try:
+        for write in writes:
+            started.append(first_step(write))
+    except BaseException:
+        for write in writes[len(started) + 1 :]:
+            write.close()
+        raise
+    failure: BaseException | None = None
+    for done, pending in started:
+        if not done:
+            try:
+                await resume(*pending)
+            except Exception as exc:
+                failure = failure or exc
+    if failure is not None:
+        raise failure
 
 
 class _Stop(Exception):
@@ -90,8 +120,14 @@ class RunManager:
         self._slots = asyncio.Semaphore(self.settings.max_concurrent)
         self._waiting = 0
         self._background: list[asyncio.Task[Any]] = []
-        self._recording: list[tuple[LiveRun, Event, str]] = []
+        self._recording: list[tuple[LiveRun, Event, str, Segment | None]] = []
         self._recorder: asyncio.Task[None] | None = None
+        self._record_now = asyncio.Event()
+        self._status_updates: list[tuple[str, dict[str, Any]]] = []
+        """Record fields to store with the next batch of events."""
+        journal_dir = getattr(store, "journal_dir", None) if self.settings.journal else None
+        self.journal = Journal(journal_dir, self.instance) if journal_dir else None
+        """Where events are made durable before subscribers see them (None: the store, event by event)."""
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def open(self) -> list[str]:
@@ -101,7 +137,9 @@ class RunManager:
             Ids of the runs marked interrupted.
         """
         await self.store.heartbeat(self.instance)
-        marked = await recover_interrupted(self.store, me=self.instance)
+        if self.journal is not None:
+            self.journal.open()
+        marked = await self._recover()
         if marked:
             log.warning("marked %d run(s) interrupted: %s", len(marked), ", ".join(marked))
         self._background = [
@@ -130,8 +168,17 @@ class RunManager:
             await self._finish_stopped(live)
             live.end()
         if self._recorder is not None:
+            self._record_now.set()
             await asyncio.gather(self._recorder, return_exceptions=True)
+        if self.journal is not None:
+            self.journal.close()
         self._background = []
+
+    async def _recover(self) -> list[str]:
+        """Events journaled by dead processes into the store, then their runs marked interrupted."""
+        if self.journal is not None:
+            await recover_journals(self.journal.directory, self.store)
+        return await recover_interrupted(self.store, me=self.instance)
 
     async def _watch_stops(self) -> None:
         while True:
@@ -149,7 +196,7 @@ class RunManager:
             await asyncio.sleep(_HEARTBEAT_S)
             try:
                 await self.store.heartbeat(self.instance)
-                await recover_interrupted(self.store, me=self.instance)
+                await self._recover()
                 await self._check_stop_keys()
             except RunStoreUnavailable as exc:
                 log.warning("run store unavailable: %s", exc.message)
@@ -188,7 +235,7 @@ class RunManager:
                 queued=self._waiting,
             )
         run_id = request.run_id or new_id("run")
-        conversation_id = await self._conversation(request)
+        conversation_id, new_conversation = await self._conversation(request)
         request = request.model_copy(update={"run_id": run_id, "conversation_id": conversation_id})
         record = RunRecord(
             run_id=run_id,
@@ -198,7 +245,10 @@ class RunManager:
             question=request.question,
             instance=self.instance,
         )
-        await self.store.create_run(record)
+        writes = [self.store.create_run(record)]
+        if new_conversation is not None:
+            writes.insert(0, self.store.create_conversation(new_conversation))
+        await together(writes)
         live = LiveRun(record=record, request=request)
         self._live[run_id] = live
         self._waiting += 1
@@ -206,13 +256,13 @@ class RunManager:
         self._notify("status", record, None)
         return record.model_copy()
 
-    async def _conversation(self, request: RunRequest) -> str:
+    async def _conversation(self, request: RunRequest) -> tuple[str, ConversationRecord | None]:
+        """The request's conversation id, and the conversation to create when it starts one."""
         if request.conversation_id is None:
             conv = ConversationRecord(
                 conversation_id=new_id("conv"), tenant=request.tenant, title=request.question[:80]
             )
-            await self.store.create_conversation(conv)
-            return conv.conversation_id
+            return conv.conversation_id, conv
         conv = await self.store.get_conversation(request.conversation_id)
         if conv is None or conv.tenant != request.tenant:
             raise RequestInvalid(f"no conversation {request.conversation_id!r}", field="conversation_id")
@@ -222,7 +272,7 @@ class RunManager:
                 for m in conv.messages
                 if m.get("role") in ("user", "assistant")
             ]
-        return conv.conversation_id
+        return conv.conversation_id, None
 
     # -- executing --------------------------------------------------------------------------------
     async def _execute(self, live: LiveRun) -> None:
@@ -237,7 +287,10 @@ class RunManager:
                     live.cancellable = False
                     record.status, record.started_at = "running", time.time()
                     self._notify("status", record, None)
-                    await self._update(record, status="running", started_at=record.started_at)
+                    # Recorded with the run's first events, in their transaction (one thread hand-off
+                    # fewer per run); the run's end waits for those, so the order is kept.
+                    self._status_updates.append((record.run_id, {"status": "running", "started_at": record.started_at}))
+                    self._start_recorder()
                     await self._drive(live)
             finally:
                 if record.status == "queued":
@@ -280,86 +333,130 @@ class RunManager:
                     await self._finish(live, event)
                     return
                 if live.unrecorded >= _MAX_UNRECORDED:
-                    await live.all_recorded()
+                    await self._all_recorded(live)
         finally:
             with contextlib.suppress(Exception):
                 await stream.aclose()  # type: ignore[attr-defined]
         await self._fail(live, "run.error", "the run ended without an answer")
 
     def _emit(self, live: LiveRun, event: Event) -> None:
-        """Stamp ``event``, serialise it once and queue it for recording (then publishing).
+        """Stamp ``event``, serialise it once, journal and publish it (or, with no journal, queue
+        it for recording, then publishing).
 
         Raises:
-            RunStoreUnavailable: the store failed an earlier event of the run.
+            RunStoreUnavailable: the store failed an earlier event of the run, or the journal
+                could not take this one (it is not published).
         """
         if live.store_error is not None:
             raise live.store_error
         record = live.record
-        if record.last_seq == 0 and not isinstance(event, RunStarted):
+        if live.emitted == 0 and not isinstance(event, RunStarted):
             self._emit(live, RunStarted(reasoning=record.reasoning, question=record.question))
         if event.depth == 0:
             event.run_id = record.run_id
-        event.seq = record.last_seq = record.last_seq + 1
+        event.seq = live.emitted = live.emitted + 1
         if isinstance(event, AnswerDelta) and event.depth == 0:
             live.parts.append(event.text)
+        payload = event.to_json()
+        segment = None
+        if self.journal is not None:
+            try:
+                segment = self.journal.write(record.run_id, payload)
+            except OSError as exc:
+                raise RunStoreUnavailable(f"run journal {self.journal.path}: {exc}") from exc
+            live.publish(event, payload)
         live.unrecorded += 1
-        self._recording.append((live, event, event.to_json()))
-        if self._recorder is None or self._recorder.done():
-            self._recorder = asyncio.create_task(self._record(), name="run-manager-recorder")
+        self._recording.append((live, event, payload, segment))
+        self._start_recorder()
         self._notify("event", record, event)
 
+    def _start_recorder(self) -> None:
+        if self._recorder is None or self._recorder.done():
+            self._recorder = asyncio.create_task(self._record(), name="run-manager-recorder")
+
+    async def _all_recorded(self, live: LiveRun) -> None:
+        """Until the store holds every event of ``live`` handed to it (recorded without delay)."""
+        self._record_now.set()
+        await live.all_recorded()
+
     async def _record(self) -> None:
-        """Record every queued event, one store call per batch, publishing each once it is held.
+        """Record every queued event, one store call per batch (publishing each once it is held
+        when there is no journal; with one, batches gather for ``record_interval_s``).
 
         A run whose store failed records nothing more: its later events would leave a gap
         after the last one delivered, and its readers end at the error that follows it.
         """
-        while self._recording:
+        journal = self.journal
+        while self._recording or self._status_updates:
+            if journal is not None and not self._record_now.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._record_now.wait(), self.settings.record_interval_s)
+            self._record_now.clear()
             batch, self._recording = self._recording, []
+            updates, self._status_updates = self._status_updates, []
+            if updates:  # before the events: a run's end, which waits for its events, then comes after
+                try:
+                    await together([self.store.update_run(run_id, **fields) for run_id, fields in updates])
+                except asyncio.CancelledError:
+                    self._fail_unrecorded(batch + self._recording, "the run manager stopped recording")
+                    self._recording = []
+                    raise
+                except Exception as exc:  # the events' own results decide whether their runs go on
+                    log.warning("run status not recorded: %s", exc)
             skipped = [item for item in batch if item[0].store_error is not None]
             if skipped:
                 batch = [item for item in batch if item[0].store_error is None]
-                for live, _, _ in skipped:
+                for live, _, _, segment in skipped:
                     live.unrecorded -= 1
+                    if segment is not None and journal is not None:
+                        journal.settle(segment, recorded=False)
                     live.settle()
-            if not batch:
-                continue
-            try:
-                results: list[Exception | None] = await append_events(
-                    self.store, [(live.record.run_id, event, payload) for live, event, payload in batch]
-                )
-                if len(results) != len(batch):
-                    raise RunStoreUnavailable(f"the run store answered {len(results)} results for {len(batch)} events")
-            except asyncio.CancelledError:  # shutting down: no run may wait on these forever
-                self._fail_unrecorded(batch + self._recording, "the run manager stopped recording")
-                self._recording = []
-                raise
-            except RunStoreUnavailable as exc:
-                results = [exc] * len(batch)
-            except Exception as exc:  # a store bug fails this batch; the recorder goes on with the next
-                log.exception("run store failed a batch of %d events", len(batch))
-                results = [RunStoreUnavailable(f"run events not recorded: {type(exc).__name__}: {exc}")] * len(batch)
-            for (live, event, payload), error in zip(batch, results, strict=True):
-                live.unrecorded -= 1
-                if live.store_error is None:
-                    if error is None:
-                        live.publish(event, payload)
-                    elif isinstance(error, RunStoreUnavailable):
-                        live.store_error = error
-                    else:
-                        live.store_error = RunStoreUnavailable(f"the run store refused event {event.seq}: {error}")
-                live.settle()
+            if batch:
+                await self._append(batch)
 
-    @staticmethod
-    def _fail_unrecorded(items: list[tuple[LiveRun, Event, str]], reason: str) -> None:
-        lost = RunStoreUnavailable(reason)
-        for live, _, _ in items:
+    async def _append(self, batch: list[tuple[LiveRun, Event, str, Segment | None]]) -> None:
+        """Record one batch of events and settle each with its result."""
+        journal = self.journal
+        try:
+            results: list[Exception | None] = await append_events(
+                self.store, [(live.record.run_id, event, payload) for live, event, payload, _ in batch]
+            )
+            if len(results) != len(batch):
+                raise RunStoreUnavailable(f"the run store answered {len(results)} results for {len(batch)} events")
+        except asyncio.CancelledError:  # shutting down: no run may wait on these forever
+            self._fail_unrecorded(batch + self._recording, "the run manager stopped recording")
+            self._recording = []
+            raise
+        except RunStoreUnavailable as exc:
+            results = [exc] * len(batch)
+        except Exception as exc:  # a store bug fails this batch; the recorder goes on with the next
+            log.exception("run store failed a batch of %d events", len(batch))
+            results = [RunStoreUnavailable(f"run events not recorded: {type(exc).__name__}: {exc}")] * len(batch)
+        for (live, event, payload, segment), error in zip(batch, results, strict=True):
             live.unrecorded -= 1
+            if segment is not None and journal is not None:
+                journal.settle(segment, recorded=error is None)
+            if live.store_error is None:
+                if error is None:
+                    if segment is None:
+                        live.publish(event, payload)
+                elif isinstance(error, RunStoreUnavailable):
+                    live.store_error = error
+                else:
+                    live.store_error = RunStoreUnavailable(f"the run store refused event {event.seq}: {error}")
+            live.settle()
+
+    def _fail_unrecorded(self, items: list[tuple[LiveRun, Event, str, Segment | None]], reason: str) -> None:
+        lost = RunStoreUnavailable(reason)
+        for live, _, _, segment in items:
+            live.unrecorded -= 1
+            if segment is not None and self.journal is not None:
+                self.journal.settle(segment, recorded=False)
             live.store_error = live.store_error or lost
             live.settle()
 
     async def _finish(self, live: LiveRun, event: Event) -> None:
-        await live.all_recorded()  # the terminal event is stored before the status says so
+        await self._all_recorded(live)  # the terminal event is stored before the status says so
         record = live.record
         if isinstance(event, Answer):
             record.content, record.stop_reason = event.text, event.stop_reason
@@ -370,24 +467,26 @@ class RunManager:
             record.status, record.stop_reason = "failed", "error"
             record.error = {"code": event.code, "message": event.message}
         record.ended_at = time.time()
-        await self._update(
-            record,
-            status=record.status,
-            content=record.content,
-            stop_reason=record.stop_reason,
-            error=record.error,
-            last_seq=record.last_seq,
-            ended_at=record.ended_at,
-        )
+        record.last_seq = live.emitted
+        writes = [
+            self.store.update_run(
+                record.run_id,
+                status=record.status,
+                content=record.content,
+                stop_reason=record.stop_reason,
+                error=record.error,
+                last_seq=record.last_seq,
+                ended_at=record.ended_at,
+            )
+        ]
         if record.conversation_id and (record.content or record.status == "completed"):
             now = time.time()
-            await self.store.add_messages(
-                record.conversation_id,
-                [
-                    {"role": "user", "content": record.question, "run_id": record.run_id, "ts": record.created_at},
-                    {"role": "assistant", "content": record.content, "run_id": record.run_id, "ts": now},
-                ],
-            )
+            turn = [
+                {"role": "user", "content": record.question, "run_id": record.run_id, "ts": record.created_at},
+                {"role": "assistant", "content": record.content, "run_id": record.run_id, "ts": now},
+            ]
+            writes.append(self.store.add_messages(record.conversation_id, turn))
+        await together(writes)
 
     async def _finish_stopped(self, live: LiveRun) -> None:
         reason = "stopped" if live.stop_requested else "interrupted"
@@ -412,15 +511,16 @@ class RunManager:
         if live.store_error is None:  # events still being recorded are not published after this one
             live.store_error = RunStoreUnavailable(event.message)
         event.run_id, event.seq = record.run_id, live.last_seq + 1
-        record.last_seq = event.seq
+        record.last_seq = live.emitted = event.seq
         record.status, record.stop_reason, record.ended_at = "failed", "error", time.time()
         record.content = "".join(live.delivered)
         record.error = {"code": event.code, "message": event.message}
-        live.publish(event)
+        payload = event.to_json()
+        if self.journal is not None:  # on disk if the disk still takes it: recovery finds the run's end
+            with contextlib.suppress(OSError):
+                self.journal.settle(self.journal.write(record.run_id, payload), recorded=False)
+        live.publish(event, payload)
         self._notify("event", record, event)
-
-    async def _update(self, record: RunRecord, **fields: Any) -> None:
-        await self.store.update_run(record.run_id, **fields)
 
     def _forget(self, run_id: str, live: LiveRun) -> None:
         if self._live.get(run_id) is live:

@@ -3,7 +3,9 @@
 Every call becomes a job for the writer thread, which takes all jobs waiting, runs them in
 one transaction and commits, so thousands of appended events per second cost a handful of
 commits and the event loop never waits on the disk. Events are committed before
-:meth:`SQLiteRunStore.append_event` returns, so whatever a client was sent survives a crash.
+:meth:`SQLiteRunStore.append_event` returns. The run manager normally journals each event
+first (in :attr:`SQLiteRunStore.journal_dir`, see :mod:`reasonloop.runs.journal`) and records
+them here in batches behind it; either way, whatever a client was sent survives a crash.
 Several server processes may share the file: cross-process subscribers and stop requests
 are served by polling (see :meth:`follow` and :meth:`stop_requests`).
 """
@@ -63,6 +65,8 @@ class SQLiteRunStore:
     def __init__(self, settings: RunsSettings | None = None, *, kb_path: str = ".reasonloop", poll_s: float = 0.1):
         self.settings = settings or RunsSettings()
         self.path = default_sqlite_path(self.settings, kb_path)
+        self.journal_dir = self.path + ".journal.d"
+        """Where run managers on this store keep their write-ahead journals (see :mod:`reasonloop.runs.journal`)."""
         self.poll_s = poll_s
         self._writer: Writer | None = None
         self._checkpointer: Checkpointer | None = None
@@ -121,17 +125,20 @@ class SQLiteRunStore:
         )
 
     async def update_run(self, run_id: str, **fields: Any) -> None:
-        def job(c: sqlite3.Connection) -> None:
-            row = c.execute("SELECT data FROM runs WHERE run_id=?", (run_id,)).fetchone()
-            if row is None:
-                return
-            record = RunRecord.model_validate_json(row[0]).model_copy(update=fields)
-            c.execute(
-                "UPDATE runs SET data=?, status=?, instance=? WHERE run_id=?",
-                (record.model_dump_json(), record.status, record.instance, run_id),
-            )
-
-        await self._run(job)
+        """Set fields of the stored record in place (SQLite's ``json_set``: the record is not
+        parsed and re-serialised by the writer thread, which shares the GIL with the event loop)."""
+        unknown = fields.keys() - RunRecord.model_fields.keys()
+        if unknown:
+            raise ValueError(f"RunRecord has no field(s) {', '.join(sorted(unknown))}")
+        if not fields:
+            return
+        setters = ", ".join(f"'$.{name}', json(?)" for name in fields)
+        columns = "".join(f", {name}=?" for name in ("status", "instance") if name in fields)
+        sql = f"UPDATE runs SET data=json_set(data, {setters}){columns} WHERE run_id=?"
+        params = [json.dumps(value, ensure_ascii=False) for value in fields.values()]
+        params += [fields[name] for name in ("status", "instance") if name in fields]
+        params.append(run_id)
+        await self._run(lambda c: c.execute(sql, params))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         row = await self._run(lambda c: c.execute("SELECT data FROM runs WHERE run_id=?", (run_id,)).fetchone())

@@ -23,6 +23,7 @@ from reasonloop.runs.models import ConversationRecord, RunRecord, partial_conten
 __all__ = [
     "RunStore",
     "append_events",
+    "ended_fields",
     "instance_alive",
     "is_terminal_event",
     "new_instance_id",
@@ -162,7 +163,8 @@ async def recover_interrupted(store: RunStore, *, me: str) -> list[str]:
         if record.instance == me or await store.instance_alive(record.instance):
             continue
         events = await store.events(record.run_id)
-        if events and is_terminal_event(events[-1]):
+        if events and is_terminal_event(events[-1]):  # it ended, but died before saying so
+            await store.update_run(record.run_id, **ended_fields(events[-1], events))
             continue
         content = partial_content(events)
         last = events[-1].seq if events else record.last_seq
@@ -181,6 +183,28 @@ async def recover_interrupted(store: RunStore, *, me: str) -> list[str]:
         )
         marked.append(record.run_id)
     return marked
+
+
+def ended_fields(terminal: Event, events: list[Event]) -> dict[str, Any]:
+    """The record fields of a run whose last event is ``terminal`` (its answer or error)."""
+    if isinstance(terminal, Answer):
+        status = {"stopped": "stopped", "interrupted": "interrupted"}.get(terminal.stop_reason, "completed")
+        return {
+            "status": status,
+            "content": terminal.text,
+            "stop_reason": terminal.stop_reason,
+            "last_seq": terminal.seq,
+            "ended_at": terminal.ts,
+        }
+    assert isinstance(terminal, ErrorEvent)
+    return {
+        "status": "failed",
+        "content": partial_content(events),
+        "stop_reason": "error",
+        "error": {"code": terminal.code, "message": terminal.message},
+        "last_seq": terminal.seq,
+        "ended_at": terminal.ts,
+    }
 
 
 def open_store(settings: Settings, registry: Any = None) -> RunStore:

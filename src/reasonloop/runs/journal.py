@@ -1,0 +1,246 @@
+"""Write-ahead journal of run events: an event is on disk, in one ``write``, before any reader sees it.
+
+Committing every event to the run store before handing it to readers would put a database
+transaction (and a thread hand-off) between a model's token and the client. The journal
+makes the event durable in the same step instead: one ``os.write`` of one line to a file
+only this process appends to, after which the event is published at once, and the run store
+is fed behind it in large, infrequent batches. A process killed with ``kill -9`` loses
+nothing it has written (the kernel holds the page); what survives a power cut is what
+survives it in the SQLite store with ``synchronous=NORMAL``.
+
+Each process writes its own segment file, ``<instance>.jsonl`` in the journal directory,
+holding an exclusive ``flock`` on it for as long as it lives. A segment nobody holds
+belongs to a process that has died: :func:`recover_journals` copies its events into the
+store (events the store already has are skipped) and deletes it, before runs of dead
+processes are marked ``interrupted``. A process rotates to a new segment past
+``max_bytes`` and deletes a full segment once the store holds all of its events.
+
+A line is ``<run id> TAB <event JSON> LF``; the JSON never contains a raw newline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reasonloop.errors import RunStoreUnavailable
+from reasonloop.events import event_adapter
+from reasonloop.runs.store import RunStore, append_events
+
+__all__ = ["Journal", "Segment", "recover_journals"]
+
+log = logging.getLogger(__name__)
+
+SUFFIX = ".jsonl"
+_IMPORT_BATCH = 1000
+_STALE_NEW_S = 60.0
+
+
+@dataclass(eq=False)
+class Segment:
+    """One journal file of this process, and how many of its events the store is still to confirm."""
+
+    path: str
+    fd: int
+    size: int = 0
+    pending: int = 0
+    """Events written here whose store write has not been reported."""
+    failed: bool = False
+    """The store failed one of its events: the file is kept for recovery."""
+    retired: bool = False
+    """A newer segment took over; this one is deleted once nothing is pending."""
+
+
+class Journal:
+    """This process's journal: append events, learn when the store holds them, recover dead ones.
+
+    Args:
+        directory: Where segment files live (shared by every process using the same store).
+        instance: This process's instance id (names its segment files).
+        max_bytes: Size past which a new segment is started.
+    """
+
+    def __init__(self, directory: str, instance: str, *, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.directory = directory
+        self.instance = instance
+        self.max_bytes = max_bytes
+        self.current: Segment | None = None
+        self.retired: list[Segment] = []
+        self._serial = 0
+
+    def open(self) -> None:
+        """Create the directory and this process's first segment.
+
+        Raises:
+            RunStoreUnavailable: the directory or file cannot be created.
+        """
+        try:
+            Path(self.directory).mkdir(parents=True, exist_ok=True)
+            self.current = self._new_segment()
+        except OSError as exc:
+            raise RunStoreUnavailable(f"cannot open the run journal in {self.directory}: {exc}") from exc
+
+    def _new_segment(self) -> Segment:
+        """Created under a temporary name and locked before it gets its real one, so a
+        recovering process never takes a segment for dead in the instant before its lock."""
+        self._serial += 1
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", self.instance) + f".{self._serial}"
+        final = os.path.join(self.directory, name + SUFFIX)
+        temporary = final + ".new"
+        fd = os.open(temporary, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.rename(temporary, final)
+        except OSError:
+            os.close(fd)
+            raise
+        return Segment(path=final, fd=fd)
+
+    def write(self, run_id: str, payload: str) -> Segment:
+        """Append one event; returns its segment (pass it to :meth:`settle` once the store answers).
+
+        Raises:
+            OSError: the write failed or was short (disk full): the event is not journaled.
+        """
+        segment = self.current
+        if segment is None:
+            raise OSError("the run journal is closed")
+        line = f"{run_id}\t{payload}\n".encode()
+        written = os.write(segment.fd, line)
+        if written != len(line):  # a regular file writes all or fails, except when the disk fills up
+            raise OSError(f"short write to the run journal ({written} of {len(line)} bytes)")
+        segment.size += written
+        segment.pending += 1
+        if segment.size >= self.max_bytes:
+            self._rotate()
+        return segment
+
+    def _rotate(self) -> None:
+        old = self.current
+        try:
+            self.current = self._new_segment()
+        except OSError as exc:  # keep writing to the old one rather than fail runs
+            log.warning("cannot start a new run journal segment: %s", exc)
+            return
+        if old is not None:
+            old.retired = True
+            self.retired.append(old)
+            self._release(old)
+
+    def settle(self, segment: Segment, recorded: bool) -> None:
+        """The store answered for one event of ``segment`` (``recorded`` or failed)."""
+        segment.pending -= 1
+        if not recorded:
+            segment.failed = True
+        if segment.retired:
+            self._release(segment)
+
+    def _release(self, segment: Segment) -> None:
+        """Delete a retired segment whose events the store holds; one with a failed event stays
+        on disk, unlocked once closed, for recovery to import."""
+        if segment.pending > 0:
+            return
+        if not segment.failed:
+            with contextlib.suppress(OSError):
+                os.unlink(segment.path)
+        with contextlib.suppress(OSError):
+            os.close(segment.fd)
+        if segment in self.retired:
+            self.retired.remove(segment)
+
+    def close(self) -> None:
+        """Delete the segments the store holds entirely; close the others (recovery imports them)."""
+        segments = [*self.retired, *([self.current] if self.current is not None else [])]
+        self.current = None
+        for segment in segments:
+            segment.retired = True
+            if segment.pending > 0:
+                segment.failed = True  # never confirmed: keep it for the next recovery
+                segment.pending = 0
+            self._release(segment)
+
+    @property
+    def path(self) -> str:
+        return self.current.path if self.current is not None else self.directory
+
+
+async def recover_journals(directory: str, store: RunStore) -> int:
+    """Copy the events of segments no live process holds into ``store``, then delete them.
+
+    Events the store already has are skipped. A segment whose import fails (store unavailable)
+    stays for the next attempt.
+
+    Returns:
+        How many events were added to the store.
+
+    Raises:
+        RunStoreUnavailable: the store failed while importing.
+    """
+    added = 0
+    for fd, path, data in await asyncio.to_thread(_claim_dead, directory):
+        try:
+            added += await _import(data, store, path)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        finally:
+            os.close(fd)  # releases the lock: a segment that failed to import is taken again later
+    return added
+
+
+def _claim_dead(directory: str) -> list[tuple[int, str, bytes]]:
+    """Lock and read every segment no live process holds: ``(fd, path, content)``, still locked."""
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return []
+    claimed = []
+    for name in names:
+        path = os.path.join(directory, name)
+        if name.endswith(SUFFIX + ".new"):  # a segment being created; one left by a crash is empty
+            with contextlib.suppress(OSError):
+                if time.time() - os.stat(path).st_mtime > _STALE_NEW_S:
+                    os.unlink(path)
+            continue
+        if not name.endswith(SUFFIX):
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:  # another process recovered it first
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            with open(fd, "rb", closefd=False) as file:
+                claimed.append((fd, path, file.read()))
+        except OSError:  # BlockingIOError: a live process holds it
+            os.close(fd)
+    return claimed
+
+
+async def _import(data: bytes, store: RunStore, path: str) -> int:
+    items = []
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        if not raw:
+            continue
+        run_id, tab, payload = raw.decode("utf-8", errors="replace").partition("\t")
+        try:
+            if not tab:
+                raise ValueError("no run id")
+            items.append((run_id, event_adapter.validate_json(payload), payload))
+        except ValueError as exc:  # a line cut short by the crash, or damage: the rest is still good
+            log.warning("skipping line %d of run journal %s: %s", number, path, str(exc).splitlines()[0])
+    added = 0
+    for start in range(0, len(items), _IMPORT_BATCH):
+        chunk = items[start : start + _IMPORT_BATCH]
+        results: Sequence[Exception | None] = await append_events(store, chunk)
+        added += sum(result is None for result in results)
+    if added:
+        log.warning("recovered %d run event(s) from %s", added, path)
+    return added

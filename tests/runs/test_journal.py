@@ -1,0 +1,153 @@
+"""The write-ahead journal: events durable before readers see them, recovered after a crash, cleaned up once stored."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import os
+import subprocess
+import sys
+
+from reasonloop.config import RunsSettings
+from reasonloop.events import AnswerDelta, RunStarted, event_adapter
+from reasonloop.runs.journal import Journal, recover_journals
+from reasonloop.runs.manager import RunManager
+from reasonloop.runs.models import RunRecord, RunRequest
+from reasonloop.runs.store import recover_interrupted
+from tests.runs.helpers import GatedRunner
+from tests.runs.test_recording import GatedStore
+
+
+def journal_lines(directory: str) -> list[tuple[str, dict]]:
+    lines = []
+    for name in sorted(os.listdir(directory)):
+        with open(os.path.join(directory, name), encoding="utf-8") as file:
+            for raw in file:
+                run_id, _, payload = raw.rstrip("\n").partition("\t")
+                lines.append((run_id, json.loads(payload)))
+    return lines
+
+
+def stamped(run_id: str, seq: int, text: str = "x") -> str:
+    event = AnswerDelta(text=text) if seq > 1 else RunStarted(reasoning="r", question="q")
+    event.run_id, event.seq = run_id, seq
+    return event.to_json()
+
+
+async def test_readers_get_events_once_journaled_while_the_store_lags(store):
+    gated = GatedStore(store)
+    gated.gate.clear()  # the store records nothing yet
+    runner = GatedRunner(steps=2)
+    manager = RunManager(gated, runner, RunsSettings(record_interval_s=0.01))
+    await manager.open()
+    try:
+        record = await manager.start(RunRequest(question="q"))
+        live = await manager.live_run(record.run_id)
+        seen: list[int] = []
+        live.attach(lambda payload, terminal: seen.append(event_adapter.validate_json(payload).seq))
+        await runner.entered_event(record.run_id).wait()
+        await asyncio.sleep(0.05)
+        assert seen == [1, 2] and await store.events(record.run_id) == []
+        assert [e["seq"] for _, e in journal_lines(store.journal_dir)] == [1, 2]  # on disk before it was seen
+        gated.gate.set()
+        runner.finish(record.run_id)
+        await asyncio.wait_for(live.task, 10)
+        assert [e.seq for e in await store.events(record.run_id)] == seen == [1, 2, 3, 4]
+        assert (await store.get_run(record.run_id)).status == "completed"
+    finally:
+        await manager.close()
+    assert os.listdir(store.journal_dir) == []  # everything is in the store: the segment is gone
+
+
+def journal_in_dead_process(directory: str, payloads: list[str]) -> None:
+    """Journal ``payloads`` from another process that then exits, the last line cut short."""
+    script = (
+        "import sys; from reasonloop.runs.journal import Journal\n"
+        "j = Journal(sys.argv[1], 'elsewhere:1:dead'); j.open()\n"
+        "for line in sys.stdin: j.write('run_dead', line.rstrip('\\n'))\n"
+    )
+    lines = "".join(payload + "\n" for payload in payloads)
+    subprocess.run([sys.executable, "-c", script, directory], input=lines, text=True, check=True)
+    with open(os.path.join(directory, os.listdir(directory)[0]), "ab") as file:
+        file.write(b'run_dead\t{"type":"answer_delta","se')  # a line cut short by the crash
+
+
+async def test_events_journaled_by_a_dead_process_reach_the_store_before_it_is_marked_interrupted(store, tmp_path):
+    directory = store.journal_dir
+    await store.create_run(RunRecord(run_id="run_dead", status="running", instance="elsewhere:1:dead"))
+    journal_in_dead_process(directory, [stamped("run_dead", seq, f"part{seq} ") for seq in (1, 2, 3)])
+    await store.append_event("run_dead", event_adapter.validate_json(stamped("run_dead", 1)))  # already stored
+    assert await recover_journals(directory, store) == 2
+    assert os.listdir(directory) == []
+    assert [e.seq for e in await store.events("run_dead")] == [1, 2, 3]
+    assert await recover_interrupted(store, me="me") == ["run_dead"]
+    run = await store.get_run("run_dead")
+    assert run.status == "interrupted" and run.content == "part2 part3 "
+
+
+async def test_a_segment_held_by_a_live_process_is_left_alone(store):
+    journal = Journal(store.journal_dir, "alive:1:x")
+    journal.open()
+    try:
+        journal.write("run_live", stamped("run_live", 1))
+        assert await recover_journals(store.journal_dir, store) == 0
+        assert await store.events("run_live") == [] and len(os.listdir(store.journal_dir)) == 1
+    finally:
+        journal.close()
+
+
+def test_segments_rotate_and_go_once_the_store_holds_their_events(tmp_path):
+    journal = Journal(str(tmp_path / "j"), "me:1:x", max_bytes=300)
+    journal.open()
+    first = journal.write("run_a", stamped("run_a", 1))
+    second = journal.write("run_a", stamped("run_a", 2, "y" * 300))  # past max_bytes: a new segment follows
+    assert first is second and journal.current is not first and len(os.listdir(tmp_path / "j")) == 2
+    journal.settle(first, recorded=True)
+    assert os.path.exists(first.path)  # one event still unconfirmed
+    journal.settle(second, recorded=True)
+    assert not os.path.exists(first.path) and journal.retired == []
+    third = journal.write("run_a", stamped("run_a", 3))
+    journal.settle(third, recorded=False)  # the store failed it: kept for recovery
+    journal.close()
+    assert os.listdir(tmp_path / "j") == [os.path.basename(third.path)]
+
+
+async def test_a_run_whose_end_was_journaled_but_not_stored_gets_its_final_status(store):
+    await store.create_run(RunRecord(run_id="run_done", status="running", instance="elsewhere:1:dead"))
+    for line in (stamped("run_done", 1), stamped("run_done", 2, "all of it")):
+        await store.append_event("run_done", event_adapter.validate_json(line))
+    answer = event_adapter.validate_json(
+        json.dumps({"type": "answer", "run_id": "run_done", "seq": 3, "text": "all of it"})
+    )
+    await store.append_event("run_done", answer)
+    assert await recover_interrupted(store, me="me") == []
+    run = await store.get_run("run_done")
+    assert run.status == "completed" and run.content == "all of it" and run.last_seq == 3
+
+
+async def test_a_full_disk_fails_the_run_with_a_clear_error_and_publishes_nothing_unjournaled(store, monkeypatch):
+    runner = GatedRunner(steps=3)
+    manager = RunManager(store, runner, RunsSettings())
+    await manager.open()
+    try:
+        record = await manager.start(RunRequest(question="q"))
+        live = await manager.live_run(record.run_id)
+        seen: list[dict] = []
+        live.attach(lambda payload, terminal: seen.append(json.loads(payload)))
+        await runner.entered_event(record.run_id).wait()
+        real_write = manager.journal.write
+
+        def full(run_id: str, payload: str):
+            if '"answer_delta"' in payload:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return real_write(run_id, payload)
+
+        monkeypatch.setattr(manager.journal, "write", full)
+        runner.finish(record.run_id)
+        await asyncio.wait_for(live.task, 10)
+        assert [e["type"] for e in seen] == ["run_started", "answer_delta", "error"]
+        assert seen[-1]["code"] == "run.store_unavailable" and "No space left" in seen[-1]["message"]
+        assert [e["seq"] for e in seen] == [1, 2, 3]  # no gap where the refused event would have been
+    finally:
+        await manager.close()
