@@ -18,8 +18,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import queue
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -148,6 +150,7 @@ class Writer(threading.Thread):
 
     # -- writer thread ------------------------------------------------------------------------
     def run(self) -> None:
+        yield_cpu_to_event_loop()
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
@@ -215,6 +218,20 @@ class Writer(threading.Thread):
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
         return results
+
+
+def yield_cpu_to_event_loop() -> None:
+    """Give the calling thread the lowest CPU priority (Linux, where priority is per thread).
+
+    On a core it shares with the event loop, a writer thread at the same priority takes the
+    core for a whole time slice (milliseconds) whenever both want it, and every socket served
+    by the loop waits that long. At the lowest priority it runs when the loop is idle or
+    waits on the GIL; the event loop only waits for it when it falls so far behind that runs
+    wait on the store.
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
 
 
 def _insert(conn: sqlite3.Connection, rows: list[tuple[str, int, str]]) -> list[sqlite3.IntegrityError | None]:
@@ -291,6 +308,7 @@ class Checkpointer(threading.Thread):
         self.stopping = threading.Event()
 
     def run(self) -> None:
+        yield_cpu_to_event_loop()
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA busy_timeout=1000")
