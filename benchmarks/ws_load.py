@@ -11,7 +11,9 @@ ping every 250 ms. Every run streams a scripted model at a realistic pace: ``--t
   ``tokens / rate``. A server that reads the model only after each event is stored stretches
   this (the model waits on it) and then shows a low relay latency for fewer tokens a second;
   this column makes that visible.
-* **ping RTT**: ping sent → pong received, while all runs stream.
+* **ping RTT**: ping sent → pong received, while all runs stream; also for the pings sent once
+  every client has connected and its first token is due (``RAMP_S + ttft`` after the start), when
+  the server does nothing but stream (the rest fall among connection handshakes and run starts).
 * **server CPU / RSS per run**: CPU seconds the server process used during the load, and its RSS
   growth over idle, divided by N.
 
@@ -195,6 +197,8 @@ async def _one_client(url: str, out: dict[str, Any]) -> None:
                         sent = pings.pop(frame.get("id"), None)
                         if sent is not None:
                             out["ping"].append(now - sent)
+                            if sent >= out["streaming_from"]:
+                                out["ping_streaming"].append(now - sent)
                     elif kind == "event":
                         event = frame["event"]
                         if event["type"] == "answer_delta":
@@ -220,8 +224,9 @@ async def _one_client(url: str, out: dict[str, Any]) -> None:
         out.setdefault("messages", []).append(f"{type(exc).__name__}: {exc}")
 
 
-async def run_clients(url: str, n: int, deadline_s: float) -> dict[str, Any]:
-    out: dict[str, Any] = {"relay": [], "ping": [], "stream": [], "done": 0, "errors": 0}
+async def run_clients(url: str, n: int, deadline_s: float, ttft: float) -> dict[str, Any]:
+    out: dict[str, Any] = {"relay": [], "ping": [], "ping_streaming": [], "stream": [], "done": 0, "errors": 0}
+    out["streaming_from"] = time.perf_counter() + RAMP_S + ttft
     await asyncio.gather(*(one_client(url, out, deadline_s) for _ in range(n)))
     return out
 
@@ -234,7 +239,7 @@ def client_main(args: argparse.Namespace) -> None:
     except ImportError:
         pass
     deadline_s = 60 + 5 * (RAMP_S + args.ttft + args.tokens / args.rate)
-    result = asyncio.run(run_clients(args.url, args.n, deadline_s))
+    result = asyncio.run(run_clients(args.url, args.n, deadline_s, args.ttft))
     result["messages"] = result.get("messages", [])[:5]
     Path(args.out).write_text(json.dumps(result))
 
@@ -311,6 +316,7 @@ def summarise(stack: str, n: int, rounds: list[dict[str, Any]]) -> dict[str, Any
     """Percentiles over the samples of every round; resource use averaged over rounds."""
     relay = [x for r in rounds for x in r["relay"]]
     ping = [x for r in rounds for x in r["ping"]]
+    ping_streaming = [x for r in rounds for x in r["ping_streaming"]]
     stream = [x for r in rounds for x in r["stream"]]
     return {
         "stack": stack,
@@ -324,6 +330,7 @@ def summarise(stack: str, n: int, rounds: list[dict[str, Any]]) -> dict[str, Any
         "relay_p99_ms": pct(relay, 0.99) * 1000,
         "ping_p50_ms": pct(ping, 0.50) * 1000,
         "ping_p99_ms": pct(ping, 0.99) * 1000,
+        "ping_streaming_p99_ms": pct(ping_streaming, 0.99) * 1000,
         "stream_p50_s": pct(stream, 0.50),
         "stream_p99_s": pct(stream, 0.99),
         "tokens": len(relay),
@@ -379,7 +386,8 @@ def main() -> None:
                 row = summarise(stack, n, [data])
                 print(
                     f"round {round_no + 1}: {stack:>4} {n:>5} clients: relay p50 {row['relay_p50_ms']:.2f} ms "
-                    f"p99 {row['relay_p99_ms']:.2f} ms, ping p99 {row['ping_p99_ms']:.2f} ms, "
+                    f"p99 {row['relay_p99_ms']:.2f} ms, ping p99 {row['ping_p99_ms']:.2f} ms "
+                    f"({row['ping_streaming_p99_ms']:.2f} ms streaming), "
                     f"stream p99 {row['stream_p99_s']:.2f} s, "
                     f"{row['done']}/{n} answered, {row['errors']} errors {'; '.join(row['messages'])}",
                     file=sys.stderr,
@@ -389,23 +397,26 @@ def main() -> None:
     print(f"\nWebSocket load: {args.tokens} tokens at {args.rate:g}/s after {args.ttft:g}s TTFT per run; "
           f"store={args.store}; deflate={args.deflate}; pinned={pin}; {args.repeat} rounds; python {sys.version.split()[0]}\n"
           f"(the model's own stream time, first token to answer, is {args.tokens / args.rate:.2f}s)\n")  # fmt: skip
-    head = f"{'clients':>7} {'stack':>5} {'relay p50':>10} {'relay p99':>10} {'ping p50':>9} {'ping p99':>9} "
+    head = f"{'clients':>7} {'stack':>5} {'relay p50':>10} {'relay p99':>10} {'ping p50':>9} {'ping p99':>9} {'streaming':>9} "
     head += f"{'stream p50':>10} {'stream p99':>10} {'CPU ms/run':>10} {'RSS KiB/run':>11} {'answered':>9}"
     print(head)
     for row in rows:
         print(
             f"{row['clients']:>7} {row['stack']:>5} {row['relay_p50_ms']:>8.2f}ms {row['relay_p99_ms']:>8.2f}ms "
-            f"{row['ping_p50_ms']:>7.2f}ms {row['ping_p99_ms']:>7.2f}ms "
+            f"{row['ping_p50_ms']:>7.2f}ms {row['ping_p99_ms']:>7.2f}ms {row['ping_streaming_p99_ms']:>7.2f}ms "
             f"{row['stream_p50_s']:>9.2f}s {row['stream_p99_s']:>9.2f}s {row['cpu_ms_per_run']:>10.1f} "
             f"{row['rss_kib_per_run']:>11.1f} {row['done']:>5}/{row['runs']}"
         )
-    print(f"\n{'clients':>7} {'relay p50 ratio':>16} {'relay p99 ratio':>16} {'ping p99 ratio':>15}  (ours / bare)")
+    print(
+        f"\n{'clients':>7} {'relay p50 ratio':>16} {'relay p99 ratio':>16} {'ping p99 ratio':>15} {'streaming':>10}  (ours / bare)"
+    )
     for n in args.clients_list:
         bare = next(r for r in rows if r["clients"] == n and r["stack"] == "bare")
         ours = next(r for r in rows if r["clients"] == n and r["stack"] == "ours")
         print(
             f"{n:>7} {ours['relay_p50_ms'] / bare['relay_p50_ms']:>15.2f}x {ours['relay_p99_ms'] / bare['relay_p99_ms']:>15.2f}x "
-            f"{ours['ping_p99_ms'] / bare['ping_p99_ms']:>14.2f}x"
+            f"{ours['ping_p99_ms'] / bare['ping_p99_ms']:>14.2f}x "
+            f"{ours['ping_streaming_p99_ms'] / bare['ping_streaming_p99_ms']:>9.2f}x"
         )
     if args.json:
         print(json.dumps(rows, indent=2))

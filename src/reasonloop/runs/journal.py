@@ -135,9 +135,10 @@ class Journal:
             self.retired.append(old)
             self._release(old)
 
-    def settle(self, segment: Segment, recorded: bool) -> None:
-        """The store answered for one event of ``segment`` (``recorded`` or failed)."""
-        segment.pending -= 1
+    def settle(self, segment: Segment, recorded: bool, count: int = 1) -> None:
+        """The store answered for ``count`` events of ``segment`` (``recorded`` or failed); a
+        caller that counted ``pending`` down itself passes 0."""
+        segment.pending -= count
         if not recorded:
             segment.failed = True
         if segment.retired:

@@ -432,6 +432,9 @@ class RunManager:
         except Exception as exc:  # a store bug fails this batch; the recorder goes on with the next
             log.exception("run store failed a batch of %d events", len(batch))
             results = [RunStoreUnavailable(f"run events not recorded: {type(exc).__name__}: {exc}")] * len(batch)
+        if journal is not None and not any(results):  # all recorded, all already published
+            self._settle_recorded(batch)
+            return
         for (live, event, payload, segment), error in zip(batch, results, strict=True):
             live.unrecorded -= 1
             if segment is not None and journal is not None:
@@ -445,6 +448,23 @@ class RunManager:
                 else:
                     live.store_error = RunStoreUnavailable(f"the run store refused event {event.seq}: {error}")
             live.settle()
+
+    def _settle_recorded(self, batch: list[tuple[LiveRun, Event, str, Segment | None]]) -> None:
+        """The store holds every event of ``batch`` (journaled ones, published already): count them
+        off their runs and segments, then wake what waits, once per run and segment."""
+        lives: dict[LiveRun, None] = {}
+        segments: dict[Segment, None] = {}
+        for live, _, _, segment in batch:
+            live.unrecorded -= 1
+            lives[live] = None
+            if segment is not None:
+                segment.pending -= 1
+                segments[segment] = None
+        for live in lives:
+            live.settle()
+        if self.journal is not None:
+            for segment in segments:
+                self.journal.settle(segment, recorded=True, count=0)
 
     def _fail_unrecorded(self, items: list[tuple[LiveRun, Event, str, Segment | None]], reason: str) -> None:
         lost = RunStoreUnavailable(reason)

@@ -185,6 +185,8 @@ class SQLiteRunStore:
             errors = await self._writer.append_many([(run_id, event.seq, payload) for run_id, event, payload in items])
         except sqlite3.Error as exc:
             raise RunStoreUnavailable(f"SQLite run store {self.path}: {exc}", path=self.path) from exc
+        if not any(errors):
+            return errors  # all None: the common case, with no pass over the items
         return [
             None if error is None else ValueError(f"run {run_id} already has an event with seq {event.seq}")
             for error, (run_id, event, _) in zip(errors, items, strict=True)
