@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from reasonloop.config import RunsSettings
+from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import AnswerDelta, RunStarted, event_adapter
 from reasonloop.runs.journal import Journal, recover_journals
 from reasonloop.runs.manager import RunManager
@@ -149,5 +150,20 @@ async def test_a_full_disk_fails_the_run_with_a_clear_error_and_publishes_nothin
         assert [e["type"] for e in seen] == ["run_started", "answer_delta", "error"]
         assert seen[-1]["code"] == "run.store_unavailable" and "No space left" in seen[-1]["message"]
         assert [e["seq"] for e in seen] == [1, 2, 3]  # no gap where the refused event would have been
+    finally:
+        await manager.close()
+
+
+async def test_a_journal_directory_that_cannot_be_created_stops_start_up_with_the_reason(store, tmp_path):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the journal directory should go")
+    store.journal_dir = str(blocker / "journal")
+    manager = RunManager(store, GatedRunner(), RunsSettings())
+    try:
+        await manager.open()
+    except RunStoreUnavailable as exc:
+        assert "cannot open the run journal" in exc.message and "not-a-directory" in exc.message
+    else:
+        raise AssertionError("the manager opened without a journal")
     finally:
         await manager.close()
