@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import fcntl
 import json
 import os
 import subprocess
@@ -12,7 +13,7 @@ import sys
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import AnswerDelta, RunStarted, event_adapter
-from reasonloop.runs.journal import Journal, recover_journals
+from reasonloop.runs.journal import Journal, file_prefix, recover_journals
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRecord, RunRequest
 from reasonloop.runs.store import recover_interrupted
@@ -61,17 +62,21 @@ async def test_readers_get_events_once_journaled_while_the_store_lags(store):
     assert os.listdir(store.journal_dir) == []  # everything is in the store: the segment is gone
 
 
-def journal_in_dead_process(directory: str, payloads: list[str]) -> None:
+def journal_in_dead_process(
+    directory: str, payloads: list[str], instance: str = "elsewhere:1:dead", run_id: str = "run_dead"
+) -> None:
     """Journal ``payloads`` from another process that then exits, the last line cut short."""
     script = (
         "import sys; from reasonloop.runs.journal import Journal\n"
-        "j = Journal(sys.argv[1], 'elsewhere:1:dead'); j.open()\n"
-        "for line in sys.stdin: j.write('run_dead', line.rstrip('\\n'))\n"
+        "j = Journal(sys.argv[1], sys.argv[2]); j.open()\n"
+        "for line in sys.stdin: j.write(sys.argv[3], line.rstrip('\\n'))\n"
     )
     lines = "".join(payload + "\n" for payload in payloads)
-    subprocess.run([sys.executable, "-c", script, directory], input=lines, text=True, check=True)
-    with open(os.path.join(directory, os.listdir(directory)[0]), "ab") as file:
-        file.write(b'run_dead\t{"type":"answer_delta","se')  # a line cut short by the crash
+    args = [sys.executable, "-c", script, directory, instance, run_id]
+    subprocess.run(args, input=lines, text=True, check=True)
+    name = next(n for n in os.listdir(directory) if n.startswith(file_prefix(instance)))
+    with open(os.path.join(directory, name), "ab") as file:
+        file.write(run_id.encode() + b'\t{"type":"answer_delta","se')  # a line cut short by the crash
 
 
 async def test_events_journaled_by_a_dead_process_reach_the_store_before_it_is_marked_interrupted(store, tmp_path):
@@ -114,7 +119,7 @@ def test_segments_rotate_and_go_once_the_store_holds_their_events(tmp_path):
     assert os.listdir(tmp_path / "j") == [os.path.basename(third.path)]
 
 
-async def test_a_run_whose_end_was_journaled_but_not_stored_gets_its_final_status(store):
+async def test_a_dead_run_whose_answer_is_stored_but_not_its_status_gets_that_status(store):
     await store.create_run(RunRecord(run_id="run_done", status="running", instance="elsewhere:1:dead"))
     for line in (stamped("run_done", 1), stamped("run_done", 2, "all of it")):
         await store.append_event("run_done", event_adapter.validate_json(line))
@@ -167,3 +172,60 @@ async def test_a_journal_directory_that_cannot_be_created_stops_start_up_with_th
         raise AssertionError("the manager opened without a journal")
     finally:
         await manager.close()
+
+
+async def test_runs_of_a_dead_process_wait_while_another_process_imports_its_journal(store):
+    await store.create_run(RunRecord(run_id="run_dead", status="running", instance="elsewhere:1:dead"))
+    journal_in_dead_process(store.journal_dir, [stamped("run_dead", seq, f"part{seq} ") for seq in (1, 2)])
+    segment = os.path.join(store.journal_dir, os.listdir(store.journal_dir)[0])
+    other = os.open(segment, os.O_RDONLY)
+    fcntl.flock(other, fcntl.LOCK_EX)  # another server process is importing it right now
+    manager = RunManager(store, GatedRunner(), RunsSettings())
+    try:
+        assert await manager.open() == []  # not marked interrupted on what the store holds so far
+        assert (await store.get_run("run_dead")).status == "running"
+        os.close(other)  # that process died before finishing: the segment is still there
+        assert await manager._recover() == ["run_dead"]  # the next housekeeping round
+        assert [e.type for e in await store.events("run_dead")] == ["run_started", "answer_delta", "answer"]
+        assert (await store.get_run("run_dead")).content == "part2 "
+    finally:
+        await manager.close()
+
+
+async def test_a_failed_import_leaves_every_segment_for_the_next_attempt(store, monkeypatch):
+    from reasonloop.runs import journal as journal_module
+
+    for name in ("a", "b"):
+        journal_in_dead_process(store.journal_dir, [stamped("run_" + name, 1)], f"gone:1:{name}", "run_" + name)
+
+    async def unavailable(store, items):
+        raise RunStoreUnavailable("database is locked")
+
+    monkeypatch.setattr(journal_module, "append_events", unavailable)
+    try:
+        await recover_journals(store.journal_dir, store)
+    except RunStoreUnavailable:
+        pass
+    else:
+        raise AssertionError("the import did not fail")
+    monkeypatch.undo()
+    assert await recover_journals(store.journal_dir, store) == 2  # nothing left locked by the failed attempt
+    assert os.listdir(store.journal_dir) == []
+
+
+def test_a_short_write_leaves_no_fragment_for_the_next_line(tmp_path, monkeypatch):
+    journal = Journal(str(tmp_path), "me:1:x")
+    journal.open()
+    journal.write("run_a", stamped("run_a", 1))
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, data[: len(data) // 2]))
+    try:
+        journal.write("run_b", stamped("run_b", 1))
+    except OSError as exc:
+        assert "short write" in str(exc)
+    else:
+        raise AssertionError("a short write went unnoticed")
+    monkeypatch.undo()
+    journal.write("run_c", stamped("run_c", 1))
+    assert [(run_id, e["seq"]) for run_id, e in journal_lines(str(tmp_path))] == [("run_a", 1), ("run_c", 1)]
+    journal.close()

@@ -92,7 +92,7 @@ class Journal:
         """Created under a temporary name and locked before it gets its real one, so a
         recovering process never takes a segment for dead in the instant before its lock."""
         self._serial += 1
-        name = re.sub(r"[^A-Za-z0-9_.-]", "_", self.instance) + f".{self._serial}"
+        name = file_prefix(self.instance) + str(self._serial)
         final = os.path.join(self.directory, name + SUFFIX)
         temporary = final + ".new"
         fd = os.open(temporary, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -116,6 +116,8 @@ class Journal:
         line = f"{run_id}\t{payload}\n".encode()
         written = os.write(segment.fd, line)
         if written != len(line):  # a regular file writes all or fails, except when the disk fills up
+            with contextlib.suppress(OSError):  # no fragment for the next line to be glued to
+                os.ftruncate(segment.fd, segment.size)
             raise OSError(f"short write to the run journal ({written} of {len(line)} bytes)")
         segment.size += written
         segment.pending += 1
@@ -186,43 +188,68 @@ async def recover_journals(directory: str, store: RunStore) -> int:
         RunStoreUnavailable: the store failed while importing.
     """
     added = 0
-    for fd, path, data in await asyncio.to_thread(_claim_dead, directory):
-        try:
+    for path in _segments(directory):
+        fd = _claim(path)
+        if fd is None:
+            continue
+        try:  # closing the file releases the lock: a segment that failed to import is taken again later
+            data = await asyncio.to_thread(_read, fd)
             added += await _import(data, store, path)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
         finally:
-            os.close(fd)  # releases the lock: a segment that failed to import is taken again later
+            os.close(fd)
     return added
 
 
-def _claim_dead(directory: str) -> list[tuple[int, str, bytes]]:
-    """Lock and read every segment no live process holds: ``(fd, path, content)``, still locked."""
+def file_prefix(instance: str) -> str:
+    """How an instance id starts the names of its segment files."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", instance) + "."
+
+
+def unrecovered(directory: str) -> set[str]:
+    """File prefixes (:func:`file_prefix`) of instances with segments on disk: live ones, and
+    dead ones whose events are not all in the store yet (being imported, or the import failed).
+    Their runs must not be marked interrupted before those events are in."""
+    return {name[: name.rindex(".", 0, -len(SUFFIX)) + 1] for name in _segment_names(directory)}
+
+
+def _segment_names(directory: str) -> list[str]:
     try:
-        names = sorted(os.listdir(directory))
+        return sorted(name for name in os.listdir(directory) if name.endswith(SUFFIX))
     except FileNotFoundError:
         return []
-    claimed = []
-    for name in names:
-        path = os.path.join(directory, name)
-        if name.endswith(SUFFIX + ".new"):  # a segment being created; one left by a crash is empty
-            with contextlib.suppress(OSError):
-                if time.time() - os.stat(path).st_mtime > _STALE_NEW_S:
-                    os.unlink(path)
-            continue
-        if not name.endswith(SUFFIX):
-            continue
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError:  # another process recovered it first
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            with open(fd, "rb", closefd=False) as file:
-                claimed.append((fd, path, file.read()))
-        except OSError:  # BlockingIOError: a live process holds it
-            os.close(fd)
-    return claimed
+
+
+def _segments(directory: str) -> list[str]:
+    """Paths of the segments in ``directory``, deleting ``.new`` files a crash left behind."""
+    with contextlib.suppress(FileNotFoundError):
+        for name in os.listdir(directory):
+            if name.endswith(SUFFIX + ".new"):  # a segment being created; one left by a crash is empty
+                path = os.path.join(directory, name)
+                with contextlib.suppress(OSError):
+                    if time.time() - os.stat(path).st_mtime > _STALE_NEW_S:
+                        os.unlink(path)
+    return [os.path.join(directory, name) for name in _segment_names(directory)]
+
+
+def _claim(path: str) -> int | None:
+    """The segment opened and locked, or None when a live process (or a recovering one) holds it."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:  # another process recovered it first
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _read(fd: int) -> bytes:
+    with open(fd, "rb", closefd=False) as file:
+        return file.read()
 
 
 async def _import(data: bytes, store: RunStore, path: str) -> int:

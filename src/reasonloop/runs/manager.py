@@ -51,7 +51,7 @@ from reasonloop.errors import (
 )
 from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunResult, RunStarted
 from reasonloop.llm.base import Message
-from reasonloop.runs.journal import Journal, Segment, recover_journals
+from reasonloop.runs.journal import Journal, Segment, file_prefix, recover_journals, unrecovered
 from reasonloop.runs.live import LiveRun, with_json
 from reasonloop.runs.models import ConversationRecord, RunRecord, RunRequest, new_id, result_from_events
 from reasonloop.runs.store import RunStore, append_events, is_terminal_event, new_instance_id, recover_interrupted
@@ -139,7 +139,12 @@ class RunManager:
         await self.store.heartbeat(self.instance)
         if self.journal is not None:
             self.journal.open()
-        marked = await self._recover()
+        try:
+            marked = await self._recover()
+        except BaseException:
+            if self.journal is not None:
+                self.journal.close()
+            raise
         if marked:
             log.warning("marked %d run(s) interrupted: %s", len(marked), ", ".join(marked))
         self._background = [
@@ -175,10 +180,16 @@ class RunManager:
         self._background = []
 
     async def _recover(self) -> list[str]:
-        """Events journaled by dead processes into the store, then their runs marked interrupted."""
-        if self.journal is not None:
-            await recover_journals(self.journal.directory, self.store)
-        return await recover_interrupted(self.store, me=self.instance)
+        """Events journaled by dead processes into the store, then their runs marked interrupted
+        (not those of a process whose segments are still on disk: being imported by another
+        process, or whose import failed; a later round takes them)."""
+        if self.journal is None:
+            return await recover_interrupted(self.store, me=self.instance)
+        await recover_journals(self.journal.directory, self.store)
+        waiting = unrecovered(self.journal.directory)
+        return await recover_interrupted(
+            self.store, me=self.instance, wait_for=lambda instance: file_prefix(instance) in waiting
+        )
 
     async def _watch_stops(self) -> None:
         while True:

@@ -149,18 +149,22 @@ def instance_alive(instance: str) -> bool | None:
     return True
 
 
-async def recover_interrupted(store: RunStore, *, me: str) -> list[str]:
+async def recover_interrupted(store: RunStore, *, me: str, wait_for: Callable[[str], bool] | None = None) -> list[str]:
     """Mark runs left in flight by dead instances as ``interrupted``, keeping their partial answer.
 
     The partial answer is appended as a last :class:`~reasonloop.events.Answer` with
-    ``stop_reason="interrupted"``, so streams of the run end like any other.
+    ``stop_reason="interrupted"``, so streams of the run end like any other. Runs of an
+    instance for which ``wait_for(instance)`` is true are left for a later call (their events
+    are not all in the store yet).
 
     Returns:
         The ids of the runs marked.
     """
     marked: list[str] = []
     for record in await store.inflight_runs():
-        if record.instance == me or await store.instance_alive(record.instance):
+        if record.instance == me or (wait_for is not None and wait_for(record.instance)):
+            continue
+        if await store.instance_alive(record.instance):
             continue
         events = await store.events(record.run_id)
         if events and is_terminal_event(events[-1]):  # it ended, but died before saying so
