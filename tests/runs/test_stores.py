@@ -197,3 +197,27 @@ async def test_a_batch_of_events_is_recorded_at_once_and_a_duplicate_fails_alone
     assert [type(r) for r in results] == [ValueError, type(None), type(None)]
     assert [e.text for e in await any_store.events("run_m")] == ["first", "a"]
     assert [e.text for e in await any_store.events("run_n")] == ["b"]
+
+
+async def test_updates_set_exactly_the_fields_given(any_store):
+    await any_store.create_run(RunRecord(run_id="run_u", question="q?", tenant="t1"))
+    await any_store.update_run(
+        "run_u", status="failed", content='a "quoted" é\nline', error={"code": "x", "message": "m"}, last_seq=7
+    )
+    await any_store.update_run("run_u", content='{"looks": "like json"}', stop_reason=None, ended_at=1.5)
+    run = await any_store.get_run("run_u")
+    assert (run.status, run.content, run.error, run.last_seq, run.ended_at) == (
+        "failed",
+        '{"looks": "like json"}',  # a string that looks like JSON stays a string
+        {"code": "x", "message": "m"},
+        7,
+        1.5,
+    )
+    assert (run.question, run.tenant) == ("q?", "t1")  # the other fields are untouched
+    assert [r.run_id for r in await any_store.list_runs("t1")] == ["run_u"]
+    try:
+        await any_store.update_run("run_u", colour="blue")
+    except ValueError as exc:
+        assert "colour" in str(exc)
+    else:
+        raise AssertionError("an unknown field was accepted")

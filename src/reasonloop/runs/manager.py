@@ -613,8 +613,12 @@ class RunManager:
         Raises:
             RunNotFound: no such run, or another tenant's.
         """
-        await self.get(run_id, tenant)
-        return self._live.get(run_id)
+        live = self._live.get(run_id)
+        if live is None:
+            await self.get(run_id, tenant)  # raises RunNotFound unless the store has it
+        elif tenant is not None and live.record.tenant != tenant:
+            raise RunNotFound(f"no run {run_id!r}", run_id=run_id)
+        return live
 
     async def subscribe_json(
         self, run_id: str, after_seq: int = 0, tenant: str | None = None

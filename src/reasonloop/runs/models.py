@@ -22,6 +22,7 @@ __all__ = [
     "RunRecord",
     "RunRequest",
     "RunStatus",
+    "check_record_fields",
     "new_id",
     "partial_content",
     "result_from_events",
@@ -77,6 +78,13 @@ class RunRecord(BaseModel):
     @property
     def finished(self) -> bool:
         return self.status in TERMINAL
+
+
+def check_record_fields(fields: dict[str, Any]) -> None:
+    """Raise ValueError naming any of ``fields`` that :class:`RunRecord` does not have (for ``update_run``)."""
+    unknown = fields.keys() - RunRecord.model_fields.keys()
+    if unknown:
+        raise ValueError(f"RunRecord has no field(s) {', '.join(sorted(unknown))}")
 
 
 class ConversationRecord(BaseModel):

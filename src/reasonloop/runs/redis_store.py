@@ -31,7 +31,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_adapter
-from reasonloop.runs.models import TERMINAL, ConversationRecord, RunRecord
+from reasonloop.runs.models import TERMINAL, ConversationRecord, RunRecord, check_record_fields
 from reasonloop.runs.store import instance_alive, is_terminal_event
 
 __all__ = ["RedisRunStore"]
@@ -125,6 +125,7 @@ class RedisRunStore:
         }
 
     async def update_run(self, run_id: str, **fields: Any) -> None:
+        check_record_fields(fields)
         key = f"{self.p}run:{run_id}"
         with _guard(self.url):
             data = await self.r.hget(key, "data")

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_adapter
-from reasonloop.runs.models import ConversationRecord, RunRecord
+from reasonloop.runs.models import ConversationRecord, RunRecord, check_record_fields
 from reasonloop.runs.sqlite_writer import Checkpointer, Writer
 from reasonloop.runs.store import default_sqlite_path, instance_alive, is_terminal_event
 
@@ -127,17 +127,15 @@ class SQLiteRunStore:
     async def update_run(self, run_id: str, **fields: Any) -> None:
         """Set fields of the stored record in place (SQLite's ``json_set``: the record is not
         parsed and re-serialised by the writer thread, which shares the GIL with the event loop)."""
-        unknown = fields.keys() - RunRecord.model_fields.keys()
-        if unknown:
-            raise ValueError(f"RunRecord has no field(s) {', '.join(sorted(unknown))}")
+        check_record_fields(fields)
         if not fields:
             return
-        setters = ", ".join(f"'$.{name}', json(?)" for name in fields)
-        columns = "".join(f", {name}=?" for name in ("status", "instance") if name in fields)
-        sql = f"UPDATE runs SET data=json_set(data, {setters}){columns} WHERE run_id=?"
-        params = [json.dumps(value, ensure_ascii=False) for value in fields.values()]
-        params += [fields[name] for name in ("status", "instance") if name in fields]
-        params.append(run_id)
+        # One JSON object for all the values; json_extract keeps strings strings and objects objects.
+        setters = ", ".join(f"'$.{name}', json_extract(:v, '$.{name}')" for name in fields)
+        columns = "".join(f", {name}=:{name}" for name in ("status", "instance") if name in fields)
+        sql = f"UPDATE runs SET data=json_set(data, {setters}){columns} WHERE run_id=:run_id"
+        params = {"v": json.dumps(fields, ensure_ascii=False), "run_id": run_id}
+        params.update((name, fields[name]) for name in ("status", "instance") if name in fields)
         await self._run(lambda c: c.execute(sql, params))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
