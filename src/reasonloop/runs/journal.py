@@ -8,12 +8,14 @@ is fed behind it in large, infrequent batches. A process killed with ``kill -9``
 nothing it has written (the kernel holds the page); what survives a power cut is what
 survives it in the SQLite store with ``synchronous=NORMAL``.
 
-Each process writes its own segment file, ``<instance>.jsonl`` in the journal directory,
-holding an exclusive ``flock`` on it for as long as it lives. A segment nobody holds
-belongs to a process that has died: :func:`recover_journals` copies its events into the
-store (events the store already has are skipped) and deletes it, before runs of dead
-processes are marked ``interrupted``. A process rotates to a new segment past
-``max_bytes`` and deletes a full segment once the store holds all of its events.
+Each process writes its own segment files, ``<instance>.<n>.jsonl`` in the journal
+directory, holding an exclusive ``flock`` on the one it writes for as long as it lives. A
+segment nobody holds belongs to a process that has died: :func:`recover_journals` copies its
+events into the store (events the store already has are skipped) and deletes it. Runs of a
+dead process are marked ``interrupted`` only once none of its segments is left
+(:func:`unrecovered`), so that mark always comes after every event it journaled. A process
+rotates to a new segment past ``max_bytes`` and deletes a full segment once the store holds
+all of its events.
 
 A line is ``<run id> TAB <event JSON> LF``; the JSON never contains a raw newline.
 """
@@ -35,7 +37,7 @@ from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import event_adapter
 from reasonloop.runs.store import RunStore, append_events
 
-__all__ = ["Journal", "Segment", "recover_journals"]
+__all__ = ["Journal", "Segment", "file_prefix", "recover_journals", "unrecovered"]
 
 log = logging.getLogger(__name__)
 
