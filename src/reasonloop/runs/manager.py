@@ -13,8 +13,9 @@ the rest queue), iterates the runner's events and stamps each with the run id an
   one store call is in flight goes out in the next: one transaction or round trip for
   hundreds of events), and only once the store holds them are they handed to subscribers.
 
-A run does not wait for each event's record (the model keeps streaming); it waits before
-its status changes, and when too many of its events are still unrecorded.
+Recording is :class:`~reasonloop.runs.recorder.EventRecorder`'s job. A run does not wait for
+each event's record (the model keeps streaming); it waits before its status changes, and
+when too many of its events are still unrecorded.
 
 Subscribers read one shared in-memory list per run (no per-subscriber queue, so a slow
 reader costs nothing to the others) or attach a sink called with each event as it is
@@ -36,11 +37,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from reasonloop.config import RunsSettings
-from reasonloop.eager import first_step, resume
 from reasonloop.errors import (
     ReasonLoopError,
     RequestInvalid,
@@ -51,10 +51,11 @@ from reasonloop.errors import (
 )
 from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunResult, RunStarted
 from reasonloop.llm.base import Message
-from reasonloop.runs.journal import Journal, Segment, file_prefix, recover_journals, unrecovered
+from reasonloop.runs.journal import Journal, file_prefix, recover_journals, unrecovered
 from reasonloop.runs.live import LiveRun, with_json
 from reasonloop.runs.models import ConversationRecord, RunRecord, RunRequest, new_id, result_from_events
-from reasonloop.runs.store import RunStore, append_events, is_terminal_event, new_instance_id, recover_interrupted
+from reasonloop.runs.recorder import EventRecorder, together
+from reasonloop.runs.store import RunStore, is_terminal_event, new_instance_id, recover_interrupted
 
 __all__ = ["RunManager", "Runner"]
 
@@ -70,28 +71,6 @@ Observer = Callable[[str, RunRecord, Event | None], None]
 _HEARTBEAT_S = 3.0
 _MAX_UNRECORDED = 256
 """A run with this many events not yet recorded waits for the store before taking the next."""
-
-
-async def together(writes: list[Coroutine[Any, Any, Any]]) -> None:
-    """Await store writes started at once (the SQLite store commits them in one transaction,
-    with one thread hand-off), in order; the first failure is raised once all have ended."""
-    started: list[tuple[bool, Any]] = []
-    try:
-        for write in writes:
-            started.append(first_step(write))
-    except BaseException:
-        for write in writes[len(started) + 1 :]:
-            write.close()
-        raise
-    failure: BaseException | None = None
-    for done, pending in started:
-        if not done:
-            try:
-                await resume(*pending)
-            except Exception as exc:
-                failure = failure or exc
-    if failure is not None:
-        raise failure
 
 
 class _Stop(Exception):
@@ -120,14 +99,10 @@ class RunManager:
         self._slots = asyncio.Semaphore(self.settings.max_concurrent)
         self._waiting = 0
         self._background: list[asyncio.Task[Any]] = []
-        self._recording: list[tuple[LiveRun, Event, str, Segment | None]] = []
-        self._recorder: asyncio.Task[None] | None = None
-        self._record_now = asyncio.Event()
-        self._status_updates: list[tuple[str, dict[str, Any]]] = []
-        """Record fields to store with the next batch of events."""
         journal_dir = getattr(store, "journal_dir", None) if self.settings.journal else None
         self.journal = Journal(journal_dir, self.instance) if journal_dir else None
         """Where events are made durable before subscribers see them (None: the store, event by event)."""
+        self.recorder = EventRecorder(store, self.journal, self.settings.record_interval_s)
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def open(self) -> list[str]:
@@ -172,9 +147,7 @@ class RunManager:
             self._waiting -= 1
             await self._finish_stopped(live)
             live.end()
-        if self._recorder is not None:
-            self._record_now.set()
-            await asyncio.gather(self._recorder, return_exceptions=True)
+        await self.recorder.drain()
         if self.journal is not None:
             self.journal.close()
         self._background = []
@@ -300,8 +273,7 @@ class RunManager:
                     self._notify("status", record, None)
                     # Recorded with the run's first events, in their transaction (one thread hand-off
                     # fewer per run); the run's end waits for those, so the order is kept.
-                    self._status_updates.append((record.run_id, {"status": "running", "started_at": record.started_at}))
-                    self._start_recorder()
+                    self.recorder.add_status(record.run_id, {"status": "running", "started_at": record.started_at})
                     await self._drive(live)
             finally:
                 if record.status == "queued":
@@ -344,7 +316,7 @@ class RunManager:
                     await self._finish(live, event)
                     return
                 if live.unrecorded >= _MAX_UNRECORDED:
-                    await self._all_recorded(live)
+                    await self.recorder.all_recorded(live)
         finally:
             with contextlib.suppress(Exception):
                 await stream.aclose()  # type: ignore[attr-defined]
@@ -376,118 +348,11 @@ class RunManager:
             except OSError as exc:
                 raise RunStoreUnavailable(f"run journal {self.journal.path}: {exc}") from exc
             live.publish(event, payload)
-        live.unrecorded += 1
-        self._recording.append((live, event, payload, segment))
-        self._start_recorder()
+        self.recorder.add(live, event, payload, segment)
         self._notify("event", record, event)
 
-    def _start_recorder(self) -> None:
-        if self._recorder is None or self._recorder.done():
-            self._recorder = asyncio.create_task(self._record(), name="run-manager-recorder")
-
-    async def _all_recorded(self, live: LiveRun) -> None:
-        """Until the store holds every event of ``live`` handed to it (recorded without delay)."""
-        self._record_now.set()
-        await live.all_recorded()
-
-    async def _record(self) -> None:
-        """Record every queued event, one store call per batch (publishing each once it is held
-        when there is no journal; with one, batches gather for ``record_interval_s``).
-
-        A run whose store failed records nothing more: its later events would leave a gap
-        after the last one delivered, and its readers end at the error that follows it.
-        """
-        journal = self.journal
-        while self._recording or self._status_updates:
-            if journal is not None and not self._record_now.is_set():
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._record_now.wait(), self.settings.record_interval_s)
-            self._record_now.clear()
-            batch, self._recording = self._recording, []
-            updates, self._status_updates = self._status_updates, []
-            if updates:  # before the events: a run's end, which waits for its events, then comes after
-                try:
-                    await together([self.store.update_run(run_id, **fields) for run_id, fields in updates])
-                except asyncio.CancelledError:
-                    self._fail_unrecorded(batch + self._recording, "the run manager stopped recording")
-                    self._recording = []
-                    raise
-                except Exception as exc:  # the events' own results decide whether their runs go on
-                    log.warning("run status not recorded: %s", exc)
-            skipped = [item for item in batch if item[0].store_error is not None]
-            if skipped:
-                batch = [item for item in batch if item[0].store_error is None]
-                for live, _, _, segment in skipped:
-                    live.unrecorded -= 1
-                    if segment is not None and journal is not None:
-                        journal.settle(segment, recorded=False)
-                    live.settle()
-            if batch:
-                await self._append(batch)
-
-    async def _append(self, batch: list[tuple[LiveRun, Event, str, Segment | None]]) -> None:
-        """Record one batch of events and settle each with its result."""
-        journal = self.journal
-        try:
-            results: list[Exception | None] = await append_events(
-                self.store, [(live.record.run_id, event, payload) for live, event, payload, _ in batch]
-            )
-            if len(results) != len(batch):
-                raise RunStoreUnavailable(f"the run store answered {len(results)} results for {len(batch)} events")
-        except asyncio.CancelledError:  # shutting down: no run may wait on these forever
-            self._fail_unrecorded(batch + self._recording, "the run manager stopped recording")
-            self._recording = []
-            raise
-        except RunStoreUnavailable as exc:
-            results = [exc] * len(batch)
-        except Exception as exc:  # a store bug fails this batch; the recorder goes on with the next
-            log.exception("run store failed a batch of %d events", len(batch))
-            results = [RunStoreUnavailable(f"run events not recorded: {type(exc).__name__}: {exc}")] * len(batch)
-        if journal is not None and not any(results):  # all recorded, all already published
-            self._settle_recorded(batch)
-            return
-        for (live, event, payload, segment), error in zip(batch, results, strict=True):
-            live.unrecorded -= 1
-            if segment is not None and journal is not None:
-                journal.settle(segment, recorded=error is None)
-            if live.store_error is None:
-                if error is None:
-                    if segment is None:
-                        live.publish(event, payload)
-                elif isinstance(error, RunStoreUnavailable):
-                    live.store_error = error
-                else:
-                    live.store_error = RunStoreUnavailable(f"the run store refused event {event.seq}: {error}")
-            live.settle()
-
-    def _settle_recorded(self, batch: list[tuple[LiveRun, Event, str, Segment | None]]) -> None:
-        """The store holds every event of ``batch`` (journaled ones, published already): count them
-        off their runs and segments, then wake what waits, once per run and segment."""
-        lives: dict[LiveRun, None] = {}
-        segments: dict[Segment, None] = {}
-        for live, _, _, segment in batch:
-            live.unrecorded -= 1
-            lives[live] = None
-            if segment is not None:
-                segment.pending -= 1
-                segments[segment] = None
-        for live in lives:
-            live.settle()
-        if self.journal is not None:
-            for segment in segments:
-                self.journal.settle(segment, recorded=True, count=0)
-
-    def _fail_unrecorded(self, items: list[tuple[LiveRun, Event, str, Segment | None]], reason: str) -> None:
-        lost = RunStoreUnavailable(reason)
-        for live, _, _, segment in items:
-            live.unrecorded -= 1
-            if segment is not None and self.journal is not None:
-                self.journal.settle(segment, recorded=False)
-            live.store_error = live.store_error or lost
-            live.settle()
-
     async def _finish(self, live: LiveRun, event: Event) -> None:
-        await self._all_recorded(live)  # the terminal event is stored before the status says so
+        await self.recorder.all_recorded(live)  # the terminal event is stored before the status says so
         record = live.record
         if isinstance(event, Answer):
             record.content, record.stop_reason = event.text, event.stop_reason

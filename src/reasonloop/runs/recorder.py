@@ -1,0 +1,202 @@
+"""Recording runs' events in the run store: all runs' events together, in few store calls.
+
+Stamped events of every run of a process are queued here and recorded in batches, one store
+call per batch. Without a journal, what the runs emit while one store call is in flight goes
+out in the next, and each event is published to readers once the store holds it. With a
+journal (:mod:`reasonloop.runs.journal`), events are published before they reach the recorder,
+which then gathers them for ``record_interval_s`` per store transaction and tells the journal
+when its segments can go. A run waits for its own events (:meth:`EventRecorder.all_recorded`)
+before its status changes, and when too many of them are still unrecorded.
+
+A run whose store failed records nothing more: its later events would leave a gap after the
+last one delivered, and its readers end at the error that follows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from reasonloop.eager import first_step, resume
+from reasonloop.errors import RunStoreUnavailable
+from reasonloop.events import Event
+from reasonloop.runs.journal import Journal, Segment
+from reasonloop.runs.live import LiveRun
+from reasonloop.runs.store import RunStore, append_events
+
+__all__ = ["EventRecorder", "together"]
+
+log = logging.getLogger(__name__)
+
+Queued = tuple[LiveRun, Event, str, Segment | None]
+
+
+async def together(writes: list[Coroutine[Any, Any, Any]]) -> None:
+    """Await store writes started at once (the SQLite store commits them in one transaction,
+    with one thread hand-off), in order; the first failure is raised once all have ended."""
+    started: list[tuple[bool, Any]] = []
+    try:
+        for write in writes:
+            started.append(first_step(write))
+    except BaseException:
+        for write in writes[len(started) + 1 :]:
+            write.close()
+        raise
+    failure: BaseException | None = None
+    for done, pending in started:
+        if not done:
+            try:
+                await resume(*pending)
+            except Exception as exc:
+                failure = failure or exc
+    if failure is not None:
+        raise failure
+
+
+class EventRecorder:
+    """Records the events of every run of one process (see the module docstring).
+
+    Args:
+        store: The run store.
+        journal: This process's journal, when events are journaled before they are published.
+        interval_s: With a journal, how long events gather before one store call records them.
+    """
+
+    def __init__(self, store: RunStore, journal: Journal | None, interval_s: float) -> None:
+        self.store = store
+        self.journal = journal
+        self.interval_s = interval_s
+        self._recording: list[Queued] = []
+        self._status_updates: list[tuple[str, dict[str, Any]]] = []
+        self._recorder: asyncio.Task[None] | None = None
+        self._record_now = asyncio.Event()
+
+    def add(self, live: LiveRun, event: Event, payload: str, segment: Segment | None) -> None:
+        """Queue a stamped event of ``live`` (journaled in ``segment``, or not journaled: then it
+        is published once recorded)."""
+        live.unrecorded += 1
+        self._recording.append((live, event, payload, segment))
+        self._start()
+
+    def add_status(self, run_id: str, fields: dict[str, Any]) -> None:
+        """Store record ``fields`` with the next batch of events (before them)."""
+        self._status_updates.append((run_id, fields))
+        self._start()
+
+    async def all_recorded(self, live: LiveRun) -> None:
+        """Until the store holds every event of ``live`` handed over (recorded without delay).
+
+        Raises:
+            ReasonLoopError: the store failed one of them.
+        """
+        self._record_now.set()
+        await live.all_recorded()
+
+    async def drain(self) -> None:
+        """Record what is queued now and wait for it (shutting down)."""
+        if self._recorder is not None:
+            self._record_now.set()
+            await asyncio.gather(self._recorder, return_exceptions=True)
+
+    def _start(self) -> None:
+        if self._recorder is None or self._recorder.done():
+            self._recorder = asyncio.create_task(self._record(), name="run-event-recorder")
+
+    async def _record(self) -> None:
+        """Record every queued event, one store call per batch (publishing each once it is held
+        when there is no journal; with one, batches gather for ``record_interval_s``).
+
+        A run whose store failed records nothing more: its later events would leave a gap
+        after the last one delivered, and its readers end at the error that follows it.
+        """
+        journal = self.journal
+        while self._recording or self._status_updates:
+            if journal is not None and not self._record_now.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._record_now.wait(), self.interval_s)
+            self._record_now.clear()
+            batch, self._recording = self._recording, []
+            updates, self._status_updates = self._status_updates, []
+            if updates:  # before the events: a run's end, which waits for its events, then comes after
+                try:
+                    await together([self.store.update_run(run_id, **fields) for run_id, fields in updates])
+                except asyncio.CancelledError:
+                    self._fail_unrecorded(batch + self._recording, "the run manager stopped recording")
+                    self._recording = []
+                    raise
+                except Exception as exc:  # the events' own results decide whether their runs go on
+                    log.warning("run status not recorded: %s", exc)
+            skipped = [item for item in batch if item[0].store_error is not None]
+            if skipped:
+                batch = [item for item in batch if item[0].store_error is None]
+                for live, _, _, segment in skipped:
+                    live.unrecorded -= 1
+                    if segment is not None and journal is not None:
+                        journal.settle(segment, recorded=False)
+                    live.settle()
+            if batch:
+                await self._append(batch)
+
+    async def _append(self, batch: list[Queued]) -> None:
+        """Record one batch of events and settle each with its result."""
+        journal = self.journal
+        try:
+            results: list[Exception | None] = await append_events(
+                self.store, [(live.record.run_id, event, payload) for live, event, payload, _ in batch]
+            )
+            if len(results) != len(batch):
+                raise RunStoreUnavailable(f"the run store answered {len(results)} results for {len(batch)} events")
+        except asyncio.CancelledError:  # shutting down: no run may wait on these forever
+            self._fail_unrecorded(batch + self._recording, "the run manager stopped recording")
+            self._recording = []
+            raise
+        except RunStoreUnavailable as exc:
+            results = [exc] * len(batch)
+        except Exception as exc:  # a store bug fails this batch; the recorder goes on with the next
+            log.exception("run store failed a batch of %d events", len(batch))
+            results = [RunStoreUnavailable(f"run events not recorded: {type(exc).__name__}: {exc}")] * len(batch)
+        if journal is not None and not any(results):  # all recorded, all already published
+            self._settle_recorded(batch)
+            return
+        for (live, event, payload, segment), error in zip(batch, results, strict=True):
+            live.unrecorded -= 1
+            if segment is not None and journal is not None:
+                journal.settle(segment, recorded=error is None)
+            if live.store_error is None:
+                if error is None:
+                    if segment is None:
+                        live.publish(event, payload)
+                elif isinstance(error, RunStoreUnavailable):
+                    live.store_error = error
+                else:
+                    live.store_error = RunStoreUnavailable(f"the run store refused event {event.seq}: {error}")
+            live.settle()
+
+    def _settle_recorded(self, batch: list[Queued]) -> None:
+        """The store holds every event of ``batch`` (journaled ones, published already): count them
+        off their runs and segments, then wake what waits, once per run and segment."""
+        lives: dict[LiveRun, None] = {}
+        segments: dict[Segment, None] = {}
+        for live, _, _, segment in batch:
+            live.unrecorded -= 1
+            lives[live] = None
+            if segment is not None:
+                segment.pending -= 1
+                segments[segment] = None
+        for live in lives:
+            live.settle()
+        if self.journal is not None:
+            for segment in segments:
+                self.journal.settle(segment, recorded=True, count=0)
+
+    def _fail_unrecorded(self, items: list[Queued], reason: str) -> None:
+        lost = RunStoreUnavailable(reason)
+        for live, _, _, segment in items:
+            live.unrecorded -= 1
+            if segment is not None and self.journal is not None:
+                self.journal.settle(segment, recorded=False)
+            live.store_error = live.store_error or lost
+            live.settle()
