@@ -53,7 +53,14 @@ from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunResult,
 from reasonloop.llm.base import Message
 from reasonloop.runs.journal import Journal, file_prefix, recover_journals, unrecovered
 from reasonloop.runs.live import LiveRun, with_json
-from reasonloop.runs.models import ConversationRecord, RunRecord, RunRequest, new_id, result_from_events
+from reasonloop.runs.models import (
+    ConversationRecord,
+    RunRecord,
+    RunRequest,
+    answer_status,
+    new_id,
+    result_from_events,
+)
 from reasonloop.runs.recorder import EventRecorder, together
 from reasonloop.runs.store import RunStore, is_terminal_event, new_instance_id, recover_interrupted
 
@@ -356,7 +363,7 @@ class RunManager:
         record = live.record
         if isinstance(event, Answer):
             record.content, record.stop_reason = event.text, event.stop_reason
-            record.status = {"stopped": "stopped", "interrupted": "interrupted"}.get(event.stop_reason, "completed")
+            record.status = answer_status(event)
         else:
             assert isinstance(event, ErrorEvent)
             record.content = "".join(live.parts)

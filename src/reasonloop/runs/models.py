@@ -22,6 +22,7 @@ __all__ = [
     "RunRecord",
     "RunRequest",
     "RunStatus",
+    "answer_status",
     "check_record_fields",
     "new_id",
     "partial_content",
@@ -78,6 +79,13 @@ class RunRecord(BaseModel):
     @property
     def finished(self) -> bool:
         return self.status in TERMINAL
+
+
+def answer_status(answer: Answer) -> RunStatus:
+    """The status a run ends in with ``answer``: ``stopped``, ``interrupted`` or ``completed``."""
+    if answer.stop_reason == "stopped":
+        return "stopped"
+    return "interrupted" if answer.stop_reason == "interrupted" else "completed"
 
 
 def check_record_fields(fields: dict[str, Any]) -> None:

@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from reasonloop.config import RunsSettings, Settings
 from reasonloop.events import Answer, ErrorEvent, Event
-from reasonloop.runs.models import ConversationRecord, RunRecord, partial_content
+from reasonloop.runs.models import ConversationRecord, RunRecord, answer_status, partial_content
 
 __all__ = [
     "RunStore",
@@ -192,9 +192,8 @@ async def recover_interrupted(store: RunStore, *, me: str, wait_for: Callable[[s
 def ended_fields(terminal: Event, events: list[Event]) -> dict[str, Any]:
     """The record fields of a run whose last event is ``terminal`` (its answer or error)."""
     if isinstance(terminal, Answer):
-        status = {"stopped": "stopped", "interrupted": "interrupted"}.get(terminal.stop_reason, "completed")
         return {
-            "status": status,
+            "status": answer_status(terminal),
             "content": terminal.text,
             "stop_reason": terminal.stop_reason,
             "last_seq": terminal.seq,
