@@ -24,6 +24,15 @@ def call(name: str, call_id: str = "c1", **arguments: object) -> dict:
     return {"tool_calls": [{"id": call_id, "name": name, "arguments": arguments}]}
 
 
+def ask_sub_agent(reasoning: str) -> dict | str:
+    """The parent model's first reply, in ``reasoning``'s format: ask the sub-agent about the sky."""
+    return {
+        "toolcall": call("run_agent", "p1", query="sky"),
+        "react": 'Thought: ask\nAction: run_agent\nAction Input: {"query": "sky"}',
+        "rewoo": "#E1 = run_agent[sky]",
+    }[reasoning]
+
+
 def researcher(replies: list, **kw: object) -> Agent:
     return Agent(
         "toolcall",
@@ -183,11 +192,7 @@ async def test_recursion_is_refused() -> None:
 
 @pytest.mark.parametrize("reasoning", ["toolcall", "react", "rewoo"])
 async def test_sub_agent_tool_calls_satisfy_require_tool_call(reasoning: str) -> None:
-    first = {
-        "toolcall": call("run_agent", "p1", query="sky"),
-        "react": 'Thought: ask\nAction: run_agent\nAction Input: {"query": "sky"}',
-        "rewoo": "#E1 = run_agent[sky]",
-    }[reasoning]
+    first = ask_sub_agent(reasoning)
     settings = {"require_tool_call": True}
     # the sub-agent looked something up: its call counts for the parent
     grounded = researcher([call("lookup", "s1", key="sky"), "blue"])
@@ -264,11 +269,7 @@ async def test_stopping_the_parent_cancels_the_sub_agent() -> None:
 
 @pytest.mark.parametrize("reasoning", ["toolcall", "react", "rewoo"])
 async def test_the_sub_agents_model_usage_counts_in_the_parents_usage_and_budget(reasoning: str) -> None:
-    first = {
-        "toolcall": call("run_agent", "p1", query="sky"),
-        "react": 'Thought: ask\nAction: run_agent\nAction Input: {"query": "sky"}',
-        "rewoo": "#E1 = run_agent[sky]",
-    }[reasoning]
+    first = ask_sub_agent(reasoning)
     sub = researcher([call("lookup", "s1", key="sky"), "The sky is blue. " * 40])
     parent = writer(sub, [first, "Final Answer: It is blue."], reasoning=reasoning)
     result = await parent.run("q")
