@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import sys
+import threading
 
 import pytest
 
@@ -107,6 +110,20 @@ async def test_append_many_reports_each_row_and_goes_out_with_the_jobs_before_it
     assert await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0]) == 4
 
 
+async def test_a_large_batch_goes_in_whole_and_in_order_across_statements(writer):
+    """341 rows take one statement of each size (256 + 64 + 16 + 4 + 1); 342 a second single."""
+    await writer.submit(lambda c: c.execute("CREATE UNIQUE INDEX IF NOT EXISTS u ON events (run_id, seq)"))
+    rows = [(f"run_{i % 7}", i, f'{{"n":{i}}}') for i in range(342)]
+    assert sum(sqlite_writer.CHUNK_ROWS) == 341
+    assert await writer.append_many(rows) == [None] * 342
+    stored = await writer.submit(lambda c: c.execute("SELECT run_id, seq, data FROM events ORDER BY rowid").fetchall())
+    assert stored == rows
+    again = [("run_new", 1, "{}"), *rows[300:303], ("run_new", 2, "{}")]  # duplicates inside a later batch
+    errors = await writer.append_many(again)
+    assert [e is None for e in errors] == [True, False, False, False, True]
+    assert await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0]) == 344
+
+
 async def test_append_many_fails_whole_when_its_transaction_fails(writer, monkeypatch):
     def broken(conn, rows):
         raise sqlite3.OperationalError("disk I/O error")
@@ -114,3 +131,22 @@ async def test_append_many_fails_whole_when_its_transaction_fails(writer, monkey
     monkeypatch.setattr(sqlite_writer, "_insert", broken)
     with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
         await writer.append_many([("run_a", 1, "{}")])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread scheduling policy is set on Linux only")
+async def test_the_writer_and_checkpointer_threads_give_way_to_the_event_loop(tmp_path):
+    store = SQLiteRunStore(RunsSettings(sqlite_path=str(tmp_path / "runs.sqlite")))
+    await store.open()
+    try:
+        threads = [store._writer, store._checkpointer]
+        policy = await store._writer.submit(lambda c: os.sched_getscheduler(threading.get_native_id()))
+        assert policy == os.SCHED_IDLE
+        for thread in threads:  # read from outside: the thread sets it first thing, maybe not yet
+            for _ in range(200):
+                if thread.native_id is not None and os.sched_getscheduler(thread.native_id) == os.SCHED_IDLE:
+                    break
+                await asyncio.sleep(0.01)
+            assert os.sched_getscheduler(thread.native_id) == os.SCHED_IDLE, thread.name
+        assert os.sched_getscheduler(threading.get_native_id()) != os.SCHED_IDLE  # the caller's own is untouched
+    finally:
+        await store.close()

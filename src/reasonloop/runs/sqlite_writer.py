@@ -4,7 +4,7 @@ All writes (and reads, which then see every write before them) go to one thread 
 the connection. What the event loop asks during one turn (appended events and other jobs)
 is gathered in one :class:`Batch` and handed to the thread once, at the end of the turn.
 The thread takes every batch waiting, runs them in one transaction (all appended rows in
-one ``executemany``) and commits, then resolves their futures with one wake-up per event
+a few multi-row INSERTs) and commits, then resolves their futures with one wake-up per event
 loop. When hundreds of runs emit a token in the same turn, the thread is woken once, not
 once per token. A transaction that fails fails every append and job in it with the error.
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import queue
 import sqlite3
@@ -32,12 +31,10 @@ MAX_BATCHES = 100
 """Batches (loop turns) per transaction: bounds how long one commit takes."""
 
 _INSERT = "INSERT INTO events (run_id, seq, data) VALUES (?,?,?)"
-_INSERT_JSON = (
-    "INSERT INTO events (run_id, seq, data)"
-    " SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?)"
-)
-_json_insert = True
-"""Whether this SQLite has its JSON functions (every build since 3.38 does)."""
+CHUNK_ROWS = (256, 64, 16, 4, 1)
+"""Rows per INSERT statement: a batch goes in as a few statements of these sizes (at most
+768 parameters each, under every SQLite's limit), each prepared once and cached."""
+_INSERT_CHUNK = {n: "INSERT INTO events (run_id, seq, data) VALUES " + ",".join(["(?,?,?)"] * n) for n in CHUNK_ROWS}
 
 Result = tuple[asyncio.Future[Any], asyncio.AbstractEventLoop, Any, BaseException | None]
 
@@ -221,25 +218,36 @@ class Writer(threading.Thread):
 
 
 def yield_cpu_to_event_loop() -> None:
-    """Give the calling thread the lowest CPU priority (Linux, where priority is per thread).
+    """Let the calling thread run only when the event loop's does not (Linux, per thread).
 
-    On a core it shares with the event loop, a writer thread at the same priority takes the
+    On a core it shares with the event loop, a writer thread at normal priority takes the
     core for a whole time slice (milliseconds) whenever both want it, and every socket served
-    by the loop waits that long. At the lowest priority it runs when the loop is idle or
-    waits on the GIL; the event loop only waits for it when it falls so far behind that runs
-    wait on the store.
+    by the loop waits that long. A lower nice value is not enough: once such a thread is
+    running, the loop's thread, woken (say, from a write to disk that let the writer take the
+    GIL), may wait for the next scheduler tick, 4 ms on a 250 Hz kernel, before it runs again.
+    ``SCHED_IDLE`` gives way at once to any other thread that wakes, so the thread runs while
+    the loop waits on its sockets or on the GIL; the event loop only waits for it when it
+    falls so far behind that runs wait on the store. Where that policy is refused, the
+    lowest nice value.
     """
-    if sys.platform.startswith("linux"):
+    if not sys.platform.startswith("linux"):
+        return
+    tid = threading.get_native_id()
+    try:
+        os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+    except (OSError, AttributeError):
         with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+            os.setpriority(os.PRIO_PROCESS, tid, 19)
 
 
 def _insert(conn: sqlite3.Connection, rows: list[tuple[str, int, str]]) -> list[sqlite3.IntegrityError | None]:
-    """All rows in one statement; on a duplicate, row by row so only the duplicate fails.
+    """All rows in a few statements; on a duplicate, row by row so only the duplicate fails.
 
-    Many rows go in as one JSON array that SQLite unpacks itself: one statement, during
-    which the writer does not hold the GIL, where ``executemany`` takes the GIL back to bind
-    every row, and on one core each of those hand-offs stalls the event loop.
+    Rows go in as statements of up to 256 rows each (:data:`CHUNK_ROWS`). The thread lets go
+    of the GIL while SQLite runs a statement and takes it back after it, and on one core each
+    of those hand-offs can stall the event loop: ``executemany`` makes one per row. A JSON
+    array unpacked by SQLite makes one per batch but costs twice the CPU (every row's JSON is
+    parsed once per column it fills).
 
     Runs first in its transaction, so a duplicate rolls the transaction back and starts it
     again rather than every batch paying for a savepoint (two more statements, each a GIL
@@ -248,19 +256,14 @@ def _insert(conn: sqlite3.Connection, rows: list[tuple[str, int, str]]) -> list[
     Returns:
         One entry per row: ``None`` when written, else the row's error.
     """
-    global _json_insert
     try:
-        if _json_insert and len(rows) > 1:
-            try:
-                conn.execute(_INSERT_JSON, (json.dumps(rows, ensure_ascii=False),))
-            except sqlite3.OperationalError as exc:  # an SQLite built without JSON functions
-                if "json" not in str(exc):
-                    raise
-                _json_insert = False
-                conn.executemany(_INSERT, rows)
-        else:
-            conn.executemany(_INSERT, rows)
-        return [None] * len(rows)
+        done, total = 0, len(rows)
+        for size in CHUNK_ROWS:
+            sql = _INSERT_CHUNK[size]
+            while total - done >= size:
+                conn.execute(sql, [value for row in rows[done : done + size] for value in row])
+                done += size
+        return [None] * total
     except sqlite3.IntegrityError:
         conn.execute("ROLLBACK")
         conn.execute("BEGIN IMMEDIATE")
