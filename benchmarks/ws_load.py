@@ -42,6 +42,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import socket
 import statistics
 import subprocess
@@ -62,22 +63,13 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
     import uvicorn
 
     from reasonloop.config import KBSettings, RunsSettings, ServerSettings, Settings
-    from reasonloop.llm.base import ChatRequest
     from reasonloop.llm.scripted import ScriptedProvider
     from reasonloop.runs.llm_runner import LLMRunner
     from reasonloop.server import create_app
     from reasonloop.server.process import tune_for_serving
 
-    class PacedScripted(ScriptedProvider):
-        """The scripted model with a time to first token."""
-
-        async def _stream(self, request: ChatRequest):  # type: ignore[override]
-            await asyncio.sleep(args.ttft)
-            async for chunk in super()._stream(request):
-                yield chunk
-
     text = "tok " * args.tokens
-    tmp = tempfile.mkdtemp(prefix="ws_load_")
+    tmp = args.data_dir
     settings = Settings(
         kb=KBSettings(path=tmp),
         runs=RunsSettings(
@@ -89,10 +81,19 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
         ),
         server=ServerSettings(port=port, ws_ping_interval_s=60, ws_ping_timeout_s=60),
     )
-    runner = LLMRunner(lambda: PacedScripted(replies=[text], chunk_size=4, delay_s=1.0 / args.rate, repeat_last=True))
+    runner = LLMRunner(
+        lambda: ScriptedProvider(
+            replies=[text], chunk_size=4, delay_s=1.0 / args.rate, first_delay_s=args.ttft, repeat_last=True
+        )
+    )
     app = create_app(settings, runner=runner)
     tune_for_serving()  # as `reasonloop serve` does
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=4096, ws_per_message_deflate=args.deflate)
+    try:
+        uvicorn.run(
+            app, host="127.0.0.1", port=port, log_level="error", backlog=4096, ws_per_message_deflate=args.deflate
+        )
+    finally:  # tens of MB of events per round: left behind, their write-back disturbs later rounds
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def serve_bare(port: int, args: argparse.Namespace) -> None:
@@ -279,7 +280,9 @@ def measure(stack: str, n: int, args: argparse.Namespace, pin: bool) -> dict[str
 
     port = free_port()
     base = [sys.executable, __file__, *_passthrough(args)]
-    server = subprocess.Popen([*base, "--role", stack, "--port", str(port)], cwd=ROOT)
+    # Removed after the round: tens of MB of events each, whose write-back would disturb later rounds.
+    data_dir = tempfile.mkdtemp(prefix="ws_load_")
+    server = subprocess.Popen([*base, "--role", stack, "--port", str(port), "--data-dir", data_dir], cwd=ROOT)
     try:
         if pin:
             os.sched_setaffinity(server.pid, {0})
@@ -309,6 +312,8 @@ def measure(stack: str, n: int, args: argparse.Namespace, pin: bool) -> dict[str
             server.wait(15)
         except subprocess.TimeoutExpired:
             server.kill()
+            server.wait()
+        shutil.rmtree(data_dir, ignore_errors=True)
     return data
 
 
@@ -366,6 +371,7 @@ def main() -> None:
     parser.add_argument("--url", default="", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--out", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--data-dir", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.clients_list = [100] if args.quick else [int(c) for c in args.clients.split(",")]
     if args.role == "ours":

@@ -141,3 +141,20 @@ async def test_tool_call_chunks_carry_arguments_as_json_text():
     llm = ScriptedProvider(replies=[{"tool_calls": [{"name": "f", "arguments": {"q": "猫"}}]}])
     calls = [c async for c in llm.stream(USER) if isinstance(c, ToolCallDelta)]
     assert calls[0].arguments == '{"q": "猫"}'
+
+
+async def test_first_delay_comes_once_before_the_paced_deltas(monkeypatch):
+    import asyncio
+
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recording_sleep(delay: float, *args: object) -> None:
+        waits.append(delay)
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", recording_sleep)
+    llm = ScriptedProvider(replies=["abcdef"], chunk_size=2, delay_s=0.03, first_delay_s=0.5)
+    chunks = [c async for c in llm.stream(USER)]
+    assert [c.text for c in chunks if isinstance(c, TextDelta)] == ["ab", "cd", "ef"]
+    assert waits == [0.5, 0.03, 0.03, 0.03]

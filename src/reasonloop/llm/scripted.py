@@ -46,6 +46,7 @@ class ScriptedProvider(LLM):
         settings: ``model`` may name a JSON file of replies (as with ``scripted:PATH``).
         chunk_size: Characters per streamed text delta (small values exercise streaming).
         delay_s: Pause before each delta, to simulate a model's pace.
+        first_delay_s: Extra pause before the first delta (a model's time to first token).
         repeat_last: Keep answering with the last reply when the script runs out.
     """
 
@@ -59,6 +60,7 @@ class ScriptedProvider(LLM):
         replies: Sequence[Reply] | Callable[[list[Message], list[Any] | None], Reply] | None = None,
         chunk_size: int = 8,
         delay_s: float = 0.0,
+        first_delay_s: float = 0.0,
         repeat_last: bool = False,
         native_tools: bool = True,
     ) -> None:
@@ -72,6 +74,7 @@ class ScriptedProvider(LLM):
         self.stops_seen: list[list[str] | None] = []
         self.chunk_size = max(1, chunk_size)
         self.delay_s = delay_s
+        self.first_delay_s = first_delay_s
         self.repeat_last = repeat_last
         self._native_tools = native_tools
         self._next = 0
@@ -123,6 +126,8 @@ class ScriptedProvider(LLM):
             cuts = [text.find(s) for s in request.stop if s and s in text]
             if cuts:
                 text = text[: min(cuts)]
+        if self.first_delay_s:
+            await asyncio.sleep(self.first_delay_s)
         for i in range(0, len(text), self.chunk_size):
             if self.delay_s:
                 await asyncio.sleep(self.delay_s)
