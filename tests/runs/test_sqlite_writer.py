@@ -110,14 +110,15 @@ async def test_append_many_reports_each_row_and_goes_out_with_the_jobs_before_it
     assert await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0]) == 4
 
 
-async def test_a_large_batch_goes_in_whole_and_in_order_across_statements(writer):
-    """341 rows take one statement of each size (256 + 64 + 16 + 4 + 1); 342 a second single."""
+async def test_a_large_batch_goes_in_whole_across_statements_each_run_in_seq_order(writer):
+    """341 rows take one statement of each size (256 + 64 + 16 + 4 + 1); 342 a second single.
+    Rows go in grouped by run (in index order), each run's in the order given."""
     await writer.submit(lambda c: c.execute("CREATE UNIQUE INDEX IF NOT EXISTS u ON events (run_id, seq)"))
-    rows = [(f"run_{i % 7}", i, f'{{"n":{i}}}') for i in range(342)]
+    rows = [(f"run_{(i * 5) % 7}", i, f'{{"n":{i}}}') for i in range(342)]
     assert sum(sqlite_writer.CHUNK_ROWS) == 341
     assert await writer.append_many(rows) == [None] * 342
     stored = await writer.submit(lambda c: c.execute("SELECT run_id, seq, data FROM events ORDER BY rowid").fetchall())
-    assert stored == rows
+    assert stored == sorted(rows, key=lambda row: row[0])
     again = [("run_new", 1, "{}"), *rows[300:303], ("run_new", 2, "{}")]  # duplicates inside a later batch
     errors = await writer.append_many(again)
     assert [e is None for e in errors] == [True, False, False, False, True]

@@ -6,13 +6,14 @@ import asyncio
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
 from reasonloop.config import RunsSettings, Settings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Answer, AnswerDelta, RunStarted
-from reasonloop.runs.models import ConversationRecord, RunRecord
+from reasonloop.runs.models import ConversationRecord, RunRecord, new_id
 from reasonloop.runs.redis_store import RedisRunStore
 from reasonloop.runs.sqlite_store import SQLiteRunStore
 from reasonloop.runs.store import open_store, recover_interrupted
@@ -221,3 +222,14 @@ async def test_updates_set_exactly_the_fields_given(any_store):
         assert "colour" in str(exc)
     else:
         raise AssertionError("an unknown field was accepted")
+
+
+def test_ids_made_later_sort_later_and_never_repeat():
+    ids = []
+    for _ in range(3):
+        ids += [new_id("run") for _ in range(1000)]
+        time.sleep(0.002)  # the next ones fall in a later millisecond
+    assert len(set(ids)) == len(ids)
+    firsts = [ids[0], ids[1000], ids[2000]]
+    assert firsts == sorted(firsts) and len(set(firsts)) == 3
+    assert all(i.startswith("run_") and len(i) == len("run_") + 27 for i in ids)

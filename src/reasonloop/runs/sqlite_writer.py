@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import operator
 import os
 import queue
 import sqlite3
@@ -240,10 +241,14 @@ def yield_cpu_to_event_loop() -> None:
             os.setpriority(os.PRIO_PROCESS, tid, 19)
 
 
+_run_of = operator.itemgetter(0)
+
+
 def _insert(conn: sqlite3.Connection, rows: list[tuple[str, int, str]]) -> list[sqlite3.IntegrityError | None]:
     """All rows in a few statements; on a duplicate, row by row so only the duplicate fails.
 
-    Rows go in as statements of up to 256 rows each (:data:`CHUNK_ROWS`). The thread lets go
+    Rows go in sorted by run id, as statements of up to 256 rows each (:data:`CHUNK_ROWS`),
+    which takes half the CPU per row of the batch's own order. The thread lets go
     of the GIL while SQLite runs a statement and takes it back after it, and on one core each
     of those hand-offs can stall the event loop: ``executemany`` makes one per row. A JSON
     array unpacked by SQLite makes one per batch but costs twice the CPU (every row's JSON is
@@ -257,11 +262,14 @@ def _insert(conn: sqlite3.Connection, rows: list[tuple[str, int, str]]) -> list[
         One entry per row: ``None`` when written, else the row's error.
     """
     try:
+        # In index order (the sort is stable: a run's rows keep their seq order): each row's
+        # place in the (run_id, seq) index is then next to the last one's, not a fresh search.
+        ordered = sorted(rows, key=_run_of) if len(rows) > 1 else rows
         done, total = 0, len(rows)
         for size in CHUNK_ROWS:
             sql = _INSERT_CHUNK[size]
             while total - done >= size:
-                conn.execute(sql, [value for row in rows[done : done + size] for value in row])
+                conn.execute(sql, [value for row in ordered[done : done + size] for value in row])
                 done += size
         return [None] * total
     except sqlite3.IntegrityError:
