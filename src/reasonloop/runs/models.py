@@ -88,6 +88,10 @@ class RunRecord(BaseModel):
         return self.status in TERMINAL
 
 
+_RECORD_FIELDS = frozenset(RunRecord.model_fields)
+"""Looked up once: pydantic's ``model_fields`` is a property that costs microseconds per read."""
+
+
 def answer_status(answer: Answer) -> RunStatus:
     """The status a run ends in with ``answer``: ``stopped``, ``interrupted`` or ``completed``."""
     if answer.stop_reason == "stopped":
@@ -97,7 +101,7 @@ def answer_status(answer: Answer) -> RunStatus:
 
 def check_record_fields(fields: dict[str, Any]) -> None:
     """Raise ValueError naming any of ``fields`` that :class:`RunRecord` does not have (for ``update_run``)."""
-    unknown = fields.keys() - RunRecord.model_fields.keys()
+    unknown = fields.keys() - _RECORD_FIELDS
     if unknown:
         raise ValueError(f"RunRecord has no field(s) {', '.join(sorted(unknown))}")
 
