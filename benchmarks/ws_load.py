@@ -5,7 +5,7 @@ ping every 250 ms. Every run streams a scripted model at a realistic pace: ``--t
 (0.5) before the first token, then ``--rate`` tokens per second (30) for ``--tokens`` tokens (60).
 
 * **relay latency**: client receive time minus the event's ``ts``, which the runner sets when the
-  model's token arrives — so it is everything reasonloop adds (stamping, the run store write,
+  model's token arrives — so it is everything reasonloop adds (stamping, the journal write,
   fan-out, serialisation, the socket) plus the client's own reading.
 * **stream time**: the first token's ``ts`` to the answer's arrival, against the model's own
   ``tokens / rate``. A server that reads the model only after each event is stored stretches
