@@ -69,7 +69,7 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
     from reasonloop.server.process import tune_for_serving
 
     text = "tok " * args.tokens
-    tmp = args.data_dir
+    tmp = args.data_dir  # made and removed by the parent, round by round
     settings = Settings(
         kb=KBSettings(path=tmp),
         runs=RunsSettings(
@@ -88,12 +88,7 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
     )
     app = create_app(settings, runner=runner)
     tune_for_serving()  # as `reasonloop serve` does
-    try:
-        uvicorn.run(
-            app, host="127.0.0.1", port=port, log_level="error", backlog=4096, ws_per_message_deflate=args.deflate
-        )
-    finally:  # tens of MB of events per round: left behind, their write-back disturbs later rounds
-        shutil.rmtree(tmp, ignore_errors=True)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=4096, ws_per_message_deflate=args.deflate)
 
 
 def serve_bare(port: int, args: argparse.Namespace) -> None:
