@@ -233,3 +233,38 @@ def test_ids_made_later_sort_later_and_never_repeat():
     firsts = [ids[0], ids[1000], ids[2000]]
     assert firsts == sorted(firsts) and len(set(firsts)) == 3
     assert all(i.startswith("run_") and len(i) == len("run_") + 27 for i in ids)
+
+
+async def test_recovery_gives_the_conversation_the_turn_its_process_did_not_store(any_store):
+    dead = dead_instance()
+    await any_store.create_conversation(ConversationRecord(conversation_id="conv_r", tenant="t1"))
+    for run_id in ("run_cut", "run_ended", "run_stored"):
+        await any_store.create_run(
+            RunRecord(run_id=run_id, status="running", instance=dead, question=f"q {run_id}", conversation_id="conv_r")
+        )
+        await any_store.append_event(run_id, stamped(run_id, 1, RunStarted(reasoning="x", question="q")))
+        await any_store.append_event(run_id, stamped(run_id, 2, AnswerDelta(text="partial")))
+    # run_cut died mid-answer; run_ended stored its answer but not its status or turn;
+    # run_stored stored its turn too, and only its status is missing.
+    for run_id in ("run_ended", "run_stored"):
+        await any_store.append_event(run_id, stamped(run_id, 3, Answer(text=f"all of {run_id}")))
+    await any_store.add_messages(
+        "conv_r",
+        [
+            {"role": "user", "content": "q run_stored", "run_id": "run_stored", "ts": 1.0},
+            {"role": "assistant", "content": "all of run_stored", "run_id": "run_stored", "ts": 2.0},
+        ],
+    )
+    assert await recover_interrupted(any_store, me="me") == ["run_cut"]
+    assert await recover_interrupted(any_store, me="me") == []  # nothing is added twice
+    messages = (await any_store.get_conversation("conv_r")).messages
+    turns = sorted((m["run_id"], m["role"], m["content"]) for m in messages)
+    assert turns == [
+        ("run_cut", "assistant", "partial"),
+        ("run_cut", "user", "q run_cut"),
+        ("run_ended", "assistant", "all of run_ended"),
+        ("run_ended", "user", "q run_ended"),
+        ("run_stored", "assistant", "all of run_stored"),
+        ("run_stored", "user", "q run_stored"),
+    ]
+    assert (await any_store.get_run("run_ended")).status == "completed"

@@ -58,6 +58,7 @@ from reasonloop.runs.models import (
     RunRecord,
     RunRequest,
     answer_status,
+    conversation_turn,
     new_id,
     result_from_events,
 )
@@ -382,12 +383,8 @@ class RunManager:
                 ended_at=record.ended_at,
             )
         ]
-        if record.conversation_id and (record.content or record.status == "completed"):
-            now = time.time()
-            turn = [
-                {"role": "user", "content": record.question, "run_id": record.run_id, "ts": record.created_at},
-                {"role": "assistant", "content": record.content, "run_id": record.run_id, "ts": now},
-            ]
+        turn = conversation_turn(record, record.content, time.time())
+        if turn is not None and record.conversation_id:
             writes.append(self.store.add_messages(record.conversation_id, turn))
         await together(writes)
 

@@ -99,6 +99,17 @@ def answer_status(answer: Answer) -> RunStatus:
     return "interrupted" if answer.stop_reason == "interrupted" else "completed"
 
 
+def conversation_turn(record: RunRecord, answer: str, answered_at: float) -> list[dict[str, Any]] | None:
+    """The messages a run adds to its conversation (its question and ``answer``), or None when
+    it adds none: it has no conversation, or ended with no answer text short of completing."""
+    if not record.conversation_id or not (answer or record.status == "completed"):
+        return None
+    return [
+        {"role": "user", "content": record.question, "run_id": record.run_id, "ts": record.created_at},
+        {"role": "assistant", "content": answer, "run_id": record.run_id, "ts": answered_at},
+    ]
+
+
 def check_record_fields(fields: dict[str, Any]) -> None:
     """Raise ValueError naming any of ``fields`` that :class:`RunRecord` does not have (for ``update_run``)."""
     unknown = fields.keys() - _RECORD_FIELDS

@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from reasonloop.config import RunsSettings, Settings
 from reasonloop.events import Answer, ErrorEvent, Event
-from reasonloop.runs.models import ConversationRecord, RunRecord, answer_status, partial_content
+from reasonloop.runs.models import ConversationRecord, RunRecord, answer_status, conversation_turn, partial_content
 
 __all__ = [
     "RunStore",
@@ -157,6 +157,9 @@ async def recover_interrupted(store: RunStore, *, me: str, wait_for: Callable[[s
     instance for which ``wait_for(instance)`` is true are left for a later call (their events
     are not all in the store yet).
 
+    The run's turn (its question and the answer, partial or whole) is added to its
+    conversation as a finished run's would be, unless the conversation has it already.
+
     Returns:
         The ids of the runs marked.
     """
@@ -168,7 +171,9 @@ async def recover_interrupted(store: RunStore, *, me: str, wait_for: Callable[[s
             continue
         events = await store.events(record.run_id)
         if events and is_terminal_event(events[-1]):  # it ended, but died before saying so
-            await store.update_run(record.run_id, **ended_fields(events[-1], events))
+            fields = ended_fields(events[-1], events)
+            await store.update_run(record.run_id, **fields)
+            await _restore_turn(store, record, fields["content"], fields["status"], fields["ended_at"])
             continue
         content = partial_content(events)
         last = events[-1].seq if events else record.last_seq
@@ -185,8 +190,20 @@ async def recover_interrupted(store: RunStore, *, me: str, wait_for: Callable[[s
             stop_reason="interrupted",
             ended_at=final.ts,
         )
+        await _restore_turn(store, record, content, "interrupted", final.ts)
         marked.append(record.run_id)
     return marked
+
+
+async def _restore_turn(store: RunStore, record: RunRecord, content: str, status: str, ended_at: float) -> None:
+    """Add the turn of a run that ended without its process storing it, unless it is there."""
+    turn = conversation_turn(record.model_copy(update={"status": status}), content, ended_at)
+    if turn is None or record.conversation_id is None:
+        return
+    conversation = await store.get_conversation(record.conversation_id)
+    if conversation is None or any(m.get("run_id") == record.run_id for m in conversation.messages):
+        return
+    await store.add_messages(record.conversation_id, turn)
 
 
 def ended_fields(terminal: Event, events: list[Event]) -> dict[str, Any]:
