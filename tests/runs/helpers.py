@@ -76,11 +76,11 @@ class RedisServer:
     Fails (never skips) when the binary is missing: the multi-instance tests need it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, port: int | None = None) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             pytest.fail("redis-server is not installed (apt-get install -y redis-server)", pytrace=False)
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.proc = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],

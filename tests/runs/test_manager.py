@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
 
 from reasonloop.config import RunsSettings
-from reasonloop.errors import LLMBadRequest, RequestInvalid, RunFinished, RunNotFound, RunQueueFull
+from reasonloop.errors import (
+    LLMBadRequest,
+    RequestInvalid,
+    RunFinished,
+    RunNotFound,
+    RunQueueFull,
+    RunStoreUnavailable,
+)
 from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunStarted
 from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.runs import manager as manager_module
 from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
-from tests.runs.helpers import GatedRunner
+from tests.runs.helpers import GatedRunner, RedisServer
 
 
 async def drain(it: AsyncIterator[Event]) -> list[Event]:
@@ -277,3 +286,66 @@ async def test_shutdown_interrupts_runs_keeping_partial_content(store):
     events = await store.events(running.run_id)
     assert events[-1].type == "answer" and events[-1].stop_reason == "interrupted"
     assert (await store.get_run(queued.run_id)).status == "interrupted"
+
+
+async def test_the_store_gets_the_end_of_a_run_lost_with_it_once_it_is_back(store, make_manager, monkeypatch):
+    monkeypatch.setattr(manager_module, "_HEARTBEAT_S", 0.05)
+    runner = GatedRunner(steps=3)
+    manager = await make_manager(runner)
+    record = await manager.start(RunRequest(question="q"))
+    sub = await manager.subscribe(record.run_id)
+    await runner.entered_event(record.run_id).wait()
+    await store.close()
+    runner.finish(record.run_id)
+    sent = await drain(sub)
+    assert isinstance(sent[-1], ErrorEvent) and sent[-1].code == "run.store_unavailable"
+    await asyncio.sleep(0.2)  # housekeeping rounds while the store is still gone: nothing is lost
+    await store.open()
+    for _ in range(200):  # the next housekeeping round records the run's end
+        stored = await store.get_run(record.run_id)
+        if stored is not None and stored.status == "failed":
+            break
+        await asyncio.sleep(0.02)
+    assert stored.status == "failed" and stored.error["code"] == "run.store_unavailable"
+    delivered = "".join(e.text for e in sent if isinstance(e, AnswerDelta))
+    assert delivered.startswith("part0 ")
+    assert stored.content == delivered and stored.last_seq == sent[-1].seq
+    assert [e.to_dict() for e in await store.events(record.run_id)] == [e.to_dict() for e in sent]
+    conversation = await store.get_conversation(record.conversation_id)
+    assert [(m["role"], m["content"]) for m in conversation.messages] == [("user", "q"), ("assistant", delivered)]
+
+
+@pytest.mark.redis
+async def test_a_redis_that_comes_back_empty_gets_the_whole_run_lost_with_it(monkeypatch):
+    from reasonloop.runs.redis_store import RedisRunStore
+
+    monkeypatch.setattr(manager_module, "_HEARTBEAT_S", 0.05)
+    redis = RedisServer()  # its own server: this test kills it and starts another on its port
+    settings = RunsSettings(store="redis", redis_url=redis.url)
+    store = RedisRunStore(settings)
+    await store.open()
+    runner = GatedRunner(steps=3)
+    manager = RunManager(store, runner, settings)
+    await manager.open()
+    try:
+        record = await manager.start(RunRequest(question="q"))
+        sub = await manager.subscribe(record.run_id)
+        await runner.entered_event(record.run_id).wait()
+        redis.stop()
+        runner.finish(record.run_id)
+        sent = await drain(sub)
+        assert isinstance(sent[-1], ErrorEvent) and sent[-1].code == "run.store_unavailable"
+        redis = RedisServer(redis.port)  # back, with nothing in it
+        stored = None
+        for _ in range(300):
+            with contextlib.suppress(RunStoreUnavailable):
+                stored = await store.get_run(record.run_id)
+            if stored is not None:
+                break
+            await asyncio.sleep(0.02)
+        assert stored is not None and stored.status == "failed" and stored.question == "q"
+        assert [e.to_dict() for e in await store.events(record.run_id)] == [e.to_dict() for e in sent]
+    finally:
+        await manager.close()
+        await store.close()
+        redis.stop()

@@ -9,7 +9,8 @@ when its segments can go. A run waits for its own events (:meth:`EventRecorder.a
 before its status changes, and when too many of them are still unrecorded.
 
 A run whose store failed records nothing more: its later events would leave a gap after the
-last one delivered, and its readers end at the error that follows it.
+last one delivered, and its readers end at the error that follows it. Once the store is back,
+:func:`record_lost_end` gives it what it missed of such a run.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ from typing import Any
 
 from reasonloop.eager import first_step, resume
 from reasonloop.errors import RunStoreUnavailable
-from reasonloop.events import Event
+from reasonloop.events import Event, event_adapter
 from reasonloop.runs.journal import Journal, Segment
 from reasonloop.runs.live import LiveRun
-from reasonloop.runs.store import RunStore, append_events
+from reasonloop.runs.store import RunStore, append_events, restore_turn
 
-__all__ = ["EventRecorder", "together"]
+__all__ = ["EventRecorder", "record_lost_end", "together"]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,40 @@ async def together(writes: list[Coroutine[Any, Any, Any]]) -> None:
                 failure = failure or exc
     if failure is not None:
         raise failure
+
+
+async def record_lost_end(store: RunStore, live: LiveRun) -> None:
+    """Give the store the end of a run that ended while the store was lost: the events its
+    readers were sent that the store lacks, the error they ended at, the run's final status
+    and its conversation turn. A run left ``running`` in the store would otherwise stay so
+    for as long as its process lives, and readers on other instances would wait for it.
+
+    Raises:
+        RunStoreUnavailable: the store is still unavailable (try again later).
+    """
+    record = live.record
+    if await store.get_run(record.run_id) is None:  # the store came back empty (a Redis without persistence)
+        await store.create_run(record)
+    stored = await store.events(record.run_id)
+    last_stored = stored[-1].seq if stored else 0
+    missing = [event_adapter.validate_json(payload) for payload in live.payloads[last_stored:]]
+    if not missing:  # the store holds events past the last one sent: the error goes after them
+        final = event_adapter.validate_json(live.payloads[-1])
+        final.seq = last_stored + 1
+        missing = [final]
+    for event in missing:
+        with contextlib.suppress(ValueError):  # recorded meanwhile (a journal import)
+            await store.append_event(record.run_id, event)
+    await store.update_run(
+        record.run_id,
+        status=record.status,
+        content=record.content,
+        stop_reason=record.stop_reason,
+        error=record.error,
+        last_seq=missing[-1].seq,
+        ended_at=record.ended_at,
+    )
+    await restore_turn(store, record, record.content, record.status, record.ended_at or 0.0)
 
 
 class EventRecorder:

@@ -29,6 +29,7 @@ __all__ = [
     "new_instance_id",
     "open_store",
     "recover_interrupted",
+    "restore_turn",
 ]
 
 
@@ -173,7 +174,7 @@ async def recover_interrupted(store: RunStore, *, me: str, wait_for: Callable[[s
         if events and is_terminal_event(events[-1]):  # it ended, but died before saying so
             fields = ended_fields(events[-1], events)
             await store.update_run(record.run_id, **fields)
-            await _restore_turn(store, record, fields["content"], fields["status"], fields["ended_at"])
+            await restore_turn(store, record, fields["content"], fields["status"], fields["ended_at"])
             continue
         content = partial_content(events)
         last = events[-1].seq if events else record.last_seq
@@ -190,13 +191,14 @@ async def recover_interrupted(store: RunStore, *, me: str, wait_for: Callable[[s
             stop_reason="interrupted",
             ended_at=final.ts,
         )
-        await _restore_turn(store, record, content, "interrupted", final.ts)
+        await restore_turn(store, record, content, "interrupted", final.ts)
         marked.append(record.run_id)
     return marked
 
 
-async def _restore_turn(store: RunStore, record: RunRecord, content: str, status: str, ended_at: float) -> None:
-    """Add the turn of a run that ended without its process storing it, unless it is there."""
+async def restore_turn(store: RunStore, record: RunRecord, content: str, status: str, ended_at: float) -> None:
+    """Add the turn of a run that ended without its turn stored (its process died, or the store
+    was lost when it ended), unless the conversation has it already."""
     turn = conversation_turn(record.model_copy(update={"status": status}), content, ended_at)
     if turn is None or record.conversation_id is None:
         return
