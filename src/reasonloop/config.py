@@ -236,6 +236,10 @@ class ServerSettings(_Section):
     """Offer permessage-deflate. Event frames are small JSON; compressing each one costs more CPU
     than it saves bandwidth on most links, so it is off unless clients are on slow networks."""
     cors_origins: list[str] = Field(default_factory=list)
+    chat_stop_on_disconnect: bool = True
+    """Stop a run of a streamed ``/v1/chat/completions`` when its client goes away before the end,
+    as an OpenAI client that stops reading expects (the partial answer is kept, status ``stopped``).
+    Off: the run goes on, and its result stays readable at ``/v1/runs/{id}`` (``X-Run-Id``)."""
 
 
 class AgentSettings(_Section):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import openai
 import pytest
@@ -80,3 +82,46 @@ async def test_sdk_sees_errors(base):
     with pytest.raises(openai.UnprocessableEntityError):
         await client.chat.completions.create(model="reasonloop", messages=[{"role": "assistant", "content": "hi"}])
     await client.close()
+
+
+async def _leave_a_stream_after_two_parts(url: str) -> tuple[str, str]:
+    """Stream a completion, stop reading after two content parts; the run id and what was read."""
+    client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+    raw = await client.chat.completions.with_raw_response.create(
+        model="reasonloop", messages=[{"role": "user", "content": "What is tantivy?"}], stream=True
+    )
+    run_id = raw.headers["x-run-id"]
+    stream = raw.parse()
+    parts: list[str] = []
+    async for chunk in stream:
+        parts += [c.delta.content for c in chunk.choices if c.delta.content]
+        if len(parts) == 2:
+            break
+    await stream.close()
+    await client.close()
+    return run_id, "".join(parts)
+
+
+async def _final_run(url: str, run_id: str) -> dict:
+    async with httpx.AsyncClient(base_url=url) as http:
+        for _ in range(500):
+            trace = (await http.get(f"/v1/runs/{run_id}")).json()
+            if trace["run"]["status"] not in ("queued", "running"):
+                return trace
+            await asyncio.sleep(0.02)
+    raise AssertionError(f"run {run_id} did not end")
+
+
+@pytest.mark.parametrize("stop_on_disconnect", [True, False])
+async def test_a_client_that_leaves_a_stream_stops_its_run_unless_told_not_to(tmp_path, stop_on_disconnect):
+    settings = make_settings(tmp_path, chat_stop_on_disconnect=stop_on_disconnect)
+    slow = ScriptedProvider(replies=[ANSWER], chunk_size=4, delay_s=0.05, repeat_last=True)  # about 0.8 s
+    async with serve(create_app(settings, runner=LLMRunner(slow)), settings) as url:
+        run_id, read = await _leave_a_stream_after_two_parts(url)
+        trace = await _final_run(url, run_id)
+    content = trace["result"]["content"]
+    if stop_on_disconnect:
+        assert trace["run"]["status"] == "stopped"
+        assert content.startswith(read) and len(content) < len(ANSWER)  # the partial answer is kept
+    else:
+        assert trace["run"]["status"] == "completed" and content == ANSWER

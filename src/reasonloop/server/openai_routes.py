@@ -5,14 +5,18 @@ server's default). The last user message is the question; the messages before it
 history. The answer streams as ``content`` deltas; the reasoning lane (progress, thoughts,
 tool calls) streams as ``reasoning_content`` deltas, which OpenAI clients ignore or show as
 reasoning. The run id is returned in the ``X-Run-Id`` header, so the full trace can be read
-from ``/v1/runs/{id}``.
+from ``/v1/runs/{id}``. A streamed completion whose client leaves before the end stops its run
+(``[server] chat_stop_on_disconnect``): a client that stops reading wants no more.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
+import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -22,12 +26,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from reasonloop.errors import ReasonLoopError, RequestInvalid
 from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, Progress, Thought, ToolCall, ToolResult
 from reasonloop.llm.base import Message
+from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
 
 __all__ = ["router"]
 
+log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", tags=["openai"])
 
 DEFAULT_MODELS = ("reasonloop", "default")
@@ -108,8 +114,11 @@ async def chat_completions(
     headers = {"X-Run-Id": record.run_id}
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        abandoned = None
+        if state.settings.server.chat_stop_on_disconnect:
+            abandoned = functools.partial(_stop_later, state.runs, record.run_id, who.tenant)
         return StreamingResponse(
-            _stream(events, completion_id, created, body.model, include_usage),
+            _stream(events, completion_id, created, body.model, include_usage, abandoned),
             media_type="text/event-stream",
             headers=headers | {"Cache-Control": "no-cache"},
         )
@@ -152,9 +161,35 @@ def _finish(answer: Answer | None) -> str:
     return "length" if answer.stop_reason.startswith("max_") or answer.stop_reason == "timeout" else "stop"
 
 
+def _stop_later(runs: RunManager, run_id: str, tenant: str) -> None:
+    """Stop the run in a task of its own: the stream that asks is being cancelled."""
+
+    async def stop() -> None:
+        try:
+            await runs.stop(run_id, tenant)
+        except ReasonLoopError as exc:  # it ended meanwhile (409), or the store is gone
+            log.debug("run %s not stopped after its client left: %s", run_id, exc.message)
+
+    task = asyncio.get_running_loop().create_task(stop(), name=f"stop-abandoned-{run_id}")
+    _stopping.add(task)
+    task.add_done_callback(_stopping.discard)
+
+
+_stopping: set[asyncio.Task[None]] = set()
+"""Stops in flight (a task nobody references may be collected before it runs)."""
+
+
 async def _stream(
-    events: AsyncIterator[Event], completion_id: str, created: int, model: str, include_usage: bool
+    events: AsyncIterator[Event],
+    completion_id: str,
+    created: int,
+    model: str,
+    include_usage: bool,
+    abandoned: Callable[[], None] | None = None,
 ) -> AsyncIterator[str]:
+    """The run's events as chat completion chunks; ``abandoned`` is called when the response is
+    closed (its client left) before the run's end."""
+
     def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
         data = {
             "id": completion_id,
@@ -166,31 +201,39 @@ async def _stream(
         }
         return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
-    yield chunk({"role": "assistant", "content": ""})
-    streamed = False
+    streamed = ended = False
     try:
-        async for event in events:
-            if event.depth == 0 and isinstance(event, AnswerDelta):
-                streamed = True
-                yield chunk({"content": event.text})
-            elif event.depth == 0 and isinstance(event, Answer):
-                if not streamed and event.text:
+        yield chunk({"role": "assistant", "content": ""})
+        try:
+            async for event in events:
+                if event.depth == 0 and isinstance(event, AnswerDelta):
+                    streamed = True
                     yield chunk({"content": event.text})
-                yield chunk({}, _finish(event))
-                if include_usage:
-                    data = {
-                        "id": completion_id,
-                        "object": "chat.completion.chunk",
-                        "created": created,
-                        "model": model,
-                        "choices": [],
-                        "usage": _usage(event),
-                    }
-                    yield f"data: {json.dumps(data)}\n\n"
-            elif event.depth == 0 and isinstance(event, ErrorEvent):
-                yield f"data: {json.dumps({'error': {'message': event.message, 'code': event.code}})}\n\n"
-            elif (lane := _lane(event)) is not None:
-                yield chunk({"reasoning_content": lane})
-    except ReasonLoopError as exc:
-        yield f"data: {json.dumps({'error': {'message': exc.message, 'code': exc.code}})}\n\n"
-    yield "data: [DONE]\n\n"
+                elif event.depth == 0 and isinstance(event, Answer):
+                    ended = True
+                    if not streamed and event.text:
+                        yield chunk({"content": event.text})
+                    yield chunk({}, _finish(event))
+                    if include_usage:
+                        data = {
+                            "id": completion_id,
+                            "object": "chat.completion.chunk",
+                            "created": created,
+                            "model": model,
+                            "choices": [],
+                            "usage": _usage(event),
+                        }
+                        yield f"data: {json.dumps(data)}\n\n"
+                elif event.depth == 0 and isinstance(event, ErrorEvent):
+                    ended = True
+                    yield f"data: {json.dumps({'error': {'message': event.message, 'code': event.code}})}\n\n"
+                elif (lane := _lane(event)) is not None:
+                    yield chunk({"reasoning_content": lane})
+        except ReasonLoopError as exc:
+            ended = True
+            yield f"data: {json.dumps({'error': {'message': exc.message, 'code': exc.code}})}\n\n"
+        ended = True
+        yield "data: [DONE]\n\n"
+    finally:
+        if not ended and abandoned is not None:
+            abandoned()
