@@ -173,3 +173,24 @@ def test_local_model_hint_is_printed_verbatim(capsys, monkeypatch):
     assert (code, out) == (0, "hi\n")
     assert "not instruction-tuned" in err
     assert "[llm] in reasonloop.toml" in " ".join(err.split())  # not swallowed as console markup
+
+
+@pytest.mark.parametrize(("configured", "expected"), [(None, "low"), ("idle", None)])
+def test_serve_with_workers_gives_sqlite_writers_low_priority_unless_configured(
+    capsys, monkeypatch, tmp_path, configured, expected
+):
+    import uvicorn
+
+    started: list[dict] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: started.append({"app": app, **options}))
+    config = tmp_path / "reasonloop.toml"
+    config.write_text(f'[runs]\nwriter_priority = "{configured}"\n' if configured else "")
+    before = dict(os.environ)
+    try:
+        code, _, err = run(capsys, "--config", str(config), "serve", "--workers", "2")
+        assert code == 0, err
+        assert started and started[0]["workers"] == 2
+        assert os.environ.get("REASONLOOP_RUNS__WRITER_PRIORITY") == expected
+    finally:  # what serve set for its workers must not reach later tests
+        os.environ.clear()
+        os.environ.update(before)

@@ -200,6 +200,12 @@ class RunsSettings(_Section):
     per event between the model and the client)."""
     record_interval_s: float = Field(default=0.05, ge=0, le=5)
     """With the journal, how long events gather before one store transaction records them."""
+    writer_priority: Literal["idle", "low"] = "idle"
+    """CPU priority of the SQLite store's writer threads (Linux). ``idle``: they run only when the
+    event loop's thread does not want the core, so they never delay a socket; best when the server
+    has its cores to itself. ``low`` (nice 19): they still get a small share when other busy
+    processes want the same cores, so a writer holding the GIL or the database lock is not left
+    waiting behind them; ``reasonloop serve --workers N`` uses it unless this is set."""
 
 
 class APIKeySettings(_Section):

@@ -151,3 +151,19 @@ async def test_the_writer_and_checkpointer_threads_give_way_to_the_event_loop(tm
         assert os.sched_getscheduler(threading.get_native_id()) != os.SCHED_IDLE  # the caller's own is untouched
     finally:
         await store.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread scheduling policy is set on Linux only")
+async def test_low_priority_writer_threads_keep_a_share_of_the_cpu(tmp_path):
+    store = SQLiteRunStore(RunsSettings(sqlite_path=str(tmp_path / "runs.sqlite"), writer_priority="low"))
+    await store.open()
+    try:
+        policy, nice = await store._writer.submit(
+            lambda c: (
+                os.sched_getscheduler(threading.get_native_id()),
+                os.getpriority(os.PRIO_PROCESS, threading.get_native_id()),
+            )
+        )
+        assert policy == os.SCHED_OTHER and nice == 19
+    finally:
+        await store.close()

@@ -54,6 +54,8 @@ def serve(
             os.environ[CONFIG_ENV] = str(state.config_path)
         os.environ["REASONLOOP_SERVER__HOST"] = server.host
         os.environ["REASONLOOP_SERVER__PORT"] = str(server.port)
+        if "writer_priority" not in settings.runs.model_fields_set:  # workers share the cores
+            os.environ.setdefault("REASONLOOP_RUNS__WRITER_PRIORITY", "low")
         uvicorn.run("reasonloop.server.asgi:app_from_env", factory=True, workers=server.workers, **options)
         return
     from reasonloop.server.app import create_app

@@ -76,13 +76,13 @@ class SQLiteRunStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunStoreUnavailable(f"cannot create the run store directory for {self.path}: {exc}") from exc
-        writer = Writer(self.path, _SCHEMA)
+        writer = Writer(self.path, _SCHEMA, self.settings.writer_priority)
         writer.start()
         await asyncio.to_thread(writer.ready.wait)
         if writer.error is not None:
             raise RunStoreUnavailable(f"cannot open the SQLite run store {self.path}: {writer.error}", path=self.path)
         self._writer = writer
-        self._checkpointer = Checkpointer(self.path)
+        self._checkpointer = Checkpointer(self.path, priority=self.settings.writer_priority)
         self._checkpointer.start()
 
     async def close(self) -> None:

@@ -69,10 +69,12 @@ class Writer(threading.Thread):
         schema: SQL run once at start (``CREATE TABLE IF NOT EXISTS ...``).
     """
 
-    def __init__(self, path: str, schema: str) -> None:
+    def __init__(self, path: str, schema: str, priority: str = "idle") -> None:
         super().__init__(name=f"sqlite-run-store:{path}", daemon=True)
         self.path = path
         self.schema = schema
+        self.priority = priority
+        """CPU priority of the thread: ``idle`` or ``low`` (see :func:`yield_cpu_to_event_loop`)."""
         self.queue: queue.SimpleQueue[Batch | None] = queue.SimpleQueue()
         self.ready = threading.Event()
         self.error: BaseException | None = None
@@ -148,7 +150,7 @@ class Writer(threading.Thread):
 
     # -- writer thread ------------------------------------------------------------------------
     def run(self) -> None:
-        yield_cpu_to_event_loop()
+        yield_cpu_to_event_loop(self.priority)
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
@@ -218,27 +220,33 @@ class Writer(threading.Thread):
         return results
 
 
-def yield_cpu_to_event_loop() -> None:
-    """Let the calling thread run only when the event loop's does not (Linux, per thread).
+def yield_cpu_to_event_loop(priority: str = "idle") -> None:
+    """Lower the calling thread's CPU priority (Linux, per thread): ``idle`` or ``low``.
 
     On a core it shares with the event loop, a writer thread at normal priority takes the
     core for a whole time slice (milliseconds) whenever both want it, and every socket served
-    by the loop waits that long. A lower nice value is not enough: once such a thread is
-    running, the loop's thread, woken (say, from a write to disk that let the writer take the
-    GIL), may wait for the next scheduler tick, 4 ms on a 250 Hz kernel, before it runs again.
-    ``SCHED_IDLE`` gives way at once to any other thread that wakes, so the thread runs while
-    the loop waits on its sockets or on the GIL; the event loop only waits for it when it
-    falls so far behind that runs wait on the store. Where that policy is refused, the
-    lowest nice value.
+    by the loop waits that long. A low priority (nice 19) is not enough on its own: once such
+    a thread runs, the loop's thread, woken (say, from a write to disk that let the writer
+    take the GIL), may wait for the next scheduler tick, 4 ms on a 250 Hz kernel, before it
+    runs again. ``idle`` (``SCHED_IDLE``) gives way at once to any other thread that wakes, so
+    the thread runs while the loop waits on its sockets or on the GIL.
+
+    The price of ``idle``: other busy processes on the same cores (other workers of the same
+    server) leave the thread almost no time, and while it waits it may hold the GIL (the event
+    loop waits too) or the database's write lock (the other workers' writers wait). ``low``
+    keeps a small share for it. Where ``idle`` is refused, ``low``.
     """
     if not sys.platform.startswith("linux"):
         return
     tid = threading.get_native_id()
-    try:
-        os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
-    except (OSError, AttributeError):
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, tid, 19)
+    if priority == "idle":
+        try:
+            os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+            return
+        except (OSError, AttributeError):
+            pass
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, tid, 19)
 
 
 _run_of = operator.itemgetter(0)
@@ -312,14 +320,15 @@ def _resolve_all(items: list[tuple[asyncio.Future[Any], Any, BaseException | Non
 class Checkpointer(threading.Thread):
     """Copies the WAL back into the database file every ``interval_s`` from its own connection."""
 
-    def __init__(self, path: str, interval_s: float = 1.0) -> None:
+    def __init__(self, path: str, interval_s: float = 1.0, priority: str = "idle") -> None:
         super().__init__(name=f"sqlite-run-store-checkpoint:{path}", daemon=True)
         self.path = path
+        self.priority = priority
         self.interval_s = interval_s
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        yield_cpu_to_event_loop()
+        yield_cpu_to_event_loop(self.priority)
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA busy_timeout=1000")
