@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 
 import httpx
 import openai
 import pytest
 
+from reasonloop.events import Answer, AnswerDelta
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.server import create_app
+from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
 
 ANSWER = "Tantivy is a full-text search engine library written in Rust."
@@ -84,22 +87,22 @@ async def test_sdk_sees_errors(base):
     await client.close()
 
 
-async def _leave_a_stream_after_two_parts(url: str) -> tuple[str, str]:
-    """Stream a completion, stop reading after two content parts; the run id and what was read."""
+async def _leave_a_stream_after_the_first_part(url: str) -> tuple[str, str]:
+    """Stream a completion and stop reading after its first content part; the run id and that part."""
     client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
     raw = await client.chat.completions.with_raw_response.create(
         model="reasonloop", messages=[{"role": "user", "content": "What is tantivy?"}], stream=True
     )
     run_id = raw.headers["x-run-id"]
     stream = raw.parse()
-    parts: list[str] = []
+    part = ""
     async for chunk in stream:
-        parts += [c.delta.content for c in chunk.choices if c.delta.content]
-        if len(parts) == 2:
+        part = "".join(c.delta.content or "" for c in chunk.choices)
+        if part:
             break
     await stream.close()
     await client.close()
-    return run_id, "".join(parts)
+    return run_id, part
 
 
 async def _final_run(url: str, run_id: str) -> dict:
@@ -115,13 +118,55 @@ async def _final_run(url: str, run_id: str) -> dict:
 @pytest.mark.parametrize("stop_on_disconnect", [True, False])
 async def test_a_client_that_leaves_a_stream_stops_its_run_unless_told_not_to(tmp_path, stop_on_disconnect):
     settings = make_settings(tmp_path, chat_stop_on_disconnect=stop_on_disconnect)
-    slow = ScriptedProvider(replies=[ANSWER], chunk_size=4, delay_s=0.05, repeat_last=True)  # about 0.8 s
-    async with serve(create_app(settings, runner=LLMRunner(slow)), settings) as url:
-        run_id, read = await _leave_a_stream_after_two_parts(url)
+    runner = GatedRunner(steps=3)  # waits after each part until released: it never ends by itself
+    async with serve(create_app(settings, runner=runner), settings) as url:
+        run_id, read = await _leave_a_stream_after_the_first_part(url)
+        assert read == "part0 "
+        if not stop_on_disconnect:
+            await asyncio.sleep(0.3)  # time for a wrong stop to happen before the run may go on
+            runner.finish(run_id)
         trace = await _final_run(url, run_id)
-    content = trace["result"]["content"]
     if stop_on_disconnect:
-        assert trace["run"]["status"] == "stopped"
-        assert content.startswith(read) and len(content) < len(ANSWER)  # the partial answer is kept
+        assert trace["run"]["status"] == "stopped" and trace["result"]["content"] == "part0 "
     else:
-        assert trace["run"]["status"] == "completed" and content == ANSWER
+        assert trace["run"]["status"] == "completed" and trace["result"]["content"] == "part0 part1 part2 "
+
+
+async def test_a_stream_read_to_its_end_or_its_error_is_not_abandoned():
+    from reasonloop.events import ErrorEvent
+    from reasonloop.server.openai_routes import _stream
+
+    async def events(*items):
+        for item in items:
+            yield item
+
+    calls: list[str] = []
+    ends = {"answer": Answer(text="done"), "error": ErrorEvent(code="llm.error", message="no")}
+    for name, end in ends.items():
+        chunks = [
+            c
+            async for c in _stream(
+                events(AnswerDelta(text="done"), end), "id", 0, "m", False, functools.partial(calls.append, name)
+            )
+        ]
+        assert chunks[-1] == "data: [DONE]\n\n"
+    assert calls == []
+    early = _stream(
+        events(AnswerDelta(text="do"), AnswerDelta(text="ne"), Answer(text="done")),
+        "id",
+        0,
+        "m",
+        False,
+        lambda: calls.append("left"),
+    )
+    assert "role" in await anext(early)
+    assert "do" in await anext(early)
+    await early.aclose()  # the client left before the answer
+    assert calls == ["left"]
+    after_answer = _stream(events(Answer(text="done")), "id", 0, "m", False, lambda: calls.append("late"))
+    _ = [await anext(after_answer) for _ in range(3)]  # role, content, finish: the answer is out
+    await after_answer.aclose()  # gone before [DONE]: the run had ended already
+    after_error = _stream(events(ends["error"]), "id", 0, "m", False, lambda: calls.append("late"))
+    _ = [await anext(after_error) for _ in range(2)]  # role, error
+    await after_error.aclose()
+    assert calls == ["left"]

@@ -63,7 +63,7 @@ from reasonloop.runs.models import (
     result_from_events,
 )
 from reasonloop.runs.recorder import EventRecorder, record_lost_end, together
-from reasonloop.runs.store import RunStore, is_terminal_event, new_instance_id, recover_interrupted
+from reasonloop.runs.store import RunStore, ended_fields, is_terminal_event, new_instance_id, recover_interrupted
 
 __all__ = ["RunManager", "Runner"]
 
@@ -433,10 +433,17 @@ class RunManager:
             self._terminal_local(live, ErrorEvent(code=exc.code, message=f"{message}; run store lost: {exc.message}"))
 
     def _terminal_local(self, live: LiveRun, event: ErrorEvent) -> None:
-        """End the run for its live readers only (the store is gone), right after what they were given."""
+        """End the run for its live readers only (the store is gone), right after what they were
+        given; the store gets the end once it is back (:func:`record_lost_end`)."""
         record = live.record
         if live.store_error is None:  # events still being recorded are not published after this one
             live.store_error = RunStoreUnavailable(event.message)
+        self._lost_ends.append(live)
+        if live.ended:  # readers have the run's end already (its answer): the record says that end
+            events = live.recorded_events()
+            for name, value in ended_fields(events[-1], events).items():
+                setattr(record, name, value)
+            return
         event.run_id, event.seq = record.run_id, live.last_seq + 1
         record.last_seq = live.emitted = event.seq
         record.status, record.stop_reason, record.ended_at = "failed", "error", time.time()
@@ -448,7 +455,6 @@ class RunManager:
                 self.journal.settle(self.journal.write(record.run_id, payload), recorded=False)
         live.publish(event, payload)
         self._notify("event", record, event)
-        self._lost_ends.append(live)
 
     def _forget(self, run_id: str, live: LiveRun) -> None:
         if self._live.get(run_id) is live:

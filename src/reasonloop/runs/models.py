@@ -38,10 +38,11 @@ def new_id(prefix: str) -> str:
     """An id such as ``run_19ad3c5e2f1b6e0c4a9d27f3e81`` (the prefix says what it names): the
     creation time in milliseconds (11 hex digits), then 64 random bits.
 
-    Ids made later sort later, so the events of the runs in flight sit together at the end
-    of the run store's index rather than scattered through all its history: with random ids,
-    every batch of events rewrites index pages all over the file (with 300,000 stored events,
-    three times the CPU per event and three times the write-ahead log written).
+    Ids made in a later millisecond sort later, so the events of the runs in flight sit
+    together at the end of the run store's index rather than scattered through all its
+    history: with random ids, every batch of events rewrites index pages all over the file
+    (with 300,000 stored events, three times the CPU per event and three times the
+    write-ahead log written).
     """
     return f"{prefix}_{time.time_ns() // 1_000_000:011x}{secrets.token_hex(8)}"
 
