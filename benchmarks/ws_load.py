@@ -81,11 +81,11 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
         ),
         server=ServerSettings(port=port, ws_ping_interval_s=60, ws_ping_timeout_s=60),
     )
-    runner = LLMRunner(
-        lambda: ScriptedProvider(
-            replies=[text], chunk_size=4, delay_s=1.0 / args.rate, first_delay_s=args.ttft, repeat_last=True
-        )
+    # One model for every run, as `reasonloop serve` keeps one client per configured model.
+    model = ScriptedProvider(
+        replies=[text], chunk_size=4, delay_s=1.0 / args.rate, first_delay_s=args.ttft, repeat_last=True
     )
+    runner = LLMRunner(model)
     app = create_app(settings, runner=runner)
     tune_for_serving()  # as `reasonloop serve` does
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=4096, ws_per_message_deflate=args.deflate)

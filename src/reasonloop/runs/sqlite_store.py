@@ -13,6 +13,7 @@ are served by polling (see :meth:`follow` and :meth:`stop_requests`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sqlite3
 import time
@@ -51,6 +52,17 @@ CREATE TABLE IF NOT EXISTS messages (
     conversation_id TEXT NOT NULL, idx INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (conversation_id, idx));
 CREATE TABLE IF NOT EXISTS feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT, data TEXT NOT NULL);
 """
+
+
+@functools.lru_cache(maxsize=64)
+def _update_sql(names: tuple[str, ...]) -> str:
+    """The UPDATE that sets record fields ``names`` (a few sets of names recur: made once each).
+
+    One JSON object carries all the values; json_extract keeps strings strings and objects objects.
+    """
+    setters = ", ".join(f"'$.{name}', json_extract(:v, '$.{name}')" for name in names)
+    columns = "".join(f", {name}=:{name}" for name in ("status", "instance") if name in names)
+    return f"UPDATE runs SET data=json_set(data, {setters}){columns} WHERE run_id=:run_id"
 
 
 class SQLiteRunStore:
@@ -130,10 +142,7 @@ class SQLiteRunStore:
         check_record_fields(fields)
         if not fields:
             return
-        # One JSON object for all the values; json_extract keeps strings strings and objects objects.
-        setters = ", ".join(f"'$.{name}', json_extract(:v, '$.{name}')" for name in fields)
-        columns = "".join(f", {name}=:{name}" for name in ("status", "instance") if name in fields)
-        sql = f"UPDATE runs SET data=json_set(data, {setters}){columns} WHERE run_id=:run_id"
+        sql = _update_sql(tuple(fields))
         params = {"v": json.dumps(fields, ensure_ascii=False), "run_id": run_id}
         params.update((name, fields[name]) for name in ("status", "instance") if name in fields)
         await self._run(lambda c: c.execute(sql, params))
