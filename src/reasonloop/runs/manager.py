@@ -62,7 +62,7 @@ from reasonloop.runs.models import (
     new_id,
     result_from_events,
 )
-from reasonloop.runs.recorder import EventRecorder, record_lost_end, together
+from reasonloop.runs.recorder import EventRecorder, together
 from reasonloop.runs.store import RunStore, ended_fields, is_terminal_event, new_instance_id, recover_interrupted
 
 __all__ = ["RunManager", "Runner"]
@@ -111,8 +111,6 @@ class RunManager:
         self.journal = Journal(journal_dir, self.instance) if journal_dir else None
         """Where events are made durable before subscribers see them (None: the store, event by event)."""
         self.recorder = EventRecorder(store, self.journal, self.settings.record_interval_s)
-        self._lost_ends: list[LiveRun] = []
-        """Runs that ended while the store was lost, whose end the store has yet to be given."""
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def open(self) -> list[str]:
@@ -159,11 +157,11 @@ class RunManager:
             live.end()
         await self.recorder.drain()
         try:  # the store may be back by now
-            await self._record_lost_ends()
+            await self.recorder.record_lost_ends()
         except RunStoreUnavailable as exc:
             log.warning(
                 "%d run(s) ended while the run store was lost and stay unrecorded: %s",
-                len(self._lost_ends),
+                len(self.recorder.lost_ends),
                 exc.message,
             )
         if self.journal is not None:
@@ -198,27 +196,11 @@ class RunManager:
             await asyncio.sleep(_HEARTBEAT_S)
             try:
                 await self.store.heartbeat(self.instance)
-                await self._record_lost_ends()
+                await self.recorder.record_lost_ends()
                 await self._recover()
                 await self._check_stop_keys()
             except RunStoreUnavailable as exc:
                 log.warning("run store unavailable: %s", exc.message)
-
-    async def _record_lost_ends(self) -> None:
-        """Give the store the ends of runs that ended while it was lost, in order.
-
-        Raises:
-            RunStoreUnavailable: the store still cannot take them (the rest wait for a later round).
-        """
-        while self._lost_ends:
-            live = self._lost_ends[0]
-            try:
-                await record_lost_end(self.store, live)
-            except RunStoreUnavailable:
-                raise
-            except Exception:  # never retried: it would block the runs behind it
-                log.exception("the end of run %s could not be recorded", live.record.run_id)
-            del self._lost_ends[0]
 
     async def _check_stop_keys(self) -> None:
         # A stop published while this instance was not yet listening is still seen here.
@@ -434,11 +416,11 @@ class RunManager:
 
     def _terminal_local(self, live: LiveRun, event: ErrorEvent) -> None:
         """End the run for its live readers only (the store is gone), right after what they were
-        given; the store gets the end once it is back (:func:`record_lost_end`)."""
+        given; the store gets the end once it is back (:meth:`EventRecorder.record_lost_ends`)."""
         record = live.record
         if live.store_error is None:  # events still being recorded are not published after this one
             live.store_error = RunStoreUnavailable(event.message)
-        self._lost_ends.append(live)
+        self.recorder.lost_ends.append(live)
         if live.ended:  # readers have the run's end already (its answer): the record says that end
             events = live.recorded_events()
             for name, value in ended_fields(events[-1], events).items():

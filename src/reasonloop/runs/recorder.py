@@ -10,7 +10,7 @@ before its status changes, and when too many of them are still unrecorded.
 
 A run whose store failed records nothing more: its later events would leave a gap after the
 last one delivered, and its readers end at the error that follows it. Once the store is back,
-:func:`record_lost_end` gives it what it missed of such a run.
+:meth:`EventRecorder.record_lost_ends` gives it what it missed of such runs.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ async def record_lost_end(store: RunStore, live: LiveRun) -> None:
         return
     last_stored = stored[-1].seq if stored else 0
     missing = [event_adapter.validate_json(payload) for payload in live.payloads[last_stored:]]
-    if not missing or not is_terminal_event(missing[-1]):  # stored past what was sent: the end goes after
+    if not missing:  # stored past what was sent: the end goes after
         final = event_adapter.validate_json(live.payloads[-1])
         final.seq = last_stored + 1
         missing = [final]
@@ -124,6 +124,8 @@ class EventRecorder:
         self._status_updates: list[tuple[str, dict[str, Any]]] = []
         self._recorder: asyncio.Task[None] | None = None
         self._record_now = asyncio.Event()
+        self.lost_ends: list[LiveRun] = []
+        """Runs that ended while the store was lost, whose end the store has yet to be given."""
 
     def add(self, live: LiveRun, event: Event, payload: str, segment: Segment | None) -> None:
         """Queue a stamped event of ``live`` (journaled in ``segment``, or not journaled: then it
@@ -151,6 +153,22 @@ class EventRecorder:
         if self._recorder is not None:
             self._record_now.set()
             await asyncio.gather(self._recorder, return_exceptions=True)
+
+    async def record_lost_ends(self) -> None:
+        """Give the store the ends of :attr:`lost_ends`, in order (:func:`record_lost_end`).
+
+        Raises:
+            RunStoreUnavailable: the store still cannot take them (the rest wait for a later call).
+        """
+        while self.lost_ends:
+            live = self.lost_ends[0]
+            try:
+                await record_lost_end(self.store, live)
+            except RunStoreUnavailable:
+                raise
+            except Exception:  # never retried: it would block the runs behind it
+                log.exception("the end of run %s could not be recorded", live.record.run_id)
+            del self.lost_ends[0]
 
     def _start(self) -> None:
         if self._recorder is None or self._recorder.done():
