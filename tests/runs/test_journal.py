@@ -22,12 +22,14 @@ from tests.runs.test_recording import GatedStore
 
 
 def journal_lines(directory: str) -> list[tuple[str, dict]]:
+    """The lines of every segment (a segment being written has reserved NUL bytes after them)."""
     lines = []
     for name in sorted(os.listdir(directory)):
-        with open(os.path.join(directory, name), encoding="utf-8") as file:
-            for raw in file:
-                run_id, _, payload = raw.rstrip("\n").partition("\t")
-                lines.append((run_id, json.loads(payload)))
+        with open(os.path.join(directory, name), "rb") as file:
+            data = file.read().split(b"\0", 1)[0]
+        for raw in data.decode().splitlines():
+            run_id, _, payload = raw.partition("\t")
+            lines.append((run_id, json.loads(payload)))
     return lines
 
 
@@ -75,7 +77,10 @@ def journal_in_dead_process(
     args = [sys.executable, "-c", script, directory, instance, run_id]
     subprocess.run(args, input=lines, text=True, check=True)
     name = next(n for n in os.listdir(directory) if n.startswith(file_prefix(instance)))
-    with open(os.path.join(directory, name), "ab") as file:
+    with open(os.path.join(directory, name), "r+b") as file:
+        data = file.read()
+        assert data.endswith(b"\0")  # it died with space reserved after its lines
+        file.seek(data.index(b"\0"))
         file.write(run_id.encode() + b'\t{"type":"answer_delta","se')  # a line cut short by the crash
 
 
@@ -213,19 +218,44 @@ async def test_a_failed_import_leaves_every_segment_for_the_next_attempt(store, 
     assert os.listdir(store.journal_dir) == []
 
 
-def test_a_short_write_leaves_no_fragment_for_the_next_line(tmp_path, monkeypatch):
+def test_a_full_disk_refuses_the_line_and_the_journal_goes_on_once_there_is_space(tmp_path, monkeypatch):
     journal = Journal(str(tmp_path), "me:1:x")
     journal.open()
     journal.write("run_a", stamped("run_a", 1))
-    real_write = os.write
-    monkeypatch.setattr(os, "write", lambda fd, data: real_write(fd, data[: len(data) // 2]))
+    real = os.posix_fallocate
+
+    def full(fd: int, offset: int, length: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    big = stamped("run_b", 2, "b" * (3 << 20))  # past the space reserved so far: more is needed
     try:
-        journal.write("run_b", stamped("run_b", 1))
+        journal.write("run_b", big)
     except OSError as exc:
-        assert "short write" in str(exc)
+        assert exc.errno == errno.ENOSPC
     else:
-        raise AssertionError("a short write went unnoticed")
-    monkeypatch.undo()
+        raise AssertionError("a full disk went unnoticed")
+    monkeypatch.setattr(os, "posix_fallocate", real)
     journal.write("run_c", stamped("run_c", 1))
-    assert [(run_id, e["seq"]) for run_id, e in journal_lines(str(tmp_path))] == [("run_a", 1), ("run_c", 1)]
+    journal.write("run_d", big)  # the space is there again
+    assert [(run_id, e["seq"]) for run_id, e in journal_lines(str(tmp_path))] == [
+        ("run_a", 1),
+        ("run_c", 1),
+        ("run_d", 2),
+    ]
     journal.close()
+
+
+def test_a_long_segment_keeps_little_of_itself_resident_and_all_of_its_lines(tmp_path):
+    journal = Journal(str(tmp_path), "me:1:x")
+    journal.open()
+    payloads = [stamped("run_a", seq, "z" * 5000) for seq in range(2, 2002)]  # about 10 MB
+    for payload in payloads:
+        segment = journal.write("run_a", payload)
+    assert segment.released >= segment.size - 2 * (1 << 20)  # all but the last chunk or two handed back
+    segment.failed = True  # kept at close, as a store failure would keep it
+    journal.close()
+    (name,) = os.listdir(tmp_path)
+    data = (tmp_path / name).read_bytes()
+    assert b"\0" not in data  # cut to its lines
+    assert [e["seq"] for _, e in journal_lines(str(tmp_path))] == list(range(2, 2002))

@@ -2,11 +2,14 @@
 
 Committing every event to the run store before handing it to readers would put a database
 transaction (and a thread hand-off) between a model's token and the client. The journal
-makes the event durable in the same step instead: one ``os.write`` of one line to a file
-only this process appends to, after which the event is published at once, and the run store
-is fed behind it in large, infrequent batches. A process killed with ``kill -9`` loses
-nothing it has written (the kernel holds the page); what survives a power cut is what
-survives it in the SQLite store with ``synchronous=NORMAL``.
+makes the event durable in the same step instead: its line is copied into a memory map of a
+file only this process writes, after which the event is published at once, and the run
+store is fed behind it in large, infrequent batches. The map is shared with the kernel's
+page cache, so a process killed with ``kill -9`` loses nothing it has copied there, and no
+system call is made per event; what survives a power cut is what survives it in the SQLite
+store with ``synchronous=NORMAL``. Disk space is reserved (``posix_fallocate``) before the map
+grows over it: a full disk fails the write with an error instead of the process with a
+``SIGBUS``.
 
 Each process writes its own segment files, ``<instance>.<n>.jsonl`` in the journal
 directory, holding an exclusive ``flock`` on the one it writes for as long as it lives. A
@@ -17,7 +20,9 @@ dead process are marked ``interrupted`` only once none of its segments is left
 rotates to a new segment past ``max_bytes`` and deletes a full segment once the store holds
 all of its events.
 
-A line is ``<run id> TAB <event JSON> LF``; the JSON never contains a raw newline.
+A line is ``<run id> TAB <event JSON> LF``; the JSON never contains a raw newline or NUL. A
+segment is longer than its lines (space reserved ahead); a crashed process leaves NUL bytes
+after its last line, which recovery ignores. A closed segment is cut to its lines.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import asyncio
 import contextlib
 import fcntl
 import logging
+import mmap
 import os
 import re
 import time
@@ -44,6 +50,8 @@ log = logging.getLogger(__name__)
 SUFFIX = ".jsonl"
 _IMPORT_BATCH = 1000
 _STALE_NEW_S = 60.0
+_CHUNK = 1 << 20
+"""Space reserved (and mapped) at a time; a segment's map doubles from this as it fills."""
 
 
 @dataclass(eq=False)
@@ -52,7 +60,11 @@ class Segment:
 
     path: str
     fd: int
+    map: mmap.mmap
     size: int = 0
+    """Bytes of lines written (the file and its map are longer: space reserved ahead)."""
+    released: int = 0
+    """Bytes of the map already given back to the kernel (pages this process will not touch again)."""
     pending: int = 0
     """Events written here whose store write has not been reported."""
     failed: bool = False
@@ -97,14 +109,18 @@ class Journal:
         name = file_prefix(self.instance) + str(self._serial)
         final = os.path.join(self.directory, name + SUFFIX)
         temporary = final + ".new"
-        fd = os.open(temporary, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.posix_fallocate(fd, 0, _CHUNK)
+            segment = Segment(path=final, fd=fd, map=mmap.mmap(fd, _CHUNK))
             os.rename(temporary, final)
         except OSError:
             os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
             raise
-        return Segment(path=final, fd=fd)
+        return segment
 
     def write(self, run_id: str, payload: str) -> Segment:
         """Append one event; returns its segment (pass it to :meth:`settle` once the store answers).
@@ -116,14 +132,16 @@ class Journal:
         if segment is None:
             raise OSError("the run journal is closed")
         line = f"{run_id}\t{payload}\n".encode()
-        written = os.write(segment.fd, line)
-        if written != len(line):  # a regular file writes all or fails, except when the disk fills up
-            with contextlib.suppress(OSError):  # no fragment for the next line to be glued to
-                os.ftruncate(segment.fd, segment.size)
-            raise OSError(f"short write to the run journal ({written} of {len(line)} bytes)")
-        segment.size += written
+        start = segment.size
+        end = start + len(line)
+        if end > len(segment.map):
+            _grow(segment, end)
+        segment.map[start:end] = line
+        segment.size = end
         segment.pending += 1
-        if segment.size >= self.max_bytes:
+        if end - segment.released >= 2 * _CHUNK:
+            _release_pages(segment)
+        if end >= self.max_bytes:
             self._rotate()
         return segment
 
@@ -156,6 +174,13 @@ class Journal:
         if not segment.failed:
             with contextlib.suppress(OSError):
                 os.unlink(segment.path)
+        elif not segment.map.closed:  # kept for recovery: cut to its lines
+            with contextlib.suppress(OSError, ValueError):
+                segment.map.flush()
+                segment.map.close()
+                os.ftruncate(segment.fd, segment.size)
+        with contextlib.suppress(OSError, ValueError):
+            segment.map.close()
         with contextlib.suppress(OSError):
             os.close(segment.fd)
         if segment in self.retired:
@@ -175,6 +200,28 @@ class Journal:
     @property
     def path(self) -> str:
         return self.current.path if self.current is not None else self.directory
+
+
+def _grow(segment: Segment, needed: int) -> None:
+    """Reserve disk space for at least ``needed`` bytes, then map it.
+
+    Raises:
+        OSError: no space left (nothing was written; the segment is as it was).
+    """
+    size = max(needed, 2 * len(segment.map))
+    size = -(-size // _CHUNK) * _CHUNK
+    os.posix_fallocate(segment.fd, len(segment.map), size - len(segment.map))
+    segment.map.resize(size)
+
+
+def _release_pages(segment: Segment) -> None:
+    """Unmap the whole chunks behind the last line from this process (the page cache keeps
+    them and writes them out): the resident size stays at a chunk or two, not the segment's."""
+    upto = (segment.size // _CHUNK - 1) * _CHUNK
+    if upto > segment.released:
+        with contextlib.suppress(OSError, ValueError):
+            segment.map.madvise(mmap.MADV_DONTNEED, segment.released, upto - segment.released)
+        segment.released = upto
 
 
 async def recover_journals(directory: str, store: RunStore) -> int:
@@ -250,8 +297,11 @@ def _claim(path: str) -> int | None:
 
 
 def _read(fd: int) -> bytes:
+    """The segment's lines (without the NUL bytes reserved after them by a process that died)."""
     with open(fd, "rb", closefd=False) as file:
-        return file.read()
+        data = file.read()
+    end = data.find(b"\0")
+    return data if end < 0 else data[:end]
 
 
 async def _import(data: bytes, store: RunStore, path: str) -> int:
