@@ -121,6 +121,9 @@ async def test_malformed_frames_get_error_frames_and_the_socket_stays_open(gated
         assert (await recv(ws))["field"] == "question"
         await ws.send(json.dumps({"type": "ping"}))
         assert await recv(ws) == {"type": "pong"}
+        for ref in (7, 'é"}', {"n": [1, None], "s": "\u2603"}):  # any JSON id comes back intact
+            await ws.send(json.dumps({"type": "ping", "id": ref}))
+            assert await recv(ws) == {"type": "pong", "id": ref}
 
 
 async def test_oversized_frames_are_refused(gated):

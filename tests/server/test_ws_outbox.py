@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from fastapi import FastAPI
+
+from reasonloop.server.app import ReasonloopAPI
 from reasonloop.server.ws import _Outbox
 
 
@@ -86,9 +89,10 @@ async def test_the_fast_path_takes_only_the_websocket_endpoint(monkeypatch):
         raise AssertionError("not called here")
 
     monkeypatch.setattr(ws_module, "_serve_socket", endpoint)
-    fast = ws_module.WebSocketFastPath(inner)
+    monkeypatch.setattr(FastAPI, "__call__", lambda self, scope, receive, send: inner(scope, receive, send))
+    app = ReasonloopAPI()
     for kind, path in [("websocket", "/v1/ws"), ("websocket", "/other"), ("http", "/v1/ws")]:
-        await fast({"type": kind, "path": path, "app": object(), "headers": []}, None, raw_send)
+        await app({"type": kind, "path": path, "headers": []}, None, raw_send)
     assert served == ["/v1/ws"]
     assert passed == [("websocket", "/other"), ("http", "/v1/ws")]
 

@@ -68,7 +68,7 @@ class WaitDeadline:
         """
         now = self._loop.time()
         self._since = now
-        self._task = asyncio.current_task()
+        self._task = asyncio.current_task(self._loop)  # the loop given: one lookup fewer per chunk
         if self._handle is None:
             when = now + self._budget - self._waited
             self._handle = self._loop.call_at(when if self._until is None else min(when, self._until), self._fire)

@@ -33,9 +33,23 @@ from reasonloop.server.deps import ServerState
 from reasonloop.server.errors import install_error_handlers
 from reasonloop.server.kb_routes import KBProvider, UploadSizeGuard
 
-__all__ = ["create_app"]
+__all__ = ["ReasonloopAPI", "create_app"]
 
 log = logging.getLogger("reasonloop.server")
+
+
+class ReasonloopAPI(FastAPI):
+    """The FastAPI app, with ``/v1/ws`` sockets served before its middleware stack
+    (:func:`~reasonloop.server.ws.serve_unwrapped`): none of that middleware applies to a
+    socket, and each layer would stay on the stack for the socket's whole life. The same
+    endpoint is also routed, for paths under a ``root_path``."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket" and scope.get("path") == ws.SOCKET_PATH:
+            scope["app"] = self
+            await ws.serve_unwrapped(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
 
 
 def create_app(
@@ -90,7 +104,7 @@ def create_app(
             await state.kb.close()
             await run_store.close()
 
-    app = FastAPI(
+    app = ReasonloopAPI(
         title="reasonloop",
         version=__version__,
         description="Answer questions over your own documents with pluggable reasoning.",
@@ -106,7 +120,6 @@ def create_app(
             expose_headers=["X-Run-Id"],
         )
     app.add_middleware(UploadSizeGuard, max_upload_bytes=settings.server.max_upload_bytes)
-    app.add_middleware(ws.WebSocketFastPath)  # added last: the outermost, so sockets skip the rest
     install_error_handlers(app)
     for module in (runs_routes, catalog_routes, kb_routes, conversation_routes, openai_routes, ws):
         app.include_router(module.router)

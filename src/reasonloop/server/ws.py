@@ -41,13 +41,14 @@ from reasonloop.runs.store import is_terminal_event
 from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
 from reasonloop.server.deps import ServerState
 
-__all__ = ["router"]
+__all__ = ["SOCKET_PATH", "router", "serve_unwrapped"]
 
 log = logging.getLogger(__name__)
 router = APIRouter()
 
 AsgiSend = Callable[[dict[str, Any]], Awaitable[None]]
 
+SOCKET_PATH = "/v1/ws"
 CLOSE_TOO_BIG = 1009
 CLOSE_POLICY = 1008
 
@@ -59,6 +60,11 @@ class AskFrame(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     conversation_id: str | None = None
 
+
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+"""One encoder for every frame (``json.dumps(..., ensure_ascii=False)`` makes a new one per call)."""
+_PONG = '{"type":"pong"}'
+_PONG_WITH_ID = '{"type":"pong","id":'
 
 OUTBOX_LIMIT_CHARS = 8 * 1024 * 1024
 """Characters a socket may have queued behind a slow client before it is closed with 1013
@@ -77,7 +83,7 @@ class _Outbox:
     def __init__(self, ws: WebSocket, send: AsgiSend | None = None) -> None:
         self.ws = ws
         self._send = send or ws.send
-        """Writes one ASGI message; the server's own ``send`` when we have it (see :class:`WebSocketFastPath`)."""
+        """Writes one ASGI message; the server's own ``send`` when we have it (see :func:`serve_unwrapped`)."""
         self.queue: deque[str] = deque()
         self.queued = 0
         self.drainer: asyncio.Task[None] | None = None
@@ -153,7 +159,7 @@ class _Session:
         self.max_frame = state.settings.server.ws_max_frame_bytes
 
     def send(self, frame: dict[str, Any]) -> None:
-        self.outbox.put(json.dumps(frame, ensure_ascii=False))
+        self.outbox.put(_encode(frame))
 
     def error(self, code: str, message: str, ref: Any = None, **extra: Any) -> None:
         frame = {"type": "error", "code": code, "message": message, **extra}
@@ -208,8 +214,8 @@ class _Session:
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
             return self.error("ws.malformed", 'frame must be a JSON object with a string "type"')
         kind, ref = frame["type"], frame.get("id")
-        if kind == "ping":
-            return self.send({"type": "pong"} if ref is None else {"type": "pong", "id": ref})
+        if kind == "ping":  # the most frequent frame: its reply is put together without an encoder pass
+            return self.outbox.put(_PONG if ref is None else _PONG_WITH_ID + _encode(ref) + "}")
         if kind == "ask":
             self.spawn(self._ask(frame, ref))
         elif kind == "stop":
@@ -321,7 +327,7 @@ def _extra(exc: ReasonLoopError) -> dict[str, Any]:
     return {k: v for k, v in exc.details.items() if k in ("status", "retry_after", "field")}
 
 
-@router.websocket("/v1/ws")
+@router.websocket(SOCKET_PATH)
 async def websocket_endpoint(ws: WebSocket) -> None:
     await _serve_socket(ws)
 
@@ -342,25 +348,15 @@ async def _serve_socket(ws: WebSocket, send: AsgiSend | None = None) -> None:
     await _Session(ws, state, who, send).serve()
 
 
-class WebSocketFastPath:
-    """ASGI middleware: ``/v1/ws`` goes straight to :func:`websocket_endpoint`.
+async def serve_unwrapped(scope: Any, receive: Any, send: Any) -> None:
+    """Serve a ``/v1/ws`` socket straight from the server, outside the application's
+    middleware stack (see :class:`~reasonloop.server.app.ReasonloopAPI`).
 
     A socket lives as long as its client, and every layer it passes through (the HTTP
     middleware, the routers, the exception wrappers) keeps a coroutine frame alive for all
     that time and wraps every frame it sends; thousands of open sockets then keep tens of
-    thousands of frames for each full garbage collection to walk. Event frames are written
-    with the server's ASGI ``send`` itself, not through Starlette's state checks (two more
-    coroutines per frame). Other paths (and this one
-    under a ``root_path``) go through the application as usual, where the same endpoint is
-    also routed.
+    thousands of frames for each full garbage collection to walk. Frames are written with
+    the server's ASGI ``send`` itself, not through Starlette's state checks (two more
+    coroutines per frame).
     """
-
-    def __init__(self, app: Any, path: str = "/v1/ws") -> None:
-        self.app = app
-        self.path = path
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "websocket" and scope.get("path") == self.path and "app" in scope:
-            await _serve_socket(WebSocket(scope, receive, send), send)
-            return
-        await self.app(scope, receive, send)
+    await _serve_socket(WebSocket(scope, receive, send), send)
