@@ -241,7 +241,8 @@ class LLM(ABC):
             completion_parts: list[str] = []
             # Only waiting on the provider counts against the timeout: time the caller spends
             # between chunks is neither counted nor ever interrupted.
-            # Armed at the first real wait: chunks that are already there cost no timer.
+            # Armed at the first real wait: chunks that are already there cost no timer; once
+            # the stream has waited, chunks are awaited directly (fewer layers per chunk).
             deadline: WaitDeadline | None = None
             try:
                 # Closed in `finally`: a provider's stream (and its HTTP response) is closed as soon
@@ -250,22 +251,26 @@ class LLM(ABC):
                 try:
                     while True:
                         try:
-                            step = anext(chunks)
-                            try:
-                                send = step.send
-                            except AttributeError:  # a class-based iterator's own awaitable
-                                step = step.__await__()
-                                send = step.send
-                            try:  # eager.first_step, inlined: this runs once per chunk
-                                waiting = send(None)
-                            except StopIteration as ready:
-                                chunk = ready.value
-                            else:
-                                if deadline is None:
-                                    deadline = WaitDeadline(self.settings.timeout_s, until)
+                            if deadline is not None:  # streaming: every later chunk is awaited plainly
                                 deadline.start_wait()
-                                chunk = await resume(step, waiting)
+                                chunk = await anext(chunks)
                                 deadline.end_wait()
+                            else:  # no wait so far: take the chunk at once if it is there (no timer)
+                                step = anext(chunks)
+                                try:
+                                    send = step.send
+                                except AttributeError:  # a class-based iterator's own awaitable
+                                    step = step.__await__()
+                                    send = step.send
+                                try:  # eager.first_step, inlined
+                                    waiting = send(None)
+                                except StopIteration as ready:
+                                    chunk = ready.value
+                                else:
+                                    deadline = WaitDeadline(self.settings.timeout_s, until)
+                                    deadline.start_wait()
+                                    chunk = await resume(step, waiting)
+                                    deadline.end_wait()
                         except StopAsyncIteration:
                             if deadline is not None:
                                 deadline.end_wait()
