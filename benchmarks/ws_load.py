@@ -66,7 +66,7 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
     from reasonloop.llm.scripted import ScriptedProvider
     from reasonloop.runs.llm_runner import LLMRunner
     from reasonloop.server import create_app
-    from reasonloop.server.process import tune_for_serving
+    from reasonloop.server.process import tune_for_serving, uvicorn_options
 
     text = "tok " * args.tokens
     tmp = args.data_dir  # made and removed by the parent, round by round
@@ -79,7 +79,7 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
             max_concurrent=max(args.clients_list) + 10,
             max_queued=10_000,
         ),
-        server=ServerSettings(port=port, ws_ping_interval_s=60, ws_ping_timeout_s=60),
+        server=ServerSettings(port=port, ws_ping_interval_s=60, ws_ping_timeout_s=60, ws_compression=args.deflate),
     )
     # One model for every run, as `reasonloop serve` keeps one client per configured model.
     model = ScriptedProvider(
@@ -87,8 +87,8 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
     )
     runner = LLMRunner(model)
     app = create_app(settings, runner=runner)
-    tune_for_serving()  # as `reasonloop serve` does
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=4096, ws_per_message_deflate=args.deflate)
+    tune_for_serving()  # as `reasonloop serve` does, with its uvicorn options
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=4096, **uvicorn_options(settings.server))
 
 
 def serve_bare(port: int, args: argparse.Namespace) -> None:

@@ -12,6 +12,7 @@ import httpx
 import uvicorn
 
 from reasonloop.config import KBSettings, RunsSettings, ServerSettings, Settings
+from reasonloop.server.process import uvicorn_options
 from tests.runs.helpers import free_port
 
 
@@ -31,11 +32,8 @@ async def serve(app: Any, settings: Settings | None = None) -> AsyncIterator[str
         port=port,
         log_level="warning",
         lifespan="on",
-        ws_max_size=srv.ws_max_frame_bytes * 4 + 1024,
-        ws_ping_interval=srv.ws_ping_interval_s,
-        ws_ping_timeout=srv.ws_ping_timeout_s,
-        ws_per_message_deflate=srv.ws_compression,
         timeout_graceful_shutdown=1,
+        **uvicorn_options(srv),
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

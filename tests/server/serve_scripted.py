@@ -13,6 +13,7 @@ from reasonloop.config import KBSettings, RunsSettings, Settings
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.server import create_app
+from reasonloop.server.process import uvicorn_options
 
 TEXT = " ".join(f"word{i}" for i in range(400))
 
@@ -35,7 +36,8 @@ def main() -> None:
     )
     settings = Settings(runs=runs, kb=KBSettings(path=args.kb))
     runner = LLMRunner(lambda: ScriptedProvider(replies=[TEXT], chunk_size=4, delay_s=args.delay, repeat_last=True))
-    uvicorn.run(create_app(settings, runner=runner), host="127.0.0.1", port=args.port, log_level="warning")
+    app = create_app(settings, runner=runner)
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", **uvicorn_options(settings.server))
 
 
 if __name__ == "__main__":

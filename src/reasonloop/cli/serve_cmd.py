@@ -24,6 +24,7 @@ def serve(
 
     from reasonloop.server.asgi import CONFIG_ENV
     from reasonloop.server.auth import auth_warning
+    from reasonloop.server.process import uvicorn_options
 
     settings = state.settings
     server = settings.server.model_copy(
@@ -42,11 +43,8 @@ def serve(
         "host": server.host,
         "port": server.port,
         "log_level": settings.log_level,
-        "ws_max_size": server.ws_max_frame_bytes * 4 + 1024,
-        "ws_ping_interval": server.ws_ping_interval_s,
-        "ws_ping_timeout": server.ws_ping_timeout_s,
-        "ws_per_message_deflate": server.ws_compression,
         "timeout_graceful_shutdown": 5,
+        **uvicorn_options(server),
     }
     logging.basicConfig(level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     if server.workers > 1:

@@ -1,4 +1,5 @@
-"""Process-wide settings for a process whose job is serving (``reasonloop serve`` and its workers).
+"""Process-wide settings for a process whose job is serving (``reasonloop serve`` and its workers),
+and the options uvicorn serves it with.
 
 Streaming runs allocate a few objects per token. With the collector's default thresholds a
 young collection runs many times a second under load and a full one every few seconds, and
@@ -10,8 +11,11 @@ p99 under 500 streams fell from 30 ms to 12 ms with these settings, ``benchmarks
 from __future__ import annotations
 
 import gc
+from typing import Any
 
-__all__ = ["SERVING_GC_THRESHOLDS", "tune_for_serving"]
+from reasonloop.config import ServerSettings
+
+__all__ = ["SERVING_GC_THRESHOLDS", "tune_for_serving", "uvicorn_options"]
 
 SERVING_GC_THRESHOLDS = (50_000, 20, 20)
 """Young-generation allocations between collections, then how many of each generation's
@@ -28,3 +32,19 @@ def tune_for_serving() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*SERVING_GC_THRESHOLDS)
+
+
+def uvicorn_options(server: ServerSettings) -> dict[str, Any]:
+    """uvicorn's options for ``[server]`` (everything but the app, host, port and workers).
+
+    The WebSocket protocol is uvicorn's sans-I/O one answering pings itself
+    (:mod:`reasonloop.server.ws_protocol`). A frame may be four times the largest one the
+    application takes, so that one over the limit reaches it and gets a clear refusal.
+    """
+    return {
+        "ws": "reasonloop.server.ws_protocol:PingAnsweringProtocol",
+        "ws_max_size": server.ws_max_frame_bytes * 4 + 1024,
+        "ws_ping_interval": server.ws_ping_interval_s,
+        "ws_ping_timeout": server.ws_ping_timeout_s,
+        "ws_per_message_deflate": server.ws_compression,
+    }

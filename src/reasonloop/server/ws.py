@@ -41,7 +41,7 @@ from reasonloop.runs.store import is_terminal_event
 from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
 from reasonloop.server.deps import ServerState
 
-__all__ = ["SOCKET_PATH", "router", "serve_unwrapped"]
+__all__ = ["SOCKET_PATH", "pong_frame", "router", "serve_unwrapped"]
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -65,6 +65,13 @@ _encode = json.JSONEncoder(ensure_ascii=False).encode
 """One encoder for every frame (``json.dumps(..., ensure_ascii=False)`` makes a new one per call)."""
 _PONG = '{"type":"pong"}'
 _PONG_WITH_ID = '{"type":"pong","id":'
+
+
+def pong_frame(ref: Any = None) -> str:
+    """The reply to a ping (echoing its ``id``), put together without an encoder pass: it is
+    the most frequent frame."""
+    return _PONG if ref is None else _PONG_WITH_ID + _encode(ref) + "}"
+
 
 OUTBOX_LIMIT_CHARS = 8 * 1024 * 1024
 """Characters a socket may have queued behind a slow client before it is closed with 1013
@@ -214,8 +221,8 @@ class _Session:
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
             return self.error("ws.malformed", 'frame must be a JSON object with a string "type"')
         kind, ref = frame["type"], frame.get("id")
-        if kind == "ping":  # the most frequent frame: its reply is put together without an encoder pass
-            return self.outbox.put(_PONG if ref is None else _PONG_WITH_ID + _encode(ref) + "}")
+        if kind == "ping":  # usually answered by the protocol already (reasonloop.server.ws_protocol)
+            return self.outbox.put(pong_frame(ref))
         if kind == "ask":
             self.spawn(self._ask(frame, ref))
         elif kind == "stop":
