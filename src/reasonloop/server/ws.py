@@ -41,14 +41,18 @@ from reasonloop.runs.store import is_terminal_event
 from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
 from reasonloop.server.deps import ServerState
 
-__all__ = ["SOCKET_PATH", "pong_frame", "router", "serve_unwrapped"]
+__all__ = ["DIRECT_TEXT", "SOCKET_PATH", "pong_frame", "router", "serve_unwrapped"]
 
 log = logging.getLogger(__name__)
 router = APIRouter()
 
 AsgiSend = Callable[[dict[str, Any]], Awaitable[None]]
+DirectText = Callable[[str], bool]
 
 SOCKET_PATH = "/v1/ws"
+DIRECT_TEXT = "reasonloop.websocket.direct_text"
+"""ASGI scope extension: ``write(text) -> bool``, a text frame written by the server's protocol
+at once, or False when it must go through ASGI (see :mod:`reasonloop.server.ws_protocol`)."""
 CLOSE_TOO_BIG = 1009
 CLOSE_POLICY = 1008
 
@@ -87,10 +91,12 @@ class _Outbox:
     that falls :data:`OUTBOX_LIMIT_CHARS` behind is disconnected instead of growing the queue.
     """
 
-    def __init__(self, ws: WebSocket, send: AsgiSend | None = None) -> None:
+    def __init__(self, ws: WebSocket, send: AsgiSend | None = None, direct: DirectText | None = None) -> None:
         self.ws = ws
         self._send = send or ws.send
         """Writes one ASGI message; the server's own ``send`` when we have it (see :func:`serve_unwrapped`)."""
+        self._direct = direct
+        """The server protocol's own frame writer (:data:`DIRECT_TEXT`), when it offers one."""
         self.queue: deque[str] = deque()
         self.queued = 0
         self.drainer: asyncio.Task[None] | None = None
@@ -106,6 +112,8 @@ class _Outbox:
                 self._overflow()
                 return
             self.queue.append(text)
+            return
+        if self._direct is not None and self._direct(text):
             return
         try:
             done, pending = first_step(self._send({"type": "websocket.send", "text": text}))
@@ -155,11 +163,18 @@ class _Session:
     """One socket: a receive loop, an outbox, and one reader per run it streams (a sink
     attached to a run this process executes, or a task reading a run through the store)."""
 
-    def __init__(self, ws: WebSocket, state: ServerState, who: Principal, send: AsgiSend | None = None) -> None:
+    def __init__(
+        self,
+        ws: WebSocket,
+        state: ServerState,
+        who: Principal,
+        send: AsgiSend | None = None,
+        direct: DirectText | None = None,
+    ) -> None:
         self.ws = ws
         self.state = state
         self.who = who
-        self.outbox = _Outbox(ws, send)
+        self.outbox = _Outbox(ws, send, direct)
         self.tasks: set[asyncio.Task[None]] = set()
         self.followers: dict[str, Callable[[], None]] = {}
         """run id -> how to stop following it on this socket."""
@@ -352,7 +367,9 @@ async def _serve_socket(ws: WebSocket, send: AsgiSend | None = None) -> None:
         return
     subprotocol = WS_SUBPROTOCOL if WS_SUBPROTOCOL in offered else next(iter(offered), None)
     await ws.accept(subprotocol=subprotocol)
-    await _Session(ws, state, who, send).serve()
+    # The protocol's own writer only where frames skip the middleware anyway (served unwrapped).
+    direct = (ws.scope.get("extensions") or {}).get(DIRECT_TEXT) if send is not None else None
+    await _Session(ws, state, who, send, direct).serve()
 
 
 async def serve_unwrapped(scope: Any, receive: Any, send: Any) -> None:
@@ -362,8 +379,9 @@ async def serve_unwrapped(scope: Any, receive: Any, send: Any) -> None:
     A socket lives as long as its client, and every layer it passes through (the HTTP
     middleware, the routers, the exception wrappers) keeps a coroutine frame alive for all
     that time and wraps every frame it sends; thousands of open sockets then keep tens of
-    thousands of frames for each full garbage collection to walk. Frames are written with
-    the server's ASGI ``send`` itself, not through Starlette's state checks (two more
-    coroutines per frame).
+    thousands of frames for each full garbage collection to walk. Frames are written by the
+    server's protocol directly when it offers that (:data:`DIRECT_TEXT`), else with the
+    server's ASGI ``send`` itself, not through Starlette's state checks (two more coroutines
+    per frame).
     """
     await _serve_socket(WebSocket(scope, receive, send), send)

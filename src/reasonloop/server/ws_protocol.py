@@ -1,15 +1,27 @@
-"""The WebSocket protocol reasonloop serves with: uvicorn's, answering pings where they are read.
+"""The WebSocket protocol reasonloop serves with: uvicorn's sans-I/O one, with two shortcuts.
 
-``{"type": "ping"}`` is how a client checks its connection (a browser cannot send the
-protocol's own ping frames). Answered by the application, the pong waits until the socket's
-receive loop is scheduled, behind every task the event loop has ready: under load, a whole
-extra pass of the loop. :class:`PingAnsweringProtocol` writes the pong in the same callback
-that parsed the ping, as uvicorn answers the protocol's own pings.
+**Pings answered where they are read.** ``{"type": "ping"}`` is how a client checks its
+connection (a browser cannot send the protocol's own ping frames). Answered by the
+application, the pong waits until the socket's receive loop is scheduled, behind every task
+the event loop has ready: under load, one more pass of the loop. The protocol writes it in
+the callback that parsed the ping, as uvicorn answers the protocol's own pings. Only a
+small, well-formed ping on a socket the application accepted on ``/v1/ws`` is answered
+there; anything else goes to the application, which answers pings the same way.
 
-Only a small, well-formed ping on a socket the application accepted on ``/v1/ws`` is
-answered here. Anything else, and every ping while the socket's writes are paused (a client
-that does not read: the application's outbox then applies its limit), goes to the
-application as before, which answers it the same way.
+**Text frames written directly.** Through ASGI, every frame an application sends is a
+message dictionary, two coroutines (uvicorn's ``send`` and its wait on the transport being
+writable) and the ``websockets`` protocol's frame objects: several microseconds per frame,
+which at thousands of streamed tokens a second is a large part of a server's CPU. The
+protocol offers the application a function, in the ASGI scope's extensions under
+:data:`DIRECT_TEXT`, that frames a text message itself (an unmasked, unfragmented RFC 6455
+frame: two to ten bytes of header) and writes it to the transport. It declines (returns
+False) whenever the ASGI path has something to do: the socket is not open, a close was
+sent, writes are paused behind a slow reader, or an extension (compression) is negotiated;
+the application then sends that frame through ASGI, which waits, compresses or fails as
+usual.
+
+With both, a slow client is still the application's business: pings and frames go to it,
+and through its outbox's limit, whenever the transport has paused writing.
 """
 
 from __future__ import annotations
@@ -18,29 +30,65 @@ import json
 from typing import Any
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.protocol import State
 
-from reasonloop.server.ws import SOCKET_PATH, pong_frame
+from reasonloop.server.ws import DIRECT_TEXT, SOCKET_PATH, pong_frame
 
-__all__ = ["PingAnsweringProtocol"]
+__all__ = ["ReasonloopWebSocketProtocol", "text_frame"]
 
 _MAX_PING_BYTES = 256
+_FIN_TEXT = 0x81
+"""First byte of a final (unfragmented) text frame."""
 
 
-class PingAnsweringProtocol(WebSocketsSansIOProtocol):
-    """uvicorn's sans-I/O WebSocket protocol, answering ``ping`` frames itself (see the module docstring)."""
+def text_frame(data: bytes) -> bytes:
+    """One unmasked, final text frame carrying ``data`` (UTF-8), as a server sends it (RFC 6455 §5.2)."""
+    size = len(data)
+    if size < 126:
+        return bytes((_FIN_TEXT, size)) + data
+    if size < 65536:
+        return bytes((_FIN_TEXT, 126)) + size.to_bytes(2, "big") + data
+    return bytes((_FIN_TEXT, 127)) + size.to_bytes(8, "big") + data
+
+
+class ReasonloopWebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's sans-I/O WebSocket protocol with the shortcuts of the module docstring."""
+
+    def handle_connect(self, event: Any) -> None:
+        super().handle_connect(event)
+        scope = getattr(self, "scope", None)  # absent when the handshake was refused
+        if scope is not None:
+            scope["extensions"][DIRECT_TEXT] = self.write_text
 
     def handle_text(self, event: Any) -> None:
         if event.fin and self.answer_ping(event.data):
             return
         super().handle_text(event)
 
+    def can_write_directly(self) -> bool:
+        """Open, accepted, not closing, writes not paused, no extension to apply."""
+        return (
+            self.handshake_complete
+            and not self.close_sent
+            and self.initial_response is None
+            and self.writable.is_set()
+            and self.conn.state is State.OPEN
+            and not self.conn.extensions
+            and not self.transport.is_closing()
+        )
+
+    def write_text(self, text: str) -> bool:
+        """Write ``text`` as one frame now; False (nothing written) when the ASGI path must take it."""
+        if not self.can_write_directly():
+            return False
+        self.transport.write(text_frame(text.encode()))
+        return True
+
     def answer_ping(self, data: bytes) -> bool:
         """Write the pong for ``data`` when it is a ping this protocol may answer; False otherwise."""
         if len(data) > _MAX_PING_BYTES or b"ping" not in data:
             return False
-        if not self.handshake_complete or self.close_sent or self.initial_response is not None:
-            return False  # not accepted (yet), or closing
-        if not self.writable.is_set() or self.scope.get("path") != SOCKET_PATH:
+        if not self.can_write_directly() or self.scope.get("path") != SOCKET_PATH:
             return False
         try:
             frame = json.loads(data)
@@ -48,6 +96,5 @@ class PingAnsweringProtocol(WebSocketsSansIOProtocol):
             return False
         if not isinstance(frame, dict) or frame.get("type") != "ping":
             return False
-        self.conn.send_text(pong_frame(frame.get("id")).encode())
-        self.transport.write(b"".join(self.conn.data_to_send()))
+        self.transport.write(text_frame(pong_frame(frame.get("id")).encode()))
         return True
