@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import socket
 import subprocess
 import sys
@@ -268,3 +269,18 @@ async def test_recovery_gives_the_conversation_the_turn_its_process_did_not_stor
         ("run_stored", "user", "q run_stored"),
     ]
     assert (await any_store.get_run("run_ended")).status == "completed"
+
+
+async def test_sqlite_stop_polls_use_an_index_not_a_scan_of_every_run(tmp_path):
+    from reasonloop.runs.sqlite_store import TAKE_STOP_REQUESTS
+
+    path = str(tmp_path / "runs.sqlite")
+    store = SQLiteRunStore(RunsSettings(sqlite_path=path))
+    await store.open()
+    await store.close()
+    conn = sqlite3.connect(path)
+    try:
+        plan = " ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + TAKE_STOP_REQUESTS, ("i",)))
+    finally:
+        conn.close()
+    assert "USING INDEX runs_stop_requested" in plan, plan
