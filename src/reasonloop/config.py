@@ -240,7 +240,8 @@ class ServerSettings(_Section):
     """A socket that does not answer a protocol ping within this time is closed."""
     ws_compression: bool = False
     """Offer permessage-deflate. Event frames are small JSON; compressing each one costs more CPU
-    than it saves bandwidth on most links, so it is off unless clients are on slow networks."""
+    than it saves bandwidth on most links (and a compressed frame takes uvicorn's slower path, not
+    the protocol's direct write), so it is off unless clients are on slow networks."""
     cors_origins: list[str] = Field(default_factory=list)
     chat_stop_on_disconnect: bool = True
     """Stop a run of a streamed ``/v1/chat/completions`` when its client goes away before the end,
