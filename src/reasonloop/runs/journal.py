@@ -6,7 +6,7 @@ makes the event durable in the same step instead: its line is copied into a memo
 file only this process writes, after which the event is published at once, and the run
 store is fed behind it in large, infrequent batches. The map is shared with the kernel's
 page cache, so a process killed with ``kill -9`` loses nothing it has copied there, and no
-system call is made per event; what survives a power cut is what survives it in the SQLite
+system call is made per event (only per megabyte, to reserve space); what survives a power cut is what survives it in the SQLite
 store with ``synchronous=NORMAL``. Disk space is reserved (``posix_fallocate``) before the map
 grows over it: a full disk fails the write with an error instead of the process with a
 ``SIGBUS``.
@@ -89,6 +89,8 @@ class Journal:
         self.current: Segment | None = None
         self.retired: list[Segment] = []
         self._serial = 0
+        self._rotate_at = 0
+        """Size of the current segment before which a failed rotation is not tried again."""
 
     def open(self) -> None:
         """Create the directory and this process's first segment.
@@ -112,7 +114,7 @@ class Journal:
         fd = os.open(temporary, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            os.posix_fallocate(fd, 0, _CHUNK)
+            _reserve(fd, 0, _CHUNK)
             segment = Segment(path=final, fd=fd, map=mmap.mmap(fd, _CHUNK))
             os.rename(temporary, final)
         except OSError:
@@ -126,7 +128,7 @@ class Journal:
         """Append one event; returns its segment (pass it to :meth:`settle` once the store answers).
 
         Raises:
-            OSError: the write failed or was short (disk full): the event is not journaled.
+            OSError: no disk space could be reserved for the line: the event is not journaled.
         """
         segment = self.current
         if segment is None:
@@ -135,13 +137,13 @@ class Journal:
         start = segment.size
         end = start + len(line)
         if end > len(segment.map):
-            _grow(segment, end)
+            _grow(segment, end, self.max_bytes)
         segment.map[start:end] = line
         segment.size = end
         segment.pending += 1
         if end - segment.released >= 2 * _CHUNK:
             _release_pages(segment)
-        if end >= self.max_bytes:
+        if end >= self.max_bytes and end >= self._rotate_at:
             self._rotate()
         return segment
 
@@ -149,9 +151,12 @@ class Journal:
         old = self.current
         try:
             self.current = self._new_segment()
-        except OSError as exc:  # keep writing to the old one rather than fail runs
+        except OSError as exc:  # keep writing to the old one rather than fail runs; retry a chunk later
+            if old is not None:
+                self._rotate_at = old.size + _CHUNK
             log.warning("cannot start a new run journal segment: %s", exc)
             return
+        self._rotate_at = 0
         if old is not None:
             old.retired = True
             self.retired.append(old)
@@ -202,16 +207,36 @@ class Journal:
         return self.current.path if self.current is not None else self.directory
 
 
-def _grow(segment: Segment, needed: int) -> None:
-    """Reserve disk space for at least ``needed`` bytes, then map it.
+def _grow(segment: Segment, needed: int, max_bytes: int) -> None:
+    """Reserve disk space for at least ``needed`` bytes, then map it: twice the size so far,
+    up to about ``max_bytes`` (where the segment rotates), or what one long line needs.
 
     Raises:
-        OSError: no space left (nothing was written; the segment is as it was).
+        OSError: no space left. Nothing was written; the file may have grown (by NUL bytes,
+            which recovery ignores).
     """
-    size = max(needed, 2 * len(segment.map))
+    size = max(needed, min(2 * len(segment.map), max_bytes))
     size = -(-size // _CHUNK) * _CHUNK
-    os.posix_fallocate(segment.fd, len(segment.map), size - len(segment.map))
-    segment.map.resize(size)
+    _reserve(segment.fd, len(segment.map), size)
+    grown = mmap.mmap(segment.fd, size)  # mapped again rather than resized: mremap is Linux's alone
+    segment.map.close()
+    segment.map = grown
+
+
+def _reserve(fd: int, start: int, end: int) -> None:
+    """Disk blocks for bytes ``start`` to ``end`` of the file, allocated now: a full disk is an
+    error here, never a ``SIGBUS`` when the map is written. Where ``posix_fallocate`` is missing
+    (macOS), by writing zeros.
+
+    Raises:
+        OSError: no space left.
+    """
+    if hasattr(os, "posix_fallocate"):
+        os.posix_fallocate(fd, start, end - start)
+        return
+    zeros = bytes(min(end - start, 1 << 16))
+    while start < end:
+        start += os.pwrite(fd, zeros[: end - start], start)
 
 
 def _release_pages(segment: Segment) -> None:
@@ -219,7 +244,7 @@ def _release_pages(segment: Segment) -> None:
     them and writes them out): the resident size stays at a chunk or two, not the segment's."""
     upto = (segment.size // _CHUNK - 1) * _CHUNK
     if upto > segment.released:
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # no madvise: stays resident
             segment.map.madvise(mmap.MADV_DONTNEED, segment.released, upto - segment.released)
         segment.released = upto
 
@@ -297,11 +322,11 @@ def _claim(path: str) -> int | None:
 
 
 def _read(fd: int) -> bytes:
-    """The segment's lines (without the NUL bytes reserved after them by a process that died)."""
+    """The segment's lines, without the NUL bytes reserved after them by a process that died.
+    (A run of NULs amid lines, such as a page lost in a power cut, damages the lines it
+    touches, which the import skips; the lines after it are kept.)"""
     with open(fd, "rb", closefd=False) as file:
-        data = file.read()
-    end = data.find(b"\0")
-    return data if end < 0 else data[:end]
+        return file.read().rstrip(b"\0")
 
 
 async def _import(data: bytes, store: RunStore, path: str) -> int:
