@@ -25,7 +25,7 @@ def ws_url(url: str) -> str:
     return url.replace("http", "ws") + "/v1/ws"
 
 
-async def test_a_ping_is_answered_even_while_the_application_reads_nothing(tmp_path, monkeypatch):
+async def test_a_ping_is_answered_without_the_application(tmp_path, monkeypatch):
     reached: list[str] = []
 
     async def deaf(self: _Session) -> None:  # accepted, then never reads a frame
@@ -40,6 +40,19 @@ async def test_a_ping_is_answered_even_while_the_application_reads_nothing(tmp_p
             pong = json.loads(await asyncio.wait_for(ws.recv(), 5))
             assert pong == ({"type": "pong"} if ref is None else {"type": "pong", "id": ref})
     assert reached == ["serving"]
+
+
+async def test_an_id_without_a_utf8_form_comes_back_escaped_and_the_socket_stays(tmp_path, caplog):
+    settings = make_settings(tmp_path)
+    async with serve(create_app(settings), settings) as url, connect(ws_url(url)) as ws:
+        long_ping = json.dumps({"type": "ping", "id": "\ud800", "pad": "x" * 400})  # the application's path
+        for frame in ('{"type":"ping","id":"\\ud800"}', long_ping, '{"type":"stop","id":"\\ud800"}'):
+            await ws.send(frame)
+            reply = json.loads(await asyncio.wait_for(ws.recv(), 5))
+            assert reply["id"] == "\ud800" and reply["type"] in ("pong", "error"), reply
+        await ws.send('{"type":"ping"}')
+        assert json.loads(await asyncio.wait_for(ws.recv(), 5)) == {"type": "pong"}
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
 
 
 async def test_frames_other_than_pings_still_reach_the_application(tmp_path, monkeypatch):

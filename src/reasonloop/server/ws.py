@@ -65,8 +65,10 @@ class AskFrame(BaseModel):
     conversation_id: str | None = None
 
 
-_encode = json.JSONEncoder(ensure_ascii=False).encode
-"""One encoder for every frame (``json.dumps(..., ensure_ascii=False)`` makes a new one per call)."""
+_encode = json.JSONEncoder().encode
+"""One encoder for the session's own frames. ASCII only: an ``id`` echoed from a client may hold
+a lone surrogate (``"\\ud800"`` is valid JSON), which has no UTF-8 form; escaped, it goes back
+as it came."""
 _PONG = '{"type":"pong"}'
 _PONG_WITH_ID = '{"type":"pong","id":'
 
@@ -113,9 +115,9 @@ class _Outbox:
                 return
             self.queue.append(text)
             return
-        if self._direct is not None and self._direct(text):
-            return
         try:
+            if self._direct is not None and self._direct(text):
+                return
             done, pending = first_step(self._send({"type": "websocket.send", "text": text}))
         except Exception:  # the socket is gone: the receive loop ends the session
             self.closed = True

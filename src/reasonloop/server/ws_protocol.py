@@ -4,9 +4,12 @@
 connection (a browser cannot send the protocol's own ping frames). Answered by the
 application, the pong waits until the socket's receive loop is scheduled, behind every task
 the event loop has ready: under load, one more pass of the loop. The protocol writes it in
-the callback that parsed the ping, as uvicorn answers the protocol's own pings. Only a
-small, well-formed ping on a socket the application accepted on ``/v1/ws`` is answered
-there; anything else goes to the application, which answers pings the same way.
+the callback that parsed the ping, as uvicorn answers the protocol's own pings, even while
+the application is busy elsewhere (uvicorn stops reading a socket while a message it queued
+for the application waits, so a ping behind an unread ``ask`` waits for it). Only a small,
+well-formed ping on a socket the application accepted on ``/v1/ws`` is answered there;
+anything else goes to the application, which answers pings too. A pong is not ordered with
+the event frames the application still has queued for a slow reader; it may overtake them.
 
 **Text frames written directly.** Through ASGI, every frame an application sends is a
 message dictionary, two coroutines (uvicorn's ``send`` and its wait on the transport being
@@ -78,7 +81,11 @@ class ReasonloopWebSocketProtocol(WebSocketsSansIOProtocol):
         )
 
     def write_text(self, text: str) -> bool:
-        """Write ``text`` as one frame now; False (nothing written) when the ASGI path must take it."""
+        """Write ``text`` as one frame now; False (nothing written) when the ASGI path must take it.
+
+        Raises:
+            UnicodeEncodeError: ``text`` has no UTF-8 form (a lone surrogate); nothing is written.
+        """
         if not self.can_write_directly():
             return False
         self.transport.write(text_frame(text.encode()))
