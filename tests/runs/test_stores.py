@@ -39,6 +39,8 @@ async def test_runs_round_trip(any_store):
     got = await any_store.get_run("run_a")
     assert got.status == "running" and got.started_at == 1.0 and got.question == "q"
     assert [r.run_id for r in await any_store.inflight_runs()] == ["run_a"]
+    assert [r.run_id for r in await any_store.inflight_runs(exclude_instance="other")] == ["run_a"]
+    assert await any_store.inflight_runs(exclude_instance="me") == []  # an instance skips its own runs
     await any_store.update_run("run_a", status="completed", content="done")
     assert await any_store.inflight_runs() == []
     assert [r.run_id for r in await any_store.list_runs("t1")] == ["run_a"]

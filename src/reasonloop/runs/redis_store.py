@@ -154,11 +154,19 @@ class RedisRunStore:
             rows = await pipe.execute()
         return [RunRecord.model_validate_json(r) for r in rows if r]
 
-    async def inflight_runs(self) -> list[RunRecord]:
+    async def inflight_runs(self, exclude_instance: str | None = None) -> list[RunRecord]:
         with _guard(self.url):
-            ids = await self.r.smembers(f"{self.p}inflight")
-        records = [await self.get_run(run_id) for run_id in sorted(ids)]
-        return [r for r in records if r is not None and not r.finished]
+            ids = sorted(await self.r.smembers(f"{self.p}inflight"))
+            pipe = self.r.pipeline(transaction=False)  # one round trip, not one per run
+            for run_id in ids:
+                pipe.hmget(f"{self.p}run:{run_id}", ["instance", "data"])
+            rows = await pipe.execute()
+        records = [
+            RunRecord.model_validate_json(data)
+            for instance, data in rows
+            if data and (exclude_instance is None or instance != exclude_instance)
+        ]
+        return [r for r in records if not r.finished]
 
     # -- events -----------------------------------------------------------------------------
     async def append_event(self, run_id: str, event: Event, payload: str | None = None) -> None:

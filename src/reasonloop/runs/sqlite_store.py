@@ -164,10 +164,9 @@ class SQLiteRunStore:
         )
         return [RunRecord.model_validate_json(r[0]) for r in rows]
 
-    async def inflight_runs(self) -> list[RunRecord]:
-        rows = await self._run(
-            lambda c: c.execute("SELECT data FROM runs WHERE status IN ('queued','running')").fetchall()
-        )
+    async def inflight_runs(self, exclude_instance: str | None = None) -> list[RunRecord]:
+        sql = "SELECT data FROM runs WHERE status IN ('queued','running') AND instance != ?"
+        rows = await self._run(lambda c: c.execute(sql, (exclude_instance or "\0",)).fetchall())
         return [RunRecord.model_validate_json(r[0]) for r in rows]
 
     # -- events -----------------------------------------------------------------------------

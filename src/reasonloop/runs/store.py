@@ -59,8 +59,8 @@ class RunStore(Protocol):
     async def list_runs(self, tenant: str, limit: int = 50) -> list[RunRecord]:
         """The tenant's most recent runs, newest first."""
 
-    async def inflight_runs(self) -> list[RunRecord]:
-        """Runs recorded as queued or running (by any instance)."""
+    async def inflight_runs(self, exclude_instance: str | None = None) -> list[RunRecord]:
+        """Runs recorded as queued or running, by any instance but ``exclude_instance``."""
 
     async def append_event(self, run_id: str, event: Event, payload: str | None = None) -> None:
         """Record ``event`` (already stamped; ``payload`` is its JSON when the caller has it).
@@ -165,7 +165,9 @@ async def recover_interrupted(store: RunStore, *, me: str, wait_for: Callable[[s
         The ids of the runs marked.
     """
     marked: list[str] = []
-    for record in await store.inflight_runs():
+    # Not this instance's own runs: they are alive, and reading them all (every few seconds, with
+    # thousands streaming) would cost more than the rest of recovery together.
+    for record in await store.inflight_runs(exclude_instance=me):
         if record.instance == me or (wait_for is not None and wait_for(record.instance)):
             continue
         if await store.instance_alive(record.instance):
