@@ -248,6 +248,35 @@ async def test_two_instances_share_runs_through_redis(redis_server):
             await s.close()
 
 
+@pytest.mark.redis
+async def test_a_stop_whose_message_was_missed_is_found_by_housekeeping(redis_server):
+    import uuid
+
+    from reasonloop.runs.redis_store import RedisRunStore
+
+    settings = RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix=f"k{uuid.uuid4().hex[:6]}:")
+    store = RedisRunStore(settings)
+    await store.open()
+    runner = GatedRunner(steps=50)
+    manager = RunManager(store, runner, settings)
+    await manager.open()
+    try:
+        records = [await manager.start(RunRequest(question=f"q{i}")) for i in range(3)]
+        for record in records:
+            await runner.entered_event(record.run_id).wait()
+        target = records[1].run_id
+        await store.r.set(f"{store.p}stop:{target}", "1")  # requested, but the message never came
+        await manager._check_stop_keys()  # one housekeeping round
+        await asyncio.wait_for(manager._live[target].task, 10)
+        assert (await manager.get(target)).status == "stopped"
+        assert all(not manager._live[r.run_id].done for r in records if r.run_id != target)
+        for record in records:
+            runner.finish(record.run_id)
+    finally:
+        await manager.close()
+        await store.close()
+
+
 async def test_a_cancelled_subscriber_does_not_disturb_the_others(store, make_manager):
     runner = GatedRunner(steps=2)
     manager = await make_manager(runner)

@@ -204,11 +204,15 @@ class RunManager:
 
     async def _check_stop_keys(self) -> None:
         # A stop published while this instance was not yet listening is still seen here.
-        check = getattr(self.store, "stop_requested", None)
+        check = getattr(self.store, "stops_requested", None)
         if check is None:
             return
-        for live in list(self._live.values()):
-            if not live.done and not live.stop_requested and await check(live.record.run_id):
+        waiting = [live for live in self._live.values() if not live.done and not live.stop_requested]
+        if not waiting:
+            return
+        stopped = await check([live.record.run_id for live in waiting])
+        for live in waiting:
+            if live.record.run_id in stopped and not live.done:
                 self._request_stop(live)
 
     # -- starting ---------------------------------------------------------------------------------

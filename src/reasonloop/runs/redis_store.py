@@ -282,9 +282,14 @@ class RedisRunStore:
             with contextlib.suppress(Exception):
                 await asyncio.shield(pubsub.aclose())
 
-    async def stop_requested(self, run_id: str) -> bool:
+    async def stops_requested(self, run_ids: Sequence[str]) -> set[str]:
+        """Which of ``run_ids`` have a stop request, in one round trip (a stop published while an
+        instance was not listening is still found here)."""
+        if not run_ids:
+            return set()
         with _guard(self.url):
-            return bool(await self.r.exists(f"{self.p}stop:{run_id}"))
+            values = await self.r.mget([f"{self.p}stop:{run_id}" for run_id in run_ids])
+        return {run_id for run_id, value in zip(run_ids, values, strict=True) if value is not None}
 
     async def heartbeat(self, instance: str) -> None:
         with _guard(self.url):
