@@ -6,10 +6,10 @@ makes the event durable in the same step instead: its line is copied into a memo
 file only this process writes, after which the event is published at once, and the run
 store is fed behind it in large, infrequent batches. The map is shared with the kernel's
 page cache, so a process killed with ``kill -9`` loses nothing it has copied there, and no
-system call is made per event (only per megabyte, to reserve space); what survives a power cut is what survives it in the SQLite
-store with ``synchronous=NORMAL``. Disk space is reserved (``posix_fallocate``) before the map
-grows over it: a full disk fails the write with an error instead of the process with a
-``SIGBUS``.
+system call is made per event (only per megabyte, to reserve space); what survives a power
+cut is what survives it in the SQLite store with ``synchronous=NORMAL``. Disk space is
+reserved (``posix_fallocate``) before the map grows over it: a full disk fails the write
+with an error instead of the process with a ``SIGBUS``.
 
 Each process writes its own segment files, ``<instance>.<n>.jsonl`` in the journal
 directory, holding an exclusive ``flock`` on the one it writes for as long as it lives. A
