@@ -244,8 +244,9 @@ class ServerSettings(_Section):
     the protocol's direct write), so it is off unless clients are on slow networks."""
     cors_origins: list[str] = Field(default_factory=list)
     chat_stop_on_disconnect: bool = True
-    """Stop a run of a streamed ``/v1/chat/completions`` when its client goes away before the end,
-    as an OpenAI client that stops reading expects (the partial answer is kept, status ``stopped``).
+    """Stop the run of a ``/v1/chat/completions`` request (streamed or not) when its client goes
+    away before the end, as an OpenAI client that stops reading or gives up waiting expects (the
+    partial answer is kept, status ``stopped``).
     Off: the run goes on, and its result stays readable at ``/v1/runs/{id}`` (``X-Run-Id``)."""
 
 

@@ -132,6 +132,26 @@ async def test_a_client_that_leaves_a_stream_stops_its_run_unless_told_not_to(tm
         assert trace["run"]["status"] == "completed" and trace["result"]["content"] == "part0 part1 part2 "
 
 
+@pytest.mark.parametrize("stop_on_disconnect", [True, False])
+async def test_a_client_that_gives_up_on_a_whole_answer_stops_its_run_unless_told_not_to(tmp_path, stop_on_disconnect):
+    settings = make_settings(tmp_path, chat_stop_on_disconnect=stop_on_disconnect)
+    runner = GatedRunner(steps=3)  # never ends by itself
+    async with serve(create_app(settings, runner=runner), settings) as url:
+        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=1.0)
+        with pytest.raises(openai.APITimeoutError):  # the client gives up and closes its connection
+            await client.chat.completions.create(model="reasonloop", messages=[{"role": "user", "content": "q"}])
+        await client.close()
+        (run_id,) = runner.entered
+        if not stop_on_disconnect:
+            await asyncio.sleep(0.3)  # time for a wrong stop to happen before the run may go on
+            runner.finish(run_id)
+        trace = await _final_run(url, run_id)
+    if stop_on_disconnect:
+        assert trace["run"]["status"] == "stopped" and trace["result"]["content"] == "part0 "
+    else:
+        assert trace["run"]["status"] == "completed" and trace["result"]["content"] == "part0 part1 part2 "
+
+
 async def test_a_stream_read_to_its_end_or_its_error_is_not_abandoned():
     from reasonloop.events import ErrorEvent
     from reasonloop.server.openai_routes import _stream

@@ -124,17 +124,25 @@ async def chat_completions(
         )
     parts: list[str] = []
     answer: Answer | None = None
-    async for event in events:
-        if isinstance(event, AnswerDelta) and event.depth == 0:
-            parts.append(event.text)
-        elif isinstance(event, Answer) and event.depth == 0:
-            answer = event
-        elif isinstance(event, ErrorEvent) and event.depth == 0:
-            return JSONResponse(
-                {"error": {"message": event.message, "code": event.code, "type": event.code}},
-                status_code=502 if event.code.startswith("llm.") else 500,
-                headers=headers,
-            )
+    watcher = None
+    if state.settings.server.chat_stop_on_disconnect:
+        abandoned = functools.partial(_stop_later, state.runs, record.run_id, who.tenant)
+        watcher = asyncio.create_task(_on_disconnect(request, abandoned), name=f"watch-{record.run_id}")
+    try:
+        async for event in events:
+            if isinstance(event, AnswerDelta) and event.depth == 0:
+                parts.append(event.text)
+            elif isinstance(event, Answer) and event.depth == 0:
+                answer = event
+            elif isinstance(event, ErrorEvent) and event.depth == 0:
+                return JSONResponse(
+                    {"error": {"message": event.message, "code": event.code, "type": event.code}},
+                    status_code=502 if event.code.startswith("llm.") else 500,
+                    headers=headers,
+                )
+    finally:
+        if watcher is not None:
+            watcher.cancel()
     text = answer.text if answer is not None else "".join(parts)
     return JSONResponse(
         {
@@ -159,6 +167,16 @@ def _finish(answer: Answer | None) -> str:
     if answer is None or answer.stop_reason in ("final", "stopped", "interrupted"):
         return "stop"
     return "length" if answer.stop_reason.startswith("max_") or answer.stop_reason == "timeout" else "stop"
+
+
+async def _on_disconnect(request: Request, then: Callable[[], None]) -> None:
+    """Call ``then`` once the client of a request whose body was read goes away (the server's
+    next message for it is then ``http.disconnect``)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            then()
+            return
 
 
 def _stop_later(runs: RunManager, run_id: str, tenant: str) -> None:
