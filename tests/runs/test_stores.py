@@ -17,7 +17,7 @@ from reasonloop.events import Answer, AnswerDelta, RunStarted
 from reasonloop.runs.models import ConversationRecord, RunRecord, new_id
 from reasonloop.runs.redis_store import RedisRunStore
 from reasonloop.runs.sqlite_store import SQLiteRunStore
-from reasonloop.runs.store import open_store, recover_interrupted
+from reasonloop.runs.store import open_store, recover_interrupted, restore_turn
 from tests.runs.helpers import free_port
 
 
@@ -87,6 +87,48 @@ async def test_stop_requests_reach_the_executing_instance(any_store):
     await any_store.request_stop("run_s")
     assert await asyncio.wait_for(first, 10) == "run_s"
     await stream.aclose()
+
+
+async def test_instances_restoring_the_same_runs_turn_at_once_add_it_once(any_store):
+    await any_store.create_conversation(ConversationRecord(conversation_id="conv_r", tenant="t1", title="t"))
+    record = RunRecord(run_id="run_r", conversation_id="conv_r", question="why?", status="completed")
+    restores = [restore_turn(any_store, record, "because", "completed", 2.0) for _ in range(3)]
+    await asyncio.gather(*restores)  # as if three instances recovered the run together
+    await restore_turn(any_store, record, "because", "completed", 3.0)  # and one more, later
+    conv = await any_store.get_conversation("conv_r")
+    assert [(m["role"], m["content"]) for m in conv.messages] == [("user", "why?"), ("assistant", "because")]
+    assert await any_store.add_turn("conv_missing", "run_r", [{"role": "user", "content": "x"}]) is False
+
+
+@pytest.mark.redis
+async def test_redis_instances_that_both_find_the_turn_missing_still_add_it_once(redis_server):
+    settings = RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix=f"turn{new_id('t')}:")
+    stores = [RedisRunStore(settings), RedisRunStore(settings)]
+    for store in stores:
+        await store.open()
+    try:
+        await stores[0].create_conversation(ConversationRecord(conversation_id="conv_t", tenant="t1", title="t"))
+        both_read = asyncio.Barrier(2)  # each reads the history before either adds to it
+
+        def racing(real):
+            async def lrange(*args, **kwargs):
+                history = await real(*args, **kwargs)
+                await both_read.wait()
+                return history
+
+            return lrange
+
+        for store in stores:
+            store.r.lrange = racing(store.r.lrange)
+        record = RunRecord(run_id="run_t", conversation_id="conv_t", question="why?", status="completed")
+        await asyncio.gather(*(restore_turn(store, record, "because", "completed", 2.0) for store in stores))
+        for store in stores:
+            del store.r.lrange
+        conv = await stores[0].get_conversation("conv_t")
+        assert [m["role"] for m in conv.messages] == ["user", "assistant"]
+    finally:
+        for store in stores:
+            await store.close()
 
 
 async def test_conversations_and_feedback(any_store):

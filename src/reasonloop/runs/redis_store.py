@@ -345,6 +345,20 @@ class RedisRunStore:
             pipe.zadd(f"{self.p}convs:{record.tenant}", {conversation_id: record.updated_at})
             await pipe.execute()
 
+    async def add_turn(self, conversation_id: str, run_id: str, messages: list[dict[str, Any]]) -> bool:
+        key = f"{self.p}conv:{conversation_id}"
+        with _guard(self.url):
+            if not await self.r.exists(key):
+                return False
+            history = await self.r.lrange(f"{key}:messages", 0, -1)
+            if any(json.loads(m).get("run_id") == run_id for m in history):
+                return False
+            # The first instance to claim the run's turn adds it; the claim lives as long as the run's data.
+            if not await self.r.set(f"{self.p}turn:{run_id}", "1", nx=True, ex=self.ttl):
+                return False
+        await self.add_messages(conversation_id, messages)
+        return True
+
     async def delete_conversation(self, conversation_id: str) -> bool:
         key = f"{self.p}conv:{conversation_id}"
         with _guard(self.url):

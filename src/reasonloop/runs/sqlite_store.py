@@ -308,6 +308,31 @@ class SQLiteRunStore:
 
         await self._run(job)
 
+    async def add_turn(self, conversation_id: str, run_id: str, messages: list[dict[str, Any]]) -> bool:
+        def job(c: sqlite3.Connection) -> bool:  # one transaction holding the write lock: check, then add
+            if c.execute("SELECT 1 FROM conversations WHERE conversation_id=?", (conversation_id,)).fetchone() is None:
+                return False
+            have = c.execute(
+                "SELECT 1 FROM messages WHERE conversation_id=? AND json_extract(data, '$.run_id')=? LIMIT 1",
+                (conversation_id, run_id),
+            ).fetchone()
+            if have is not None:
+                return False
+            add(c)
+            return True
+
+        def add(c: sqlite3.Connection) -> None:
+            start = c.execute(
+                "SELECT COALESCE(MAX(idx), -1) + 1 FROM messages WHERE conversation_id=?", (conversation_id,)
+            ).fetchone()[0]
+            c.executemany(
+                "INSERT INTO messages (conversation_id, idx, data) VALUES (?,?,?)",
+                [(conversation_id, start + i, json.dumps(m, ensure_ascii=False)) for i, m in enumerate(messages)],
+            )
+            c.execute("UPDATE conversations SET updated_at=? WHERE conversation_id=?", (time.time(), conversation_id))
+
+        return await self._run(job)
+
     async def delete_conversation(self, conversation_id: str) -> bool:
         def job(c: sqlite3.Connection) -> bool:
             c.execute("DELETE FROM messages WHERE conversation_id=?", (conversation_id,))

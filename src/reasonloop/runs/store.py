@@ -98,6 +98,10 @@ class RunStore(Protocol):
 
     async def add_messages(self, conversation_id: str, messages: list[dict[str, Any]]) -> None: ...
 
+    async def add_turn(self, conversation_id: str, run_id: str, messages: list[dict[str, Any]]) -> bool:
+        """Add run ``run_id``'s turn unless the conversation has it; True when added. Atomic:
+        instances recovering the same run at once add its turn once."""
+
     async def delete_conversation(self, conversation_id: str) -> bool: ...
 
     async def add_feedback(self, feedback: dict[str, Any]) -> None: ...
@@ -204,10 +208,7 @@ async def restore_turn(store: RunStore, record: RunRecord, content: str, status:
     turn = conversation_turn(record.model_copy(update={"status": status}), content, ended_at)
     if turn is None or record.conversation_id is None:
         return
-    conversation = await store.get_conversation(record.conversation_id)
-    if conversation is None or any(m.get("run_id") == record.run_id for m in conversation.messages):
-        return
-    await store.add_messages(record.conversation_id, turn)
+    await store.add_turn(record.conversation_id, record.run_id, turn)
 
 
 def ended_fields(terminal: Event, events: list[Event]) -> dict[str, Any]:
