@@ -16,6 +16,8 @@ ping every 250 ms. Every run streams a scripted model at a realistic pace: ``--t
   the server does nothing but stream (the rest fall among connection handshakes and run starts).
 * **server CPU / RSS per run**: CPU seconds the server process used during the load, and its RSS
   growth over idle, divided by N.
+* **GC pauses**: the garbage collector's pauses in the server during the load, summed per round
+  (and the longest): every stream and every ping waits through each of them.
 
 The bare stack is the limit: a plain ASGI WebSocket app on the same uvicorn + websockets that
 sleeps the same TTFT and sends the same frames at the same pace, with no run manager, store,
@@ -59,6 +61,25 @@ RAMP_S = 1.0
 
 
 # -- servers -------------------------------------------------------------------------------------
+def record_gc_pauses(data_dir: str) -> None:
+    """Time each garbage collection of this server process, a line per pause appended to
+    ``gc.jsonl`` in ``data_dir`` (the parent keeps those of the load). Appended as they happen:
+    uvicorn ends the process by re-raising the signal it was stopped with, so nothing runs at
+    exit."""
+    import gc
+
+    fd = os.open(os.path.join(data_dir, "gc.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    started = [0.0]
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            os.write(fd, f"[{time.time()}, {time.perf_counter() - started[0]}]\n".encode())
+
+    gc.callbacks.append(on_gc)
+
+
 def serve_ours(port: int, args: argparse.Namespace) -> None:
     import uvicorn
 
@@ -88,6 +109,7 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
     runner = LLMRunner(model)
     app = create_app(settings, runner=runner)
     tune_for_serving()  # as `reasonloop serve` does, with its uvicorn options
+    record_gc_pauses(args.data_dir)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=4096, **uvicorn_options(settings.server))
 
 
@@ -153,6 +175,7 @@ def serve_bare(port: int, args: argparse.Namespace) -> None:
                 task.add_done_callback(tasks.discard)
 
     tune_for_serving()  # the same process settings as ours: the comparison is of the stacks
+    record_gc_pauses(args.data_dir)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="error", backlog=4096, ws_per_message_deflate=args.deflate)
 
 
@@ -294,12 +317,14 @@ def measure(stack: str, n: int, args: argparse.Namespace, pin: bool) -> dict[str
         if pin:
             os.sched_setaffinity(client.pid, {1})
         rss_peak = rss_idle
+        load_started = time.time()
         while client.poll() is None:
             rss_peak = max(rss_peak, ps.memory_info().rss)
             time.sleep(0.05)
         data = json.loads(out_file.read_text())
         data["cpu_s"] = sum(ps.cpu_times()[:2]) - cpu_before
         data["rss_growth"] = max(0, rss_peak - rss_idle)
+        load_ended = time.time()
         out_file.unlink()
     finally:
         server.terminate()
@@ -308,7 +333,13 @@ def measure(stack: str, n: int, args: argparse.Namespace, pin: bool) -> dict[str
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+        gc_file = Path(data_dir, "gc.jsonl")
+        pauses = [json.loads(line) for line in gc_file.read_text().splitlines()] if gc_file.exists() else None
         shutil.rmtree(data_dir, ignore_errors=True)
+    if pauses is not None:  # None: the server never got to record them
+        during = [pause for at, pause in pauses if load_started <= at <= load_ended]
+        data["gc_ms"] = sum(during) * 1000
+        data["gc_max_ms"] = max(during, default=0.0) * 1000
     return data
 
 
@@ -336,7 +367,15 @@ def summarise(stack: str, n: int, rounds: list[dict[str, Any]]) -> dict[str, Any
         "tokens": len(relay),
         "cpu_ms_per_run": statistics.mean(r["cpu_s"] for r in rounds) * 1000 / n,
         "rss_kib_per_run": statistics.mean(r["rss_growth"] for r in rounds) / 1024 / n,
+        "gc_ms_per_round": statistics.mean(r["gc_ms"] for r in rounds) if all("gc_ms" in r for r in rounds) else None,
+        "gc_max_ms": max((r.get("gc_max_ms", 0.0) for r in rounds), default=0.0),
     }
+
+
+def _gc_cell(row: dict[str, Any]) -> str:
+    if row["gc_ms_per_round"] is None:
+        return "n/a"
+    return f"{row['gc_ms_per_round']:.0f} ({row['gc_max_ms']:.0f})"
 
 
 def _passthrough(args: argparse.Namespace) -> list[str]:
@@ -389,7 +428,7 @@ def main() -> None:
                     f"round {round_no + 1}: {stack:>4} {n:>5} clients: relay p50 {row['relay_p50_ms']:.2f} ms "
                     f"p99 {row['relay_p99_ms']:.2f} ms, ping p99 {row['ping_p99_ms']:.2f} ms "
                     f"({row['ping_streaming_p99_ms']:.2f} ms streaming), "
-                    f"stream p99 {row['stream_p99_s']:.2f} s, "
+                    f"stream p99 {row['stream_p99_s']:.2f} s, GC {_gc_cell(row)} ms, "
                     f"{row['done']}/{n} answered, {row['errors']} errors {'; '.join(row['messages'])}",
                     file=sys.stderr,
                     flush=True,
@@ -399,14 +438,15 @@ def main() -> None:
           f"store={args.store}; deflate={args.deflate}; pinned={pin}; {args.repeat} rounds; python {sys.version.split()[0]}\n"
           f"(the model's own stream time, first token to answer, is {args.tokens / args.rate:.2f}s)\n")  # fmt: skip
     head = f"{'clients':>7} {'stack':>5} {'relay p50':>10} {'relay p99':>10} {'ping p50':>9} {'ping p99':>9} {'streaming':>9} "
-    head += f"{'stream p50':>10} {'stream p99':>10} {'CPU ms/run':>10} {'RSS KiB/run':>11} {'answered':>9}"
+    head += f"{'stream p50':>10} {'stream p99':>10} {'CPU ms/run':>10} {'RSS KiB/run':>11} {'GC ms/round (max)':>18} "
+    head += f"{'answered':>9}"
     print(head)
     for row in rows:
         print(
             f"{row['clients']:>7} {row['stack']:>5} {row['relay_p50_ms']:>8.2f}ms {row['relay_p99_ms']:>8.2f}ms "
             f"{row['ping_p50_ms']:>7.2f}ms {row['ping_p99_ms']:>7.2f}ms {row['ping_streaming_p99_ms']:>7.2f}ms "
             f"{row['stream_p50_s']:>9.2f}s {row['stream_p99_s']:>9.2f}s {row['cpu_ms_per_run']:>10.1f} "
-            f"{row['rss_kib_per_run']:>11.1f} {row['done']:>5}/{row['runs']}"
+            f"{row['rss_kib_per_run']:>11.1f} {_gc_cell(row):>18} {row['done']:>5}/{row['runs']}"
         )
     print(
         f"\n{'clients':>7} {'relay p50 ratio':>16} {'relay p99 ratio':>16} {'ping p99 ratio':>15} {'streaming':>10}  (ours / bare)"
