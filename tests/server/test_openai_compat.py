@@ -115,33 +115,27 @@ async def _final_run(url: str, run_id: str) -> dict:
     raise AssertionError(f"run {run_id} did not end")
 
 
+async def _give_up_on_a_whole_answer(url: str, runner: GatedRunner) -> tuple[str, str]:
+    """Ask for a whole (non-streamed) completion and time out waiting; the run id and nothing read."""
+    client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=1.0)
+    with pytest.raises(openai.APITimeoutError):  # the client gives up and closes its connection
+        await client.chat.completions.create(model="reasonloop", messages=[{"role": "user", "content": "q"}])
+    await client.close()
+    (run_id,) = runner.entered
+    return run_id, ""
+
+
 @pytest.mark.parametrize("stop_on_disconnect", [True, False])
-async def test_a_client_that_leaves_a_stream_stops_its_run_unless_told_not_to(tmp_path, stop_on_disconnect):
+@pytest.mark.parametrize("leave", ["stream", "whole"])
+async def test_a_client_that_leaves_stops_its_run_unless_told_not_to(tmp_path, stop_on_disconnect, leave):
     settings = make_settings(tmp_path, chat_stop_on_disconnect=stop_on_disconnect)
     runner = GatedRunner(steps=3)  # waits after each part until released: it never ends by itself
     async with serve(create_app(settings, runner=runner), settings) as url:
-        run_id, read = await _leave_a_stream_after_the_first_part(url)
-        assert read == "part0 "
-        if not stop_on_disconnect:
-            await asyncio.sleep(0.3)  # time for a wrong stop to happen before the run may go on
-            runner.finish(run_id)
-        trace = await _final_run(url, run_id)
-    if stop_on_disconnect:
-        assert trace["run"]["status"] == "stopped" and trace["result"]["content"] == "part0 "
-    else:
-        assert trace["run"]["status"] == "completed" and trace["result"]["content"] == "part0 part1 part2 "
-
-
-@pytest.mark.parametrize("stop_on_disconnect", [True, False])
-async def test_a_client_that_gives_up_on_a_whole_answer_stops_its_run_unless_told_not_to(tmp_path, stop_on_disconnect):
-    settings = make_settings(tmp_path, chat_stop_on_disconnect=stop_on_disconnect)
-    runner = GatedRunner(steps=3)  # never ends by itself
-    async with serve(create_app(settings, runner=runner), settings) as url:
-        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=1.0)
-        with pytest.raises(openai.APITimeoutError):  # the client gives up and closes its connection
-            await client.chat.completions.create(model="reasonloop", messages=[{"role": "user", "content": "q"}])
-        await client.close()
-        (run_id,) = runner.entered
+        if leave == "stream":  # stops reading a streamed answer after its first part
+            run_id, read = await _leave_a_stream_after_the_first_part(url)
+            assert read == "part0 "
+        else:
+            run_id, _ = await _give_up_on_a_whole_answer(url, runner)
         if not stop_on_disconnect:
             await asyncio.sleep(0.3)  # time for a wrong stop to happen before the run may go on
             runner.finish(run_id)

@@ -296,17 +296,7 @@ class SQLiteRunStore:
         ]
 
     async def add_messages(self, conversation_id: str, messages: list[dict[str, Any]]) -> None:
-        def job(c: sqlite3.Connection) -> None:
-            start = c.execute(
-                "SELECT COALESCE(MAX(idx), -1) + 1 FROM messages WHERE conversation_id=?", (conversation_id,)
-            ).fetchone()[0]
-            c.executemany(
-                "INSERT INTO messages (conversation_id, idx, data) VALUES (?,?,?)",
-                [(conversation_id, start + i, json.dumps(m, ensure_ascii=False)) for i, m in enumerate(messages)],
-            )
-            c.execute("UPDATE conversations SET updated_at=? WHERE conversation_id=?", (time.time(), conversation_id))
-
-        await self._run(job)
+        await self._run(lambda c: _append_messages(c, conversation_id, messages))
 
     async def add_turn(self, conversation_id: str, run_id: str, messages: list[dict[str, Any]]) -> bool:
         def job(c: sqlite3.Connection) -> bool:  # one transaction holding the write lock: check, then add
@@ -318,18 +308,8 @@ class SQLiteRunStore:
             ).fetchone()
             if have is not None:
                 return False
-            add(c)
+            _append_messages(c, conversation_id, messages)
             return True
-
-        def add(c: sqlite3.Connection) -> None:
-            start = c.execute(
-                "SELECT COALESCE(MAX(idx), -1) + 1 FROM messages WHERE conversation_id=?", (conversation_id,)
-            ).fetchone()[0]
-            c.executemany(
-                "INSERT INTO messages (conversation_id, idx, data) VALUES (?,?,?)",
-                [(conversation_id, start + i, json.dumps(m, ensure_ascii=False)) for i, m in enumerate(messages)],
-            )
-            c.execute("UPDATE conversations SET updated_at=? WHERE conversation_id=?", (time.time(), conversation_id))
 
         return await self._run(job)
 
@@ -343,3 +323,15 @@ class SQLiteRunStore:
     async def add_feedback(self, feedback: dict[str, Any]) -> None:
         row = (feedback.get("tenant"), json.dumps(feedback, ensure_ascii=False))
         await self._run(lambda c: c.execute("INSERT INTO feedback (tenant, data) VALUES (?,?)", row))
+
+
+def _append_messages(c: sqlite3.Connection, conversation_id: str, messages: list[dict[str, Any]]) -> None:
+    """Add ``messages`` after the conversation's last one (inside the writer's transaction)."""
+    start = c.execute(
+        "SELECT COALESCE(MAX(idx), -1) + 1 FROM messages WHERE conversation_id=?", (conversation_id,)
+    ).fetchone()[0]
+    c.executemany(
+        "INSERT INTO messages (conversation_id, idx, data) VALUES (?,?,?)",
+        [(conversation_id, start + i, json.dumps(m, ensure_ascii=False)) for i, m in enumerate(messages)],
+    )
+    c.execute("UPDATE conversations SET updated_at=? WHERE conversation_id=?", (time.time(), conversation_id))
