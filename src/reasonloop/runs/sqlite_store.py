@@ -165,8 +165,11 @@ class SQLiteRunStore:
         return [RunRecord.model_validate_json(r[0]) for r in rows]
 
     async def inflight_runs(self, exclude_instance: str | None = None) -> list[RunRecord]:
-        sql = "SELECT data FROM runs WHERE status IN ('queued','running') AND instance != ?"
-        rows = await self._run(lambda c: c.execute(sql, (exclude_instance or "\0",)).fetchall())
+        sql = "SELECT data FROM runs WHERE status IN ('queued','running')"
+        params: tuple[str, ...] = ()
+        if exclude_instance is not None:
+            sql, params = sql + " AND instance != ?", (exclude_instance,)
+        rows = await self._run(lambda c: c.execute(sql, params).fetchall())
         return [RunRecord.model_validate_json(r[0]) for r in rows]
 
     # -- events -----------------------------------------------------------------------------

@@ -172,7 +172,7 @@ async def recover_interrupted(store: RunStore, *, me: str, wait_for: Callable[[s
     # Not this instance's own runs: they are alive, and reading them all (every few seconds, with
     # thousands streaming) would cost more than the rest of recovery together.
     for record in await store.inflight_runs(exclude_instance=me):
-        if record.instance == me or (wait_for is not None and wait_for(record.instance)):
+        if wait_for is not None and wait_for(record.instance):
             continue
         if await store.instance_alive(record.instance):
             continue

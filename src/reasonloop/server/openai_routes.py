@@ -5,8 +5,9 @@ server's default). The last user message is the question; the messages before it
 history. The answer streams as ``content`` deltas; the reasoning lane (progress, thoughts,
 tool calls) streams as ``reasoning_content`` deltas, which OpenAI clients ignore or show as
 reasoning. The run id is returned in the ``X-Run-Id`` header, so the full trace can be read
-from ``/v1/runs/{id}``. A streamed completion whose client leaves before the end stops its run
-(``[server] chat_stop_on_disconnect``): a client that stops reading wants no more.
+from ``/v1/runs/{id}``. A completion whose client leaves before the end, streamed or not, stops
+its run (``[server] chat_stop_on_disconnect``): a client that stops reading or gives up waiting
+wants no more.
 """
 
 from __future__ import annotations
@@ -112,11 +113,11 @@ async def chat_completions(
     completion_id = f"chatcmpl-{record.run_id}"
     created = int(time.time())
     headers = {"X-Run-Id": record.run_id}
+    abandoned = None  # what to do when the client leaves before the end
+    if state.settings.server.chat_stop_on_disconnect:
+        abandoned = functools.partial(_stop_later, state.runs, record.run_id, who.tenant)
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        abandoned = None
-        if state.settings.server.chat_stop_on_disconnect:
-            abandoned = functools.partial(_stop_later, state.runs, record.run_id, who.tenant)
         return StreamingResponse(
             _stream(events, completion_id, created, body.model, include_usage, abandoned),
             media_type="text/event-stream",
@@ -125,8 +126,7 @@ async def chat_completions(
     parts: list[str] = []
     answer: Answer | None = None
     watcher = None
-    if state.settings.server.chat_stop_on_disconnect:
-        abandoned = functools.partial(_stop_later, state.runs, record.run_id, who.tenant)
+    if abandoned is not None:
         watcher = asyncio.create_task(_on_disconnect(request, abandoned), name=f"watch-{record.run_id}")
     try:
         async for event in events:
