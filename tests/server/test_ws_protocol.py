@@ -4,6 +4,7 @@ directly, and everything else (or anything it cannot do at once) left to the ASG
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 
 import pytest
@@ -15,7 +16,7 @@ from websockets.server import ServerProtocol
 from websockets.uri import parse_uri
 
 from reasonloop.server import create_app
-from reasonloop.server.ws import _Session
+from reasonloop.server.ws import _LiveReader, _Session
 from reasonloop.server.ws_protocol import ReasonloopWebSocketProtocol, text_frame
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
@@ -168,3 +169,39 @@ async def test_the_shortcuts_act_only_on_an_accepted_open_socket_that_takes_writ
     proto, transport = _protocol()
     for data in (b'{"type":"ping"', b'"ping"', b'{"type":"pong"}', b'{"type":"ping","x":"' + b"y" * 300 + b'"}'):
         assert not proto.answer_ping(data) and transport.written == [], data
+
+
+def _alive(cls: type) -> int:
+    """Instances of ``cls`` the collector tracks: alive, or garbage it has yet to collect."""
+    return sum(1 for o in gc.get_objects() if type(o) is cls)
+
+
+@pytest.mark.parametrize("leave_mid_run", [False, True])
+async def test_a_closed_connection_is_freed_without_a_garbage_collection(tmp_path, leave_mid_run):
+    """No reference cycle keeps a connection's objects (protocol, session, buffers) alive after it
+    closes: with thousands of sockets they would pile up for a collection to find, and its pause
+    would land on every open stream."""
+    settings = make_settings(tmp_path)
+    runner = GatedRunner(steps=2)
+    run_id = ""
+    async with serve(create_app(settings, runner=runner), settings) as url:
+        gc.collect()
+        gc.disable()
+        try:
+            assert _alive(ReasonloopWebSocketProtocol) == _alive(_Session) == 0
+            async with connect(ws_url(url)) as ws:
+                await ws.send(json.dumps({"type": "ask", "question": "q"}))
+                run_id = json.loads(await ws.recv())["run_id"]
+                if not leave_mid_run:
+                    runner.finish(run_id)
+                    while json.loads(await asyncio.wait_for(ws.recv(), 10))["event"]["type"] != "answer":
+                        pass
+                assert _alive(ReasonloopWebSocketProtocol) == _alive(_Session) == 1
+            for _ in range(200):  # until the server has seen the close and its application returned
+                if _alive(_Session) == 0:
+                    break
+                await asyncio.sleep(0.01)
+            assert _alive(ReasonloopWebSocketProtocol) == _alive(_Session) == _alive(_LiveReader) == 0
+        finally:
+            gc.enable()
+            runner.finish(run_id)

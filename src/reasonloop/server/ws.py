@@ -161,6 +161,31 @@ class _Outbox:
             self.drainer.cancel()
 
 
+class _LiveReader:
+    """A run this process executes, written to one socket: the run's sink (called with each
+    event as it is recorded). An object rather than closures: a pair of closures naming each
+    other is a reference cycle, which would keep the whole connection (protocol, buffers,
+    session) alive after it closes until a garbage collection finds it."""
+
+    __slots__ = ("live", "prefix", "run_id", "session")
+
+    def __init__(self, session: _Session, run_id: str, live: LiveRun, prefix: str) -> None:
+        self.session = session
+        self.run_id = run_id
+        self.live = live
+        self.prefix = prefix
+
+    def __call__(self, payload: str, terminal: bool) -> None:
+        session = self.session
+        session.outbox.put(self.prefix + payload + "}")
+        if terminal and session.followers.get(self.run_id) is self:  # done: let the run go
+            del session.followers[self.run_id]
+
+    def cancel(self) -> None:
+        """Stop following (the run goes on)."""
+        self.live.detach(self)
+
+
 class _Session:
     """One socket: a receive loop, an outbox, and one reader per run it streams (a sink
     attached to a run this process executes, or a task reading a run through the store)."""
@@ -178,8 +203,8 @@ class _Session:
         self.who = who
         self.outbox = _Outbox(ws, send, direct)
         self.tasks: set[asyncio.Task[None]] = set()
-        self.followers: dict[str, Callable[[], None]] = {}
-        """run id -> how to stop following it on this socket."""
+        self.followers: dict[str, _LiveReader | asyncio.Task[Any]] = {}
+        """run id -> what streams it on this socket (``cancel()`` stops it)."""
         self.max_frame = state.settings.server.ws_max_frame_bytes
 
     def send(self, frame: dict[str, Any]) -> None:
@@ -217,8 +242,8 @@ class _Session:
             return
         finally:
             heartbeat.cancel()
-            for stop in list(self.followers.values()):
-                stop()
+            for follower in list(self.followers.values()):
+                follower.cancel()
             self.followers.clear()
             for task in list(self.tasks):
                 task.cancel()
@@ -289,26 +314,18 @@ class _Session:
         """Stream the run's events after ``after`` on this socket (replacing an earlier reader of it)."""
         previous = self.followers.pop(run_id, None)
         if previous is not None:
-            previous()
+            previous.cancel()
         prefix = '{"type":"event","run_id":' + json.dumps(run_id) + ',"event":'
         outbox = self.outbox
         if live is not None:  # executed here: every event is written as it is recorded, no task wakes
-
-            def stop() -> None:
-                live.detach(sink)
-
-            def sink(payload: str, terminal: bool) -> None:
-                outbox.put(prefix + payload + "}")
-                if terminal and self.followers.get(run_id) is stop:  # done: let the run go
-                    del self.followers[run_id]
-
-            if live.attach(sink, after):
-                self.followers[run_id] = stop
+            reader = _LiveReader(self, run_id, live, prefix)
+            if live.attach(reader, after):
+                self.followers[run_id] = reader
             return
         assert events is not None
         task = asyncio.current_task()
         if task is not None:
-            self.followers[run_id] = task.cancel
+            self.followers[run_id] = task
         try:
             async for event, payload in events:
                 outbox.put(prefix + payload + "}")
@@ -318,7 +335,7 @@ class _Session:
         except ReasonLoopError as exc:
             self.error(exc.code, exc.message, run_id=run_id)
         finally:
-            if task is not None and self.followers.get(run_id) == task.cancel:
+            if task is not None and self.followers.get(run_id) is task:
                 del self.followers[run_id]
 
     async def _stop(self, frame: dict[str, Any], ref: Any) -> None:

@@ -63,6 +63,15 @@ class ReasonloopWebSocketProtocol(WebSocketsSansIOProtocol):
         if scope is not None:
             scope["extensions"][DIRECT_TEXT] = self.write_text
 
+    def on_task_complete(self, task: Any) -> None:
+        # The scope's writer is a method of this protocol, which holds the scope: a reference
+        # cycle. Broken once the application is done, the connection's objects are freed when
+        # it closes instead of waiting for (and lengthening) a garbage collection.
+        super().on_task_complete(task)
+        scope = getattr(self, "scope", None)
+        if scope is not None:
+            scope["extensions"].pop(DIRECT_TEXT, None)
+
     def handle_text(self, event: Any) -> None:
         if event.fin and self.answer_ping(event.data):
             return
