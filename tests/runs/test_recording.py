@@ -33,9 +33,9 @@ class GatedStore:
     async def append_events(self, items):
         await self.gate.wait()
         self.batches.append(len(items))
-        keep = [item for item in items if item[1].seq not in self.refuse]
+        keep = [row for row in items if row[1] not in self.refuse]  # rows: (run_id, seq, payload)
         results = iter(await self.store.append_events(keep))
-        return [ValueError("refused") if item[1].seq in self.refuse else next(results) for item in items]
+        return [ValueError("refused") if row[1] in self.refuse else next(results) for row in items]
 
 
 async def start(store, runner, **settings) -> tuple[RunManager, str]:
@@ -253,3 +253,35 @@ async def test_get_shows_what_the_store_holds_not_what_is_still_being_recorded(s
         await asyncio.wait_for(manager._live[run_id].task, 10)
     finally:
         await manager.close()
+
+
+async def test_a_recorder_stopped_mid_batch_fails_every_event_it_holds():
+    """Cancelled while the store holds a batch (shutting down), the recorder fails that batch and
+    what was queued behind it: no run waits forever for events that will never be recorded."""
+    from reasonloop.errors import RunStoreUnavailable
+    from reasonloop.runs.live import LiveRun
+    from reasonloop.runs.models import RunRecord
+    from reasonloop.runs.recorder import EventRecorder
+
+    class StuckStore:
+        def __init__(self) -> None:
+            self.called = asyncio.Event()
+
+        async def append_events(self, rows):
+            self.called.set()
+            await asyncio.Event().wait()
+
+    store = StuckStore()
+    recorder = EventRecorder(store, None, 0.0)  # type: ignore[arg-type]
+    first, second = (LiveRun(record=RunRecord(run_id=f"run_{n}"), request=RunRequest(question="q")) for n in "ab")
+    recorder.add(first, AnswerDelta(text="x", run_id="run_a", seq=1), "{}", None)
+    await asyncio.wait_for(store.called.wait(), 5)  # the first batch is with the store
+    recorder.add(second, AnswerDelta(text="y", run_id="run_b", seq=1), "{}", None)
+    waits = [asyncio.create_task(live.all_recorded()) for live in (first, second)]
+    await asyncio.sleep(0)
+    recorder._recorder.cancel()
+    done, _ = await asyncio.wait(waits, timeout=5)
+    assert len(done) == 2
+    for wait in waits:
+        assert isinstance(wait.exception(), RunStoreUnavailable)
+    assert first.unrecorded == second.unrecorded == 0 and first.payloads == second.payloads == []

@@ -230,16 +230,15 @@ async def test_a_batch_of_events_is_recorded_at_once_and_a_duplicate_fails_alone
     await any_store.create_run(RunRecord(run_id="run_m"))
     await any_store.create_run(RunRecord(run_id="run_n"))
     await any_store.append_event("run_m", stamped("run_m", 1, AnswerDelta(text="first")))
-    items = [
-        ("run_m", event, event.to_json())
+    rows = [
+        (event.run_id, event.seq, event.to_json())
         for event in (
             stamped("run_m", 1, AnswerDelta(text="dup")),
             stamped("run_m", 2, AnswerDelta(text="a")),
             stamped("run_n", 1, AnswerDelta(text="b")),
         )
     ]
-    items[2] = ("run_n", items[2][1], items[2][2])
-    results = await any_store.append_events(items)
+    results = await any_store.append_events(rows)
     assert [type(r) for r in results] == [ValueError, type(None), type(None)]
     assert [e.text for e in await any_store.events("run_m")] == ["first", "a"]
     assert [e.text for e in await any_store.events("run_n")] == ["b"]

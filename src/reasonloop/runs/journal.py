@@ -338,7 +338,7 @@ async def _import(data: bytes, store: RunStore, path: str) -> int:
         try:
             if not tab:
                 raise ValueError("no run id")
-            items.append((run_id, event_adapter.validate_json(payload), payload))
+            items.append((run_id, event_adapter.validate_json(payload).seq, payload))
         except ValueError as exc:  # a line cut short by the crash, or damage: the rest is still good
             log.warning("skipping line %d of run journal %s: %s", number, path, str(exc).splitlines()[0])
     added = 0

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from reasonloop.eager import first_step, resume
@@ -26,13 +26,60 @@ from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_adapter
 from reasonloop.runs.journal import Journal, Segment
 from reasonloop.runs.live import LiveRun
-from reasonloop.runs.store import RunStore, append_events, ended_fields, is_terminal_event, restore_turn
+from reasonloop.runs.store import (
+    EventRow,
+    RunStore,
+    append_events,
+    ended_fields,
+    is_terminal_event,
+    restore_turn,
+)
 
 __all__ = ["EventRecorder", "record_lost_end", "together"]
 
 log = logging.getLogger(__name__)
 
-Queued = tuple[LiveRun, Event, str, Segment | None]
+
+class Queued:
+    """Events handed to the recorder, in order, as parallel lists: the store's row of each, its
+    run, its journal segment, and the event itself only while it waits to be published (no
+    journal). No object per event but its row: under load thousands of events wait here, and
+    every object among them is one more for the garbage collector to walk."""
+
+    __slots__ = ("events", "lives", "rows", "segments")
+
+    def __init__(self) -> None:
+        self.rows: list[EventRow] = []
+        self.lives: list[LiveRun] = []
+        self.segments: list[Segment | None] = []
+        self.events: list[Event | None] = []
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def add(self, live: LiveRun, event: Event, payload: str, segment: Segment | None) -> None:
+        self.rows.append((live.record.run_id, event.seq, payload))
+        self.lives.append(live)
+        self.segments.append(segment)
+        self.events.append(event if segment is None else None)
+
+    def extend(self, other: Queued) -> None:
+        self.rows += other.rows
+        self.lives += other.lives
+        self.segments += other.segments
+        self.events += other.events
+
+    def split(self, keep: Callable[[LiveRun], bool]) -> Queued:
+        """Keep the events of the runs ``keep`` accepts; returns the others."""
+        kept, dropped = Queued(), Queued()
+        for row, live, segment, event in zip(self.rows, self.lives, self.segments, self.events, strict=True):
+            into = kept if keep(live) else dropped
+            into.rows.append(row)
+            into.lives.append(live)
+            into.segments.append(segment)
+            into.events.append(event)
+        self.rows, self.lives, self.segments, self.events = kept.rows, kept.lives, kept.segments, kept.events
+        return dropped
 
 
 async def together(writes: list[Coroutine[Any, Any, Any]]) -> None:
@@ -120,7 +167,7 @@ class EventRecorder:
         self.store = store
         self.journal = journal
         self.interval_s = interval_s
-        self._recording: list[Queued] = []
+        self._recording = Queued()
         self._status_updates: list[tuple[str, dict[str, Any]]] = []
         self._recorder: asyncio.Task[None] | None = None
         self._record_now = asyncio.Event()
@@ -131,7 +178,7 @@ class EventRecorder:
         """Queue a stamped event of ``live`` (journaled in ``segment``, or not journaled: then it
         is published once recorded)."""
         live.unrecorded += 1
-        self._recording.append((live, event, payload, segment))
+        self._recording.add(live, event, payload, segment)
         self._start()
 
     def add_status(self, run_id: str, fields: dict[str, Any]) -> None:
@@ -187,21 +234,19 @@ class EventRecorder:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._record_now.wait(), self.interval_s)
             self._record_now.clear()
-            batch, self._recording = self._recording, []
+            batch, self._recording = self._recording, Queued()
             updates, self._status_updates = self._status_updates, []
             if updates:  # before the events: a run's end, which waits for its events, then comes after
                 try:
                     await together([self.store.update_run(run_id, **fields) for run_id, fields in updates])
                 except asyncio.CancelledError:
-                    self._fail_unrecorded(batch + self._recording, "the run manager stopped recording")
-                    self._recording = []
+                    self._fail_queued(batch, "the run manager stopped recording")
                     raise
                 except Exception as exc:  # the events' own results decide whether their runs go on
                     log.warning("run status not recorded: %s", exc)
-            skipped = [item for item in batch if item[0].store_error is not None]
-            if skipped:
-                batch = [item for item in batch if item[0].store_error is None]
-                for live, _, _, segment in skipped:
+            if any(live.store_error is not None for live in batch.lives):
+                skipped = batch.split(lambda live: live.store_error is None)
+                for live, segment in zip(skipped.lives, skipped.segments, strict=True):
                     live.unrecorded -= 1
                     if segment is not None and journal is not None:
                         journal.settle(segment, recorded=False)
@@ -209,18 +254,15 @@ class EventRecorder:
             if batch:
                 await self._append(batch)
 
-    async def _append(self, batch: list[Queued]) -> None:
+    async def _append(self, batch: Queued) -> None:
         """Record one batch of events and settle each with its result."""
         journal = self.journal
         try:
-            results: list[Exception | None] = await append_events(
-                self.store, [(live.record.run_id, event, payload) for live, event, payload, _ in batch]
-            )
+            results: list[Exception | None] = await append_events(self.store, batch.rows)
             if len(results) != len(batch):
                 raise RunStoreUnavailable(f"the run store answered {len(results)} results for {len(batch)} events")
         except asyncio.CancelledError:  # shutting down: no run may wait on these forever
-            self._fail_unrecorded(batch + self._recording, "the run manager stopped recording")
-            self._recording = []
+            self._fail_queued(batch, "the run manager stopped recording")
             raise
         except RunStoreUnavailable as exc:
             results = [exc] * len(batch)
@@ -230,26 +272,28 @@ class EventRecorder:
         if journal is not None and not any(results):  # all recorded, all already published
             self._settle_recorded(batch)
             return
-        for (live, event, payload, segment), error in zip(batch, results, strict=True):
+        for (_, seq, payload), live, segment, event, error in zip(
+            batch.rows, batch.lives, batch.segments, batch.events, results, strict=True
+        ):
             live.unrecorded -= 1
             if segment is not None and journal is not None:
                 journal.settle(segment, recorded=error is None)
             if live.store_error is None:
                 if error is None:
-                    if segment is None:
+                    if event is not None:  # not journaled: published now that the store holds it
                         live.publish(event, payload)
                 elif isinstance(error, RunStoreUnavailable):
                     live.store_error = error
                 else:
-                    live.store_error = RunStoreUnavailable(f"the run store refused event {event.seq}: {error}")
+                    live.store_error = RunStoreUnavailable(f"the run store refused event {seq}: {error}")
             live.settle()
 
-    def _settle_recorded(self, batch: list[Queued]) -> None:
+    def _settle_recorded(self, batch: Queued) -> None:
         """The store holds every event of ``batch`` (journaled ones, published already): count them
         off their runs and segments, then wake what waits, once per run and segment."""
         lives: dict[LiveRun, None] = {}
         segments: dict[Segment, None] = {}
-        for live, _, _, segment in batch:
+        for live, segment in zip(batch.lives, batch.segments, strict=True):
             live.unrecorded -= 1
             lives[live] = None
             if segment is not None:
@@ -261,9 +305,12 @@ class EventRecorder:
             for segment in segments:
                 self.journal.settle(segment, recorded=True, count=0)
 
-    def _fail_unrecorded(self, items: list[Queued], reason: str) -> None:
+    def _fail_queued(self, batch: Queued, reason: str) -> None:
+        """Fail ``batch`` and everything queued after it (the recorder is stopping)."""
+        batch.extend(self._recording)
+        self._recording = Queued()
         lost = RunStoreUnavailable(reason)
-        for live, _, _, segment in items:
+        for live, segment in zip(batch.lives, batch.segments, strict=True):
             live.unrecorded -= 1
             if segment is not None and self.journal is not None:
                 self.journal.settle(segment, recorded=False)

@@ -32,7 +32,7 @@ from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_adapter
 from reasonloop.runs.models import TERMINAL, ConversationRecord, RunRecord, check_record_fields
-from reasonloop.runs.store import instance_alive, is_terminal_event
+from reasonloop.runs.store import EventRow, instance_alive, is_terminal_event
 
 __all__ = ["RedisRunStore"]
 
@@ -205,8 +205,8 @@ class RedisRunStore:
                 else:
                     fut.set_result(None)
 
-    async def append_events(self, items: Sequence[tuple[str, Event, str]]) -> list[Exception | None]:
-        """Add stamped events (``(run_id, event, payload)``) to their runs' streams in one round trip.
+    async def append_events(self, rows: Sequence[EventRow]) -> list[Exception | None]:
+        """Add stamped events (``(run_id, seq, payload)``) to their runs' streams in one round trip.
 
         Returns:
             One entry per item: ``None``, or a ValueError when the stream already has that seq.
@@ -215,14 +215,14 @@ class RedisRunStore:
             RunStoreUnavailable: Redis could not be reached or failed the pipeline.
         """
         pipe = self.r.pipeline(transaction=False)
-        for run_id, event, payload in items:
-            pipe.xadd(f"{self.p}events:{run_id}", {"e": payload}, id=f"0-{event.seq}")
+        for run_id, seq, payload in rows:
+            pipe.xadd(f"{self.p}events:{run_id}", {"e": payload}, id=f"0-{seq}")
         with _guard(self.url):
             results = await pipe.execute(raise_on_error=False)
         out: list[Exception | None] = []
-        for (run_id, event, _), result in zip(items, results, strict=True):
+        for (run_id, seq, _), result in zip(rows, results, strict=True):
             if isinstance(result, ResponseError):
-                out.append(ValueError(f"run {run_id} already has an entry at or after seq {event.seq}: {result}"))
+                out.append(ValueError(f"run {run_id} already has an entry at or after seq {seq}: {result}"))
             elif isinstance(result, Exception):
                 raise RunStoreUnavailable(f"Redis at {self.url} failed: {result}", url=self.url)
             else:

@@ -26,7 +26,7 @@ from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_adapter
 from reasonloop.runs.models import ConversationRecord, RunRecord, check_record_fields
 from reasonloop.runs.sqlite_writer import Checkpointer, Writer
-from reasonloop.runs.store import default_sqlite_path, instance_alive, is_terminal_event
+from reasonloop.runs.store import EventRow, default_sqlite_path, instance_alive, is_terminal_event
 
 __all__ = ["SQLiteRunStore"]
 
@@ -184,8 +184,8 @@ class SQLiteRunStore:
         except sqlite3.Error as exc:
             raise RunStoreUnavailable(f"SQLite run store {self.path}: {exc}", path=self.path) from exc
 
-    async def append_events(self, items: Sequence[tuple[str, Event, str]]) -> list[Exception | None]:
-        """Record stamped events (``(run_id, event, payload)``) in one transaction, committed before it returns.
+    async def append_events(self, rows: Sequence[EventRow]) -> list[Exception | None]:
+        """Record stamped events (``(run_id, seq, payload)``) in one transaction, committed before it returns.
 
         Returns:
             One entry per item: ``None``, or a ValueError when the run already has its seq.
@@ -196,14 +196,14 @@ class SQLiteRunStore:
         if self._writer is None:
             raise RunStoreUnavailable(f"the SQLite run store {self.path} is not open")
         try:
-            errors = await self._writer.append_many([(run_id, event.seq, payload) for run_id, event, payload in items])
+            errors = await self._writer.append_many(rows)
         except sqlite3.Error as exc:
             raise RunStoreUnavailable(f"SQLite run store {self.path}: {exc}", path=self.path) from exc
         if not any(errors):
             return errors  # all None: the common case, with no pass over the items
         return [
-            None if error is None else ValueError(f"run {run_id} already has an event with seq {event.seq}")
-            for error, (run_id, event, _) in zip(errors, items, strict=True)
+            None if error is None else ValueError(f"run {run_id} already has an event with seq {seq}")
+            for error, (run_id, seq, _) in zip(errors, rows, strict=True)
         ]
 
     async def events(self, run_id: str, after_seq: int = 0) -> list[Event]:

@@ -17,10 +17,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from reasonloop.config import RunsSettings, Settings
-from reasonloop.events import Answer, ErrorEvent, Event
+from reasonloop.events import Answer, ErrorEvent, Event, event_adapter
 from reasonloop.runs.models import ConversationRecord, RunRecord, answer_status, conversation_turn, partial_content
 
 __all__ = [
+    "EventRow",
     "RunStore",
     "append_events",
     "ended_fields",
@@ -40,8 +41,9 @@ class RunStore(Protocol):
     Every method raises :class:`~reasonloop.errors.RunStoreUnavailable` when the backend
     cannot be reached.
 
-    A store may also have ``async append_events(items) -> list[Exception | None]``, recording
-    many ``(run_id, event, payload)`` at once (see :func:`append_events`); both built-in stores do.
+    A store may also have ``async append_events(rows) -> list[Exception | None]``, recording
+    many stamped events as rows ``(run_id, seq, payload)`` at once (see :func:`append_events`);
+    both built-in stores do.
     """
 
     async def open(self) -> None:
@@ -107,8 +109,16 @@ class RunStore(Protocol):
     async def add_feedback(self, feedback: dict[str, Any]) -> None: ...
 
 
-async def append_events(store: RunStore, items: Sequence[tuple[str, Event, str]]) -> list[Exception | None]:
-    """Record stamped events ``(run_id, event, payload)``, in one call when the store can.
+EventRow = tuple[str, int, str]
+"""A stamped event as stores record it: ``(run_id, seq, payload)``, the payload its JSON."""
+
+
+async def append_events(store: RunStore, rows: Sequence[EventRow]) -> list[Exception | None]:
+    """Record stamped events given as rows ``(run_id, seq, payload)``, in one call when the store can.
+
+    Only the rows are kept while they wait for the store, not the events: under load thousands
+    wait at once, and rows of strings and numbers are freed as plain data, while event objects
+    are more for the garbage collector to walk.
 
     Returns:
         One entry per item: ``None``, or the ValueError of an event whose seq was taken.
@@ -118,11 +128,11 @@ async def append_events(store: RunStore, items: Sequence[tuple[str, Event, str]]
     """
     batch = getattr(store, "append_events", None)
     if batch is not None:
-        return await batch(items)
+        return await batch(rows)
     out: list[Exception | None] = []
-    for run_id, event, payload in items:
+    for run_id, _, payload in rows:
         try:
-            await store.append_event(run_id, event, payload)
+            await store.append_event(run_id, event_adapter.validate_json(payload), payload)
             out.append(None)
         except ValueError as exc:
             out.append(exc)
