@@ -137,6 +137,20 @@ async def test_oversized_frames_are_refused(gated):
         assert info.value.rcvd.code == 1009
 
 
+async def test_heartbeat_frames_keep_coming_while_the_socket_is_idle(tmp_path):
+    settings = make_settings(tmp_path, ws_ping_interval_s=0.1, ws_ping_timeout_s=5)
+    async with (
+        serve(create_app(settings, runner=GatedRunner()), settings) as url,
+        connect(url.replace("http://", "ws://") + "/v1/ws") as ws,
+    ):
+        frames = [json.loads(await asyncio.wait_for(ws.recv(), 5)) for _ in range(3)]
+        assert frames == [{"type": "heartbeat"}] * 3
+        await ws.send('{"type":"ping","id":1}')  # the socket still answers between heartbeats
+        while (frame := json.loads(await asyncio.wait_for(ws.recv(), 5)))["type"] == "heartbeat":
+            pass
+        assert frame == {"type": "pong", "id": 1}
+
+
 async def test_heartbeat_closes_a_socket_that_stopped_answering(tmp_path):
     settings = make_settings(tmp_path, ws_ping_interval_s=0.2, ws_ping_timeout_s=0.2)
     async with serve(create_app(settings, runner=GatedRunner()), settings) as url:

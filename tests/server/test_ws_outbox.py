@@ -141,3 +141,31 @@ async def test_a_socket_lets_go_of_a_run_once_its_last_event_is_written():
     # a run that already ended is replayed and not followed at all
     await session._follow("r1", 1, live, None)
     assert "r1" not in session.followers and len(session.ws.sent) == 5
+
+
+async def test_a_heartbeat_closes_a_socket_whose_writes_failed_and_stops_beating():
+    from types import SimpleNamespace
+
+    from starlette.websockets import WebSocketState
+
+    from reasonloop.server.ws import _Session
+
+    class Socket(SlowSocket):
+        client_state = WebSocketState.CONNECTED
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.closed: list[int] = []
+
+        async def close(self, code: int = 1000, reason: str | None = None) -> None:
+            self.closed.append(code)
+
+    server = SimpleNamespace(ws_max_frame_bytes=1 << 20, ws_ping_interval_s=0.01)
+    session = _Session(Socket(), SimpleNamespace(settings=SimpleNamespace(server=server)), who=None)  # type: ignore[arg-type]
+    session._beat()
+    assert session.ws.sent == ['{"type": "heartbeat"}'] and session._heartbeat is not None  # the next one is armed
+    session._heartbeat.cancel()
+    session.ws.fail = True
+    session._beat()  # the write fails: the outbox closes, and so does the socket
+    await asyncio.gather(*session.tasks)
+    assert session.outbox.closed and session.ws.closed == [1000] and session._heartbeat is None

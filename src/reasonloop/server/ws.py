@@ -206,6 +206,7 @@ class _Session:
         self.followers: dict[str, _LiveReader | asyncio.Task[Any]] = {}
         """run id -> what streams it on this socket (``cancel()`` stops it)."""
         self.max_frame = state.settings.server.ws_max_frame_bytes
+        self._heartbeat: asyncio.TimerHandle | None = None
 
     def send(self, frame: dict[str, Any]) -> None:
         self.outbox.put(_encode(frame))
@@ -223,7 +224,7 @@ class _Session:
         return task
 
     async def serve(self) -> None:
-        heartbeat = self.spawn(self._heartbeat())
+        self._arm_heartbeat()
         try:
             while True:
                 message = await self.ws.receive()
@@ -241,7 +242,9 @@ class _Session:
         except WebSocketDisconnect:
             return
         finally:
-            heartbeat.cancel()
+            if self._heartbeat is not None:
+                self._heartbeat.cancel()
+                self._heartbeat = None
             for follower in list(self.followers.values()):
                 follower.cancel()
             self.followers.clear()
@@ -351,17 +354,25 @@ class _Session:
             reply["id"] = ref
         self.send(reply)
 
-    async def _heartbeat(self) -> None:
+    def _arm_heartbeat(self) -> None:
+        """A heartbeat frame in ``ws_ping_interval_s``: a timer, not a task per socket (thousands
+        of sockets would each keep a task, its coroutines and a future alive for nothing)."""
         interval = self.state.settings.server.ws_ping_interval_s
-        while True:
-            await asyncio.sleep(interval)
-            if self.ws.client_state != WebSocketState.CONNECTED:
-                return
-            self.send({"type": "heartbeat"})
-            if self.outbox.closed:
-                with contextlib.suppress(Exception):
-                    await self.ws.close()
-                return
+        self._heartbeat = asyncio.get_running_loop().call_later(interval, self._beat)
+
+    def _beat(self) -> None:
+        self._heartbeat = None
+        if self.ws.client_state != WebSocketState.CONNECTED:
+            return
+        self.send({"type": "heartbeat"})
+        if self.outbox.closed:  # the socket failed a write: close it (the receive loop then ends)
+            self.spawn(self._close())
+            return
+        self._arm_heartbeat()
+
+    async def _close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.ws.close()
 
 
 def _extra(exc: ReasonLoopError) -> dict[str, Any]:
