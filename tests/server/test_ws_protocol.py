@@ -17,7 +17,7 @@ from websockets.uri import parse_uri
 
 from reasonloop.server import create_app
 from reasonloop.server.ws import _LiveReader, _Session
-from reasonloop.server.ws_protocol import ReasonloopWebSocketProtocol, text_frame
+from reasonloop.server.ws_protocol import ReasonloopHttpProtocol, ReasonloopWebSocketProtocol, text_frame
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
 
@@ -197,6 +197,7 @@ async def test_a_closed_connection_is_freed_without_a_garbage_collection(tmp_pat
                     while json.loads(await asyncio.wait_for(ws.recv(), 10))["event"]["type"] != "answer":
                         pass
                 assert _alive(ReasonloopWebSocketProtocol) == _alive(_Session) == 1
+                assert _alive(ReasonloopHttpProtocol) == 0  # the HTTP side went at the upgrade
             for _ in range(200):  # until the server has seen the close and its application returned
                 if _alive(_Session) == 0:
                     break

@@ -38,10 +38,12 @@ def uvicorn_options(server: ServerSettings) -> dict[str, Any]:
     """uvicorn's options for ``[server]`` (everything but the app, host, port and workers).
 
     The WebSocket protocol is uvicorn's sans-I/O one, answering pings and writing text frames
-    itself (:mod:`reasonloop.server.ws_protocol`). A frame may be four times the largest one the
+    itself, and the HTTP protocol is uvicorn's httptools one, freed as soon as it hands a
+    connection over to it (:mod:`reasonloop.server.ws_protocol`). A frame may be four times the largest one the
     application takes, so that one over the limit reaches it and gets a clear refusal.
     """
     return {
+        "http": "reasonloop.server.ws_protocol:ReasonloopHttpProtocol",
         "ws": "reasonloop.server.ws_protocol:ReasonloopWebSocketProtocol",
         "ws_max_size": server.ws_max_frame_bytes * 4 + 1024,
         "ws_ping_interval": server.ws_ping_interval_s,
