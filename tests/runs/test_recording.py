@@ -33,7 +33,9 @@ class GatedStore:
     async def append_events(self, items):
         await self.gate.wait()
         self.batches.append(len(items))
-        keep = [row for row in items if row[1] not in self.refuse]  # rows: (run_id, seq, payload)
+        from reasonloop.runs.event_rows import EventRows
+
+        keep = EventRows.of(row for row in items if row[1] not in self.refuse)  # rows: (run_id, seq, payload)
         results = iter(await self.store.append_events(keep))
         return [ValueError("refused") if row[1] in self.refuse else next(results) for row in items]
 

@@ -14,6 +14,7 @@ from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import AnswerDelta
 from reasonloop.runs import sqlite_writer
+from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.sqlite_store import SQLiteRunStore
 from reasonloop.runs.sqlite_writer import Writer, WriterClosed
 
@@ -39,7 +40,7 @@ async def test_one_loop_turn_is_one_transaction_that_wakes_every_waiter(writer, 
         return original(conn, jobs)
 
     monkeypatch.setattr(Writer, "_transaction", staticmethod(counting))
-    futures = [writer.append((f"run_{i}", 1, "{}")) for i in range(50)]  # one loop turn
+    futures = [writer.append(f"run_{i}", 1, "{}") for i in range(50)]  # one loop turn
     count = writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0])
     await asyncio.gather(*futures)
     assert await count == 50  # the job saw the rows appended in its turn
@@ -51,17 +52,17 @@ async def test_a_failed_transaction_fails_everything_in_it(writer, monkeypatch):
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(sqlite_writer, "_insert", broken)
-    futures = [writer.append((f"run_{i}", 1, "{}")) for i in range(5)]
+    futures = [writer.append(f"run_{i}", 1, "{}") for i in range(5)]
     futures.append(writer.submit(lambda c: c.execute("INSERT INTO events VALUES ('run_x', 1, '{}')")))
     results = await asyncio.gather(*futures, return_exceptions=True)
     assert [str(r) for r in results] == ["disk I/O error"] * 6  # the job of the same turn too
     assert await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0]) == 0
     monkeypatch.undo()
-    await writer.append(("run_after", 1, "{}"))  # the writer keeps going after a failed batch
+    await writer.append("run_after", 1, "{}")  # the writer keeps going after a failed batch
 
 
 async def test_a_cancelled_waiter_does_not_disturb_the_rest_of_its_batch(writer):
-    futures = [writer.append((f"run_{i}", 1, "{}")) for i in range(3)]
+    futures = [writer.append(f"run_{i}", 1, "{}") for i in range(3)]
     futures[1].cancel()
     await asyncio.gather(futures[0], futures[2])
     count = await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0])
@@ -72,12 +73,12 @@ async def test_appends_after_the_writer_stopped_fail_clearly(tmp_path):
     w = Writer(str(tmp_path / "w.sqlite"), SCHEMA)
     w.start()
     await asyncio.to_thread(w.ready.wait)
-    pending = w.append(("run_a", 1, "{}"))
+    pending = w.append("run_a", 1, "{}")
     w.stop()  # the open batch is handed over before the stop, so it is still written
     await pending
     await asyncio.to_thread(w.join, 5)
     with pytest.raises(WriterClosed):
-        await w.append(("run_a", 2, "{}"))
+        await w.append("run_a", 2, "{}")
     with pytest.raises(WriterClosed):
         await w.submit(lambda c: None)
 
@@ -102,9 +103,9 @@ async def test_store_reports_a_failed_batch_as_unavailable(tmp_path, monkeypatch
 
 async def test_append_many_reports_each_row_and_goes_out_with_the_jobs_before_it(writer):
     await writer.submit(lambda c: c.execute("CREATE UNIQUE INDEX IF NOT EXISTS u ON events (run_id, seq)"))
-    await writer.append(("run_a", 1, "{}"))
+    await writer.append("run_a", 1, "{}")
     job = writer.submit(lambda c: c.execute("INSERT INTO events VALUES ('run_z', 1, '{}')"))
-    errors = await writer.append_many([("run_a", 1, "{}"), ("run_a", 2, "{}"), ("run_b", 1, "{}")])
+    errors = await writer.append_many(EventRows.of([("run_a", 1, "{}"), ("run_a", 2, "{}"), ("run_b", 1, "{}")]))
     assert job.done()  # handed over, committed and resolved together
     assert [type(e) for e in errors] == [sqlite3.IntegrityError, type(None), type(None)]
     assert await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0]) == 4
@@ -116,11 +117,11 @@ async def test_a_large_batch_goes_in_whole_across_statements_each_run_in_seq_ord
     await writer.submit(lambda c: c.execute("CREATE UNIQUE INDEX IF NOT EXISTS u ON events (run_id, seq)"))
     rows = [(f"run_{(i * 5) % 7}", i, f'{{"n":{i}}}') for i in range(342)]
     assert sum(sqlite_writer.CHUNK_ROWS) == 341
-    assert await writer.append_many(rows) == [None] * 342
+    assert await writer.append_many(EventRows.of(rows)) == [None] * 342
     stored = await writer.submit(lambda c: c.execute("SELECT run_id, seq, data FROM events ORDER BY rowid").fetchall())
     assert stored == sorted(rows, key=lambda row: row[0])
     again = [("run_new", 1, "{}"), *rows[300:303], ("run_new", 2, "{}")]  # duplicates inside a later batch
-    errors = await writer.append_many(again)
+    errors = await writer.append_many(EventRows.of(again))
     assert [e is None for e in errors] == [True, False, False, False, True]
     assert await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0]) == 344
 
@@ -131,7 +132,7 @@ async def test_append_many_fails_whole_when_its_transaction_fails(writer, monkey
 
     monkeypatch.setattr(sqlite_writer, "_insert", broken)
     with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
-        await writer.append_many([("run_a", 1, "{}")])
+        await writer.append_many(EventRows.of([("run_a", 1, "{}")]))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread scheduling policy is set on Linux only")

@@ -230,14 +230,16 @@ async def test_a_batch_of_events_is_recorded_at_once_and_a_duplicate_fails_alone
     await any_store.create_run(RunRecord(run_id="run_m"))
     await any_store.create_run(RunRecord(run_id="run_n"))
     await any_store.append_event("run_m", stamped("run_m", 1, AnswerDelta(text="first")))
-    rows = [
+    from reasonloop.runs.event_rows import EventRows
+
+    rows = EventRows.of(
         (event.run_id, event.seq, event.to_json())
         for event in (
             stamped("run_m", 1, AnswerDelta(text="dup")),
             stamped("run_m", 2, AnswerDelta(text="a")),
             stamped("run_n", 1, AnswerDelta(text="b")),
         )
-    ]
+    )
     results = await any_store.append_events(rows)
     assert [type(r) for r in results] == [ValueError, type(None), type(None)]
     assert [e.text for e in await any_store.events("run_m")] == ["first", "a"]

@@ -41,6 +41,7 @@ from pathlib import Path
 
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import event_adapter
+from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.store import RunStore, append_events
 
 __all__ = ["Journal", "Segment", "file_prefix", "recover_journals", "unrecovered"]
@@ -343,7 +344,7 @@ async def _import(data: bytes, store: RunStore, path: str) -> int:
             log.warning("skipping line %d of run journal %s: %s", number, path, str(exc).splitlines()[0])
     added = 0
     for start in range(0, len(items), _IMPORT_BATCH):
-        chunk = items[start : start + _IMPORT_BATCH]
+        chunk = EventRows.of(items[start : start + _IMPORT_BATCH])
         results: Sequence[Exception | None] = await append_events(store, chunk)
         added += sum(result is None for result in results)
     if added:

@@ -24,10 +24,10 @@ from typing import Any
 from reasonloop.eager import first_step, resume
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_adapter
+from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.journal import Journal, Segment
 from reasonloop.runs.live import LiveRun
 from reasonloop.runs.store import (
-    EventRow,
     RunStore,
     append_events,
     ended_fields,
@@ -43,13 +43,13 @@ log = logging.getLogger(__name__)
 class Queued:
     """Events handed to the recorder, in order, as parallel lists: the store's row of each, its
     run, its journal segment, and the event itself only while it waits to be published (no
-    journal). No object per event but its row: under load thousands of events wait here, and
-    every object among them is one more for the garbage collector to walk."""
+    journal). No object per event: under load thousands of events wait here, and every object
+    among them would be one more for the garbage collector to walk."""
 
     __slots__ = ("events", "lives", "rows", "segments")
 
     def __init__(self) -> None:
-        self.rows: list[EventRow] = []
+        self.rows = EventRows()
         self.lives: list[LiveRun] = []
         self.segments: list[Segment | None] = []
         self.events: list[Event | None] = []
@@ -58,13 +58,13 @@ class Queued:
         return len(self.rows)
 
     def add(self, live: LiveRun, event: Event, payload: str, segment: Segment | None) -> None:
-        self.rows.append((live.record.run_id, event.seq, payload))
+        self.rows.append(live.record.run_id, event.seq, payload)
         self.lives.append(live)
         self.segments.append(segment)
         self.events.append(event if segment is None else None)
 
     def extend(self, other: Queued) -> None:
-        self.rows += other.rows
+        self.rows.extend(other.rows)
         self.lives += other.lives
         self.segments += other.segments
         self.events += other.events
@@ -74,7 +74,7 @@ class Queued:
         kept, dropped = Queued(), Queued()
         for row, live, segment, event in zip(self.rows, self.lives, self.segments, self.events, strict=True):
             into = kept if keep(live) else dropped
-            into.rows.append(row)
+            into.rows.append(*row)
             into.lives.append(live)
             into.segments.append(segment)
             into.events.append(event)

@@ -31,8 +31,9 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_adapter
+from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.models import TERMINAL, ConversationRecord, RunRecord, check_record_fields
-from reasonloop.runs.store import EventRow, instance_alive, is_terminal_event
+from reasonloop.runs.store import instance_alive, is_terminal_event
 
 __all__ = ["RedisRunStore"]
 
@@ -205,7 +206,7 @@ class RedisRunStore:
                 else:
                     fut.set_result(None)
 
-    async def append_events(self, rows: Sequence[EventRow]) -> list[Exception | None]:
+    async def append_events(self, rows: EventRows) -> list[Exception | None]:
         """Add stamped events (``(run_id, seq, payload)``) to their runs' streams in one round trip.
 
         Returns:

@@ -17,16 +17,17 @@ import functools
 import json
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_adapter
+from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.models import ConversationRecord, RunRecord, check_record_fields
 from reasonloop.runs.sqlite_writer import Checkpointer, Writer
-from reasonloop.runs.store import EventRow, default_sqlite_path, instance_alive, is_terminal_event
+from reasonloop.runs.store import default_sqlite_path, instance_alive, is_terminal_event
 
 __all__ = ["SQLiteRunStore"]
 
@@ -178,13 +179,13 @@ class SQLiteRunStore:
         if self._writer is None:
             raise RunStoreUnavailable(f"the SQLite run store {self.path} is not open")
         try:
-            await self._writer.append((run_id, event.seq, payload or event.to_json()))
+            await self._writer.append(run_id, event.seq, payload or event.to_json())
         except sqlite3.IntegrityError as exc:
             raise ValueError(f"run {run_id} already has an event with seq {event.seq}") from exc
         except sqlite3.Error as exc:
             raise RunStoreUnavailable(f"SQLite run store {self.path}: {exc}", path=self.path) from exc
 
-    async def append_events(self, rows: Sequence[EventRow]) -> list[Exception | None]:
+    async def append_events(self, rows: EventRows) -> list[Exception | None]:
         """Record stamped events (``(run_id, seq, payload)``) in one transaction, committed before it returns.
 
         Returns:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import operator
 import os
 import queue
 import sqlite3
@@ -25,6 +24,8 @@ import sys
 import threading
 from collections.abc import Callable
 from typing import Any
+
+from reasonloop.runs.event_rows import EventRows
 
 __all__ = ["Batch", "Checkpointer", "Writer", "WriterClosed"]
 
@@ -52,7 +53,7 @@ class Batch:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.rows: list[tuple[str, int, str]] = []
+        self.rows = EventRows()
         self.appends: list[tuple[asyncio.Future[Any], int, int, bool]] = []
         """``(future, first row, end row, many)``: one per :meth:`Writer.append` or :meth:`Writer.append_many`."""
         self.jobs: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = []
@@ -92,15 +93,17 @@ class Writer(threading.Thread):
             self._batch(loop).jobs.append((fn, fut))
         return fut
 
-    def append(self, row: tuple[str, int, str]) -> asyncio.Future[None]:
+    def append(self, run_id: str, seq: int, payload: str) -> asyncio.Future[None]:
         """Add an event row to this loop turn's batch; the future resolves once it is committed.
 
         The future fails with :class:`sqlite3.IntegrityError` if the row duplicates a ``seq``
         (the rest of the batch is still written), or with the error that failed the transaction.
         """
-        return self._add([row], many=False)
+        row = EventRows()
+        row.append(run_id, seq, payload)
+        return self._add(row, many=False)
 
-    def append_many(self, rows: list[tuple[str, int, str]]) -> asyncio.Future[list[BaseException | None]]:
+    def append_many(self, rows: EventRows) -> asyncio.Future[list[BaseException | None]]:
         """Hand ``rows`` (with what this loop turn asked before them) to the thread now.
 
         The future resolves once they are committed, with one entry per row: ``None``, or the
@@ -113,7 +116,7 @@ class Writer(threading.Thread):
             self._hand_over(batch)
         return fut
 
-    def _add(self, rows: list[tuple[str, int, str]], *, many: bool) -> asyncio.Future[Any]:
+    def _add(self, rows: EventRows, *, many: bool) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
         if self.closed:
@@ -121,7 +124,7 @@ class Writer(threading.Thread):
             return fut
         batch = self._batch(loop)
         start = len(batch.rows)
-        batch.rows += rows
+        batch.rows.extend(rows)
         batch.appends.append((fut, start, len(batch.rows), many))
         return fut
 
@@ -192,7 +195,9 @@ class Writer(threading.Thread):
 
     @staticmethod
     def _transaction(conn: sqlite3.Connection, batches: list[Batch]) -> list[Result]:
-        rows = [row for batch in batches for row in batch.rows]
+        rows = EventRows()
+        for batch in batches:
+            rows.extend(batch.rows)
         results: list[Result] = []
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -249,10 +254,7 @@ def yield_cpu_to_event_loop(priority: str = "idle") -> None:
         os.setpriority(os.PRIO_PROCESS, tid, 19)
 
 
-_run_of = operator.itemgetter(0)
-
-
-def _insert(conn: sqlite3.Connection, rows: list[tuple[str, int, str]]) -> list[sqlite3.IntegrityError | None]:
+def _insert(conn: sqlite3.Connection, rows: EventRows) -> list[sqlite3.IntegrityError | None]:
     """All rows in a few statements; on a duplicate, row by row so only the duplicate fails.
 
     Rows go in sorted by run id, as statements of up to 256 rows each (:data:`CHUNK_ROWS`);
@@ -272,12 +274,19 @@ def _insert(conn: sqlite3.Connection, rows: list[tuple[str, int, str]]) -> list[
     try:
         # In index order (the sort is stable: a run's rows keep their seq order): each row's
         # place in the (run_id, seq) index is then next to the last one's, not a fresh search.
-        ordered = sorted(rows, key=_run_of) if len(rows) > 1 else rows
-        done, total = 0, len(rows)
+        run_ids, seqs, payloads = rows.run_ids, rows.seqs, rows.payloads
+        total = len(rows)
+        order = sorted(range(total), key=run_ids.__getitem__) if total > 1 else range(total)
+        done = 0
         for size in CHUNK_ROWS:
             sql = _INSERT_CHUNK[size]
             while total - done >= size:
-                conn.execute(sql, [value for row in ordered[done : done + size] for value in row])
+                params: list[Any] = [None] * (3 * size)
+                chunk = order[done : done + size]
+                params[0::3] = [run_ids[i] for i in chunk]
+                params[1::3] = [seqs[i] for i in chunk]
+                params[2::3] = [payloads[i] for i in chunk]
+                conn.execute(sql, params)
                 done += size
         return [None] * total
     except sqlite3.IntegrityError:

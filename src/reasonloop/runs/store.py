@@ -13,15 +13,15 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, runtime_checkable
 
 from reasonloop.config import RunsSettings, Settings
 from reasonloop.events import Answer, ErrorEvent, Event, event_adapter
+from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.models import ConversationRecord, RunRecord, answer_status, conversation_turn, partial_content
 
 __all__ = [
-    "EventRow",
     "RunStore",
     "append_events",
     "ended_fields",
@@ -42,8 +42,8 @@ class RunStore(Protocol):
     cannot be reached.
 
     A store may also have ``async append_events(rows) -> list[Exception | None]``, recording
-    many stamped events as rows ``(run_id, seq, payload)`` at once (see :func:`append_events`);
-    both built-in stores do.
+    many stamped events at once, given as :class:`~reasonloop.runs.event_rows.EventRows`
+    (see :func:`append_events`); both built-in stores do.
     """
 
     async def open(self) -> None:
@@ -109,16 +109,12 @@ class RunStore(Protocol):
     async def add_feedback(self, feedback: dict[str, Any]) -> None: ...
 
 
-EventRow = tuple[str, int, str]
-"""A stamped event as stores record it: ``(run_id, seq, payload)``, the payload its JSON."""
-
-
-async def append_events(store: RunStore, rows: Sequence[EventRow]) -> list[Exception | None]:
+async def append_events(store: RunStore, rows: EventRows) -> list[Exception | None]:
     """Record stamped events given as rows ``(run_id, seq, payload)``, in one call when the store can.
 
-    Only the rows are kept while they wait for the store, not the events: under load thousands
-    wait at once, and rows of strings and numbers are freed as plain data, while event objects
-    are more for the garbage collector to walk.
+    Rows, not event objects: under load thousands wait for the store at once, and rows kept
+    column by column are nothing for the garbage collector to walk (see
+    :mod:`reasonloop.runs.event_rows`).
 
     Returns:
         One entry per item: ``None``, or the ValueError of an event whose seq was taken.
