@@ -27,13 +27,7 @@ from reasonloop.events import Event, event_adapter
 from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.journal import Journal, Segment
 from reasonloop.runs.live import LiveRun
-from reasonloop.runs.store import (
-    RunStore,
-    append_events,
-    ended_fields,
-    is_terminal_event,
-    restore_turn,
-)
+from reasonloop.runs.store import RunStore, append_events, ended_fields, is_terminal_event, restore_turn
 
 __all__ = ["EventRecorder", "record_lost_end", "together"]
 
