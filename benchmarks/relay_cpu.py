@@ -53,7 +53,7 @@ async def _ours(args: argparse.Namespace) -> tuple[float, float, int]:
     from reasonloop.runs.manager import RunManager
     from reasonloop.runs.models import RunRequest
     from reasonloop.runs.sqlite_store import SQLiteRunStore
-    from reasonloop.server.ws import _Outbox
+    from reasonloop.server.ws_outbox import Outbox
     from reasonloop.server.ws_protocol import text_frame
 
     sent = 0
@@ -76,7 +76,7 @@ async def _ours(args: argparse.Namespace) -> tuple[float, float, int]:
             record = await manager.start(RunRequest(question="q"))
             live = await manager.live_run(record.run_id)
             assert live is not None
-            outbox = _Outbox(_NoSocket(), None, write)  # type: ignore[arg-type]
+            outbox = Outbox(_NoSocket(), None, write)  # type: ignore[arg-type]
             prefix = '{"type":"event","run_id":' + json.dumps(record.run_id) + ',"event":'
             ended = asyncio.get_running_loop().create_future()
 

@@ -7,7 +7,7 @@ import asyncio
 from fastapi import FastAPI
 
 from reasonloop.server.app import ReasonloopAPI
-from reasonloop.server.ws import _Outbox
+from reasonloop.server.ws_outbox import Outbox
 
 
 class SlowSocket:
@@ -29,7 +29,7 @@ class SlowSocket:
 
 async def test_frames_go_out_at_once_while_the_socket_takes_writes():
     ws = SlowSocket()
-    box = _Outbox(ws)
+    box = Outbox(ws)
     for i in range(3):
         box.put(str(i))
     assert ws.sent == ["0", "1", "2"] and box.drainer is None  # no task, no wait
@@ -37,7 +37,7 @@ async def test_frames_go_out_at_once_while_the_socket_takes_writes():
 
 async def test_a_slow_socket_queues_frames_in_order_behind_the_waiting_one():
     ws = SlowSocket()
-    box = _Outbox(ws)
+    box = Outbox(ws)
     box.put("a")
     ws.gate.clear()
     box.put("b")
@@ -54,7 +54,7 @@ async def test_a_slow_socket_queues_frames_in_order_behind_the_waiting_one():
 
 async def test_a_failed_write_closes_the_outbox_quietly():
     ws = SlowSocket()
-    box = _Outbox(ws)
+    box = Outbox(ws)
     ws.fail = True
     box.put("a")
     assert box.closed
@@ -62,7 +62,7 @@ async def test_a_failed_write_closes_the_outbox_quietly():
     box.put("b")
     assert ws.sent == []
     ws2 = SlowSocket()
-    box2 = _Outbox(ws2)
+    box2 = Outbox(ws2)
     ws2.gate.clear()
     box2.put("x")
     box2.put("y")
@@ -98,9 +98,9 @@ async def test_the_fast_path_takes_only_the_websocket_endpoint(monkeypatch):
 
 
 async def test_a_client_too_far_behind_is_disconnected_not_buffered_forever(monkeypatch):
-    from reasonloop.server import ws as ws_module
+    from reasonloop.server import ws_outbox
 
-    monkeypatch.setattr(ws_module, "OUTBOX_LIMIT_CHARS", 10)
+    monkeypatch.setattr(ws_outbox, "OUTBOX_LIMIT_CHARS", 10)
     closed: list[int] = []
 
     class Stalled(SlowSocket):
@@ -108,7 +108,7 @@ async def test_a_client_too_far_behind_is_disconnected_not_buffered_forever(monk
             closed.append(code)
 
     sock = Stalled()
-    box = _Outbox(sock)
+    box = Outbox(sock)
     sock.gate.clear()
     box.put("first")  # waits: the client reads slowly
     for _ in range(5):

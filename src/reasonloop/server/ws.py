@@ -24,15 +24,13 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, WebSocket
 from pydantic import BaseModel, Field, ValidationError
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from reasonloop.eager import first_step, resume
 from reasonloop.errors import AuthError, ReasonLoopError
 from reasonloop.events import Event
 from reasonloop.runs.live import LiveRun
@@ -40,14 +38,12 @@ from reasonloop.runs.models import RunRequest
 from reasonloop.runs.store import is_terminal_event
 from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
 from reasonloop.server.deps import ServerState
+from reasonloop.server.ws_outbox import AsgiSend, DirectText, Outbox
 
 __all__ = ["DIRECT_TEXT", "SOCKET_PATH", "pong_frame", "router", "serve_unwrapped"]
 
 log = logging.getLogger(__name__)
 router = APIRouter()
-
-AsgiSend = Callable[[dict[str, Any]], Awaitable[None]]
-DirectText = Callable[[str], bool]
 
 SOCKET_PATH = "/v1/ws"
 DIRECT_TEXT = "reasonloop.websocket.direct_text"
@@ -77,88 +73,6 @@ def pong_frame(ref: Any = None) -> str:
     """The reply to a ping (echoing its ``id``), put together without an encoder pass: it is
     the most frequent frame."""
     return _PONG if ref is None else _PONG_WITH_ID + _encode(ref) + "}"
-
-
-OUTBOX_LIMIT_CHARS = 8 * 1024 * 1024
-"""Characters a socket may have queued behind a slow client before it is closed with 1013
-(try again later). Every event is in the run store: the client resumes with ``after_seq``."""
-
-
-class _Outbox:
-    """Frames for one socket, in order: written at once while the socket takes writes.
-
-    A write that has to wait (the client reads slowly and the transport paused writing) is
-    finished by a drain task, and later frames queue behind it; nothing else ever waits, so
-    a run's events reach the socket straight from the call that publishes them. A client
-    that falls :data:`OUTBOX_LIMIT_CHARS` behind is disconnected instead of growing the queue.
-    """
-
-    def __init__(self, ws: WebSocket, send: AsgiSend | None = None, direct: DirectText | None = None) -> None:
-        self.ws = ws
-        self._send = send or ws.send
-        """Writes one ASGI message; the server's own ``send`` when we have it (see :func:`serve_unwrapped`)."""
-        self._direct = direct
-        """The server protocol's own frame writer (:data:`DIRECT_TEXT`), when it offers one."""
-        self.queue: deque[str] = deque()
-        self.queued = 0
-        self.drainer: asyncio.Task[None] | None = None
-        self.closer: asyncio.Task[None] | None = None
-        self.closed = False
-
-    def put(self, text: str) -> None:
-        if self.closed:
-            return
-        if self.drainer is not None:
-            self.queued += len(text)
-            if self.queued > OUTBOX_LIMIT_CHARS:
-                self._overflow()
-                return
-            self.queue.append(text)
-            return
-        try:
-            if self._direct is not None and self._direct(text):
-                return
-            done, pending = first_step(self._send({"type": "websocket.send", "text": text}))
-        except Exception:  # the socket is gone: the receive loop ends the session
-            self.closed = True
-            return
-        if not done:
-            self.drainer = asyncio.create_task(self._drain(pending))
-
-    async def _drain(self, pending: Any) -> None:
-        try:
-            await resume(*pending)
-            while self.queue:
-                text = self.queue.popleft()
-                self.queued -= len(text)
-                await self._send({"type": "websocket.send", "text": text})
-        except Exception:
-            self.closed = True
-            self.queue.clear()
-        finally:
-            self.drainer = None
-
-    def _overflow(self) -> None:
-        """Too far behind: drop what is queued and close the socket (the receive loop then ends)."""
-        self.close()
-        log.warning("closing a WebSocket whose client fell %d characters behind", OUTBOX_LIMIT_CHARS)
-        self.closer = asyncio.get_running_loop().create_task(self._close_slow())
-
-    async def _close_slow(self) -> None:
-        with contextlib.suppress(Exception):
-            await self.ws.close(code=1013, reason="client too slow: reconnect and resume with after_seq")
-
-    async def flush(self) -> None:
-        """Until every frame put so far is written (or the socket is gone)."""
-        while self.drainer is not None:
-            await asyncio.wait({self.drainer})
-
-    def close(self) -> None:
-        self.closed = True
-        self.queue.clear()
-        self.queued = 0
-        if self.drainer is not None:
-            self.drainer.cancel()
 
 
 class _LiveReader:
@@ -201,7 +115,7 @@ class _Session:
         self.ws = ws
         self.state = state
         self.who = who
-        self.outbox = _Outbox(ws, send, direct)
+        self.outbox = Outbox(ws, send, direct)
         self.tasks: set[asyncio.Task[None]] = set()
         self.followers: dict[str, _LiveReader | asyncio.Task[Any]] = {}
         """run id -> what streams it on this socket (``cancel()`` stops it)."""
