@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
@@ -246,6 +247,54 @@ def test_a_full_disk_refuses_the_line_and_the_journal_goes_on_once_there_is_spac
     journal.close()
 
 
+def test_a_growing_segment_is_mapped_once_and_reserved_ahead_off_the_writing_thread(tmp_path, monkeypatch):
+    journal = Journal(str(tmp_path), "me:1:x")
+    journal.open()
+    segment = journal.current
+    mapped = segment.map
+    callers: list[str] = []
+    real = os.posix_fallocate
+
+    def recorded(fd: int, offset: int, length: int) -> None:
+        callers.append(threading.current_thread().name)
+        real(fd, offset, length)
+
+    monkeypatch.setattr(os, "posix_fallocate", recorded)
+    payloads = [stamped("run_a", seq, "r" * 1000) for seq in range(2, 5002)]  # about 5 MB: five chunks
+    for payload in payloads:
+        journal.write("run_a", payload)
+    assert segment.map is mapped  # never mapped again as it grew
+    assert len(callers) >= 4 and all(name.startswith("run-journal-reserve") for name in callers)
+    assert segment.size <= os.path.getsize(segment.path) <= segment.size + (2 << 20)  # a chunk or so ahead
+    segment.failed = True
+    journal.close()
+    assert [e["seq"] for _, e in journal_lines(str(tmp_path))] == list(range(2, 5002))
+
+
+def test_a_reservation_that_failed_on_the_journals_thread_is_made_again_where_the_space_is_needed(
+    tmp_path, monkeypatch
+):
+    journal = Journal(str(tmp_path), "me:1:x")
+    journal.open()
+    real = os.posix_fallocate
+    attempts: list[str] = []
+
+    def full_on_its_thread(fd: int, offset: int, length: int) -> None:
+        attempts.append(threading.current_thread().name)
+        if threading.current_thread() is not threading.main_thread():
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd, offset, length)
+
+    monkeypatch.setattr(os, "posix_fallocate", full_on_its_thread)
+    for seq in range(2, 2502):  # about 2.5 MB: past the first chunk and the one that failed ahead
+        segment = journal.write("run_a", stamped("run_a", seq, "f" * 1000))
+    assert "MainThread" in attempts and any(name.startswith("run-journal-reserve") for name in attempts)
+    assert os.path.getsize(segment.path) >= segment.size
+    segment.failed = True
+    journal.close()
+    assert [e["seq"] for _, e in journal_lines(str(tmp_path))] == list(range(2, 2502))
+
+
 def _resident_kib(path: str) -> int:
     """Resident KiB of this process's mappings of ``path`` (Linux ``/proc/self/smaps``)."""
     total, inside = 0, False
@@ -264,7 +313,7 @@ def test_a_long_segment_keeps_little_of_itself_resident_and_all_of_its_lines(tmp
     payloads = [stamped("run_a", seq, "z" * 5000) for seq in range(2, 4202)]  # about 21 MB
     for payload in payloads:
         segment = journal.write("run_a", payload)
-    # 5 MB written since the map last grew (at 16 MB): a chunk or two of them stay resident
+    # written chunk by chunk: only the last chunk or two of them stay resident
     assert segment.size > 20 << 20 and _resident_kib(segment.path) <= 3 * 1024
     segment.failed = True  # kept at close, as a store failure would keep it
     journal.close()

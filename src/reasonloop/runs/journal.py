@@ -6,10 +6,13 @@ makes the event durable in the same step instead: its line is copied into a memo
 file only this process writes, after which the event is published at once, and the run
 store is fed behind it in large, infrequent batches. The map is shared with the kernel's
 page cache, so a process killed with ``kill -9`` loses nothing it has copied there, and no
-system call is made per event (only per megabyte, to reserve space); what survives a power
-cut is what survives it in the SQLite store with ``synchronous=NORMAL``. Disk space is
-reserved (``posix_fallocate``) before the map grows over it: a full disk fails the write
-with an error instead of the process with a ``SIGBUS``.
+system call is made per event; what survives a power cut is what survives it in the SQLite
+store with ``synchronous=NORMAL``. A segment is mapped once, as long as it may grow, and
+written only where disk space is reserved (``posix_fallocate``): a full disk fails the write
+with an error instead of the process with a ``SIGBUS``. Space is reserved a chunk ahead by a
+thread of its own, so the event loop's thread neither maps memory nor waits on the file
+system as a segment grows (a reservation can wait milliseconds behind the file system's own
+journal when the disk is busy); it waits only if it catches up with a reservation in flight.
 
 Each process writes its own segment files, ``<instance>.<n>.jsonl`` in the journal
 directory, holding an exclusive ``flock`` on the one it writes for as long as it lives. A
@@ -36,6 +39,7 @@ import os
 import re
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +47,7 @@ from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import event_adapter
 from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.store import RunStore, append_events
+from reasonloop.runs.thread_priority import yield_cpu_to_event_loop
 
 __all__ = ["Journal", "Segment", "file_prefix", "recover_journals", "unrecovered"]
 
@@ -52,7 +57,7 @@ SUFFIX = ".jsonl"
 _IMPORT_BATCH = 1000
 _STALE_NEW_S = 60.0
 _CHUNK = 1 << 20
-"""Space reserved (and mapped) at a time; a segment's map doubles from this as it fills."""
+"""Disk space reserved at a time, a chunk ahead of the last line."""
 
 
 @dataclass(eq=False)
@@ -64,6 +69,10 @@ class Segment:
     map: mmap.mmap
     size: int = 0
     """Bytes of lines written (the file and its map are longer: space reserved ahead)."""
+    reserved: int = 0
+    """Bytes of the file with disk space reserved (its length): lines are written only below this."""
+    reserving: tuple[Future[None], int] | None = None
+    """A reservation in flight on the journal's thread, and where it ends."""
     released: int = 0
     """Bytes of the map already given back to the kernel (pages this process will not touch again)."""
     pending: int = 0
@@ -92,6 +101,8 @@ class Journal:
         self._serial = 0
         self._rotate_at = 0
         """Size of the current segment before which a failed rotation is not tried again."""
+        self._reserver: ThreadPoolExecutor | None = None
+        """Reserves disk space ahead of the current segment's last line."""
 
     def open(self) -> None:
         """Create the directory and this process's first segment.
@@ -116,7 +127,8 @@ class Journal:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             _reserve(fd, 0, _CHUNK)
-            segment = Segment(path=final, fd=fd, map=mmap.mmap(fd, _CHUNK))
+            span = -(-max(self.max_bytes, _CHUNK) // _CHUNK) * _CHUNK
+            segment = Segment(path=final, fd=fd, map=_map_ahead(fd, span, _CHUNK), reserved=_CHUNK)
             os.rename(temporary, final)
         except OSError:
             os.close(fd)
@@ -137,16 +149,27 @@ class Journal:
         line = f"{run_id}\t{payload}\n".encode()
         start = segment.size
         end = start + len(line)
-        if end > len(segment.map):
-            _grow(segment, end, self.max_bytes)
+        if end > segment.reserved:
+            _make_room(segment, end)
         segment.map[start:end] = line
         segment.size = end
         segment.pending += 1
+        if segment.reserving is None and segment.reserved - end < _CHUNK:
+            self._reserve_ahead(segment)
         if end - segment.released >= 2 * _CHUNK:
             _release_pages(segment)
         if end >= self.max_bytes and end >= self._rotate_at:
             self._rotate()
         return segment
+
+    def _reserve_ahead(self, segment: Segment) -> None:
+        """Start reserving the chunk after ``segment``'s reserved space on the journal's thread."""
+        end = min(segment.reserved + _CHUNK, len(segment.map))
+        if end <= segment.reserved:
+            return  # the map is full: a line past it maps more (see _make_room)
+        if self._reserver is None:
+            self._reserver = ThreadPoolExecutor(1, "run-journal-reserve", initializer=yield_cpu_to_event_loop)
+        segment.reserving = (self._reserver.submit(_reserve, segment.fd, segment.reserved, end), end)
 
     def _rotate(self) -> None:
         old = self.current
@@ -177,6 +200,7 @@ class Journal:
         on disk, unlocked once closed, for recovery to import."""
         if segment.pending > 0:
             return
+        _settle_reservation(segment)  # its descriptor is about to close
         if not segment.failed:
             with contextlib.suppress(OSError):
                 os.unlink(segment.path)
@@ -202,26 +226,58 @@ class Journal:
                 segment.failed = True  # never confirmed: keep it for the next recovery
                 segment.pending = 0
             self._release(segment)
+        if self._reserver is not None:
+            self._reserver.shutdown(wait=False)
+            self._reserver = None
 
     @property
     def path(self) -> str:
         return self.current.path if self.current is not None else self.directory
 
 
-def _grow(segment: Segment, needed: int, max_bytes: int) -> None:
-    """Reserve disk space for at least ``needed`` bytes, then map it: twice the size so far,
-    up to about ``max_bytes`` (where the segment rotates), or what one long line needs.
+def _map_ahead(fd: int, span: int, size: int) -> mmap.mmap:
+    """Map ``span`` bytes of a file ``size`` bytes long. Python maps no more than a file holds,
+    so the file is lengthened for the call and cut back after it; the pages past its end are
+    there once it grows again (until then, touching them would raise ``SIGBUS``)."""
+    if span <= size:
+        return mmap.mmap(fd, size)
+    os.ftruncate(fd, span)
+    try:
+        return mmap.mmap(fd, span)
+    finally:
+        os.ftruncate(fd, size)
+
+
+def _make_room(segment: Segment, needed: int) -> None:
+    """Reserved space for the first ``needed`` bytes of ``segment``: from the reservation in
+    flight (waited for), else reserved here, mapped again when a line runs past the map
+    (after a rotation that failed, or a line longer than what is left).
 
     Raises:
         OSError: no space left. Nothing was written; the file may have grown (by NUL bytes,
             which recovery ignores).
     """
-    size = max(needed, min(2 * len(segment.map), max_bytes))
-    size = -(-size // _CHUNK) * _CHUNK
-    _reserve(segment.fd, len(segment.map), size)
-    grown = mmap.mmap(segment.fd, size)  # mapped again rather than resized: mremap is Linux's alone
-    segment.map.close()
-    segment.map = grown
+    _settle_reservation(segment)
+    if needed <= segment.reserved:
+        return
+    size = -(-needed // _CHUNK) * _CHUNK
+    _reserve(segment.fd, segment.reserved, size)
+    segment.reserved = size
+    if size > len(segment.map):
+        grown = mmap.mmap(segment.fd, size)
+        segment.map.close()
+        segment.map = grown
+
+
+def _settle_reservation(segment: Segment) -> None:
+    """Wait for ``segment``'s reservation in flight, if any, and count its space if it got it
+    (one that failed is tried again, on this thread, when the space is needed)."""
+    if segment.reserving is None:
+        return
+    future, end = segment.reserving
+    segment.reserving = None
+    if future.exception() is None:
+        segment.reserved = max(segment.reserved, end)
 
 
 def _reserve(fd: int, start: int, end: int) -> None:

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import queue
 import sqlite3
-import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
 from reasonloop.runs.event_rows import EventRows
+from reasonloop.runs.thread_priority import yield_cpu_to_event_loop
 
 __all__ = ["Batch", "Checkpointer", "Writer", "WriterClosed"]
 
@@ -223,35 +222,6 @@ class Writer(threading.Thread):
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
         return results
-
-
-def yield_cpu_to_event_loop(priority: str = "idle") -> None:
-    """Lower the calling thread's CPU priority (Linux, per thread): ``idle`` or ``low``.
-
-    On a core it shares with the event loop, a writer thread at normal priority takes the
-    core for a whole time slice (milliseconds) whenever both want it, and every socket served
-    by the loop waits that long. A low priority (nice 19) is not enough on its own: once such
-    a thread runs, the loop's thread, woken (say, from a write to disk that let the writer
-    take the GIL), may wait for the next scheduler tick, 4 ms on a 250 Hz kernel, before it
-    runs again. ``idle`` (``SCHED_IDLE``) gives way at once to any other thread that wakes, so
-    the thread runs while the loop waits on its sockets or on the GIL.
-
-    The price of ``idle``: other busy processes on the same cores (other workers of the same
-    server) leave the thread almost no time, and while it waits it may hold the GIL (the event
-    loop waits too) or the database's write lock (the other workers' writers wait). ``low``
-    keeps a small share for it. Where ``idle`` is refused, ``low``.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    tid = threading.get_native_id()
-    if priority == "idle":
-        try:
-            os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
-            return
-        except (OSError, AttributeError):
-            pass
-    with contextlib.suppress(OSError):
-        os.setpriority(os.PRIO_PROCESS, tid, 19)
 
 
 def _insert(conn: sqlite3.Connection, rows: EventRows) -> list[sqlite3.IntegrityError | None]:
