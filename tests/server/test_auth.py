@@ -13,7 +13,7 @@ from reasonloop.config import APIKeySettings, ServerSettings
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.server import create_app
-from reasonloop.server.auth import TokenBucket, auth_warning, hash_key
+from reasonloop.server.auth import TokenBucket, auth_warning, hash_key, ws_token
 from tests.server.helpers import make_settings, serve, sse_events
 
 KEYS = {"alice": "sk-alice-123", "bob": "sk-bob-456", "slow": "sk-slow-789"}
@@ -101,6 +101,34 @@ async def test_websocket_auth_by_query_or_subprotocol(server):
     async with connect(f"{ws_url}?api_key={KEYS['alice']}") as ws:
         await ws.send(json.dumps({"type": "resume", "run_id": run_id, "after_seq": 0}))
         assert json.loads(await ws.recv())["code"] == "run.not_found"
+
+
+async def test_websocket_auth_by_header(server):
+    _, url = server
+    ws_url = url.replace("http://", "ws://") + "/v1/ws"
+    async with connect(ws_url, additional_headers=bearer("bob")) as ws:
+        await ws.send(json.dumps({"type": "ping"}))
+        assert json.loads(await ws.recv()) == {"type": "pong"}
+    with pytest.raises((InvalidStatus, ConnectionClosed)):
+        async with connect(ws_url, additional_headers={"Authorization": "Basic Ym9iOmJvYg=="}) as ws:
+            await ws.send(json.dumps({"type": "ping"}))
+            await ws.recv()
+
+
+def test_the_websocket_key_is_read_from_the_scope_as_a_request_would_read_it():
+    def scope(query: bytes = b"", subprotocols: tuple[str, ...] = (), **headers: str) -> dict:
+        raw = [(name.encode(), value.encode("latin-1")) for name, value in headers.items()]
+        return {"query_string": query, "subprotocols": list(subprotocols), "headers": raw}
+
+    assert ws_token(scope()) is None
+    assert ws_token(scope(b"api_key=sk%2Dx%20y")) == "sk-x y"  # percent-decoded
+    assert ws_token(scope(b"api_key=first&other=1&api_key=last")) == "last"  # the last one, as Starlette's
+    assert ws_token(scope(b"api_key=&x=1", authorization="Bearer from-header")) == "from-header"  # empty: next source
+    assert ws_token(scope(subprotocols=("reasonloop.v1", "bearer.from-proto"))) == "from-proto"
+    assert ws_token(scope(b"api_key=q", ("bearer.p",), authorization="Bearer h")) == "q"  # query first
+    assert ws_token(scope(b"", ("bearer.p",), authorization="Bearer h")) == "p"  # then the subprotocol
+    assert ws_token(scope(authorization="bearer  spaced ")) == "spaced"
+    assert ws_token(scope(authorization="Basic abc")) is None
 
 
 def test_token_bucket_refills_at_its_rate():

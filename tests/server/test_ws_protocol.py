@@ -30,6 +30,7 @@ async def test_a_ping_is_answered_without_the_application(tmp_path, monkeypatch)
     reached: list[str] = []
 
     async def deaf(self: _Session) -> None:  # accepted, then never reads a frame
+        assert await self._admit()
         reached.append("serving")
         await asyncio.Event().wait()
 

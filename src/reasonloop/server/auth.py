@@ -15,7 +15,10 @@ import hmac
 import ipaddress
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
 
 from reasonloop.config import APIKeySettings, ServerSettings
 from reasonloop.errors import AuthError, RateLimited
@@ -124,15 +127,26 @@ class Authenticator:
         return self.authenticate(token)
 
 
-def ws_token(query_key: str | None, subprotocols: list[str], header: str | None) -> str | None:
-    """The key a WebSocket client presented: query parameter, ``bearer.KEY`` subprotocol or header."""
-    if query_key:
-        return query_key
-    for proto in subprotocols:
+def ws_token(scope: Mapping[str, Any]) -> str | None:
+    """The key a WebSocket client presented, read from its ASGI scope: the ``api_key`` query
+    parameter (the last one, if repeated), a ``bearer.KEY`` subprotocol or the
+    ``Authorization`` header (the first one). Read from the raw scope, as a request object
+    would read it, without building one per connection."""
+    query = scope.get("query_string") or b""
+    if query:
+        key = None
+        for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
+            if name == "api_key":
+                key = value
+        if key:
+            return key
+    for proto in scope.get("subprotocols") or ():
         if proto.startswith("bearer."):
             return proto[len("bearer.") :]
-    if header and header.lower().startswith("bearer "):
-        return header[7:].strip()
+    for name, value in scope.get("headers") or ():
+        if name == b"authorization":
+            header = value.decode("latin-1")
+            return header[7:].strip() if header.lower().startswith("bearer ") else None
     return None
 
 

@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any
 
 from fastapi import APIRouter, WebSocket
@@ -40,7 +40,7 @@ from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
 from reasonloop.server.deps import ServerState
 from reasonloop.server.ws_outbox import AsgiSend, DirectText, Outbox
 
-__all__ = ["DIRECT_TEXT", "SOCKET_PATH", "pong_frame", "router", "serve_unwrapped"]
+__all__ = ["DIRECT_TEXT", "SOCKET_PATH", "AsgiSocket", "pong_frame", "router", "serve_unwrapped"]
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -106,15 +106,16 @@ class _Session:
 
     def __init__(
         self,
-        ws: WebSocket,
+        ws: WebSocket | AsgiSocket,
         state: ServerState,
-        who: Principal,
+        who: Principal | None,
         send: AsgiSend | None = None,
         direct: DirectText | None = None,
     ) -> None:
         self.ws = ws
         self.state = state
         self.who = who
+        """Who the socket authenticated as (set by :meth:`serve` once it has)."""
         self.outbox = Outbox(ws, send, direct)
         self.tasks: set[asyncio.Task[None]] = set()
         self.followers: dict[str, _LiveReader | asyncio.Task[Any]] = {}
@@ -138,6 +139,9 @@ class _Session:
         return task
 
     async def serve(self) -> None:
+        """Authenticate and accept the socket, then read its frames until it closes."""
+        if not await self._admit():
+            return
         self._arm_heartbeat()
         try:
             while True:
@@ -165,6 +169,18 @@ class _Session:
             for task in list(self.tasks):
                 task.cancel()
             self.outbox.close()
+
+    async def _admit(self) -> bool:
+        """Authenticate the socket and accept it; False once it is closed instead."""
+        scope = self.ws.scope
+        try:
+            self.who = self.state.auth.authenticate(ws_token(scope))
+        except AuthError as exc:
+            await self.ws.close(code=CLOSE_POLICY, reason=exc.message)
+            return False
+        offered = scope.get("subprotocols") or ()
+        await self.ws.accept(subprotocol=WS_SUBPROTOCOL if WS_SUBPROTOCOL in offered else next(iter(offered), None))
+        return self.ws.client_state == WebSocketState.CONNECTED  # not when the client left first
 
     async def _refuse(self, size: int) -> None:
         with contextlib.suppress(Exception):
@@ -298,25 +314,43 @@ async def websocket_endpoint(ws: WebSocket) -> None:
     await _serve_socket(ws)
 
 
-async def _serve_socket(ws: WebSocket, send: AsgiSend | None = None) -> None:
-    """Authenticate, accept and serve one socket; frames go out through ``send`` when given
-    (the server's ASGI send, once accepted: only text frames pass there), else ``ws.send``."""
-    state: ServerState = ws.app.state.reasonloop
-    offered = list(ws.scope.get("subprotocols") or [])
-    token = ws_token(ws.query_params.get("api_key"), offered, ws.headers.get("authorization"))
-    try:
-        who = state.auth.authenticate(token)
-    except AuthError as exc:
-        await ws.close(code=CLOSE_POLICY, reason=exc.message)
-        return
-    subprotocol = WS_SUBPROTOCOL if WS_SUBPROTOCOL in offered else next(iter(offered), None)
-    await ws.accept(subprotocol=subprotocol)
+def _serve_socket(ws: WebSocket | AsgiSocket, send: AsgiSend | None = None) -> Coroutine[Any, Any, None]:
+    """Serve one socket (the session authenticates and accepts it first); frames go out through
+    ``send`` when given (the server's ASGI send, once accepted: only text frames pass there),
+    else ``ws.send``. Returns the session's coroutine rather than awaiting it: one frame fewer
+    kept for each open socket."""
+    state: ServerState = ws.scope["app"].state.reasonloop
     # The protocol's own writer only where frames skip the middleware anyway (served unwrapped).
     direct = (ws.scope.get("extensions") or {}).get(DIRECT_TEXT) if send is not None else None
-    await _Session(ws, state, who, send, direct).serve()
+    return _Session(ws, state, None, send, direct).serve()
 
 
-async def serve_unwrapped(scope: Any, receive: Any, send: Any) -> None:
+class AsgiSocket:
+    """A WebSocket served straight on the server's ASGI ``receive`` and ``send``, with what a
+    session uses of Starlette's ``WebSocket``: ``receive`` is the server's own (no coroutine of
+    its own per message), and no state checks run per frame."""
+
+    __slots__ = ("client_state", "receive", "scope", "send")
+
+    def __init__(self, scope: Any, receive: Any, send: AsgiSend) -> None:
+        self.scope = scope
+        self.receive = receive
+        self.send = send
+        self.client_state = WebSocketState.CONNECTING
+
+    async def accept(self, subprotocol: str | None = None) -> None:
+        message = await self.receive()  # websocket.connect
+        if message["type"] == "websocket.disconnect":
+            self.client_state = WebSocketState.DISCONNECTED
+            return
+        await self.send({"type": "websocket.accept", "subprotocol": subprotocol, "headers": []})
+        self.client_state = WebSocketState.CONNECTED
+
+    async def close(self, code: int = 1000, reason: str | None = None) -> None:
+        await self.send({"type": "websocket.close", "code": code, "reason": reason or ""})
+
+
+def serve_unwrapped(scope: Any, receive: Any, send: Any) -> Coroutine[Any, Any, None]:
     """Serve a ``/v1/ws`` socket straight from the server, outside the application's
     middleware stack (see :class:`~reasonloop.server.app.ReasonloopAPI`).
 
@@ -326,6 +360,6 @@ async def serve_unwrapped(scope: Any, receive: Any, send: Any) -> None:
     thousands of frames for each full garbage collection to walk. Frames are written by the
     server's protocol directly when it offers that (:data:`DIRECT_TEXT`), else with the
     server's ASGI ``send`` itself, not through Starlette's state checks (two more coroutines
-    per frame).
+    per frame); messages are read with the server's ``receive`` itself (:class:`AsgiSocket`).
     """
-    await _serve_socket(WebSocket(scope, receive, send), send)
+    return _serve_socket(AsgiSocket(scope, receive, send), send)
