@@ -137,7 +137,21 @@ async def test_oversized_frames_are_refused(gated):
         assert info.value.rcvd.code == 1009
 
 
-async def test_heartbeat_frames_keep_coming_while_the_socket_is_idle(tmp_path):
+@pytest.mark.parametrize("by_protocol", [True, False], ids=["with-the-protocols-pings", "session-timer"])
+async def test_heartbeat_frames_keep_coming_while_the_socket_is_idle(tmp_path, monkeypatch, by_protocol):
+    from reasonloop.server import ws_protocol
+    from reasonloop.server.ws import _Session
+
+    timers: list[object] = []
+    real_arm = _Session._arm_heartbeat
+
+    def arm(self: _Session) -> None:
+        timers.append(self)
+        real_arm(self)
+
+    monkeypatch.setattr(_Session, "_arm_heartbeat", arm)
+    if not by_protocol:  # a server protocol that offers no heartbeat: the session keeps its own timer
+        monkeypatch.setattr(ws_protocol, "HEARTBEAT", "not.offered")
     settings = make_settings(tmp_path, ws_ping_interval_s=0.1, ws_ping_timeout_s=5)
     async with (
         serve(create_app(settings, runner=GatedRunner()), settings) as url,
@@ -149,6 +163,8 @@ async def test_heartbeat_frames_keep_coming_while_the_socket_is_idle(tmp_path):
         while (frame := json.loads(await asyncio.wait_for(ws.recv(), 5)))["type"] == "heartbeat":
             pass
         assert frame == {"type": "pong", "id": 1}
+    # with the protocol's pings, not one timer per socket (thousands of sockets, thousands of timers)
+    assert (timers == []) if by_protocol else (len(timers) >= 3)
 
 
 async def test_heartbeat_closes_a_socket_that_stopped_answering(tmp_path):

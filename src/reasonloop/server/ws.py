@@ -15,7 +15,8 @@ Runs execute as tasks of the run manager: ping and stop are answered while a run
 and a disconnect never stops a run (reconnect and ``resume``). Frames are written as soon as
 they exist (a run's events straight from the run store's commit), queueing only while the
 client is slow to read. A heartbeat frame goes out
-every ``ws_ping_interval_s``; uvicorn's protocol pings close sockets that stop answering.
+every ``ws_ping_interval_s`` (written with the protocol's own keepalive ping when the server's
+protocol offers that, :data:`HEARTBEAT`); uvicorn's protocol pings close sockets that stop answering.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
 from reasonloop.server.deps import ServerState
 from reasonloop.server.ws_outbox import AsgiSend, DirectText, Outbox
 
-__all__ = ["DIRECT_TEXT", "SOCKET_PATH", "AsgiSocket", "pong_frame", "router", "serve_unwrapped"]
+__all__ = ["DIRECT_TEXT", "HEARTBEAT", "SOCKET_PATH", "AsgiSocket", "pong_frame", "router", "serve_unwrapped"]
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -49,6 +50,10 @@ SOCKET_PATH = "/v1/ws"
 DIRECT_TEXT = "reasonloop.websocket.direct_text"
 """ASGI scope extension: ``write(text) -> bool``, a text frame written by the server's protocol
 at once, or False when it must go through ASGI (see :mod:`reasonloop.server.ws_protocol`)."""
+HEARTBEAT = "reasonloop.websocket.heartbeat"
+"""ASGI scope extension, offered (as None) by a server protocol that can write the session's
+heartbeat frame with each of its own keepalive pings; the session sets it to the frame's text
+and keeps no timer of its own."""
 CLOSE_TOO_BIG = 1009
 CLOSE_POLICY = 1008
 
@@ -66,6 +71,7 @@ _encode = json.JSONEncoder().encode
 a lone surrogate (``"\\ud800"`` is valid JSON), which has no UTF-8 form; escaped, it goes back
 as it came."""
 _PONG = '{"type":"pong"}'
+_HEARTBEAT_FRAME = _encode({"type": "heartbeat"})
 _PONG_WITH_ID = '{"type":"pong","id":'
 
 
@@ -142,7 +148,11 @@ class _Session:
         """Authenticate and accept the socket, then read its frames until it closes."""
         if not await self._admit():
             return
-        self._arm_heartbeat()
+        extensions = self.ws.scope.get("extensions") or {}
+        if HEARTBEAT in extensions:  # the protocol beats with its keepalive pings: no timer here
+            extensions[HEARTBEAT] = _HEARTBEAT_FRAME
+        else:
+            self._arm_heartbeat()
         try:
             while True:
                 message = await self.ws.receive()
@@ -294,7 +304,7 @@ class _Session:
         self._heartbeat = None
         if self.ws.client_state != WebSocketState.CONNECTED:
             return
-        self.send({"type": "heartbeat"})
+        self.outbox.put(_HEARTBEAT_FRAME)
         if self.outbox.closed:  # the socket failed a write: close it (the receive loop then ends)
             self.spawn(self._close())
             return

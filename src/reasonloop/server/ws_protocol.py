@@ -1,4 +1,4 @@
-"""The WebSocket protocol reasonloop serves with: uvicorn's sans-I/O one, with two shortcuts;
+"""The WebSocket protocol reasonloop serves with: uvicorn's sans-I/O one, with three shortcuts;
 and the HTTP protocol that hands connections over to it (:class:`ReasonloopHttpProtocol`).
 
 **Pings answered where they are read.** ``{"type": "ping"}`` is how a client checks its
@@ -24,7 +24,13 @@ sent, writes are paused behind a slow reader, or an extension (compression) is n
 the application then sends that frame through ASGI, which waits, compresses or fails as
 usual.
 
-With both, a slow client is still the application's business: pings and frames go to it,
+**Heartbeats with the keepalive pings.** The session sends its clients a heartbeat frame every
+``ws_ping_interval_s`` (browsers never see the protocol's pings), the interval at which this
+protocol pings anyway. Offered :data:`HEARTBEAT` in the scope's extensions, the session names
+the frame there and the protocol writes it with each ping (when it may write directly: a
+client slow to read is evidently alive), instead of each socket keeping a timer of its own.
+
+With all of them, a slow client is still the application's business: pings and frames go to it,
 and through its outbox's limit, whenever the transport has paused writing.
 """
 
@@ -37,7 +43,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.protocol import State
 
-from reasonloop.server.ws import DIRECT_TEXT, SOCKET_PATH, pong_frame
+from reasonloop.server.ws import DIRECT_TEXT, HEARTBEAT, SOCKET_PATH, pong_frame
 
 __all__ = ["ReasonloopHttpProtocol", "ReasonloopWebSocketProtocol", "text_frame"]
 
@@ -63,7 +69,9 @@ class ReasonloopWebSocketProtocol(WebSocketsSansIOProtocol):
         super().handle_connect(event)
         scope = getattr(self, "scope", None)  # absent when the handshake was refused
         if scope is not None:
-            scope["extensions"][DIRECT_TEXT] = self.write_text
+            extensions = scope["extensions"]
+            extensions[DIRECT_TEXT] = self.write_text
+            extensions[HEARTBEAT] = None  # offered: the session names its frame here
 
     def on_task_complete(self, task: Any) -> None:
         # The scope's writer is a method of this protocol, which holds the scope: a reference
@@ -73,6 +81,14 @@ class ReasonloopWebSocketProtocol(WebSocketsSansIOProtocol):
         scope = getattr(self, "scope", None)
         if scope is not None:
             scope["extensions"].pop(DIRECT_TEXT, None)
+            scope["extensions"].pop(HEARTBEAT, None)
+
+    def send_keepalive_ping(self) -> None:
+        scope = getattr(self, "scope", None)
+        frame = scope["extensions"].get(HEARTBEAT) if scope is not None else None
+        if frame is not None and not self.close_sent and not self.transport.is_closing():
+            self.write_text(frame)
+        super().send_keepalive_ping()
 
     def handle_text(self, event: Any) -> None:
         if event.fin and self.answer_ping(event.data):
