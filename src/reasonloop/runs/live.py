@@ -48,7 +48,8 @@ class LiveRun:
     """Text of every top-level answer delta emitted (recorded or not yet)."""
     delivered: list[str] = field(default_factory=list)
     """Text of the top-level answer deltas recorded: the partial answer readers have."""
-    sinks: list[Sink] = field(default_factory=list)
+    sinks: tuple[Sink, ...] = ()
+    """Replaced, never changed in place: :meth:`publish` may be iterating the old one."""
     emitted: int = 0
     """The seq of the last event stamped (published or not yet)."""
     task: asyncio.Task[None] | None = None
@@ -109,17 +110,17 @@ class LiveRun:
             sink(payloads[index], ended and index == last)
         if ended:
             return False
-        self.sinks = [*self.sinks, sink]  # a new list: publish may be iterating the old one
+        self.sinks = (*self.sinks, sink)
         return True
 
     def detach(self, sink: Sink) -> None:
         if sink in self.sinks:
-            self.sinks = [s for s in self.sinks if s is not sink]
+            self.sinks = tuple(s for s in self.sinks if s is not sink)
 
     def end(self) -> None:
         """The run is over: iterators finish and sinks are let go."""
         self.done = True
-        self.sinks = []
+        self.sinks = ()
         self.wake()
 
     def wake(self) -> None:

@@ -38,14 +38,17 @@ class LLMRunner:
     async def _run(self, request: RunRequest) -> AsyncIterator[Event]:
         llm = self._llm if isinstance(self._llm, LLM) else self._llm()
         yield RunStarted(reasoning=request.agent or request.reasoning or "direct", question=request.question)
-        messages = [Message.system(self.system)] if self.system else []
-        messages += [*request.history, Message.user(request.question)]
         parts: list[str] = []
         usage = Usage(llm_calls=1)
-        async for chunk in llm.stream(messages):
+        async for chunk in llm.stream(self._messages(request)):
             if isinstance(chunk, TextDelta) and chunk.text:
                 parts.append(chunk.text)
                 yield AnswerDelta(text=chunk.text)
             elif isinstance(chunk, Done):
                 usage.prompt_tokens, usage.completion_tokens = chunk.prompt_tokens, chunk.completion_tokens
         yield Answer(text="".join(parts), usage=usage)
+
+    def _messages(self, request: RunRequest) -> list[Message]:
+        """The prompt (a temporary: the model's request holds its own copy for the stream)."""
+        head = [Message.system(self.system)] if self.system else []
+        return [*head, *request.history, Message.user(request.question)]

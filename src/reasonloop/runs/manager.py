@@ -287,7 +287,10 @@ class RunManager:
             try:
                 if live.stop_requested:
                     raise _Stop
-                async with self._slots:
+                # acquire/release rather than `async with`: the context manager's bound __aexit__
+                # would stay referenced from this frame for the whole run
+                await self._slots.acquire()
+                try:
                     self._waiting -= 1
                     live.cancellable = False
                     record.status, record.started_at = "running", time.time()
@@ -296,6 +299,8 @@ class RunManager:
                     # fewer per run); the run's end waits for those, so the order is kept.
                     self.recorder.add_status(record.run_id, {"status": "running", "started_at": record.started_at})
                     await self._drive(live)
+                finally:
+                    self._slots.release()
             finally:
                 if record.status == "queued":
                     self._waiting -= 1
