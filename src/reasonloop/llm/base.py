@@ -271,7 +271,7 @@ class LLM(ABC):
                                     deadline.start_wait()
                                     chunk = await resume(step, waiting)
                                     deadline.end_wait()
-                                step = send = waiting = None  # not kept for the rest of the stream
+                                    step = send = waiting = None  # not kept for the rest of the stream
                         except StopAsyncIteration:
                             if deadline is not None:
                                 deadline.end_wait()
