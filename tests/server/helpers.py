@@ -22,8 +22,9 @@ def make_settings(tmp_path, **server: Any) -> Settings:
 
 
 @asynccontextmanager
-async def serve(app: Any, settings: Settings | None = None) -> AsyncIterator[str]:
-    """Run ``app`` on a free loopback port until the block ends; yields the base URL."""
+async def serve(app: Any, settings: Settings | None = None, **config: Any) -> AsyncIterator[str]:
+    """Run ``app`` on a free loopback port until the block ends; yields the base URL. ``config``:
+    more of uvicorn's options (``root_path``...)."""
     port = free_port()
     srv = settings.server if settings else ServerSettings()
     config = uvicorn.Config(
@@ -34,6 +35,7 @@ async def serve(app: Any, settings: Settings | None = None) -> AsyncIterator[str
         lifespan="on",
         timeout_graceful_shutdown=1,
         **uvicorn_options(srv),
+        **config,
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

@@ -11,6 +11,8 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.server import create_app
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
@@ -186,3 +188,32 @@ async def test_heartbeat_closes_a_socket_that_stopped_answering(tmp_path):
         while await asyncio.wait_for(reader.read(1024), 10):
             pass
         writer.close()
+
+
+async def test_a_socket_under_a_root_path_is_served_by_the_routed_endpoint(tmp_path, monkeypatch):
+    from reasonloop.server import ws as ws_module
+
+    served: list[str] = []
+    real = ws_module._serve_socket
+
+    def spy(socket, send=None):
+        served.append(type(socket).__name__)
+        return real(socket, send)
+
+    monkeypatch.setattr(ws_module, "_serve_socket", spy)
+    settings = make_settings(tmp_path, ws_ping_interval_s=0.1, ws_ping_timeout_s=5)
+    runner = LLMRunner(ScriptedProvider(replies=["routed and streamed"], chunk_size=5, delay_s=0.01))
+    async with (
+        serve(create_app(settings, runner=runner), settings, root_path="/api") as url,
+        connect(url.replace("http://", "ws://") + "/v1/ws") as ws,
+    ):
+        await ws.send('{"type":"ping","id":7}')
+        await ws.send('{"type":"ask","question":"q"}')
+        frames = []
+        while not frames or frames[-1].get("event", {}).get("type") != "answer":
+            frame = json.loads(await asyncio.wait_for(ws.recv(), 5))
+            if frame["type"] != "heartbeat":
+                frames.append(frame)
+    assert served == ["WebSocket"]  # Starlette's, through the router: not the unwrapped path
+    assert frames[0] == {"type": "pong", "id": 7} and frames[1]["type"] == "run"
+    assert frames[-1]["event"]["text"] == "routed and streamed"
