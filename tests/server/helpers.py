@@ -34,8 +34,7 @@ async def serve(app: Any, settings: Settings | None = None, **config: Any) -> As
         log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=1,
-        **uvicorn_options(srv),
-        **config,
+        **{**uvicorn_options(srv), **config},
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

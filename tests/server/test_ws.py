@@ -139,7 +139,9 @@ async def test_oversized_frames_are_refused(gated):
         assert info.value.rcvd.code == 1009
 
 
-@pytest.mark.parametrize("by_protocol", [True, False], ids=["with-the-protocols-pings", "session-timer"])
+@pytest.mark.parametrize(
+    "by_protocol", [True, False, None], ids=["with-the-protocols-pings", "session-timer", "protocol-not-pinging"]
+)
 async def test_heartbeat_frames_keep_coming_while_the_socket_is_idle(tmp_path, monkeypatch, by_protocol):
     from reasonloop.server import ws_protocol
     from reasonloop.server.ws import _Session
@@ -152,11 +154,13 @@ async def test_heartbeat_frames_keep_coming_while_the_socket_is_idle(tmp_path, m
         real_arm(self)
 
     monkeypatch.setattr(_Session, "_arm_heartbeat", arm)
-    if not by_protocol:  # a server protocol that offers no heartbeat: the session keeps its own timer
+    if by_protocol is False:  # a server protocol that offers no heartbeat: the session keeps its own timer
         monkeypatch.setattr(ws_protocol, "HEARTBEAT", "not.offered")
+    # None: the protocol's own pings are off (uvicorn configured apart), so it must not offer them
+    pings = {"ws_ping_interval": None} if by_protocol is None else {}
     settings = make_settings(tmp_path, ws_ping_interval_s=0.1, ws_ping_timeout_s=5)
     async with (
-        serve(create_app(settings, runner=GatedRunner()), settings) as url,
+        serve(create_app(settings, runner=GatedRunner()), settings, **pings) as url,
         connect(url.replace("http://", "ws://") + "/v1/ws") as ws,
     ):
         frames = [json.loads(await asyncio.wait_for(ws.recv(), 5)) for _ in range(3)]

@@ -71,7 +71,8 @@ class ReasonloopWebSocketProtocol(WebSocketsSansIOProtocol):
         if scope is not None:
             extensions = scope["extensions"]
             extensions[DIRECT_TEXT] = self.write_text
-            extensions[HEARTBEAT] = None  # offered: the session names its frame here
+            if self.ping_interval:  # offered (the session names its frame here) only if it pings
+                extensions[HEARTBEAT] = None
 
     def on_task_complete(self, task: Any) -> None:
         # The scope's writer is a method of this protocol, which holds the scope: a reference
