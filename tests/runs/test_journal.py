@@ -14,7 +14,8 @@ import threading
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import AnswerDelta, RunStarted, event_adapter
-from reasonloop.runs.journal import Journal, file_prefix, recover_journals
+from reasonloop.runs.journal import Journal, file_prefix
+from reasonloop.runs.journal_recovery import recover_journals
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRecord, RunRequest
 from reasonloop.runs.store import recover_interrupted
@@ -199,7 +200,7 @@ async def test_runs_of_a_dead_process_wait_while_another_process_imports_its_jou
 
 
 async def test_a_failed_import_leaves_every_segment_for_the_next_attempt(store, monkeypatch):
-    from reasonloop.runs import journal as journal_module
+    from reasonloop.runs import journal_recovery as journal_module
 
     for name in ("a", "b"):
         journal_in_dead_process(store.journal_dir, [stamped("run_" + name, 1)], f"gone:1:{name}", "run_" + name)

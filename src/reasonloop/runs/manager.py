@@ -51,7 +51,8 @@ from reasonloop.errors import (
 )
 from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunResult, RunStarted
 from reasonloop.llm.base import Message
-from reasonloop.runs.journal import Journal, file_prefix, recover_journals, unrecovered
+from reasonloop.runs.journal import Journal, file_prefix
+from reasonloop.runs.journal_recovery import recover_journals, unrecovered
 from reasonloop.runs.live import LiveRun, with_json
 from reasonloop.runs.models import (
     ConversationRecord,
