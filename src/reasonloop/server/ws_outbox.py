@@ -8,18 +8,26 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
-
-from fastapi import WebSocket
+from typing import Any, Protocol
 
 from reasonloop.eager import first_step, resume
 
-__all__ = ["OUTBOX_LIMIT_CHARS", "AsgiSend", "DirectText", "Outbox"]
+__all__ = ["OUTBOX_LIMIT_CHARS", "AsgiSend", "DirectText", "Outbox", "Socket"]
 
 log = logging.getLogger(__name__)
 
 AsgiSend = Callable[[dict[str, Any]], Awaitable[None]]
 DirectText = Callable[[str], bool]
+
+
+class Socket(Protocol):
+    """What an outbox uses of a WebSocket: Starlette's, or the server's own ASGI calls
+    (:class:`reasonloop.server.ws.AsgiSocket`)."""
+
+    async def send(self, message: dict[str, Any]) -> None: ...
+
+    async def close(self, code: int = 1000, reason: str | None = None) -> None: ...
+
 
 OUTBOX_LIMIT_CHARS = 8 * 1024 * 1024
 """Characters a socket may have queued behind a slow client before it is closed with 1013
@@ -35,7 +43,7 @@ class Outbox:
     that falls :data:`OUTBOX_LIMIT_CHARS` behind is disconnected instead of growing the queue.
     """
 
-    def __init__(self, ws: WebSocket, send: AsgiSend | None = None, direct: DirectText | None = None) -> None:
+    def __init__(self, ws: Socket, send: AsgiSend | None = None, direct: DirectText | None = None) -> None:
         self.ws = ws
         self._send = send or ws.send
         """Writes one ASGI message; the server's own ``send`` when we have it (see :func:`reasonloop.server.ws.serve_unwrapped`)."""
