@@ -172,6 +172,23 @@ async def test_the_shortcuts_act_only_on_an_accepted_open_socket_that_takes_writ
         assert not proto.answer_ping(data) and transport.written == [], data
 
 
+async def test_an_accepted_socket_keeps_nothing_of_its_handshake(tmp_path):
+    """The handshake's request and response (a list per header name) are let go once the socket is
+    accepted, not kept as long as it is open; the socket goes on working."""
+    settings = make_settings(tmp_path)
+    headers = {f"X-Extra-{i}": "v" for i in range(5)}
+    async with serve(create_app(settings), settings) as url, connect(ws_url(url), additional_headers=headers) as ws:
+        await ws.send('{"type":"ping"}')
+        assert json.loads(await asyncio.wait_for(ws.recv(), 5)) == {"type": "pong"}
+        [protocol] = [o for o in gc.get_objects() if type(o) is ReasonloopWebSocketProtocol]
+        assert protocol.request is None and protocol.response is None
+        # the parser of websockets keeps the request in its frame while it reads the socket
+        parser_request = protocol.conn.parser.gi_frame.f_locals.get("request")
+        assert parser_request is None or len(parser_request.headers) == 0
+        await ws.send(json.dumps({"type": "ask", "question": "still there?"}))
+        assert json.loads(await asyncio.wait_for(ws.recv(), 5))["type"] == "run"
+
+
 def _alive(cls: type) -> int:
     """Instances of ``cls`` the collector tracks: alive, or garbage it has yet to collect."""
     return sum(1 for o in gc.get_objects() if type(o) is cls)

@@ -84,6 +84,17 @@ class ReasonloopWebSocketProtocol(WebSocketsSansIOProtocol):
             scope["extensions"].pop(DIRECT_TEXT, None)
             scope["extensions"].pop(HEARTBEAT, None)
 
+    def start_keepalive(self) -> None:
+        # Called once, right after the handshake's response is written. The request and the
+        # response (a dictionary and a list per header name: some thirty objects for the
+        # collector to walk) are never read again, and would otherwise live as long as the
+        # socket. The request's headers are emptied too: the parser of ``websockets`` keeps the
+        # request in its frame for as long as it reads the socket.
+        if self.request is not None:
+            self.request.headers.clear()
+        self.request = self.response = None  # type: ignore[assignment]
+        super().start_keepalive()
+
     def send_keepalive_ping(self) -> None:
         scope = getattr(self, "scope", None)
         frame = scope["extensions"].get(HEARTBEAT) if scope is not None else None
