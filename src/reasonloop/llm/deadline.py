@@ -19,8 +19,14 @@ the caller has the turn it does nothing until the next wait.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 
 __all__ = ["DeadlineReached", "WaitDeadline"]
+
+
+_TIMER_CONTEXT = contextvars.Context()
+"""The context every deadline's timer runs in. Its callback reads no context variable, and a
+timer given none copies the caller's: one more object for each open stream to keep."""
 
 
 class DeadlineReached(TimeoutError):
@@ -71,7 +77,8 @@ class WaitDeadline:
         self._task = asyncio.current_task(self._loop)  # the loop given: one lookup fewer per chunk
         if self._handle is None:
             when = now + self._budget - self._waited
-            self._handle = self._loop.call_at(when if self._until is None else min(when, self._until), self._fire)
+            when = when if self._until is None else min(when, self._until)
+            self._handle = self._loop.call_at(when, self._fire, context=_TIMER_CONTEXT)
 
     def end_wait(self) -> None:
         """The wait is over (a chunk arrived or the stream ended)."""
@@ -101,7 +108,7 @@ class WaitDeadline:
         left = self._budget - self._waited - (now - self._since)
         until_left = left if self._until is None else self._until - now
         if left > 0 and until_left > 0:  # armed before some of the caller's time: the real deadline is later
-            self._handle = self._loop.call_at(now + min(left, until_left), self._fire)
+            self._handle = self._loop.call_at(now + min(left, until_left), self._fire, context=_TIMER_CONTEXT)
             return
         self.expired = True
         self.passed_until = self._until is not None and until_left <= 0

@@ -35,7 +35,7 @@ Sink = Callable[[str, bool], None]
 """Called with each recorded event's JSON and whether it ends the run, in order; must not wait."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class LiveRun:
     """One executing run of this process: its recorded events' JSON in order, and its readers."""
 

@@ -39,13 +39,16 @@ class LLMRunner:
         llm = self._llm if isinstance(self._llm, LLM) else self._llm()
         yield RunStarted(reasoning=request.agent or request.reasoning or "direct", question=request.question)
         parts: list[str] = []
-        usage = Usage(llm_calls=1)
+        done: Done | None = None
         async for chunk in llm.stream(self._messages(request)):
             if isinstance(chunk, TextDelta) and chunk.text:
                 parts.append(chunk.text)
                 yield AnswerDelta(text=chunk.text)
             elif isinstance(chunk, Done):
-                usage.prompt_tokens, usage.completion_tokens = chunk.prompt_tokens, chunk.completion_tokens
+                done = chunk
+        usage = Usage(llm_calls=1)
+        if done is not None:
+            usage.prompt_tokens, usage.completion_tokens = done.prompt_tokens, done.completion_tokens
         yield Answer(text="".join(parts), usage=usage)
 
     def _messages(self, request: RunRequest) -> list[Message]:
