@@ -30,7 +30,11 @@ auth or validation. Same frames: the ``run`` reply, a ``run_started`` event, one
 ``answer_delta`` per token (each after ``1 / rate`` s) and the ``answer`` right after the last
 one, every event with the fields ours has, so the client parses the same bytes from both. A
 client that has not seen its answer after a generous deadline gives up and counts an error
-(a lost frame shows up instead of hanging the benchmark). Both servers run in subprocesses; with two or more cores the server is
+(a lost frame shows up instead of hanging the benchmark). The clients are
+:mod:`ws_light_client` ones, which read and timestamp frames in the transport's callback:
+1,000 clients of the ``websockets`` library kept the load generator's core 80 to 99% busy, and
+their own queueing then showed up in every latency (``--client websockets`` to compare; with
+``--deflate``, always). Both servers run in subprocesses; with two or more cores the server is
 pinned to core 0 and the load generator to core 1 (``--no-pin`` to disable). Other work on the
 machine shows up in the figures: compare ratios from one invocation, not absolute numbers
 across invocations.
@@ -46,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -184,73 +189,131 @@ def serve_bare(port: int, args: argparse.Namespace) -> None:
 
 
 # -- load generator ------------------------------------------------------------------------------
-async def one_client(url: str, out: dict[str, Any], deadline_s: float) -> None:
+async def one_client(url: str, out: dict[str, Any], deadline_s: float, light: bool = True) -> None:
     try:
-        await asyncio.wait_for(_one_client(url, out), deadline_s)
+        await asyncio.wait_for((_one_light_client if light else _one_client)(url, out), deadline_s)
     except TimeoutError:
         out["errors"] += 1
         out.setdefault("messages", []).append(f"no answer within {deadline_s:g}s")
 
 
+class _Tally:
+    """What one client reads: its pongs, its run's events and their timings, into ``out``."""
+
+    def __init__(self, out: dict[str, Any]) -> None:
+        self.out = out
+        self.pings: dict[int, float] = {}
+        """ping id -> when it was sent"""
+        self.first_ts: float | None = None
+        self.sent = 0
+
+    def ping(self) -> str:
+        self.sent += 1
+        self.pings[self.sent] = time.perf_counter()
+        return json.dumps({"type": "ping", "id": self.sent})
+
+    def read(self, raw: str, now_wall: float, now: float) -> bool:
+        """Take one text frame read at ``now_wall`` (``time.time``) and ``now`` (``perf_counter``);
+        True once the run has ended (its answer or an error)."""
+        out = self.out
+        frame = json.loads(raw)
+        kind = frame["type"]
+        if kind == "pong":
+            sent = self.pings.pop(frame.get("id"), None)
+            if sent is not None:
+                out["ping"].append(now - sent)
+                if sent >= out["streaming_from"]:
+                    out["ping_streaming"].append(now - sent)
+        elif kind == "event":
+            event = frame["event"]
+            if event["type"] == "answer_delta":
+                out["relay"].append(now_wall - event["ts"])
+                self.first_ts = event["ts"] if self.first_ts is None else self.first_ts
+            elif event["type"] == "answer":
+                out["done"] += 1
+                if self.first_ts is not None:
+                    out["stream"].append(now_wall - self.first_ts)
+                return True
+            elif event["type"] == "error":
+                return self.error(f"{event['code']}: {event['message']}")
+        elif kind == "error":
+            return self.error(f"{frame['code']}: {frame['message']}")
+        return False
+
+    def error(self, message: str) -> bool:
+        self.out["errors"] += 1
+        self.out.setdefault("messages", []).append(message)
+        return True
+
+
 async def _one_client(url: str, out: dict[str, Any]) -> None:
+    """A client on the ``websockets`` library's asyncio client (``--client websockets``)."""
     from websockets.asyncio.client import connect
 
     await asyncio.sleep(random.uniform(0, RAMP_S))
-    pings: dict[int, float] = {}
+    tally = _Tally(out)
     try:
         async with connect(url, max_size=None, ping_interval=None, open_timeout=60) as ws:
             await ws.send(json.dumps({"type": "ask", "question": "stream please"}))
 
             async def pinger() -> None:
-                n = 0
                 while True:
                     await asyncio.sleep(PING_EVERY_S)
-                    n += 1
-                    pings[n] = time.perf_counter()
-                    await ws.send(json.dumps({"type": "ping", "id": n}))
+                    await ws.send(tally.ping())
 
             ping_task = asyncio.create_task(pinger())
-            first_ts: float | None = None
             try:
                 async for raw in ws:
-                    now_wall, now = time.time(), time.perf_counter()
-                    frame = json.loads(raw)
-                    kind = frame["type"]
-                    if kind == "pong":
-                        sent = pings.pop(frame.get("id"), None)
-                        if sent is not None:
-                            out["ping"].append(now - sent)
-                            if sent >= out["streaming_from"]:
-                                out["ping_streaming"].append(now - sent)
-                    elif kind == "event":
-                        event = frame["event"]
-                        if event["type"] == "answer_delta":
-                            out["relay"].append(now_wall - event["ts"])
-                            first_ts = event["ts"] if first_ts is None else first_ts
-                        elif event["type"] == "answer":
-                            out["done"] += 1
-                            if first_ts is not None:
-                                out["stream"].append(now_wall - first_ts)
-                            break
-                        elif event["type"] == "error":
-                            out["errors"] += 1
-                            out.setdefault("messages", []).append(f"{event['code']}: {event['message']}")
-                            break
-                    elif kind == "error":
-                        out["errors"] += 1
-                        out.setdefault("messages", []).append(f"{frame['code']}: {frame['message']}")
+                    if tally.read(str(raw), time.time(), time.perf_counter()):
                         break
             finally:
                 ping_task.cancel()
     except Exception as exc:
-        out["errors"] += 1
-        out.setdefault("messages", []).append(f"{type(exc).__name__}: {exc}")
+        tally.error(f"{type(exc).__name__}: {exc}")
 
 
-async def run_clients(url: str, n: int, deadline_s: float, ttft: float) -> dict[str, Any]:
+async def _one_light_client(url: str, out: dict[str, Any]) -> None:
+    """A client on :mod:`ws_light_client` (the default): frames are read and timed in the
+    transport's callback, and pings sent from a timer."""
+    from ws_light_client import connect_light
+
+    await asyncio.sleep(random.uniform(0, RAMP_S))
+    loop = asyncio.get_running_loop()
+    tally = _Tally(out)
+    ended = loop.create_future()
+
+    def on_text(raw: str, now_wall: float, now: float) -> None:
+        if not ended.done() and tally.read(raw, now_wall, now):
+            ended.set_result(None)
+
+    def ping() -> None:
+        nonlocal timer
+        client.send_text(tally.ping())
+        timer = loop.call_later(PING_EVERY_S, ping)
+
+    try:
+        client = await connect_light(url, on_text)
+    except Exception as exc:
+        tally.error(f"{type(exc).__name__}: {exc}")
+        return
+    client.send_text(json.dumps({"type": "ask", "question": "stream please"}))
+    timer = loop.call_later(PING_EVERY_S, ping)
+    try:
+        await asyncio.wait({ended, client.closed}, return_when=asyncio.FIRST_COMPLETED)
+        if not ended.done():
+            problem = client.closed.exception() if not client.closed.cancelled() else None
+            tally.error(f"connection closed before the answer: {problem or 'by the server'}")
+    finally:
+        timer.cancel()
+        client.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(client.closed), 10)
+
+
+async def run_clients(url: str, n: int, deadline_s: float, ttft: float, light: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {"relay": [], "ping": [], "ping_streaming": [], "stream": [], "done": 0, "errors": 0}
     out["streaming_from"] = time.perf_counter() + RAMP_S + ttft
-    await asyncio.gather(*(one_client(url, out, deadline_s) for _ in range(n)))
+    await asyncio.gather(*(one_client(url, out, deadline_s, light) for _ in range(n)))
     return out
 
 
@@ -268,7 +331,7 @@ def client_main(args: argparse.Namespace) -> None:
     gc.collect()
     gc.freeze()
     gc.disable()
-    result = asyncio.run(run_clients(args.url, args.n, deadline_s, args.ttft))
+    result = asyncio.run(run_clients(args.url, args.n, deadline_s, args.ttft, light=light_client(args)))
     result["messages"] = result.get("messages", [])[:5]
     Path(args.out).write_text(json.dumps(result))
 
@@ -392,6 +455,7 @@ def _passthrough(args: argparse.Namespace) -> list[str]:
     return [
         "--tokens", str(args.tokens), "--rate", str(args.rate), "--ttft", str(args.ttft),
         "--store", args.store, "--redis-url", args.redis_url, *(["--deflate"] if args.deflate else []), "--clients", ",".join(map(str, args.clients_list)),
+        "--client", args.client,
     ]  # fmt: skip
 
 
@@ -407,6 +471,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="Interleaved rounds per client count (samples pooled).")
     parser.add_argument(
         "--deflate", action="store_true", help="Offer permessage-deflate on both servers (off, as `serve` defaults)."
+    )
+    parser.add_argument(
+        "--client",
+        default="light",
+        choices=["light", "websockets"],
+        help="Load generator: ws_light_client (lean, the default) or the websockets library's client.",
     )
     parser.add_argument("--no-pin", action="store_true", help="Do not pin server and client to separate cores.")
     parser.add_argument("--json", action="store_true", help="Print the raw figures as JSON too.")
@@ -450,7 +520,7 @@ def main() -> None:
         if kept_pace:
             paced[n] = [summarise(stack, n, [samples[stack][i] for i in kept_pace]) for stack in ("bare", "ours")]
     print(f"\nWebSocket load: {args.tokens} tokens at {args.rate:g}/s after {args.ttft:g}s TTFT per run; "
-          f"store={args.store}; deflate={args.deflate}; pinned={pin}; {args.repeat} rounds; python {sys.version.split()[0]}\n"
+          f"store={args.store}; deflate={args.deflate}; client={'light' if light_client(args) else 'websockets'}; pinned={pin}; {args.repeat} rounds; python {sys.version.split()[0]}\n"
           f"(the model's own stream time, first token to answer, is {args.tokens / args.rate:.2f}s)\n")  # fmt: skip
     head = f"{'clients':>7} {'stack':>5} {'relay p50':>10} {'relay p99':>10} {'ping p50':>9} {'ping p99':>9} {'streaming':>9} "
     head += f"{'stream p50':>10} {'stream p99':>10} {'CPU ms/run':>10} {'RSS KiB/run':>11} {'GC ms/round (max)':>18} "
@@ -495,6 +565,11 @@ def main() -> None:
                 {"all_rounds": rows, "rounds_bare_kept_pace": [r for pair in paced.values() for r in pair]}, indent=2
             )
         )
+
+
+def light_client(args: argparse.Namespace) -> bool:
+    """Whether the clients are :mod:`ws_light_client` ones (not with permessage-deflate, which it lacks)."""
+    return args.client == "light" and not args.deflate
 
 
 def kept_up(data: dict[str, Any], args: argparse.Namespace) -> bool:
