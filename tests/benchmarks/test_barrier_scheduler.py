@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
 from reasonloop.reasoning.rewoo_plan import PlanStep, execute, parse_plan
+from tests.benchmarks.loading import load_benchmark
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "rewoo_schedule.py"
-_spec = importlib.util.spec_from_file_location("rewoo_schedule", _PATH)
-assert _spec and _spec.loader
-bench = importlib.util.module_from_spec(_spec)
-sys.modules["rewoo_schedule"] = bench
-_spec.loader.exec_module(bench)
+bench = load_benchmark("rewoo_schedule")
 
 # E1 -> E2 (slow) -> E4 ; E1 -> E3 (fast) -> E5 ; E4 + E5 -> E6
 LOPSIDED = """#E1 = sleep[20]

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import pytest
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "retrieval_metrics.py"
-_spec = importlib.util.spec_from_file_location("retrieval_metrics", _PATH)
-assert _spec and _spec.loader
-m = importlib.util.module_from_spec(_spec)
-sys.modules["retrieval_metrics"] = m
-_spec.loader.exec_module(m)
+from tests.benchmarks.loading import load_benchmark
+
+m = load_benchmark("retrieval_metrics")
 
 
 def test_ndcg_perfect_ranking_is_one() -> None:
@@ -81,16 +76,8 @@ def test_mean_and_percentile() -> None:
         m.percentile(values, 101)
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, _PATH.with_name(f"{name}.py"))
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_published_baselines_parses_the_markdown_table(tmp_path: Path) -> None:
-    report = _load("retrieval_report")
+    report = load_benchmark("retrieval_report")
     md = tmp_path / "BASELINES.md"
     md.write_text(
         "# Published\n\n| system | nDCG@10 | source |\n|---|---|---|\n"

@@ -4,24 +4,19 @@ handshake against the real server, and what it refuses to half-handle."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
+import base64
+import hashlib
 import json
-import sys
-from pathlib import Path
 
 import pytest
 from websockets.frames import Frame, Opcode
 from websockets.streams import StreamReader
 
 from reasonloop.server import create_app
+from tests.benchmarks.loading import load_benchmark
 from tests.server.helpers import make_settings, serve
 
-_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "ws_light_client.py"
-_spec = importlib.util.spec_from_file_location("ws_light_client", _PATH)
-assert _spec and _spec.loader
-light = importlib.util.module_from_spec(_spec)
-sys.modules["ws_light_client"] = light
-_spec.loader.exec_module(light)
+light = load_benchmark("ws_light_client")
 
 
 @pytest.mark.parametrize("size", [0, 5, 125, 126, 65535, 65536])
@@ -58,9 +53,6 @@ async def test_a_refused_handshake_and_a_fragmented_frame_fail_the_connection():
             writer.write(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
         else:
             key = next(line.split(b": ")[1] for line in request.split(b"\r\n") if line.startswith(b"Sec-WebSocket-Key"))
-            import base64
-            import hashlib
-
             accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
             writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n")
             writer.write(b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n" + bytes((0x01, 3)) + b"abc")  # FIN unset
