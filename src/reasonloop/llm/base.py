@@ -24,7 +24,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, TypeVar, overload
 
 from reasonloop.config import LLMSettings
 from reasonloop.eager import resume
@@ -165,6 +165,9 @@ class CallRecord(NamedTuple):
     attempts: int
 
 
+T = TypeVar("T")
+
+
 class LLM(ABC):
     """Base class of every provider.
 
@@ -200,6 +203,32 @@ class LLM(ABC):
     async def aclose(self) -> None:
         """Release clients and connections (idempotent)."""
 
+    @overload
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = ...,
+        stop: Sequence[str] | None = ...,
+        max_tokens: int | None = ...,
+        temperature: float | None = ...,
+        until: float | None = ...,
+        convert: None = ...,
+    ) -> AsyncIterator[LLMChunk]: ...
+
+    @overload
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] | None = ...,
+        stop: Sequence[str] | None = ...,
+        max_tokens: int | None = ...,
+        temperature: float | None = ...,
+        until: float | None = ...,
+        convert: Callable[[LLMChunk], T | None],
+    ) -> AsyncIterator[T]: ...
+
     async def stream(
         self,
         messages: Sequence[Message],
@@ -209,7 +238,8 @@ class LLM(ABC):
         max_tokens: int | None = None,
         temperature: float | None = None,
         until: float | None = None,
-    ) -> AsyncIterator[LLMChunk]:
+        convert: Callable[[LLMChunk], Any] | None = None,
+    ) -> AsyncIterator[Any]:
         """Stream one response.
 
         Retries retryable failures (rate limits, 5xx, connection errors, timeouts) with
@@ -222,6 +252,14 @@ class LLM(ABC):
             until: The caller's own deadline, on the event loop's clock (``loop.time()``,
                 which is ``time.monotonic()``): a wait on the provider that reaches it
                 ends the stream with :class:`~reasonloop.llm.deadline.DeadlineReached`.
+            convert: Turns each chunk into what the stream yields instead (``None``: nothing
+                for that chunk). It is always given a :class:`Done` last, with usage
+                (estimated when the provider reported none, or sent no Done at all). For a
+                consumer that only translates chunks (a run's events from a model's text):
+                translated here, a chunk passes through one async generator fewer, a
+                measurable share of a busy server's CPU per streamed token
+                (``benchmarks/ws_load.py``). A chunk given to ``convert`` counts as yielded:
+                no retry follows it.
 
         Raises:
             LLMError: a subclass with a stable code for every failure.
@@ -237,7 +275,7 @@ class LLM(ABC):
         attempt = 0
         while True:
             attempt += 1
-            yielded = False
+            yielded = done = False
             completion_parts: list[str] = []
             # Only waiting on the provider counts against the timeout: time the caller spends
             # between chunks is neither counted nor ever interrupted.
@@ -282,12 +320,22 @@ class LLM(ABC):
                             raise
                         if isinstance(chunk, Done):
                             chunk = self._finish(chunk, request, completion_parts, attempt)
+                            done = True
                         elif isinstance(chunk, TextDelta):
                             completion_parts.append(chunk.text)
                         else:
                             completion_parts.append(chunk.arguments)
                         yielded = True
-                        yield chunk
+                        if convert is None:
+                            yield chunk
+                        else:
+                            out = convert(chunk)
+                            if out is not None:
+                                yield out
+                    if convert is not None and not done:  # the provider sent no Done: its end is one
+                        out = convert(self._finish(Done(), request, completion_parts, attempt))
+                        if out is not None:
+                            yield out
                 finally:
                     # An async generator that ran to its end has nothing left to close (ag_frame is
                     # gone); other iterators may have aclose or not.

@@ -11,10 +11,11 @@ token pace for tests and benchmarks::
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from reasonloop.events import Answer, AnswerDelta, Event, RunStarted, Usage
-from reasonloop.llm.base import LLM, Done, Message, TextDelta
+from reasonloop.llm.base import LLM, Done, LLMChunk, Message, TextDelta
 from reasonloop.runs.models import RunRequest
 
 __all__ = ["LLMRunner"]
@@ -33,25 +34,64 @@ class LLMRunner:
         self.system = system
 
     def __call__(self, request: RunRequest) -> AsyncIterator[Event]:
-        return self._run(request)
-
-    async def _run(self, request: RunRequest) -> AsyncIterator[Event]:
         llm = self._llm if isinstance(self._llm, LLM) else self._llm()
-        yield RunStarted(reasoning=request.agent or request.reasoning or "direct", question=request.question)
-        parts: list[str] = []
-        done: Done | None = None
-        async for chunk in llm.stream(self._messages(request)):
-            if isinstance(chunk, TextDelta) and chunk.text:
-                parts.append(chunk.text)
-                yield AnswerDelta(text=chunk.text)
-            elif isinstance(chunk, Done):
-                done = chunk
-        usage = Usage(llm_calls=1)
-        if done is not None:
-            usage.prompt_tokens, usage.completion_tokens = done.prompt_tokens, done.completion_tokens
-        yield Answer(text="".join(parts), usage=usage)
+        started = RunStarted(reasoning=request.agent or request.reasoning or "direct", question=request.question)
+        # The model's stream itself, its chunks turned into events as they come (no generator of
+        # this runner's own between the model and the run: see ``LLM.stream``'s ``convert``).
+        return _FirstThen(started, llm.stream(self._messages(request), convert=_AnswerEvents()))
 
     def _messages(self, request: RunRequest) -> list[Message]:
         """The prompt (a temporary: the model's request holds its own copy for the stream)."""
         head = [Message.system(self.system)] if self.system else []
         return [*head, *request.history, Message.user(request.question)]
+
+
+class _AnswerEvents:
+    """A reply's chunks as a run's events: text as :class:`AnswerDelta`, the end as :class:`Answer`."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def __call__(self, chunk: LLMChunk) -> Event | None:
+        if isinstance(chunk, TextDelta):
+            if not chunk.text:
+                return None
+            self.parts.append(chunk.text)
+            return AnswerDelta(text=chunk.text)
+        if isinstance(chunk, Done):
+            usage = Usage(llm_calls=1, prompt_tokens=chunk.prompt_tokens, completion_tokens=chunk.completion_tokens)
+            return Answer(text="".join(self.parts), usage=usage)
+        return None  # a tool call's fragment: this runner offers the model no tools
+
+
+class _FirstThen:
+    """``first``, then everything ``rest`` yields. The rest's own awaitables are handed out as they
+    are (an object, not an async generator: nothing is added per item)."""
+
+    __slots__ = ("first", "rest")
+
+    def __init__(self, first: Event, rest: AsyncIterator[Event]) -> None:
+        self.first: Event | None = first
+        self.rest = rest
+
+    def __aiter__(self) -> _FirstThen:
+        return self
+
+    def __anext__(self) -> Awaitable[Event]:
+        first = self.first
+        if first is None:
+            return self.rest.__anext__()
+        self.first = None
+        return _ready(first)
+
+    async def aclose(self) -> None:
+        self.first = None
+        close: Any = getattr(self.rest, "aclose", None)
+        if close is not None:
+            await close()
+
+
+async def _ready(event: Event) -> Event:
+    return event
