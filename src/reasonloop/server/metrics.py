@@ -8,6 +8,7 @@ and a counter increment per event at most.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -40,6 +41,12 @@ class Metrics:
         )
         self.tokens = Counter("reasonloop_llm_tokens", "LLM tokens used by runs", ["kind"], registry=r)
         self.tool_calls = Counter("reasonloop_tool_calls", "Tool calls made by runs", ["tool"], registry=r)
+        # Each label's child, looked up once: ``labels()`` checks and converts its values and takes
+        # a lock each time, some twenty calls, and a run reports several counts.
+        self._prompt_tokens = self.tokens.labels("prompt")
+        self._completion_tokens = self.tokens.labels("completion")
+        self._finished: dict[str, Any] = {}
+        self._tools: dict[str, Any] = {}
         self._first_seen: set[str] = set()
         self._manager: RunManager | None = None
 
@@ -53,14 +60,14 @@ class Metrics:
                 self._first_seen.add(record.run_id)
                 self.first_token_seconds.observe(time.time() - (record.started_at or record.created_at))
             elif isinstance(event, ToolCall):
-                self.tool_calls.labels(event.tool).inc()
+                _child(self._tools, self.tool_calls, event.tool).inc()
             elif isinstance(event, Answer) and event.depth == 0:
-                self.tokens.labels("prompt").inc(event.usage.prompt_tokens)
-                self.tokens.labels("completion").inc(event.usage.completion_tokens)
+                self._prompt_tokens.inc(event.usage.prompt_tokens)
+                self._completion_tokens.inc(event.usage.completion_tokens)
             return
         if record.status in TERMINAL:
             self._first_seen.discard(record.run_id)
-            self.runs_finished.labels(record.status).inc()
+            _child(self._finished, self.runs_finished, record.status).inc()
             if record.started_at:
                 self.run_seconds.observe((record.ended_at or time.time()) - record.started_at)
 
@@ -69,3 +76,11 @@ class Metrics:
             for status, n in self._manager.active_counts().items():
                 self.runs_active.labels(status).set(n)
         return generate_latest(self.registry)
+
+
+def _child(children: dict[str, Any], metric: Counter, label: str) -> Any:
+    """``metric.labels(label)``, kept in ``children`` after the first time."""
+    child = children.get(label)
+    if child is None:
+        child = children[label] = metric.labels(label)
+    return child
