@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import sqlite3
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -279,6 +281,23 @@ def test_ids_made_later_sort_later_and_never_repeat():
     firsts = [ids[0], ids[1000], ids[2000]]
     assert firsts == sorted(firsts) and len(set(firsts)) == 3
     assert all(i.startswith("run_") and len(i) == len("run_") + 27 for i in ids)
+
+
+def test_ids_never_repeat_across_threads_or_in_a_forked_child():
+    with ThreadPoolExecutor(4) as pool:
+        ids = list(pool.map(lambda _: new_id("run"), range(4000)))
+    assert len(set(ids)) == len(ids)
+    new_id("run")  # random bits are pooled now: a child inherits the pool
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next id, then out at once
+        os.write(write, new_id("run").encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(read, 64).decode()
+    os.close(read)
+    os.close(write)
+    assert child.startswith("run_") and child[-16:] != new_id("run")[-16:]
 
 
 async def test_recovery_gives_the_conversation_the_turn_its_process_did_not_store(any_store):

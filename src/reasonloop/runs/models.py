@@ -7,6 +7,7 @@ keeps and what ``GET /v1/runs/{id}`` returns (with the :class:`~reasonloop.event
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from typing import Any, Literal
@@ -44,7 +45,24 @@ def new_id(prefix: str) -> str:
     (with 300,000 stored events, three times the CPU per event and three times the
     write-ahead log written).
     """
-    return f"{prefix}_{time.time_ns() // 1_000_000:011x}{secrets.token_hex(8)}"
+    try:
+        random_part = _RANDOM_HEX.pop()  # one atomic step: no two callers (threads) get the same
+    except IndexError:
+        _RANDOM_HEX.extend(_random_hex_batch())
+        random_part = _RANDOM_HEX.pop()
+    return f"{prefix}_{time.time_ns() // 1_000_000:011x}{random_part}"
+
+
+_RANDOM_HEX: list[str] = []
+"""64 random bits each, in hex: read from the OS 512 at a time, a system call for 512 ids
+instead of one per id (a run makes two). Emptied in a forked child, which must not reuse
+its parent's."""
+os.register_at_fork(after_in_child=_RANDOM_HEX.clear)
+
+
+def _random_hex_batch() -> list[str]:
+    digits = secrets.token_hex(8 * 512)
+    return [digits[i : i + 16] for i in range(0, len(digits), 16)]
 
 
 class RunRequest(BaseModel):
