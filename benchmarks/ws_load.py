@@ -18,6 +18,10 @@ ping every 250 ms. Every run streams a scripted model at a realistic pace: ``--t
   growth over idle, divided by N.
 * **GC pauses**: the garbage collector's pauses in the server during the load, summed per round
   (and the longest): every stream and every ping waits through each of them.
+* **round by round**: each round runs bare then ours back to back, so a change in the machine's
+  load hits both; the ratio of their p99s within each round, as the median of the rounds and
+  its range. One disturbed round (a stall that lands on 1% of one stack's pings) moves the
+  pooled p99 of that stack a long way; it moves the median of the paired ratios by one rank.
 * **rounds the limit kept pace in**: the ratios again, over only the rounds (both stacks' samples
   of the same round) in which bare's stream p99 stayed within 2.5% of the model's own stream
   time. Near a core's capacity a disturbed round saturates both stacks, its tails (tens of ms)
@@ -468,7 +472,7 @@ def main() -> None:
     parser.add_argument("--ttft", type=float, default=0.5, help="Seconds before the first token.")
     parser.add_argument("--store", default="sqlite", choices=["sqlite", "redis"], help="Our run store.")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
-    parser.add_argument("--repeat", type=int, default=3, help="Interleaved rounds per client count (samples pooled).")
+    parser.add_argument("--repeat", type=int, default=5, help="Interleaved rounds per client count (samples pooled).")
     parser.add_argument(
         "--deflate", action="store_true", help="Offer permessage-deflate on both servers (off, as `serve` defaults)."
     )
@@ -497,6 +501,8 @@ def main() -> None:
 
     pin = not args.no_pin and len(os.sched_getaffinity(0)) >= 2
     rows = []
+    per_round: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    """Per client count: each stack's rounds, in order (round i of bare ran just before round i of ours)."""
     paced: dict[int, list[dict[str, Any]]] = {}
     """Per client count: the summaries of the rounds bare kept pace in (see the module docstring)."""
     for n in args.clients_list:
@@ -515,6 +521,7 @@ def main() -> None:
                     file=sys.stderr,
                     flush=True,
                 )
+        per_round[n] = samples
         rows += [summarise(stack, n, samples[stack]) for stack in ("bare", "ours")]
         kept_pace = [i for i, data in enumerate(samples["bare"]) if kept_up(data, args)]
         if kept_pace:
@@ -545,6 +552,13 @@ def main() -> None:
             f"{ours['ping_streaming_p99_ms'] / bare['ping_streaming_p99_ms']:>9.2f}x"
         )
     print(
+        f"\nRound by round: ours' p99 over bare's in the same round, median [lowest, highest] of {args.repeat} rounds"
+        f"\n{'clients':>7} {'relay p99 ratio':>24} {'ping p99 ratio':>24}"
+    )
+    for n in args.clients_list:
+        relay, ping = (_paired_ratio_cell(per_round[n], key) for key in ("relay", "ping"))
+        print(f"{n:>7} {relay:>24} {ping:>24}")
+    print(
         f"\nRounds in which bare's stream p99 stayed within 2.5% of the model's {args.tokens / args.rate:.2f}s"
         f"\n{'clients':>7} {'rounds':>7} {'relay p99 bare/ours':>22} {'ratio':>6} {'ping p99 bare/ours':>20} {'ratio':>6}"
     )
@@ -565,6 +579,18 @@ def main() -> None:
                 {"all_rounds": rows, "rounds_bare_kept_pace": [r for pair in paced.values() for r in pair]}, indent=2
             )
         )
+
+
+def _paired_ratio_cell(samples: dict[str, list[dict[str, Any]]], key: str) -> str:
+    """``median [lowest, highest]`` of ours' p99 of ``key`` over bare's, round by round."""
+    ratios = sorted(
+        pct(ours[key], 0.99) / pct(bare[key], 0.99)
+        for bare, ours in zip(samples["bare"], samples["ours"], strict=True)
+        if bare[key] and ours[key]
+    )
+    if not ratios:
+        return "n/a"
+    return f"{statistics.median(ratios):.2f}x [{ratios[0]:.2f}, {ratios[-1]:.2f}]"
 
 
 def light_client(args: argparse.Namespace) -> bool:
