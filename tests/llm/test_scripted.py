@@ -9,6 +9,7 @@ import pytest
 
 from reasonloop.config import LLMSettings
 from reasonloop.errors import ConfigError, LLMBadResponse
+from reasonloop.llm import scripted
 from reasonloop.llm.base import Done, Message, TextDelta, ToolCallDelta, ToolSpec
 from reasonloop.llm.resolve import create_llm
 from reasonloop.llm.scripted import ScriptedProvider
@@ -54,9 +55,21 @@ async def test_replies_in_order_and_prompts_recorded():
     follow_up = [*USER, Message.assistant("one"), Message.user("again")]
     assert (await llm.complete(follow_up, stop=["x"])).text == "two"
     assert [[m.content for m in p] for p in llm.prompts] == [["question?"], ["question?", "one", "again"]]
-    assert llm.tools_seen == [tools, None]
-    assert llm.stops_seen == [None, ["x"]]
+    assert list(llm.tools_seen) == [tools, None]
+    assert list(llm.stops_seen) == [None, ["x"]]
     assert llm.remaining == 0
+
+
+async def test_only_the_most_recent_requests_are_kept_and_call_ids_stay_unique(monkeypatch):
+    monkeypatch.setattr(scripted, "RECORDED_REQUESTS", 3)
+    llm = ScriptedProvider(replies=[{"tool_calls": [{"name": "search", "arguments": {}}]}], repeat_last=True)
+    ids = []
+    for n in range(5):
+        completion = await llm.complete([Message.user(f"q{n}")])
+        ids.append(completion.tool_calls[0].id)
+    assert [p[0].content for p in llm.prompts] == ["q2", "q3", "q4"]
+    assert len(llm.tools_seen) == len(llm.stops_seen) == 3
+    assert llm.requests == 5 and len(set(ids)) == 5
 
 
 async def test_recorded_prompts_cannot_change_later():

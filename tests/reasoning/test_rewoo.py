@@ -23,7 +23,7 @@ async def test_twelve_step_plan_runs_and_the_solver_sees_all_evidence() -> None:
     assert last.output == "value of value of k10 + value of k11"
     solver_prompt = solver.prompts[0][-1].content
     assert "Evidence #E12: value of value of k10 + value of k11" in solver_prompt
-    assert len(planner.prompts) == 1 and planner.tools_seen == [None]  # the planner never sees observations
+    assert len(planner.prompts) == 1 and list(planner.tools_seen) == [None]  # the planner never sees observations
     answer = events[-1]
     assert isinstance(answer, Answer) and answer.text == "All twelve found." and answer.usage.tool_calls == 12
     assert answer.usage.llm_calls == 2

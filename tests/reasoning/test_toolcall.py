@@ -106,7 +106,7 @@ async def test_model_without_native_tools_falls_back_to_react() -> None:
     llm = ScriptedProvider(replies=["Action: lookup[a]", "Final Answer: value a"], native_tools=False)
     events = await collect_events(Agent("toolcall", llm=llm, tools=make_tools()), "q")
     assert any(isinstance(e, Progress) and "ReAct" in e.message for e in events)
-    assert events[-1].text == "value a" and llm.tools_seen == [None, None]
+    assert events[-1].text == "value a" and list(llm.tools_seen) == [None, None]
 
 
 async def test_token_and_time_budgets() -> None:

@@ -60,4 +60,4 @@ async def test_closing_the_runs_stream_closes_the_models():
     untouched = Holding()
     stream = LLMRunner(untouched)(RunRequest(question="hi"))
     await stream.aclose()  # type: ignore[attr-defined]  # before anything was read: nothing started
-    assert not untouched.closed and untouched.prompts == []
+    assert not untouched.closed and not untouched.prompts

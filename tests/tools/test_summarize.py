@@ -92,7 +92,7 @@ async def test_nothing_found_skips_the_llm():
         {"topic": "void"}, ToolContext(services={"retrievers": [ListRetriever([])], "llm": llm})
     )
     assert out.ok and out.text == "No documents about 'void' to summarise."
-    assert llm.prompts == []
+    assert not llm.prompts
 
 
 async def test_failures_are_observations():

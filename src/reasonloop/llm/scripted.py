@@ -1,8 +1,9 @@
 """A provider that replays a recorded list of replies, for deterministic runs and tests.
 
 Each reply is a string (a text reply) or ``{"tool_calls": [{"name", "arguments"}], "text"?}``
-(a tool-call reply). Every request is recorded in :attr:`ScriptedProvider.prompts`, so a
-test can assert what the model was shown. ``stop`` sequences are honoured like a real
+(a tool-call reply). Requests are recorded in :attr:`ScriptedProvider.prompts` (the most
+recent :data:`RECORDED_REQUESTS`, so a server on a script stays the same size however long it
+runs), so a test can assert what the model was shown. ``stop`` sequences are honoured like a real
 server would: the text is cut before the first stop string.
 
 From the CLI: ``--llm scripted:replies.json``.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -29,9 +31,12 @@ from reasonloop.llm.base import (
     ToolCallDelta,
 )
 
-__all__ = ["ScriptExhausted", "ScriptedProvider"]
+__all__ = ["RECORDED_REQUESTS", "ScriptExhausted", "ScriptedProvider"]
 
 Reply = str | dict[str, Any]
+
+RECORDED_REQUESTS = 1000
+"""Requests a provider remembers (prompt, tools, stop sequences); older ones are let go."""
 
 
 class ScriptExhausted(LLMBadResponse):
@@ -69,9 +74,11 @@ class ScriptedProvider(LLM):
             replies = self._load(self.settings.model)
         self._fn = replies if callable(replies) else None
         self.replies: list[Reply] = [] if callable(replies) else list(replies)
-        self.prompts: list[list[Message]] = []
-        self.tools_seen: list[list[Any] | None] = []
-        self.stops_seen: list[list[str] | None] = []
+        self.prompts: deque[list[Message]] = deque(maxlen=RECORDED_REQUESTS)
+        self.tools_seen: deque[list[Any] | None] = deque(maxlen=RECORDED_REQUESTS)
+        self.stops_seen: deque[list[str] | None] = deque(maxlen=RECORDED_REQUESTS)
+        self.requests = 0
+        """Requests served so far (the records above keep only the most recent)."""
         self.chunk_size = max(1, chunk_size)
         self.delay_s = delay_s
         self.first_delay_s = first_delay_s
@@ -116,6 +123,7 @@ class ScriptedProvider(LLM):
         return reply
 
     async def _stream(self, request: ChatRequest) -> AsyncIterator[LLMChunk]:
+        self.requests += 1
         self.prompts.append(list(request.messages))  # messages are frozen: sharing them is safe
         self.tools_seen.append(list(request.tools) if request.tools else None)
         self.stops_seen.append(request.stop)
@@ -138,7 +146,7 @@ class ScriptedProvider(LLM):
                 args = call.get("arguments", {})
                 yield ToolCallDelta(
                     index=index,
-                    id=call.get("id") or f"call_{len(self.prompts)}_{index}",
+                    id=call.get("id") or f"call_{self.requests}_{index}",
                     name=call.get("name", ""),
                     arguments=args if isinstance(args, str) else json.dumps(args, ensure_ascii=False),
                 )
