@@ -120,6 +120,64 @@ async def test_stop_of_a_queued_run(store, make_manager):
     assert (await drain(await manager.subscribe(first.run_id)))[-1].stop_reason == "final"
 
 
+async def _stop_twice(manager: RunManager, run_id: str) -> list:
+    """Two stops of one run: at once, then one more while the first is being turned into the run's end."""
+    at_once = asyncio.gather(manager.stop(run_id), manager.stop(run_id))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # the run's task is now recording its end
+    later = asyncio.create_task(manager.stop(run_id))
+    first, second = await asyncio.wait_for(at_once, 5)
+    try:
+        third = await asyncio.wait_for(later, 5)
+    except RunFinished as exc:  # the run's end was recorded before this stop looked
+        assert exc.details["status"] == "stopped"
+        third = first
+    assert first.status == second.status == third.status
+    return [first, third]
+
+
+async def test_two_stops_at_once_of_a_queued_run_end_it_once(store, make_manager):
+    runner = GatedRunner(steps=1)
+    manager = await make_manager(runner, max_concurrent=1)
+    first = await manager.start(RunRequest(question="one"))
+    second = await manager.start(RunRequest(question="two"))
+    await runner.entered_event(first.run_id).wait()
+    stops = await _stop_twice(manager, second.run_id)
+    assert [s.status for s in stops] == ["stopped", "stopped"]
+    assert (await store.get_run(second.run_id)).status == "stopped"
+    events = await drain(await manager.subscribe(second.run_id))
+    assert [type(e) for e in events] == [RunStarted, Answer] and events[-1].stop_reason == "stopped"
+    assert manager._live[second.run_id].task.cancelling() == 0
+    runner.finish(first.run_id)
+    assert (await drain(await manager.subscribe(first.run_id)))[-1].stop_reason == "final"
+
+
+async def test_two_stops_at_once_of_a_running_run_end_it_once(store, make_manager):
+    runner = GatedRunner(steps=5)
+    manager = await make_manager(runner)
+    record = await manager.start(RunRequest(question="q"))
+    await runner.entered_event(record.run_id).wait()
+    stops = await _stop_twice(manager, record.run_id)
+    assert [s.status for s in stops] == ["stopped", "stopped"]
+    stored = await store.get_run(record.run_id)
+    assert stored.status == "stopped" and stored.content == "part0 "
+    assert manager._live[record.run_id].task.cancelling() == 0
+
+
+async def test_a_run_whose_starter_was_cancelled_while_recording_it_still_runs(store, make_manager):
+    # A WebSocket that closes right after its ask cancels the task starting the run, after the run
+    # was handed to the store: a run recorded but never executed would stay queued for good.
+    manager = await make_manager(LLMRunner(lambda: ScriptedProvider(replies=["done"])))
+    starting = asyncio.create_task(manager.start(RunRequest(question="q", run_id="run_cancelled_starter")))
+    await asyncio.sleep(0)  # the run is handed to the store; start() waits for the commit
+    starting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await starting
+    events = await asyncio.wait_for(drain(await manager.subscribe("run_cancelled_starter")), 5)
+    assert isinstance(events[-1], Answer) and events[-1].text == "done"
+    assert (await store.get_run("run_cancelled_starter")).status == "completed"
+
+
 async def test_unknown_run_and_other_tenant_are_not_found(store, make_manager):
     manager = await make_manager(LLMRunner(ScriptedProvider(replies=["x"])))
     with pytest.raises(RunNotFound):

@@ -254,13 +254,23 @@ class RunManager:
         writes = [self.store.create_run(record)]
         if new_conversation is not None:
             writes.insert(0, self.store.create_conversation(new_conversation))
-        await together(writes)
-        live = LiveRun(record=record, request=request)
-        self._live[run_id] = live
-        self._waiting += 1
-        live.task = asyncio.create_task(self._execute(live), name=f"run:{run_id}")
-        self._notify("status", record, None)
+        try:
+            await together(writes)
+        except asyncio.CancelledError:
+            # The caller went away (a socket closed right after its ask) once the run was handed to
+            # the store, which records it all the same: launched, it runs and ends like any other
+            # (its readers may resume it). Not launched, it would stay queued for good.
+            self._launch(record, request)
+            raise
+        self._launch(record, request)
         return record.model_copy()
+
+    def _launch(self, record: RunRecord, request: RunRequest) -> None:
+        live = LiveRun(record=record, request=request)
+        self._live[record.run_id] = live
+        self._waiting += 1
+        live.task = asyncio.create_task(self._execute(live), name=f"run:{record.run_id}")
+        self._notify("status", record, None)
 
     async def _conversation(self, request: RunRequest) -> tuple[str, ConversationRecord | None]:
         """The request's conversation id, and the conversation to create when it starts one."""
@@ -306,6 +316,7 @@ class RunManager:
                 if record.status == "queued":
                     self._waiting -= 1
         except (asyncio.CancelledError, _Stop) as exc:
+            live.cancellable = False  # a stop arriving now must not cancel the run's end
             task = asyncio.current_task()
             if isinstance(exc, asyncio.CancelledError) and task is not None and live.stop_requested:
                 task.uncancel()
@@ -329,9 +340,9 @@ class RunManager:
         stream = self.runner(live.request)
         try:
             while True:
-                live.cancellable = True
                 if live.stop_requested or live.shutting_down:
                     raise _Stop
+                live.cancellable = True
                 try:
                     event = await anext(stream)
                 except StopAsyncIteration:
@@ -527,7 +538,10 @@ class RunManager:
 
     # -- stopping ---------------------------------------------------------------------------------
     def _cancel(self, live: LiveRun) -> None:
+        """Cancel the run's task where it waits on its runner or for a slot; once only, so the
+        run's own end (which then runs) is never cancelled by a later stop."""
         if live.task is not None and live.started and live.cancellable and not live.task.done():
+            live.cancellable = False
             live.task.cancel()
 
     def _request_stop(self, live: LiveRun) -> None:
