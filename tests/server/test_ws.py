@@ -128,6 +128,34 @@ async def test_malformed_frames_get_error_frames_and_the_socket_stays_open(gated
             assert await recv(ws) == {"type": "pong", "id": ref}
 
 
+async def test_frames_json_cannot_hold_and_unexpected_failures_get_error_frames(tmp_path, monkeypatch):
+    settings = make_settings(tmp_path)  # frames up to 64 KiB: room for the inputs below
+    app = create_app(settings, runner=GatedRunner(steps=1))
+    async with serve(app, settings) as url, connect(url.replace("http://", "ws://") + "/v1/ws") as ws:
+        for bad in (
+            "[" * 5000,  # nested deeper than the parser goes
+            '{"type": "ping", "id": ' + "1" * 5000 + "}",  # more digits than an int may have
+        ):
+            await ws.send(bad)
+            frame = await recv(ws)
+            assert frame["type"] == "error" and frame["code"] == "ws.malformed", bad[:30]
+        for after in (2**70, True, "3"):
+            await ws.send(json.dumps({"type": "resume", "run_id": "run_x", "after_seq": after, "id": 1}))
+            frame = await recv(ws)
+            assert frame["code"] == "request.invalid" and frame["field"] == "after_seq" and frame["id"] == 1, after
+
+        async def broken_stop(*args, **kwargs):
+            raise RuntimeError("disk on fire")
+
+        monkeypatch.setattr(app.state.reasonloop.runs, "stop", broken_stop)
+        await ws.send(json.dumps({"type": "stop", "run_id": "run_x", "id": 2}))
+        frame = await recv(ws)
+        assert frame["type"] == "error" and frame["code"] == "server.internal" and frame["id"] == 2
+        assert "disk on fire" not in frame["message"]  # details stay in the server's log
+        await ws.send(json.dumps({"type": "ping"}))
+        assert await recv(ws) == {"type": "pong"}
+
+
 async def test_oversized_frames_are_refused(gated):
     _, url = gated
     async with connect(url) as ws:

@@ -54,6 +54,8 @@ HEARTBEAT = "reasonloop.websocket.heartbeat"
 """ASGI scope extension, offered (as None) by a server protocol that can write the session's
 heartbeat frame with each of its own keepalive pings; the session sets it to the frame's text
 and keeps no timer of its own."""
+_MAX_SEQ = 2**63
+"""Seqs are 64-bit signed integers in every store."""
 CLOSE_TOO_BIG = 1009
 CLOSE_POLICY = 1008
 
@@ -138,11 +140,20 @@ class _Session:
             frame["id"] = ref
         self.send(frame)
 
-    def spawn(self, coro: Any) -> asyncio.Task[None]:
-        task = asyncio.create_task(coro)
+    def spawn(self, coro: Coroutine[Any, Any, None], ref: Any = None) -> asyncio.Task[None]:
+        """Handle a frame in a task of its own; a failure nobody foresaw gets an error frame (and
+        the server's log), not a task that dies in silence."""
+        task = asyncio.create_task(self._answering(coro, ref))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return task
+
+    async def _answering(self, coro: Coroutine[Any, Any, None], ref: Any) -> None:
+        try:
+            await coro
+        except Exception:
+            log.exception("WebSocket frame handler failed")
+            self.error("server.internal", "the server failed to handle this frame; see its log", ref)
 
     async def serve(self) -> None:
         """Authenticate and accept the socket, then read its frames until it closes."""
@@ -203,17 +214,22 @@ class _Session:
             frame = json.loads(raw)
         except json.JSONDecodeError as exc:
             return self.error("ws.malformed", f"frame is not JSON: {exc.msg}")
+        except (ValueError, RecursionError) as exc:  # valid JSON that Python's parser refuses
+            reason = (
+                "it is nested too deeply" if isinstance(exc, RecursionError) else "a number in it has too many digits"
+            )
+            return self.error("ws.malformed", f"frame cannot be read: {reason}")
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
             return self.error("ws.malformed", 'frame must be a JSON object with a string "type"')
         kind, ref = frame["type"], frame.get("id")
         if kind == "ping":  # usually answered by the protocol already (reasonloop.server.ws_protocol)
             return self.outbox.put(pong_frame(ref))
         if kind == "ask":
-            self.spawn(self._ask(frame, ref))
+            self.spawn(self._ask(frame, ref), ref)
         elif kind == "stop":
-            self.spawn(self._stop(frame, ref))
+            self.spawn(self._stop(frame, ref), ref)
         elif kind == "resume":
-            self.spawn(self._resume(frame, ref))
+            self.spawn(self._resume(frame, ref), ref)
         else:
             self.error("ws.unknown_type", f"unknown frame type {kind!r} (ping, ask, stop, resume)", ref)
 
@@ -240,9 +256,11 @@ class _Session:
 
     async def _resume(self, frame: dict[str, Any], ref: Any) -> None:
         run_id, after = frame.get("run_id"), frame.get("after_seq", 0)
-        if not isinstance(run_id, str) or not isinstance(after, int) or after < 0:
-            field = "run_id" if not isinstance(run_id, str) else "after_seq"
-            return self.error("request.invalid", f"resume needs run_id and after_seq >= 0 ({field})", ref, field=field)
+        if not isinstance(run_id, str):
+            return self.error("request.invalid", "resume needs a run_id", ref, field="run_id")
+        if type(after) is not int or not 0 <= after < _MAX_SEQ:  # not a bool, and within a store's integers
+            message = f"resume needs after_seq, a whole number from 0 to {_MAX_SEQ - 1}"
+            return self.error("request.invalid", message, ref, field="after_seq")
         runs = self.state.runs
         try:
             live = await runs.live_run(run_id, self.who.tenant)
