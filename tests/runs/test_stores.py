@@ -16,11 +16,12 @@ import pytest
 from reasonloop.config import RunsSettings, Settings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Answer, AnswerDelta, RunStarted
+from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.models import ConversationRecord, RunRecord, new_id
 from reasonloop.runs.redis_store import RedisRunStore
 from reasonloop.runs.sqlite_store import SQLiteRunStore
 from reasonloop.runs.store import open_store, recover_interrupted, restore_turn
-from tests.runs.helpers import free_port
+from tests.runs.helpers import RedisServer, free_port
 
 
 def dead_instance() -> str:
@@ -171,6 +172,44 @@ async def test_redis_unavailable_at_start_is_a_clear_error():
     with pytest.raises(RunStoreUnavailable) as info:
         await store.open()
     assert f"127.0.0.1:{port}" in info.value.message and info.value.code == "run.store_unavailable"
+
+
+@pytest.mark.redis
+async def test_redis_errors_never_show_the_password_of_its_url():
+    port = free_port()
+    store = RedisRunStore(RunsSettings(store="redis", redis_url=f"redis://:s3cret@127.0.0.1:{port}/0"))
+    with pytest.raises(RunStoreUnavailable) as info:
+        await store.open()
+    shown = f"{info.value.message} {info.value.details}"
+    assert "s3cret" not in shown and f"127.0.0.1:{port}" in shown
+    with pytest.raises(RunStoreUnavailable) as info:
+        await store.get_run("run_x")  # not open
+    assert "s3cret" not in f"{info.value.message} {info.value.details}"
+
+
+@pytest.mark.redis
+async def test_redis_refusing_writes_is_the_store_unavailable_not_a_crash():
+    server = RedisServer()  # its own: the memory limit below must not reach other tests
+    store = RedisRunStore(RunsSettings(store="redis", redis_url=server.url))
+    try:
+        await store.open()
+        await store.create_run(RunRecord(run_id="run_before"))
+        await store.r.config_set("maxmemory-policy", "noeviction")
+        await store.r.config_set("maxmemory", "1")  # every write is now refused with OOM
+        with pytest.raises(RunStoreUnavailable, match="refused"):
+            await store.create_run(RunRecord(run_id="run_refused"))
+        with pytest.raises(RunStoreUnavailable, match="refused"):
+            await store.append_events(
+                EventRows.of(
+                    [("run_before", 1, stamped("run_before", 1, RunStarted(reasoning="r", question="q")).to_json())]
+                )
+            )
+        with pytest.raises(RunStoreUnavailable, match="refused"):
+            await store.append_event("run_before", stamped("run_before", 1, RunStarted(reasoning="r", question="q")))
+        assert (await store.get_run("run_before")).run_id == "run_before"  # reads still work
+    finally:
+        await store.close()
+        server.stop()
 
 
 @pytest.mark.redis

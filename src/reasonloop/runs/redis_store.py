@@ -22,10 +22,11 @@ import json
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
+from redis.exceptions import ExecAbortError, NoPermissionError, OutOfMemoryError, ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from reasonloop.config import RunsSettings
@@ -35,7 +36,7 @@ from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.models import TERMINAL, ConversationRecord, RunRecord, check_record_fields
 from reasonloop.runs.store import instance_alive, is_terminal_event
 
-__all__ = ["RedisRunStore"]
+__all__ = ["RedisRunStore", "shown_url"]
 
 _HEARTBEAT_TTL_S = 10
 """An instance whose heartbeat is older than this is dead (heartbeats are sent every 3 s)."""
@@ -43,12 +44,39 @@ _BLOCK_MS = 1000
 """How long a follower blocks on ``XREAD`` before re-checking the run's status."""
 
 
+_REFUSALS = (OutOfMemoryError, ReadOnlyError, ExecAbortError, NoPermissionError)
+_REFUSAL_PREFIXES = ("MISCONF", "MASTERDOWN", "BUSY", "CLUSTERDOWN", "TRYAGAIN", "LOADING")
+
+
+def _refused(exc: ResponseError) -> bool:
+    """Whether Redis refused a command for its own state (memory full, a replica that turned
+    read-only in a failover, a failing disk, no permission), not for the command itself: the
+    store is unavailable until that changes, however the command is written."""
+    return isinstance(exc, _REFUSALS) or str(exc).startswith(_REFUSAL_PREFIXES)
+
+
+def shown_url(url: str) -> str:
+    """``url`` as errors and logs may show it: without its password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    user = f"{parts.username}:" if parts.username else ":"
+    return urlunsplit(parts._replace(netloc=f"{user}***@{netloc}"))
+
+
 @contextlib.contextmanager
 def _guard(url: str) -> Iterator[None]:
+    """Redis failures as :class:`RunStoreUnavailable`. ``url`` is the one to show (no password)."""
     try:
         yield
     except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
         raise RunStoreUnavailable(f"Redis at {url} is unreachable: {exc}", url=url) from exc
+    except ResponseError as exc:
+        if not _refused(exc):
+            raise
+        cause = exc.__context__ if isinstance(exc, ExecAbortError) and exc.__context__ is not None else exc
+        raise RunStoreUnavailable(f"Redis at {url} refused the command: {cause}", url=url) from exc
 
 
 class RedisRunStore:
@@ -61,7 +89,8 @@ class RedisRunStore:
 
     def __init__(self, settings: RunsSettings | None = None, *, kb_path: str = "") -> None:
         self.settings = settings or RunsSettings(store="redis")
-        self.url = self.settings.redis_url
+        self.url = shown_url(self.settings.redis_url)
+        """The server's URL as messages show it (without a password)."""
         self.p = self.settings.redis_prefix
         self.ttl = self.settings.ttl_s
         self._r: aioredis.Redis | None = None
@@ -79,7 +108,7 @@ class RedisRunStore:
     async def open(self) -> None:
         options: dict[str, Any] = {"decode_responses": True, "socket_connect_timeout": 3, "health_check_interval": 30}
         pool = aioredis.BlockingConnectionPool.from_url(
-            self.url, max_connections=self.settings.redis_max_connections, timeout=30, **options
+            self.settings.redis_url, max_connections=self.settings.redis_max_connections, timeout=30, **options
         )
         client = aioredis.Redis(connection_pool=pool)
         try:
@@ -90,7 +119,7 @@ class RedisRunStore:
             await pool.disconnect()
             raise
         self._r = client
-        self._blocking = aioredis.Redis.from_url(self.url, max_connections=100_000, **options)
+        self._blocking = aioredis.Redis.from_url(self.settings.redis_url, max_connections=100_000, **options)
 
     async def close(self) -> None:
         if self._flusher is not None:
@@ -197,7 +226,11 @@ class RedisRunStore:
             for (key, entry_id, _, fut), result in zip(batch, results, strict=True):
                 if fut.done():
                     continue
-                if isinstance(result, ResponseError):
+                if isinstance(result, ResponseError) and _refused(result):
+                    fut.set_exception(
+                        RunStoreUnavailable(f"Redis at {self.url} refused the command: {result}", url=self.url)
+                    )
+                elif isinstance(result, ResponseError):
                     fut.set_exception(ValueError(f"{key} already has an entry at or after {entry_id}: {result}"))
                 elif isinstance(result, RunStoreUnavailable):
                     fut.set_exception(RunStoreUnavailable(result.message, **result.details))
@@ -222,6 +255,8 @@ class RedisRunStore:
             results = await pipe.execute(raise_on_error=False)
         out: list[Exception | None] = []
         for (run_id, seq, _), result in zip(rows, results, strict=True):
+            if isinstance(result, ResponseError) and _refused(result):
+                raise RunStoreUnavailable(f"Redis at {self.url} refused the command: {result}", url=self.url)
             if isinstance(result, ResponseError):
                 out.append(ValueError(f"run {run_id} already has an entry at or after seq {seq}: {result}"))
             elif isinstance(result, Exception):
