@@ -7,6 +7,7 @@ import asyncio
 import httpx
 import pytest
 
+from reasonloop.config import RunsSettings
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.server import create_app
@@ -61,6 +62,26 @@ async def test_sse_resume_with_last_event_id_matches_an_uninterrupted_stream(tmp
         assert [m["event"] for m in whole][-1] == "answer"
         by_query = await sse_events(client, f"/v1/runs/{run_id}/events?after=5")
         assert [m["data"] for m in by_query] == [m["data"] for m in whole[5:]]
+
+
+async def test_sse_resume_points_out_of_range_are_refused_and_the_later_of_two_wins(tmp_path):
+    settings = make_settings(tmp_path, runs=RunsSettings(sqlite_path=str(tmp_path / "runs.sqlite"), keep_finished_s=0))
+    app = create_app(settings, runner=LLMRunner(ScriptedProvider(replies=[ANSWER], chunk_size=4)))
+    async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
+        run_id = (await client.post("/v1/runs", json={"question": "q"})).json()["run_id"]
+        whole = await sse_events(client, f"/v1/runs/{run_id}/events")
+        await asyncio.sleep(0.05)  # forgotten by the manager: read from the store from now on
+        for headers, query in (
+            ({"Last-Event-ID": str(2**70)}, ""),
+            ({}, f"?after={2**63}"),
+            ({"Last-Event-ID": "-1"}, ""),
+        ):
+            refused = await client.get(f"/v1/runs/{run_id}/events{query}", headers=headers)
+            assert refused.status_code == 422, (headers, query)
+            assert ("last-event-id" if headers else "after") in refused.text.lower()
+        # A browser's EventSource reconnects to the URL it was given, with the id it saw last.
+        both = await sse_events(client, f"/v1/runs/{run_id}/events?after=2", headers={"Last-Event-ID": "5"})
+        assert [m["id"] for m in both] == [m["id"] for m in whole[5:]]
 
 
 async def test_stop_over_http(tmp_path):

@@ -18,6 +18,7 @@ from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunMeta, R
 from reasonloop.llm.base import Message
 
 __all__ = [
+    "MAX_SEQ",
     "TERMINAL",
     "ConversationRecord",
     "RunRecord",
@@ -33,6 +34,10 @@ __all__ = [
 RunStatus = Literal["queued", "running", "completed", "failed", "stopped", "interrupted"]
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "stopped", "interrupted"})
 """Statuses a run never leaves."""
+
+
+MAX_SEQ = 2**63
+"""Seqs are below this: every store keeps them as 64-bit signed integers."""
 
 
 def new_id(prefix: str) -> str:

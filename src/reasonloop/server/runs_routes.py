@@ -10,9 +10,9 @@ from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel, Field
 from sse_starlette.sse import EventSourceResponse
 
-from reasonloop.errors import ReasonLoopError
+from reasonloop.errors import ReasonLoopError, RequestInvalid
 from reasonloop.events import Event, RunResult
-from reasonloop.runs.models import RunRecord, RunRequest
+from reasonloop.runs.models import MAX_SEQ, RunRecord, RunRequest
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
 
@@ -66,23 +66,34 @@ async def run_events(
     request: Request,
     who: Annotated[Principal, Depends(principal)],
     last_event_id: Annotated[str | None, Header()] = None,
-    after: int | None = Query(None, ge=0, description="Resume after this seq (as Last-Event-ID)."),
+    after: int | None = Query(None, ge=0, lt=MAX_SEQ, description="Resume after this seq (as Last-Event-ID)."),
 ) -> EventSourceResponse:
     """Server-sent events: stored events, then live ones, until the run ends.
 
     Each SSE message has ``id`` = the event's seq, ``event`` = its type, ``data`` = its JSON.
-    Reconnecting with ``Last-Event-ID`` (or ``?after=N``) resumes without gaps or duplicates.
+    Reconnecting with ``Last-Event-ID`` (or ``?after=N``) resumes without gaps or duplicates;
+    given both (a browser's ``EventSource`` reconnects to the URL it was given, adding the id it
+    saw last), the later one wins.
     """
-    after_seq = after if after is not None else _parse_seq(last_event_id)
+    after_seq = max(after or 0, _parse_seq(last_event_id))
     events = await server_state(request).runs.subscribe_json(run_id, after_seq, who.tenant)
     return EventSourceResponse(sse_frames(events), ping=15)
 
 
 def _parse_seq(value: str | None) -> int:
-    try:
-        return max(0, int(value)) if value else 0
-    except ValueError:
+    """A ``Last-Event-ID``: one of the seqs this server sends as SSE ids.
+
+    Raises:
+        RequestInvalid: it is not one (422, naming the header).
+    """
+    if not value:
         return 0
+    seq = int(value) if value.isascii() and value.isdigit() else -1
+    if not 0 <= seq < MAX_SEQ:
+        raise RequestInvalid(
+            f"Last-Event-ID must be an event's seq, a whole number from 0 to {MAX_SEQ - 1}", field="last-event-id"
+        )
+    return seq
 
 
 async def sse_frames(events: AsyncIterator[tuple[Event, str]]) -> AsyncIterator[dict[str, str]]:

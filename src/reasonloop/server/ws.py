@@ -35,7 +35,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 from reasonloop.errors import AuthError, ReasonLoopError
 from reasonloop.events import Event
 from reasonloop.runs.live import LiveRun
-from reasonloop.runs.models import RunRequest
+from reasonloop.runs.models import MAX_SEQ, RunRequest
 from reasonloop.runs.store import is_terminal_event
 from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
 from reasonloop.server.deps import ServerState
@@ -54,8 +54,6 @@ HEARTBEAT = "reasonloop.websocket.heartbeat"
 """ASGI scope extension, offered (as None) by a server protocol that can write the session's
 heartbeat frame with each of its own keepalive pings; the session sets it to the frame's text
 and keeps no timer of its own."""
-_MAX_SEQ = 2**63
-"""Seqs are 64-bit signed integers in every store."""
 CLOSE_TOO_BIG = 1009
 CLOSE_POLICY = 1008
 
@@ -258,8 +256,8 @@ class _Session:
         run_id, after = frame.get("run_id"), frame.get("after_seq", 0)
         if not isinstance(run_id, str):
             return self.error("request.invalid", "resume needs a run_id", ref, field="run_id")
-        if type(after) is not int or not 0 <= after < _MAX_SEQ:  # not a bool, and within a store's integers
-            message = f"resume needs after_seq, a whole number from 0 to {_MAX_SEQ - 1}"
+        if type(after) is not int or not 0 <= after < MAX_SEQ:  # not a bool, and within a store's integers
+            message = f"resume needs after_seq, a whole number from 0 to {MAX_SEQ - 1}"
             return self.error("request.invalid", message, ref, field="after_seq")
         runs = self.state.runs
         try:
