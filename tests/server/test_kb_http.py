@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import httpx
 import pytest
@@ -82,6 +83,43 @@ async def test_upload_over_the_limit_is_413_and_leaves_nothing(client):
 )
 def test_safe_filename(name, expected):
     assert safe_filename(name) == expected
+
+
+@pytest.mark.parametrize("name", ["文" * 200 + ".pdf", "é" * 150 + ".txt", "a" * 300 + ".md", "报" * 90])
+def test_safe_filenames_fit_a_file_system_name_and_keep_their_extension(name):
+    safe = safe_filename(name)
+    assert len(safe.encode()) <= 200 and safe[:1] == name[:1]
+    assert Path(safe).suffix == Path(name).suffix
+
+
+async def test_long_non_ascii_names_are_stored(client):
+    http, tmp_path = client
+    name = "灯塔" * 100 + ".txt"
+    up = await http.post("/v1/kb/documents", files={"files": (name, DOC, "text/plain")}, headers=A)
+    assert up.status_code == 201, up.text
+    stored = up.json()["files"][0]
+    assert stored.endswith(".txt") and (tmp_path / "kb" / "tenants" / "a" / "uploads" / stored).read_text() == DOC
+
+
+async def test_a_chunked_body_over_the_limit_is_refused_as_it_arrives(client):
+    http, tmp_path = client
+    sent = 0
+
+    async def body():
+        nonlocal sent
+        yield b'--zzz\r\nContent-Disposition: form-data; name="files"; filename="big.txt"\r\n\r\n'
+        for _ in range(200):  # 200 x 4 KiB, with no Content-Length: far over the 2000 x 32 bytes allowed
+            sent += 1
+            yield b"x" * 4096
+        yield b"\r\n--zzz--\r\n"
+
+    response = await http.post(
+        "/v1/kb/documents", content=body(), headers={**A, "Content-Type": "multipart/form-data; boundary=zzz"}
+    )
+    assert response.status_code == 413 and response.json()["error"]["code"] == "kb.upload_too_large"
+    assert "upload body" in response.json()["error"]["message"]  # the guard's refusal, not the route's
+    uploads = tmp_path / "kb" / "tenants" / "a" / "uploads"
+    assert not uploads.exists() or list(uploads.iterdir()) == []
 
 
 async def test_an_oversized_body_is_refused_before_it_is_read(client):

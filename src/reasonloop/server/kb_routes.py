@@ -28,13 +28,18 @@ __all__ = ["KBProvider", "UploadSizeGuard", "router", "safe_filename", "tenant_k
 router = APIRouter(prefix="/v1/kb", tags=["knowledge base"])
 
 _CHUNK = 1024 * 1024
+_UPLOAD_PATH = "/v1/kb/documents"
+_MAX_NAME_BYTES = 200
+"""Bytes of a stored file's name (file systems allow 255; room is left for a ``-N`` suffix)."""
+_MAX_SUFFIX_BYTES = 16
 MAX_FILES_PER_UPLOAD = 32
 """Files one upload request may carry; with the per-file limit it bounds the whole body."""
 _MULTIPART_OVERHEAD = 64 * 1024
 
 
 class UploadSizeGuard:
-    """ASGI middleware refusing an upload whose declared body is over the limit before it is read.
+    """ASGI middleware refusing an upload whose body is over the limit: before it is read when
+    its length is declared, else as soon as that much of it has arrived (a chunked body).
 
     The multipart body is spooled to disk before a route runs, so the per-file check in
     :func:`upload` alone would let a huge body fill the disk first.
@@ -45,15 +50,56 @@ class UploadSizeGuard:
         self.limit = max_upload_bytes * MAX_FILES_PER_UPLOAD + _MULTIPART_OVERHEAD
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/v1/kb/documents":
-            length = dict(scope["headers"]).get(b"content-length", b"")
-            if length.isdigit() and int(length) > self.limit:
-                from reasonloop.server.errors import error_response
+        if not (scope["type"] == "http" and scope["method"] == "POST" and scope["path"].endswith(_UPLOAD_PATH)):
+            return await self.app(scope, receive, send)
+        length = dict(scope["headers"]).get(b"content-length", b"")
+        if length.isdigit() and int(length) > self.limit:
+            error = UploadTooLarge(f"upload body of {int(length)} bytes is over {self.limit}", limit=self.limit)
+            return await _refuse(error, scope, receive, send)
+        await _CountedBody(self, scope, receive, send).serve()
 
-                error = UploadTooLarge(f"upload body of {int(length)} bytes is over {self.limit}", limit=self.limit)
-                await error_response(error)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+
+class _CountedBody:
+    """One request's body, counted as it arrives. Past the limit the client is answered 413 at
+    once and the application is told the client left (its own answer is dropped)."""
+
+    def __init__(self, guard: UploadSizeGuard, scope: Any, receive: Any, send: Any) -> None:
+        self.guard, self.scope, self._receive, self._send = guard, scope, receive, send
+        self.received = 0
+        self.refused = False
+        self.answering = False
+        """The application has begun its response: too late to answer 413 instead."""
+
+    async def serve(self) -> None:
+        await self.guard.app(self.scope, self.receive, self.send)
+
+    async def receive(self) -> Any:
+        if self.refused:
+            return {"type": "http.disconnect"}
+        message = await self._receive()
+        if message["type"] == "http.request":
+            self.received += len(message.get("body", b""))
+            if self.received > self.guard.limit:
+                self.refused = True
+                if not self.answering:
+                    limit = self.guard.limit
+                    error = UploadTooLarge(f"upload body is over {limit} bytes", limit=limit)
+                    await _refuse(error, self.scope, self._receive, self._send)
+                return {"type": "http.disconnect"}
+        return message
+
+    async def send(self, message: Any) -> None:
+        if self.refused:
+            return
+        if message["type"] == "http.response.start":
+            self.answering = True
+        await self._send(message)
+
+
+async def _refuse(error: UploadTooLarge, scope: Any, receive: Any, send: Any) -> None:
+    from reasonloop.server.errors import error_response
+
+    await error_response(error)(scope, receive, send)
 
 
 def tenant_kb_path(settings: Settings, tenant: str) -> Path:
@@ -69,7 +115,18 @@ def safe_filename(name: str, fallback: str = "upload") -> str:
     name = "".join(ch for ch in name if unicodedata.category(ch)[0] != "C")
     name = re.sub(r"[^\w.\- ]", "_", name).strip(" .")
     name = re.sub(r"\.{2,}", ".", name)
-    return name[:200] or fallback
+    return _fit(name, _MAX_NAME_BYTES) or fallback
+
+
+def _fit(name: str, limit: int) -> str:
+    """``name`` cut to ``limit`` bytes of UTF-8 (whole characters), keeping its extension."""
+    if len(name.encode()) <= limit:
+        return name
+    stem, dot, extension = name.rpartition(".")
+    suffix = dot + extension if stem and dot and len(extension.encode()) < _MAX_SUFFIX_BYTES else ""
+    stem = stem if suffix else name
+    cut = stem.encode()[: limit - len(suffix.encode())].decode("utf-8", errors="ignore").rstrip(" .")
+    return cut + suffix if cut else ""
 
 
 async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -156,18 +213,21 @@ async def upload(
         for upload_file in files:
             target = _unique(directory, safe_filename(upload_file.filename or ""))
             size = 0
-            with target.open("wb") as out:
-                saved.append(target)
-                while chunk := await upload_file.read(_CHUNK):
-                    size += len(chunk)
-                    if size > limit:
-                        raise UploadTooLarge(
-                            f"{upload_file.filename!r} is larger than the upload limit of {limit} bytes",
-                            limit=limit,
-                            filename=upload_file.filename,
-                        )
-                    out.write(chunk)
-    except UploadTooLarge:
+            try:
+                with target.open("wb") as out:
+                    saved.append(target)
+                    while chunk := await upload_file.read(_CHUNK):
+                        size += len(chunk)
+                        if size > limit:
+                            raise UploadTooLarge(
+                                f"{upload_file.filename!r} is larger than the upload limit of {limit} bytes",
+                                limit=limit,
+                                filename=upload_file.filename,
+                            )
+                        out.write(chunk)
+            except OSError as exc:
+                raise KBError(f"could not store {upload_file.filename!r}: {exc.strerror or exc}") from exc
+    except BaseException:  # nothing of a failed upload stays behind, unseen by the knowledge base
         for path in saved:
             path.unlink(missing_ok=True)
         raise
