@@ -11,7 +11,7 @@ import pytest
 from reasonloop.config import APIKeySettings
 from reasonloop.server import create_app
 from reasonloop.server.auth import hash_key
-from reasonloop.server.kb_routes import safe_filename
+from reasonloop.server.kb_routes import safe_filename, tenant_kb_path
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
 
@@ -90,6 +90,17 @@ def test_safe_filenames_fit_a_file_system_name_and_keep_their_extension(name):
     safe = safe_filename(name)
     assert len(safe.encode()) <= 200 and safe[:1] == name[:1]
     assert Path(safe).suffix == Path(name).suffix
+
+
+def test_every_tenant_has_a_knowledge_base_of_its_own(tmp_path):
+    settings = make_settings(tmp_path)
+    tenants = ["acme/eu", "eu", "a:b", "a_b", "..", "upload", "x" * 300, "x" * 301, "北京", "default"]
+    paths = [tenant_kb_path(settings, t) for t in tenants]
+    assert len(set(paths)) == len(tenants)
+    root = tmp_path / "kb"
+    assert paths[1] == root / "tenants" / "eu" and paths[-1] == root  # names that are safe already stay as they are
+    assert all(p == root or p.parent == root / "tenants" for p in paths)
+    assert all(len(p.name.encode()) <= 255 for p in paths)
 
 
 async def test_long_non_ascii_names_are_stored(client):

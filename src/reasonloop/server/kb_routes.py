@@ -8,6 +8,7 @@ Uploaded files are stored under ``uploads/`` with sanitised names before ingesti
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import inspect
 import re
 import unicodedata
@@ -103,9 +104,20 @@ async def _refuse(error: UploadTooLarge, scope: Any, receive: Any, send: Any) ->
 
 
 def tenant_kb_path(settings: Settings, tenant: str) -> Path:
-    """The knowledge base directory of ``tenant``."""
+    """The knowledge base directory of ``tenant``: its own for every tenant name.
+
+    A name that is a safe file name already is used as it is; any other gets a safe form of
+    it and a digest of the whole name (``acme/eu`` and ``eu``, or ``a:b`` and ``a_b``, would
+    otherwise share a directory).
+    """
     root = Path(settings.kb.path)
-    return root if tenant == "default" else root / "tenants" / safe_filename(tenant)
+    if tenant == "default":
+        return root
+    name = safe_filename(tenant, fallback="")
+    if name != tenant:
+        digest = hashlib.sha256(tenant.encode()).hexdigest()[:16]
+        name = f"{_fit(name, _MAX_NAME_BYTES - 17)}-{digest}".lstrip("-")
+    return root / "tenants" / name
 
 
 def safe_filename(name: str, fallback: str = "upload") -> str:
