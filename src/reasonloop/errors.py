@@ -81,6 +81,7 @@ __all__ = [
     "LLMTimeout",
     "LLMToolSchemaRejected",
     "LLMUnreachable",
+    "ModelNotFound",
     "PlanStepFailed",
     "PluginError",
     "PluginLoadFailed",
@@ -140,6 +141,12 @@ class PluginError(ReasonLoopError):
 
 class PluginNotFound(PluginError):
     code = "plugin.not_found"
+
+
+class ModelNotFound(PluginNotFound):
+    """The OpenAI-compatible API was asked for a model that is no strategy or agent here."""
+
+    code = "model.not_found"
 
 
 class PluginLoadFailed(PluginError):

@@ -13,6 +13,7 @@ from reasonloop.events import Answer, AnswerDelta
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.server import create_app
+from reasonloop.server.agent_runner import AgentRunner
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
 
@@ -184,3 +185,35 @@ async def test_a_stream_read_to_its_end_or_its_error_is_not_abandoned():
     _ = [await anext(after_error) for _ in range(2)]  # role, error
     await after_error.aclose()
     assert calls == ["left"]
+
+
+async def test_developer_messages_are_instructions_like_system_ones(base):
+    url, llm = base
+    client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+    await client.chat.completions.create(
+        model="reasonloop",
+        messages=[{"role": "developer", "content": "answer in French"}, {"role": "user", "content": "hi"}],
+    )
+    prompt = llm.prompts[-1]
+    assert [(m.role, m.content) for m in prompt] == [("system", "answer in French"), ("user", "hi")]
+    await client.close()
+
+
+async def test_models_are_listed_and_an_unknown_one_is_not_found(tmp_path):
+    settings = make_settings(tmp_path)
+    app = create_app(settings, runner=AgentRunner(settings, llm=ScriptedProvider(replies=[ANSWER], repeat_last=True)))
+    async with serve(app, settings) as url:
+        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        async with httpx.AsyncClient(base_url=url) as http:
+            strategies = {p["id"] for p in (await http.get("/v1/reasoning")).json() if not p["error"]}
+        listed = {m.id async for m in client.models.list()}
+        assert {"reasonloop", "default"} | strategies <= listed and strategies
+        assert (await client.models.retrieve("qa")).id == "qa"
+        with pytest.raises(openai.NotFoundError):
+            await client.models.retrieve("telepathy")
+        with pytest.raises(openai.NotFoundError) as info:
+            await client.chat.completions.create(model="telepathy", messages=[{"role": "user", "content": "q"}])
+        assert "telepathy" in str(info.value)
+        answered = await client.chat.completions.create(model="qa", messages=[{"role": "user", "content": "q"}])
+        assert answered.choices[0].message.content
+        await client.close()

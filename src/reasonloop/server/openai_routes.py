@@ -1,7 +1,7 @@
 """``POST /v1/chat/completions``: any OpenAI client can ask reasonloop.
 
 The ``model`` is a reasoning strategy or agent id (``reasonloop`` or ``default`` picks the
-server's default). The last user message is the question; the messages before it are the
+server's default); ``GET /v1/models`` lists them, and an unknown one is a 404 as with OpenAI. The last user message is the question; the messages before it are the
 history. The answer streams as ``content`` deltas; the reasoning lane (progress, thoughts,
 tool calls) streams as ``reasoning_content`` deltas, which OpenAI clients ignore or show as
 reasoning. The run id is returned in the ``X-Run-Id`` header, so the full trace can be read
@@ -24,7 +24,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from reasonloop.errors import ReasonLoopError, RequestInvalid
+from reasonloop.errors import ModelNotFound, ReasonLoopError, RequestInvalid
 from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, Progress, Thought, ToolCall, ToolResult
 from reasonloop.llm.base import Message
 from reasonloop.runs.manager import RunManager
@@ -66,11 +66,15 @@ class ChatCompletionRequest(BaseModel):
     stream_options: StreamOptions | None = None
 
 
+_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+"""OpenAI roles kept in the history, as ours (``developer`` is the newer name of ``system``)."""
+
+
 def _run_request(body: ChatCompletionRequest, tenant: str, agents: set[str]) -> RunRequest:
-    messages = [m for m in body.messages if m.role in ("system", "user", "assistant")]
+    messages = [m for m in body.messages if m.role in _ROLES]
     if not messages or messages[-1].role != "user" or not messages[-1].text().strip():
         raise RequestInvalid("the last message must be a non-empty user message", field="messages")
-    history = [Message(role=m.role, content=m.text()) for m in messages[:-1]]  # type: ignore[arg-type]
+    history = [Message(role=_ROLES[m.role], content=m.text()) for m in messages[:-1]]  # type: ignore[arg-type]
     model = None if body.model in DEFAULT_MODELS else body.model
     agent = model if model in agents else None
     return RunRequest(
@@ -103,12 +107,53 @@ def _usage(answer: Answer | None) -> dict[str, int]:
     return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
 
 
+class ModelView(BaseModel):
+    """A model as OpenAI lists them: here, a reasoning strategy or an agent."""
+
+    id: str
+    object: str = "model"
+    created: int = 0
+    owned_by: str = "reasonloop"
+
+
+class ModelList(BaseModel):
+    object: str = "list"
+    data: list[ModelView]
+
+
+def _model_ids(request: Request) -> list[str]:
+    """What ``model`` may name: the server's default, every strategy that loaded, every agent."""
+    state = server_state(request)
+    strategies = [e.id for e in state.registry.entries("reasoning") if e.error is None]
+    return list(dict.fromkeys([*DEFAULT_MODELS, *strategies, *sorted(_agent_ids(state.settings))]))
+
+
+@router.get("/models", response_model=ModelList)
+async def list_models(request: Request, who: Annotated[Principal, Depends(principal)]) -> ModelList:
+    """The models a chat completion may name (OpenAI's ``models.list()``)."""
+    return ModelList(data=[ModelView(id=model) for model in _model_ids(request)])
+
+
+@router.get("/models/{model}", response_model=ModelView)
+async def get_model(model: str, request: Request, who: Annotated[Principal, Depends(principal)]) -> ModelView:
+    """One model (OpenAI's ``models.retrieve()``); 404 when there is no such strategy or agent."""
+    if model not in _model_ids(request):
+        raise ModelNotFound(f"no model {model!r}", model=model)
+    return ModelView(id=model)
+
+
 @router.post("/chat/completions")
 async def chat_completions(
     body: ChatCompletionRequest, request: Request, who: Annotated[Principal, Depends(principal)]
 ) -> Any:
     state = server_state(request)
-    record = await state.runs.start(_run_request(body, who.tenant, _agent_ids(state.settings)))
+    try:
+        record = await state.runs.start(_run_request(body, who.tenant, _agent_ids(state.settings)))
+    except RequestInvalid as exc:
+        if exc.details.get("field") not in ("reasoning", "agent"):
+            raise
+        # As OpenAI answers a model it does not have: 404, which its SDKs raise as NotFoundError.
+        raise ModelNotFound(f"no model {body.model!r}: {exc.message}", model=body.model) from exc
     events = await state.runs.subscribe(record.run_id, 0, who.tenant)
     completion_id = f"chatcmpl-{record.run_id}"
     created = int(time.time())
