@@ -227,6 +227,26 @@ async def test_redis_finished_runs_expire(redis_server):
         await store.close()
 
 
+@pytest.mark.redis
+async def test_redis_tenant_indexes_let_go_of_what_expired(redis_server):
+    store = RedisRunStore(RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix="idx:", ttl_s=60))
+    await store.open()
+    try:
+        now = time.time()
+        await store.create_conversation(ConversationRecord(conversation_id="conv_old", updated_at=now - 120))
+        await store.create_run(RunRecord(run_id="run_ancient", created_at=now - 60 - 2 * 86_400))
+        await store.create_run(RunRecord(run_id="run_gone", created_at=now - 30))
+        await store.r.delete("idx:run:run_gone")  # as its TTL would
+        await store.create_conversation(ConversationRecord(conversation_id="conv_new", updated_at=now))
+        await store.create_run(RunRecord(run_id="run_new", created_at=now))
+        assert await store.r.zrange("idx:convs:default", 0, -1) == ["conv_new"]
+        assert await store.r.zrange("idx:runs:default", 0, -1) == ["run_gone", "run_new"]
+        assert [r.run_id for r in await store.list_runs("default")] == ["run_new"]
+        assert await store.r.zrange("idx:runs:default", 0, -1) == ["run_new"]  # found gone while listing
+    finally:
+        await store.close()
+
+
 def test_open_store_picks_the_configured_store(tmp_path):
     settings = Settings(runs=RunsSettings(sqlite_path=str(tmp_path / "r.sqlite")))
     assert isinstance(open_store(settings), SQLiteRunStore)

@@ -40,6 +40,8 @@ __all__ = ["RedisRunStore", "shown_url"]
 
 _HEARTBEAT_TTL_S = 10
 """An instance whose heartbeat is older than this is dead (heartbeats are sent every 3 s)."""
+_LONGEST_RUN_S = 86_400
+"""Runs are dropped from their tenant's index ``ttl_s`` plus this long after they were created."""
 _BLOCK_MS = 1000
 """How long a follower blocks on ``XREAD`` before re-checking the run's status."""
 
@@ -142,6 +144,11 @@ class RedisRunStore:
             pipe = self.r.pipeline(transaction=True)
             pipe.hset(f"{self.p}run:{record.run_id}", mapping=self._run_fields(record))
             pipe.zadd(f"{self.p}runs:{record.tenant}", {record.run_id: record.created_at})
+            # The tenant's index lets go of runs long expired (a run's record lives until ttl_s after
+            # its end, so this spares any run that ended within ttl_s, unless it ran for a day).
+            pipe.zremrangebyscore(
+                f"{self.p}runs:{record.tenant}", "-inf", f"({record.created_at - self.ttl - _LONGEST_RUN_S}"
+            )
             pipe.sadd(f"{self.p}inflight", record.run_id)
             await pipe.execute()
 
@@ -182,6 +189,9 @@ class RedisRunStore:
             for run_id in ids:
                 pipe.hget(f"{self.p}run:{run_id}", "data")
             rows = await pipe.execute()
+            expired = [run_id for run_id, row in zip(ids, rows, strict=True) if not row]
+            if expired:
+                await self.r.zrem(f"{self.p}runs:{tenant}", *expired)
         return [RunRecord.model_validate_json(r) for r in rows if r]
 
     async def inflight_runs(self, exclude_instance: str | None = None) -> list[RunRecord]:
@@ -344,8 +354,14 @@ class RedisRunStore:
         with _guard(self.url):
             pipe = self.r.pipeline(transaction=True)
             pipe.set(f"{self.p}conv:{record.conversation_id}", head, ex=self.ttl)
-            pipe.zadd(f"{self.p}convs:{record.tenant}", {record.conversation_id: record.updated_at})
+            self._index_conversation(pipe, record.tenant, record.conversation_id, record.updated_at)
             await pipe.execute()
+
+    def _index_conversation(self, pipe: Any, tenant: str, conversation_id: str, updated_at: float) -> None:
+        """Put the conversation in its tenant's index, which lets go of the conversations that
+        expired (each lives ``ttl_s`` after its last update): the index stays as large as what it lists."""
+        pipe.zadd(f"{self.p}convs:{tenant}", {conversation_id: updated_at})
+        pipe.zremrangebyscore(f"{self.p}convs:{tenant}", "-inf", f"({updated_at - self.ttl}")
 
     async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
         with _guard(self.url):
@@ -378,7 +394,7 @@ class RedisRunStore:
             pipe.rpush(f"{key}:messages", *[json.dumps(m, ensure_ascii=False) for m in messages])
             pipe.set(key, record.model_dump_json(exclude={"messages"}), ex=self.ttl)
             pipe.expire(f"{key}:messages", self.ttl)
-            pipe.zadd(f"{self.p}convs:{record.tenant}", {conversation_id: record.updated_at})
+            self._index_conversation(pipe, record.tenant, conversation_id, record.updated_at)
             await pipe.execute()
 
     async def add_turn(self, conversation_id: str, run_id: str, messages: list[dict[str, Any]]) -> bool:
