@@ -6,13 +6,14 @@ import asyncio
 
 import httpx
 import pytest
+import redis.asyncio as aioredis
 
 from reasonloop.config import RunsSettings
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.server import create_app
 from reasonloop.server.agent_runner import AgentRunner
-from tests.runs.helpers import GatedRunner
+from tests.runs.helpers import GatedRunner, RedisServer
 from tests.server.helpers import event_data, make_settings, serve, sse_events
 
 ANSWER = "Write-ahead logging keeps readers and the writer out of each other's way."
@@ -178,3 +179,26 @@ async def test_health_ready_and_metrics(server):
     assert 'reasonloop_runs_total{status="completed"} 1.0' in text
     assert "reasonloop_run_duration_seconds_count 1.0" in text
     assert 'reasonloop_llm_tokens_total{kind="completion"}' in text
+
+
+@pytest.mark.redis
+async def test_a_redis_refusing_writes_is_not_ready_and_runs_get_503(tmp_path):
+    redis = RedisServer()
+    try:
+        settings = make_settings(tmp_path, runs=RunsSettings(store="redis", redis_url=redis.url))
+        app = create_app(settings, runner=scripted_runner())
+        async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
+            assert (await client.get("/readyz")).json()["status"] == "ready"
+            admin = aioredis.Redis.from_url(redis.url)
+            await admin.config_set("maxmemory-policy", "noeviction")
+            await admin.config_set("maxmemory", "1")
+            ready = await client.get("/readyz")
+            assert ready.status_code == 503 and "refused" in ready.json()["error"]
+            refused = await client.post("/v1/runs", json={"question": "q"})
+            assert refused.status_code == 503 and refused.json()["error"]["code"] == "run.store_unavailable"
+            assert "Retry-After" in refused.headers
+            await admin.config_set("maxmemory", "0")
+            await admin.aclose()
+            assert (await client.get("/readyz")).json()["status"] == "ready"
+    finally:
+        redis.stop()

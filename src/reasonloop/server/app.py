@@ -145,12 +145,14 @@ def _health_routes(app: FastAPI, state: ServerState) -> None:
 
     @app.get("/readyz", tags=["health"])
     async def readyz(response: Response) -> dict[str, Any]:
-        """The run store answers and runs can start."""
+        """The run store answers, takes writes, and runs can start."""
         if not state.ready or state.store is None:
             response.status_code = 503
             return {"status": "starting"}
         try:
             await state.store.get_run("readyz-probe")
+            if state.manager is not None:  # a write: a store that answers reads may refuse writes
+                await state.store.heartbeat(state.manager.instance)
         except Exception as exc:
             response.status_code = 503
             return {"status": "unavailable", "error": str(exc)}
