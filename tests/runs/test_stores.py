@@ -20,7 +20,7 @@ from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.models import ConversationRecord, RunRecord, new_id
 from reasonloop.runs.redis_store import RedisRunStore
 from reasonloop.runs.sqlite_store import SQLiteRunStore
-from reasonloop.runs.store import open_store, recover_interrupted, restore_turn
+from reasonloop.runs.store import instance_alive, new_instance_id, open_store, recover_interrupted, restore_turn
 from tests.runs.helpers import RedisServer, free_port
 
 
@@ -163,6 +163,17 @@ async def test_recovery_marks_orphans_interrupted_with_partial_content(any_store
     assert isinstance(events[-1], Answer) and events[-1].stop_reason == "interrupted" and events[-1].seq == 4
     assert (await any_store.get_run("run_alive")).status == "running"
     assert await recover_interrupted(any_store, me="me") == []
+
+
+async def test_a_dead_instance_whose_pid_was_reused_is_recovered(any_store):
+    # A restarted container's server is often PID 1 again, with the same host name: the pid alone
+    # would make its predecessor look alive for ever.
+    me = new_instance_id()
+    host, pid, _ = me.split(":", 2)
+    predecessor = f"{host}:{pid}:1:0badcafe"  # this pid, started at another time
+    assert instance_alive(me) is True and instance_alive(predecessor) is False
+    await any_store.create_run(RunRecord(run_id="run_before_restart", status="running", instance=predecessor))
+    assert await recover_interrupted(any_store, me=me) == ["run_before_restart"]
 
 
 @pytest.mark.redis

@@ -141,14 +141,30 @@ def is_terminal_event(event: Event) -> bool:
 
 
 def new_instance_id() -> str:
-    """``host:pid:random``: unique per server process, and checkable on the same host."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    """``host:pid:started:random``: unique per server process, and checkable on the same host.
+
+    ``started`` is when the process started (in the kernel's clock ticks since boot; empty where
+    that cannot be read): a pid is reused, and a restarted container's server is often PID 1
+    again under the same host name, which the pid alone would take for its dead predecessor.
+    """
+    return f"{socket.gethostname()}:{os.getpid()}:{_started(os.getpid())}:{uuid.uuid4().hex[:8]}"
+
+
+def _started(pid: int) -> str:
+    """When process ``pid`` started, from ``/proc`` (Linux); empty when that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+    except OSError:
+        return ""
+    fields = stat.rpartition(")")[2].split()  # after the command name, which may hold anything
+    return fields[19] if len(fields) > 19 else ""  # field 22: starttime
 
 
 def instance_alive(instance: str) -> bool | None:
     """``True``/``False`` for a process on this host, ``None`` when only a heartbeat can tell."""
-    host, _, rest = instance.partition(":")
-    pid_text = rest.partition(":")[0]
+    parts = instance.split(":")
+    host, pid_text = parts[0], parts[1] if len(parts) > 1 else ""
     if host != socket.gethostname() or not pid_text.isdigit():
         return None
     try:
@@ -156,7 +172,10 @@ def instance_alive(instance: str) -> bool | None:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
+    if len(parts) == 4 and parts[2]:  # the pid is in use: by the same process, if it started then
+        now = _started(int(pid_text))
+        return not now or now == parts[2]
     return True
 
 
