@@ -64,6 +64,7 @@ __all__ = [
     "AuthError",
     "ConfigError",
     "ConversationNotFound",
+    "CrossSiteRefused",
     "DocumentNotFound",
     "DuplicatePlugin",
     "GuardTripped",
@@ -301,6 +302,12 @@ class AuthError(ReasonLoopError):
     """Missing or unknown API key."""
 
     code = "auth.invalid_key"
+
+
+class CrossSiteRefused(AuthError):
+    """A web page of another site called a server whose authentication is off."""
+
+    code = "auth.cross_site"
 
 
 class RateLimited(ReasonLoopError):

@@ -142,5 +142,46 @@ def test_auth_warning_only_off_loopback_without_keys():
     assert auth_warning(ServerSettings(host="127.0.0.1")) is None
     assert auth_warning(ServerSettings(host="::1")) is None
     assert "OFF" in auth_warning(ServerSettings(host="0.0.0.0"))
+    assert "OFF" in auth_warning(ServerSettings(host=""))  # every interface, as 0.0.0.0
     keyed = ServerSettings(host="0.0.0.0", api_keys=[{"sha256": hash_key("k")}])
     assert auth_warning(keyed) is None
+
+
+async def test_with_auth_off_other_sites_pages_cannot_use_the_server(tmp_path):
+    # No keys: anything on this machine may call the server, but a web page of another site the
+    # user visits must not (browsers send its Origin; a WebSocket is not covered by CORS).
+    settings = make_settings(tmp_path, cors_origins=["https://app.example"])
+    app = create_app(settings, runner=LLMRunner(lambda: ScriptedProvider(replies=["fine."])))
+    async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
+        host = url.removeprefix("http://")
+        evil = {"Origin": "https://evil.example"}
+        refused = await client.post("/v1/runs", json={"question": "q"}, headers=evil)
+        assert refused.status_code == 403 and refused.json()["error"]["code"] == "auth.cross_site"
+        upload = await client.post("/v1/kb/documents", files={"files": ("x.txt", "x")}, headers=evil)
+        assert upload.status_code == 403
+        for origin in (f"http://{host}", "http://localhost:5173", "http://[::1]:3000", "https://app.example"):
+            allowed = await client.post("/v1/runs", json={"question": "q"}, headers={"Origin": origin})
+            assert allowed.status_code == 201, origin
+        assert (await client.get("/v1/runs", headers=evil)).status_code == 200  # reads: the browser's CORS decides
+        assert (await client.post("/v1/runs", json={"question": "q"})).status_code == 201  # no Origin: not a page
+        ws_url = url.replace("http://", "ws://") + "/v1/ws"
+        with pytest.raises(InvalidStatus):
+            async with connect(ws_url, origin="https://evil.example"):
+                pass
+        with pytest.raises(InvalidStatus):
+            async with connect(ws_url, origin="null"):  # a local file or a sandboxed frame
+                pass
+        async with connect(ws_url, origin=f"http://{host}") as ws:
+            await ws.send(json.dumps({"type": "ping"}))
+            assert json.loads(await ws.recv()) == {"type": "pong"}
+
+
+async def test_with_keys_the_key_decides_whatever_the_origin(server):
+    client, url = server
+    headers = {**bearer("alice"), "Origin": "https://evil.example"}
+    assert (await client.post("/v1/runs", json={"question": "q"}, headers=headers)).status_code == 201
+    async with connect(
+        url.replace("http://", "ws://") + f"/v1/ws?api_key={KEYS['alice']}", origin="https://evil.example"
+    ) as ws:
+        await ws.send(json.dumps({"type": "ping"}))
+        assert json.loads(await ws.recv()) == {"type": "pong"}

@@ -29,6 +29,7 @@ from reasonloop.runs.manager import RunManager, Runner
 from reasonloop.runs.store import RunStore, open_store
 from reasonloop.server import catalog_routes, conversation_routes, kb_routes, openai_routes, runs_routes, ws
 from reasonloop.server.auth import Authenticator, auth_warning
+from reasonloop.server.cross_site import CrossSiteGuard
 from reasonloop.server.deps import ServerState
 from reasonloop.server.errors import install_error_handlers
 from reasonloop.server.kb_routes import KBProvider, UploadSizeGuard
@@ -120,6 +121,8 @@ def create_app(
             expose_headers=["X-Run-Id"],
         )
     app.add_middleware(UploadSizeGuard, max_upload_bytes=settings.server.max_upload_bytes)
+    if not state.auth.enabled:  # with keys, the key decides (see reasonloop.server.cross_site)
+        app.add_middleware(CrossSiteGuard, allowed=settings.server.cors_origins)
     install_error_handlers(app)
     for module in (runs_routes, catalog_routes, kb_routes, conversation_routes, openai_routes, ws):
         app.include_router(module.router)

@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl
 from reasonloop.config import APIKeySettings, ServerSettings
 from reasonloop.errors import AuthError, RateLimited
 
-__all__ = ["Authenticator", "Principal", "TokenBucket", "auth_warning", "hash_key"]
+__all__ = ["Authenticator", "Principal", "TokenBucket", "auth_warning", "hash_key", "is_loopback"]
 
 WS_SUBPROTOCOL = "reasonloop.v1"
 """The WebSocket subprotocol the server selects when a client offers it."""
@@ -151,7 +151,8 @@ def ws_token(scope: Mapping[str, Any]) -> str | None:
 
 
 def is_loopback(host: str) -> bool:
-    if host in ("localhost", ""):
+    """Whether ``host`` (a name or an address) is this machine only; an empty host is every interface."""
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host).is_loopback

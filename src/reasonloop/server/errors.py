@@ -16,6 +16,7 @@ from reasonloop.errors import (
     AuthError,
     ConfigError,
     ConversationNotFound,
+    CrossSiteRefused,
     DocumentNotFound,
     KBError,
     KBUnavailable,
@@ -43,6 +44,7 @@ _STATUS: list[tuple[type[ReasonLoopError], int]] = [
     (RunFinished, 409),
     (RequestInvalid, 422),
     (AuthError, 401),
+    (CrossSiteRefused, 403),
     (RateLimited, 429),
     (RunQueueFull, 503),
     (RunStoreUnavailable, 503),
@@ -73,7 +75,7 @@ def error_response(exc: ReasonLoopError) -> JSONResponse:
         headers["Retry-After"] = str(exc.details.get("retry_after", 1))
     elif isinstance(exc, RunQueueFull | RunStoreUnavailable):
         headers["Retry-After"] = "1"
-    if isinstance(exc, AuthError):
+    if isinstance(exc, AuthError) and not isinstance(exc, CrossSiteRefused):  # no key would help
         headers["WWW-Authenticate"] = "Bearer"
     return JSONResponse(body, status_code=status, headers=headers)
 

@@ -38,6 +38,7 @@ from reasonloop.runs.live import LiveRun
 from reasonloop.runs.models import MAX_SEQ, RunRequest
 from reasonloop.runs.store import is_terminal_event
 from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
+from reasonloop.server.cross_site import check_origin
 from reasonloop.server.deps import ServerState
 from reasonloop.server.ws_outbox import AsgiSend, DirectText, Outbox
 
@@ -193,6 +194,8 @@ class _Session:
         """Authenticate the socket and accept it; False once it is closed instead."""
         scope = self.ws.scope
         try:
+            if not self.state.auth.enabled:  # no key to check: refuse other sites' pages
+                check_origin(scope, self.state.settings.server.cors_origins)
             self.who = self.state.auth.authenticate(ws_token(scope))
         except AuthError as exc:
             await self.ws.close(code=CLOSE_POLICY, reason=exc.message)

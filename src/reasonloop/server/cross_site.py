@@ -1,0 +1,74 @@
+"""Refusing web pages of other sites while authentication is off.
+
+With no API keys, anything that can reach the server may use it: meant for a server on
+loopback, used by programs on the same machine. A web page the user happens to visit is not
+such a program, yet the browser lets it reach ``127.0.0.1``: it can open a WebSocket (CORS does
+not apply to WebSockets) and send form posts, which need no preflight, and so ask questions over
+the user's documents or add documents of its own. Browsers name the page's site in the
+``Origin`` header of those requests, so with auth off a request whose ``Origin`` is another
+site is refused (403). Allowed are requests without an ``Origin`` (not from a page), pages of the
+server itself (the ``Origin`` is the ``Host`` asked for), pages served from loopback (a front-end
+in development), and the sites of ``[server] cors_origins``. Reads are left to CORS, which keeps
+their answers from other sites' pages. With keys configured, the key decides: a page of another
+site has no key unless the user gave it one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from reasonloop.errors import CrossSiteRefused
+from reasonloop.server.auth import is_loopback
+
+__all__ = ["CrossSiteGuard", "check_origin"]
+
+_READS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def check_origin(scope: Any, allowed: Iterable[str]) -> None:
+    """Refuse a request (HTTP or WebSocket) from a page of another site.
+
+    Raises:
+        CrossSiteRefused: its ``Origin`` is neither this server, loopback nor one of ``allowed``.
+    """
+    origin = host = None
+    for name, value in scope.get("headers") or ():
+        if name == b"origin":
+            origin = value.decode("latin-1")
+        elif name == b"host":
+            host = value.decode("latin-1")
+    if origin is None or origin in allowed:
+        return
+    parts = urlsplit(origin)
+    try:
+        hostname = parts.hostname
+    except ValueError:  # an Origin that is no URL
+        hostname = None
+    if hostname is not None and (parts.netloc == host or is_loopback(hostname)):
+        return
+    raise CrossSiteRefused(
+        f"a page of {origin} may not use this server: with authentication off only its own pages, "
+        "pages on loopback and [server] cors_origins may",
+        origin=origin,
+    )
+
+
+class CrossSiteGuard:
+    """ASGI middleware applying :func:`check_origin` to every request that is not a read."""
+
+    def __init__(self, app: Any, allowed: Iterable[str]) -> None:
+        self.app = app
+        self.allowed = frozenset(allowed)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] not in _READS:
+            try:
+                check_origin(scope, self.allowed)
+            except CrossSiteRefused as exc:
+                from reasonloop.server.errors import error_response
+
+                await error_response(exc)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
