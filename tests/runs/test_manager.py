@@ -178,6 +178,38 @@ async def test_a_run_whose_starter_was_cancelled_while_recording_it_still_runs(s
     assert (await store.get_run("run_cancelled_starter")).status == "completed"
 
 
+async def test_background_loops_outlive_an_unforeseen_failure(store, make_manager, monkeypatch):
+    # Heartbeats and stop polling must go on: on Redis, an instance whose heartbeat stops has its
+    # live runs marked interrupted by the others.
+    monkeypatch.setattr(manager_module, "_HEARTBEAT_S", 0.01)
+    monkeypatch.setattr(manager_module, "_RETRY_S", 0.01, raising=False)
+    calls = {"heartbeat": 0, "stops": 0}
+    real_heartbeat = store.heartbeat
+
+    async def flaky_heartbeat(instance):
+        calls["heartbeat"] += 1
+        if calls["heartbeat"] == 2:
+            raise RuntimeError("unexpected")
+        await real_heartbeat(instance)
+
+    async def flaky_stop_requests(instance):
+        calls["stops"] += 1
+        if calls["stops"] == 1:
+            raise RuntimeError("unexpected")
+        await asyncio.sleep(3600)
+        yield ""
+
+    monkeypatch.setattr(store, "heartbeat", flaky_heartbeat)
+    monkeypatch.setattr(store, "stop_requests", flaky_stop_requests)
+    manager = await make_manager(LLMRunner(ScriptedProvider(replies=["x"])))
+    for _ in range(200):
+        if calls["heartbeat"] >= 4 and calls["stops"] >= 2:
+            break
+        await asyncio.sleep(0.01)
+    assert calls["heartbeat"] >= 4 and calls["stops"] >= 2, calls
+    assert not any(task.done() for task in manager._background)
+
+
 async def test_unknown_run_and_other_tenant_are_not_found(store, make_manager):
     manager = await make_manager(LLMRunner(ScriptedProvider(replies=["x"])))
     with pytest.raises(RunNotFound):

@@ -31,10 +31,9 @@ async def serve(app: Any, settings: Settings | None = None, **config: Any) -> As
         app,
         host="127.0.0.1",
         port=port,
-        log_level="warning",
         lifespan="on",
         timeout_graceful_shutdown=1,
-        **{**uvicorn_options(srv), **config},
+        **{"log_level": "warning", **uvicorn_options(srv), **config},
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

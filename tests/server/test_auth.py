@@ -185,3 +185,20 @@ async def test_with_keys_the_key_decides_whatever_the_origin(server):
     ) as ws:
         await ws.send(json.dumps({"type": "ping"}))
         assert json.loads(await ws.recv()) == {"type": "pong"}
+
+
+async def test_a_websocket_key_in_the_query_is_masked_in_the_server_log(tmp_path, capfd):
+    settings = make_settings(tmp_path, api_keys=[APIKeySettings(sha256=hash_key(KEYS["alice"]), tenant="acme")])
+    app = create_app(settings, runner=LLMRunner(lambda: ScriptedProvider(replies=["fine."])))
+    async with serve(app, settings, log_level="info") as url:
+        ws_url = url.replace("http://", "ws://") + "/v1/ws"
+        async with connect(f"{ws_url}?api_key={KEYS['alice']}&x=1") as ws:
+            await ws.send(json.dumps({"type": "ping"}))
+            await ws.recv()
+        with pytest.raises(InvalidStatus):
+            async with connect(f"{ws_url}?api_key=sk-wrong-key"):
+                pass
+    logged = capfd.readouterr()
+    text = logged.out + logged.err
+    assert "api_key=***" in text
+    assert KEYS["alice"] not in text and "sk-wrong-key" not in text

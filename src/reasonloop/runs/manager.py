@@ -78,6 +78,8 @@ Observer = Callable[[str, RunRecord, Event | None], None]
 """Called with ``("event", record, event)`` for each event and ``("status", record, None)``."""
 
 _HEARTBEAT_S = 3.0
+_RETRY_S = 1.0
+"""Pause before watching stop requests again after a failure."""
 _MAX_UNRECORDED = 256
 """A run with this many events not yet recorded waits for the store before taking the next."""
 
@@ -181,6 +183,8 @@ class RunManager:
             self.store, me=self.instance, wait_for=lambda instance: file_prefix(instance) in waiting
         )
 
+    # The background loops outlive any failure: an instance whose heartbeat stopped would have
+    # its live runs marked interrupted by the others, and one no longer polling would miss stops.
     async def _watch_stops(self) -> None:
         while True:
             try:
@@ -190,7 +194,9 @@ class RunManager:
                         self._request_stop(live)
             except RunStoreUnavailable as exc:
                 log.warning("stop requests unavailable, retrying: %s", exc.message)
-                await asyncio.sleep(1.0)
+            except Exception:
+                log.exception("watching stop requests failed, retrying")
+            await asyncio.sleep(_RETRY_S)
 
     async def _housekeeping(self) -> None:
         while True:
@@ -202,6 +208,8 @@ class RunManager:
                 await self._check_stop_keys()
             except RunStoreUnavailable as exc:
                 log.warning("run store unavailable: %s", exc.message)
+            except Exception:
+                log.exception("run housekeeping failed; trying again in %g s", _HEARTBEAT_S)
 
     async def _check_stop_keys(self) -> None:
         # A stop published while this instance was not yet listening is still seen here.

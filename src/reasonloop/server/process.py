@@ -10,12 +10,15 @@ p99 under 500 streams fell from 30 ms to 12 ms with these settings, ``benchmarks
 
 from __future__ import annotations
 
+import copy
 import gc
+import logging
+import re
 from typing import Any
 
 from reasonloop.config import ServerSettings
 
-__all__ = ["SERVING_GC_THRESHOLDS", "tune_for_serving", "uvicorn_options"]
+__all__ = ["SERVING_GC_THRESHOLDS", "RedactKeys", "tune_for_serving", "uvicorn_options"]
 
 SERVING_GC_THRESHOLDS = (50_000, 20, 20)
 """Young-generation allocations between collections, then how many of each generation's
@@ -49,4 +52,31 @@ def uvicorn_options(server: ServerSettings) -> dict[str, Any]:
         "ws_ping_interval": server.ws_ping_interval_s,
         "ws_ping_timeout": server.ws_ping_timeout_s,
         "ws_per_message_deflate": server.ws_compression,
+        "log_config": _log_config(),
     }
+
+
+_KEY_IN_QUERY = re.compile(r"(api_key=)[^&\s\"']+")
+
+
+class RedactKeys(logging.Filter):
+    """Masks ``api_key=...`` in log lines: uvicorn logs each WebSocket's path with its query
+    string, where a client may carry its key (``/v1/ws?api_key=KEY``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and "api_key=" in record.msg:
+            record.msg = _KEY_IN_QUERY.sub(r"\1***", record.msg)
+        if isinstance(record.args, tuple) and any(isinstance(a, str) and "api_key=" in a for a in record.args):
+            record.args = tuple(_KEY_IN_QUERY.sub(r"\1***", a) if isinstance(a, str) else a for a in record.args)
+        return True
+
+
+def _log_config() -> dict[str, Any]:
+    """uvicorn's own logging configuration, with :class:`RedactKeys` on each of its handlers."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config.setdefault("filters", {})["redact_keys"] = {"()": RedactKeys}
+    for handler in config["handlers"].values():
+        handler.setdefault("filters", []).append("redact_keys")
+    return config
