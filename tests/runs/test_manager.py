@@ -23,6 +23,8 @@ from reasonloop.runs import manager as manager_module
 from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
+from reasonloop.runs.redis_store import RedisRunStore
+from reasonloop.runs.store import recover_interrupted
 from tests.runs.helpers import GatedRunner, RedisServer
 
 
@@ -208,6 +210,54 @@ async def test_background_loops_outlive_an_unforeseen_failure(store, make_manage
         await asyncio.sleep(0.01)
     assert calls["heartbeat"] >= 4 and calls["stops"] >= 2, calls
     assert not any(task.done() for task in manager._background)
+
+
+@pytest.mark.redis
+async def test_a_process_dying_between_a_runs_end_writes_never_loses_its_turn(redis_server, monkeypatch):
+    # Redis takes the run's end (status, conversation turn) in separate round trips. A process
+    # killed between them must leave something recovery completes, never a finished run
+    # without its turn.
+    store = RedisRunStore(RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix="die:"))
+    await store.open()
+    manager = RunManager(store, LLMRunner(ScriptedProvider(replies=["the answer"])), RunsSettings(store="redis"))
+    await manager.open()
+    real = {"update_run": store.update_run, "add_messages": store.add_messages}
+    ended: list[str] = []
+    killed = asyncio.Event()
+
+    def dies_after_the_first_end_write(name):
+        async def write(*args, **kwargs):
+            if name == "add_messages" or kwargs.get("status") == "completed":
+                if ended:  # the process is killed here: nothing more reaches the store
+                    killed.set()
+                    await asyncio.sleep(3600)
+                ended.append(name)
+            return await real[name](*args, **kwargs)
+
+        return write
+
+    try:
+        for name in real:
+            monkeypatch.setattr(store, name, dies_after_the_first_end_write(name))
+        record = await manager.start(RunRequest(question="q"))
+        await asyncio.wait_for(killed.wait(), 5)
+        monkeypatch.undo()
+
+        async def dead(instance: str) -> bool:
+            return False
+
+        monkeypatch.setattr(store, "instance_alive", dead)
+        await recover_interrupted(store, me="another instance")
+        stored = await store.get_run(record.run_id)
+        assert stored.status == "completed" and stored.content == "the answer"
+        conversation = await store.get_conversation(record.conversation_id)
+        assert [m["content"] for m in conversation.messages] == ["q", "the answer"]
+    finally:
+        for live in manager._live.values():
+            if live.task is not None:
+                live.task.cancel()
+        await manager.close()
+        await store.close()
 
 
 async def test_unknown_run_and_other_tenant_are_not_found(store, make_manager):

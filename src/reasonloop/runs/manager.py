@@ -410,7 +410,14 @@ class RunManager:
             record.error = {"code": event.code, "message": event.message}
         record.ended_at = time.time()
         record.last_seq = live.emitted
-        writes = [
+        # The turn before the status: a process dying between the two leaves a run still in flight,
+        # which recovery ends (adding the turn only if it is missing), never a finished run without
+        # its turn. A store that commits writes started together in one transaction takes both at once.
+        writes = []
+        turn = conversation_turn(record, record.content, time.time())
+        if turn is not None and record.conversation_id:
+            writes.append(self.store.add_messages(record.conversation_id, turn))
+        writes.append(
             self.store.update_run(
                 record.run_id,
                 status=record.status,
@@ -420,11 +427,17 @@ class RunManager:
                 last_seq=record.last_seq,
                 ended_at=record.ended_at,
             )
-        ]
-        turn = conversation_turn(record, record.content, time.time())
-        if turn is not None and record.conversation_id:
-            writes.append(self.store.add_messages(record.conversation_id, turn))
-        await together(writes)
+        )
+        if getattr(self.store, "commits_together", False):
+            await together(writes)
+        else:
+            for i, write in enumerate(writes):
+                try:
+                    await write
+                except BaseException:
+                    for unstarted in writes[i + 1 :]:
+                        unstarted.close()
+                    raise
 
     async def _finish_stopped(self, live: LiveRun) -> None:
         reason = "stopped" if live.stop_requested else "interrupted"

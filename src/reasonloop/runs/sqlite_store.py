@@ -80,6 +80,10 @@ class SQLiteRunStore:
         poll_s: Polling interval for cross-process followers and stop requests.
     """
 
+    commits_together = True
+    """Writes started in the same turn of the event loop commit in one transaction (see
+    :mod:`reasonloop.runs.sqlite_writer`), in the order they were started."""
+
     def __init__(self, settings: RunsSettings | None = None, *, kb_path: str = ".reasonloop", poll_s: float = 0.1):
         self.settings = settings or RunsSettings()
         self.path = default_sqlite_path(self.settings, kb_path)
