@@ -148,6 +148,18 @@ async def test_conversations_and_feedback(any_store):
     await any_store.add_feedback({"run_id": "run_x", "rating": 1, "tenant": "t1"})
 
 
+async def test_messages_for_a_deleted_conversation_are_not_kept(any_store):
+    # A run still streaming when its conversation is deleted ends by adding its turn: the user
+    # deleted that conversation, and nothing of it may stay behind.
+    await any_store.create_conversation(ConversationRecord(conversation_id="conv_gone", tenant="t"))
+    assert await any_store.delete_conversation("conv_gone")
+    await any_store.add_messages("conv_gone", [{"role": "user", "content": "secret"}])
+    assert await any_store.get_conversation("conv_gone") is None
+    if isinstance(any_store, SQLiteRunStore):
+        rows = await any_store._run(lambda c: c.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+        assert rows == 0
+
+
 async def test_recovery_marks_orphans_interrupted_with_partial_content(any_store):
     dead = dead_instance()
     await any_store.create_run(RunRecord(run_id="run_dead", status="running", instance=dead))

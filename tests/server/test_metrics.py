@@ -48,3 +48,15 @@ def test_counts_by_label_and_first_answers_once_per_run():
     assert got[("reasonloop_run_first_answer_seconds_count", ())] == 3  # one per run, not one per delta
     assert got[("reasonloop_run_duration_seconds_count", ())] == 3
     assert metrics._first_seen == set()  # ended runs are forgotten
+
+
+def test_a_sub_agents_text_is_not_the_runs_first_answer():
+    metrics = Metrics()
+    running = record("run_a", "running")
+    running.started_at = time.time() - 5
+    metrics.observe("event", running, AnswerDelta(text="from a sub-agent", depth=1))
+    assert samples(metrics)[("reasonloop_run_first_answer_seconds_count", ())] == 0
+    metrics.observe("event", running, AnswerDelta(text="the run's own"))
+    got = samples(metrics)
+    assert got[("reasonloop_run_first_answer_seconds_count", ())] == 1
+    assert got[("reasonloop_run_first_answer_seconds_sum", ())] >= 5

@@ -334,7 +334,10 @@ class SQLiteRunStore:
 
 
 def _append_messages(c: sqlite3.Connection, conversation_id: str, messages: list[dict[str, Any]]) -> None:
-    """Add ``messages`` after the conversation's last one (inside the writer's transaction)."""
+    """Add ``messages`` after the conversation's last one (inside the writer's transaction);
+    nothing when the conversation is gone (deleted while a run of it was streaming)."""
+    if c.execute("SELECT 1 FROM conversations WHERE conversation_id=?", (conversation_id,)).fetchone() is None:
+        return
     start = c.execute(
         "SELECT COALESCE(MAX(idx), -1) + 1 FROM messages WHERE conversation_id=?", (conversation_id,)
     ).fetchone()[0]

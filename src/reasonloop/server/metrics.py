@@ -56,7 +56,7 @@ class Metrics:
 
     def observe(self, kind: str, record: RunRecord, event: Event | None) -> None:
         if kind == "event":
-            if isinstance(event, AnswerDelta) and record.run_id not in self._first_seen:
+            if isinstance(event, AnswerDelta) and event.depth == 0 and record.run_id not in self._first_seen:
                 self._first_seen.add(record.run_id)
                 self.first_token_seconds.observe(time.time() - (record.started_at or record.created_at))
             elif isinstance(event, ToolCall):
