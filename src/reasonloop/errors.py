@@ -63,6 +63,7 @@ __all__ = [
     "AgentRecursion",
     "AuthError",
     "ConfigError",
+    "ConversationBusy",
     "ConversationNotFound",
     "CrossSiteRefused",
     "DocumentNotFound",
@@ -319,6 +320,12 @@ class RateLimited(ReasonLoopError):
 
 class ConversationNotFound(RunError):
     code = "conversation.not_found"
+
+
+class ConversationBusy(RunError):
+    """A run of the conversation is still in flight: the next question waits for its answer."""
+
+    code = "conversation.busy"
 
 
 class KBUnavailable(KBError):

@@ -10,6 +10,7 @@ import pytest
 
 from reasonloop.config import RunsSettings
 from reasonloop.errors import (
+    ConversationBusy,
     LLMBadRequest,
     RequestInvalid,
     RunFinished,
@@ -258,6 +259,28 @@ async def test_a_process_dying_between_a_runs_end_writes_never_loses_its_turn(re
                 live.task.cancel()
         await manager.close()
         await store.close()
+
+
+async def test_a_conversation_takes_one_run_at_a_time(store, make_manager):
+    # A second question while the first is still being answered would read a history without the
+    # first turn, and the turns would be stored in whichever order the runs end.
+    runner = GatedRunner(steps=1)
+    manager = await make_manager(runner)
+    first = await manager.start(RunRequest(question="first?"))
+    with pytest.raises(ConversationBusy) as busy:
+        await manager.start(RunRequest(question="second?", conversation_id=first.conversation_id))
+    assert busy.value.details["run_id"] == first.run_id
+    runner.finish(first.run_id)
+    await drain(await manager.subscribe(first.run_id))
+    # Two at once (each start waits on the store before its run exists): one gets the conversation.
+    racing = [manager.start(RunRequest(question="second?", conversation_id=first.conversation_id)) for _ in range(2)]
+    results = await asyncio.gather(*racing, return_exceptions=True)
+    assert sorted(type(r).__name__ for r in results) == ["ConversationBusy", "RunRecord"], results
+    second = next(r for r in results if not isinstance(r, BaseException))
+    runner.finish(second.run_id)
+    await drain(await manager.subscribe(second.run_id))
+    conversation = await store.get_conversation(first.conversation_id)
+    assert [m["content"] for m in conversation.messages if m["role"] == "user"] == ["first?", "second?"]
 
 
 async def test_unknown_run_and_other_tenant_are_not_found(store, make_manager):

@@ -42,6 +42,7 @@ from typing import Any
 
 from reasonloop.config import RunsSettings
 from reasonloop.errors import (
+    ConversationBusy,
     ReasonLoopError,
     RequestInvalid,
     RunFinished,
@@ -107,6 +108,8 @@ class RunManager:
         self.instance = instance or new_instance_id()
         self.observers: list[Observer] = []
         self._live: dict[str, LiveRun] = {}
+        self._conversations: dict[str, str] = {}
+        """conversation id -> the run of it in flight here (a conversation answers one question at a time)."""
         self._slots = asyncio.Semaphore(self.settings.max_concurrent)
         self._waiting = 0
         self._background: list[asyncio.Task[Any]] = []
@@ -249,6 +252,33 @@ class RunManager:
                 queued=self._waiting,
             )
         run_id = request.run_id or new_id("run")
+        continued = request.conversation_id
+        if continued is not None:
+            while (holder := self._conversations.get(continued)) is not None:
+                live = self._live.get(holder)
+                if live is None or not live.ended or live.task is None:
+                    raise ConversationBusy(
+                        f"conversation {continued} is still answering run {holder}: wait for its end, or stop it",
+                        run_id=holder,
+                        conversation_id=continued,
+                    )
+                # Answered, its turn being stored: the next question waits for that, not the client.
+                await asyncio.wait({live.task}, timeout=self.settings.stop_wait_s)
+                if not live.task.done():
+                    raise ConversationBusy(
+                        f"conversation {continued} is still storing the turn of run {holder}; try again",
+                        run_id=holder,
+                        conversation_id=continued,
+                    )
+            self._conversations[continued] = run_id  # taken before any other wait: one question at a time
+        try:
+            return await self._record_and_launch(request, run_id)
+        except BaseException:
+            if continued is not None and run_id not in self._live and self._conversations.get(continued) == run_id:
+                del self._conversations[continued]
+            raise
+
+    async def _record_and_launch(self, request: RunRequest, run_id: str) -> RunRecord:
         conversation_id, new_conversation = await self._conversation(request)
         request = request.model_copy(update={"run_id": run_id, "conversation_id": conversation_id})
         record = RunRecord(
@@ -276,6 +306,8 @@ class RunManager:
     def _launch(self, record: RunRecord, request: RunRequest) -> None:
         live = LiveRun(record=record, request=request)
         self._live[record.run_id] = live
+        if record.conversation_id:
+            self._conversations[record.conversation_id] = record.run_id
         self._waiting += 1
         live.task = asyncio.create_task(self._execute(live), name=f"run:{record.run_id}")
         self._notify("status", record, None)
@@ -341,6 +373,8 @@ class RunManager:
             await self._fail(live, "run.error", f"{type(exc).__name__}: {exc}")
         finally:
             live.end()
+            if record.conversation_id and self._conversations.get(record.conversation_id) == record.run_id:
+                del self._conversations[record.conversation_id]
             self._notify("status", record, None)
             asyncio.get_running_loop().call_later(self.settings.keep_finished_s, self._forget, record.run_id, live)
 

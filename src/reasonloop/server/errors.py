@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from reasonloop.errors import (
     AuthError,
     ConfigError,
+    ConversationBusy,
     ConversationNotFound,
     CrossSiteRefused,
     DocumentNotFound,
@@ -42,6 +43,7 @@ _STATUS: list[tuple[type[ReasonLoopError], int]] = [
     (KBUnavailable, 503),
     (PluginNotFound, 404),
     (RunFinished, 409),
+    (ConversationBusy, 409),
     (RequestInvalid, 422),
     (AuthError, 401),
     (CrossSiteRefused, 403),
