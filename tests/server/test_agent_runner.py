@@ -133,3 +133,34 @@ async def test_a_declared_agent_runs_with_its_own_llm_when_the_runner_has_none(t
     settings.agents = {"own": AgentSettings(reasoning="toolcall", llm=f"scripted:{replies}", tools=[])}
     events = [e async for e in AgentRunner(settings)(RunRequest(question="hi", agent="own", run_id="r1"))]
     assert events[-1].type == "answer" and events[-1].text == "From the agent's own model."
+
+
+async def test_agents_of_the_agents_file_serve_like_the_others_and_their_settings_are_checked(tmp_path):
+    import json
+
+    from reasonloop.runs.models import RunRequest
+
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(["Filed answer."] * 3), encoding="utf-8")  # one model for the three runs
+    agents_file = tmp_path / "agents.toml"
+    agents_file.write_text(
+        f'[agents.filed]\nreasoning = "toolcall"\ntools = []\nllm = "scripted:{replies}"\n'
+        "settings = { max_rounds = 2 }\n",
+        encoding="utf-8",
+    )
+    settings = make_settings(tmp_path)
+    settings.agents_file = str(agents_file)
+    runner = AgentRunner(settings)
+    app = create_app(settings, runner=runner)
+    async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=60) as client:
+        assert [a["id"] for a in (await client.get("/v1/agents")).json()] == ["filed"]
+        assert "filed" in [m["id"] for m in (await client.get("/v1/models")).json()["data"]]
+        bad = await client.post("/v1/runs", json={"question": "hi?", "agent": "filed", "settings": {"max_rounds": "x"}})
+        assert bad.status_code == 422 and bad.json()["error"]["field"] == "settings.max_rounds"
+        for given in ({}, {"max_rounds": 3}, {}):
+            run = (await client.post("/v1/runs", json={"question": "hi?", "agent": "filed", "settings": given})).json()
+            events = event_data(await sse_events(client, f"/v1/runs/{run['run_id']}/events"))
+            assert events[-1]["type"] == "answer" and events[-1]["text"] == "Filed answer."
+    # One model client per declared agent and tenant, not one per run (each would keep its connections).
+    models = {id(runner._agent(RunRequest(question="q", agent="filed"), None)._llm) for _ in range(3)}
+    assert len(models) == 1

@@ -9,6 +9,7 @@ the field (HTTP 422).
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -42,6 +43,10 @@ class AgentRunner:
         self.kb = kb
         self.llm = llm
         self._llm_lock = asyncio.Lock()
+        self._declared: dict[str, Any] | None = None
+        self._built: dict[tuple[str, str], Any] = {}
+        """(agent, tenant) -> the declared agent, built once: its model clients and tools serve
+        every run (built per run, each run's clients would keep their connections open)."""
 
     async def _default_llm(self) -> Any:
         """The ``[llm]`` model of the server's settings, resolved once for every run.
@@ -59,15 +64,21 @@ class AgentRunner:
         return self.llm
 
     def _agents(self) -> dict[str, Any]:
-        agents = getattr(self.settings, "agents", None) or {}
-        return dict(agents) if isinstance(agents, dict) else {}
+        """Every declared agent (``[agents.*]`` and the ``agents_file``), read once."""
+        if self._declared is None:
+            from reasonloop.agents_config import declared_agents
+
+            self._declared = declared_agents(self.settings)
+        return self._declared
 
     def _strategy(self, request: RunRequest) -> Any:
-        strategy_id = request.reasoning or DEFAULT_REASONING
+        return self._strategy_of(request.reasoning or DEFAULT_REASONING, "reasoning")
+
+    def _strategy_of(self, strategy_id: str, field: str) -> Any:
         try:
             return resolve("reasoning", strategy_id, self.registry)
         except PluginNotFound as exc:
-            raise RequestInvalid(f"unknown reasoning {strategy_id!r}: {exc.message}", field="reasoning") from exc
+            raise RequestInvalid(f"unknown reasoning {strategy_id!r}: {exc.message}", field=field) from exc
 
     def validate(self, request: RunRequest) -> None:
         """Reject an unknown strategy or invalid settings, naming the field.
@@ -75,17 +86,23 @@ class AgentRunner:
         Raises:
             RequestInvalid: ``field`` is ``reasoning``, ``agent`` or ``settings.<name>``.
         """
+        given = request.settings
         if request.agent is not None:
-            if request.agent not in self._agents():
+            declared = self._agents().get(request.agent)
+            if declared is None:
                 known = ", ".join(sorted(self._agents())) or "none"
                 raise RequestInvalid(f"no agent {request.agent!r} is configured (agents: {known})", field="agent")
-            return
-        strategy = self._strategy(request)
+            if not request.settings:
+                return
+            strategy = self._strategy_of(declared.reasoning, "agent")
+            given = {**declared.settings, **request.settings}  # the request's settings over the declared ones
+        else:
+            strategy = self._strategy(request)
         settings_model = getattr(strategy, "Settings", None)
         if settings_model is None:
             return
         try:
-            settings_model.model_validate(request.settings)
+            settings_model.model_validate(given)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
@@ -104,6 +121,23 @@ class AgentRunner:
     def __call__(self, request: RunRequest) -> AsyncIterator[Event]:
         return self._run(request)
 
+    def _agent(self, request: RunRequest, kb: Any) -> Any:
+        """The declared agent built for the request's tenant, with the request's settings over its
+        own (a copy: the built agent's settings stay as declared)."""
+        key = (str(request.agent), request.tenant)
+        built = self._built.get(key)
+        if built is None:
+            from reasonloop.agent import Agent
+
+            built = self._built[key] = Agent.from_config(
+                str(request.agent), self.settings, kb=kb, llm=self.llm, registry=self.registry
+            )
+        if not request.settings:
+            return built
+        agent = copy.copy(built)
+        agent.settings = built.strategy.validate_settings({**built.settings.model_dump(), **request.settings})
+        return agent
+
     async def _run(self, request: RunRequest) -> AsyncIterator[Event]:
         from reasonloop.agent import Agent
 
@@ -114,11 +148,16 @@ class AgentRunner:
             except KBUnavailable:
                 kb = None
         if request.agent is not None:
-            try:
-                default_llm = await self._default_llm()
-            except LLMNotConfigured:
-                default_llm = None  # fine when every agent it reaches names its own llm
-            agent = Agent.from_config(request.agent, self.settings, kb=kb, llm=default_llm, registry=self.registry)
+            key = (request.agent, request.tenant)
+            if key not in self._built:
+                try:
+                    default_llm = await self._default_llm()
+                except LLMNotConfigured:
+                    default_llm = None  # fine when every agent it reaches names its own llm
+                self._built[key] = Agent.from_config(
+                    request.agent, self.settings, kb=kb, llm=default_llm, registry=self.registry
+                )
+            agent = self._agent(request, kb)
         else:
             agent = Agent(
                 reasoning=self._strategy(request),

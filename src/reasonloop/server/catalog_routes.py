@@ -64,9 +64,8 @@ async def list_tools(request: Request, who: Annotated[Principal, Depends(princip
 async def list_agents(request: Request, who: Annotated[Principal, Depends(principal)]) -> list[PluginView]:
     """Agents declared in the config (``[agents.NAME]``), with their strategy's settings schema."""
     state = server_state(request)
-    agents = getattr(state.settings, "agents", None) or {}
     views = []
-    for agent_id, agent in agents.items() if isinstance(agents, dict) else ():
+    for agent_id, agent in state.agents.items():
         data = agent.model_dump() if isinstance(agent, BaseModel) else dict(agent)
         views.append(
             PluginView(

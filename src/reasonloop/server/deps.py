@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,17 @@ class ServerState:
     """A :class:`reasonloop.server.kb_routes.KBProvider`: one knowledge base per tenant."""
     ready: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
+
+    @functools.cached_property
+    def agents(self) -> dict[str, Any]:
+        """The declared agents (``[agents.*]`` and the ``agents_file``), read once.
+
+        Raises:
+            AgentConfigError: the agents file is missing or invalid.
+        """
+        from reasonloop.agents_config import declared_agents
+
+        return declared_agents(self.settings)
 
     @property
     def runs(self) -> RunManager:

@@ -82,13 +82,6 @@ def _run_request(body: ChatCompletionRequest, tenant: str, agents: set[str]) -> 
     )
 
 
-def _agent_ids(settings: Any) -> set[str]:
-    agents = getattr(settings, "agents", None) or {}
-    if isinstance(agents, dict):
-        return set(agents)
-    return {str(getattr(a, "id", "")) for a in agents}
-
-
 def _lane(event: Event) -> str | None:
     if isinstance(event, Progress):
         return event.message + "\n"
@@ -125,7 +118,7 @@ def _model_ids(request: Request) -> list[str]:
     """What ``model`` may name: the server's default, every strategy that loaded, every agent."""
     state = server_state(request)
     strategies = [e.id for e in state.registry.entries("reasoning") if e.error is None]
-    return list(dict.fromkeys([*DEFAULT_MODELS, *strategies, *sorted(_agent_ids(state.settings))]))
+    return list(dict.fromkeys([*DEFAULT_MODELS, *strategies, *sorted(state.agents)]))
 
 
 @router.get("/models", response_model=ModelList)
@@ -148,7 +141,7 @@ async def chat_completions(
 ) -> Any:
     state = server_state(request)
     try:
-        record = await state.runs.start(_run_request(body, who.tenant, _agent_ids(state.settings)))
+        record = await state.runs.start(_run_request(body, who.tenant, set(state.agents)))
     except RequestInvalid as exc:
         if exc.details.get("field") not in ("reasoning", "agent"):
             raise
