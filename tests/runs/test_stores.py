@@ -189,22 +189,13 @@ async def test_a_dead_instance_whose_pid_was_reused_is_recovered(any_store):
 
 
 @pytest.mark.redis
-async def test_redis_unavailable_at_start_is_a_clear_error():
-    port = free_port()
-    store = RedisRunStore(RunsSettings(store="redis", redis_url=f"redis://127.0.0.1:{port}/0"))
-    with pytest.raises(RunStoreUnavailable) as info:
-        await store.open()
-    assert f"127.0.0.1:{port}" in info.value.message and info.value.code == "run.store_unavailable"
-
-
-@pytest.mark.redis
-async def test_redis_errors_never_show_the_password_of_its_url():
+async def test_redis_unavailable_at_start_is_a_clear_error_that_never_shows_the_password():
     port = free_port()
     store = RedisRunStore(RunsSettings(store="redis", redis_url=f"redis://:s3cret@127.0.0.1:{port}/0"))
     with pytest.raises(RunStoreUnavailable) as info:
         await store.open()
-    shown = f"{info.value.message} {info.value.details}"
-    assert "s3cret" not in shown and f"127.0.0.1:{port}" in shown
+    assert f"127.0.0.1:{port}" in info.value.message and info.value.code == "run.store_unavailable"
+    assert "s3cret" not in f"{info.value.message} {info.value.details}"
     with pytest.raises(RunStoreUnavailable) as info:
         await store.get_run("run_x")  # not open
     assert "s3cret" not in f"{info.value.message} {info.value.details}"
