@@ -164,3 +164,24 @@ async def test_agents_of_the_agents_file_serve_like_the_others_and_their_setting
     # One model client per declared agent and tenant, not one per run (each would keep its connections).
     models = {id(runner._agent(RunRequest(question="q", agent="filed"), None)._llm) for _ in range(3)}
     assert len(models) == 1
+
+
+async def test_the_servers_models_are_closed_when_it_stops(tmp_path):
+    from reasonloop.config import AgentSettings
+
+    closed: list[str] = []
+
+    class Closing(ScriptedProvider):
+        async def aclose(self) -> None:
+            closed.append(self.name)
+
+    settings = make_settings(tmp_path)
+    settings.agents = {"helper": AgentSettings(reasoning="toolcall", tools=[])}
+    runner = AgentRunner(settings, llm=Closing(replies=["ok"], repeat_last=True))
+    app = create_app(settings, runner=runner)
+    async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=60) as client:
+        for body in ({"question": "q"}, {"question": "q", "agent": "helper"}):
+            run = (await client.post("/v1/runs", json=body)).json()
+            await sse_events(client, f"/v1/runs/{run['run_id']}/events")
+        assert closed == []
+    assert closed == ["scripted"]  # once, though the agent shares it

@@ -63,6 +63,21 @@ class AgentRunner:
                     self.llm = await asyncio.to_thread(create_llm, None, self.settings, self.registry)
         return self.llm
 
+    async def aclose(self) -> None:
+        """Close the models of every run's agent: the ``[llm]`` model and the declared agents' own
+        (each once; the server calls this when it stops)."""
+        from reasonloop.agents_config import close_agent
+        from reasonloop.llm.base import LLM
+
+        built, self._built = list(self._built.values()), {}
+        for agent in built:
+            if self.llm is not None:  # shared with the runner: closed once, below
+                agent = copy.copy(agent)
+                agent._llm = None if agent._llm is self.llm else agent._llm
+            await close_agent(agent)
+        if isinstance(self.llm, LLM):
+            await self.llm.aclose()
+
     def _agents(self) -> dict[str, Any]:
         """Every declared agent (``[agents.*]`` and the ``agents_file``), read once."""
         if self._declared is None:

@@ -102,6 +102,9 @@ def create_app(
         finally:
             state.ready = False
             await manager.close()
+            close_runner = getattr(chosen, "aclose", None)
+            if close_runner is not None:  # its models' connections
+                await close_runner()
             await state.kb.close()
             await run_store.close()
 
