@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import sqlite3
@@ -132,6 +133,27 @@ async def test_redis_instances_that_both_find_the_turn_missing_still_add_it_once
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_a_turn_claimed_is_a_turn_stored(any_store, monkeypatch):
+    # Claiming a run's turn and adding it are one step: a failure between them must not leave the
+    # claim without the turn, which every later recovery would then skip.
+    await any_store.create_conversation(ConversationRecord(conversation_id="conv_t", tenant="t"))
+    turn = [
+        {"role": "user", "content": "q", "run_id": "run_t"},
+        {"role": "assistant", "content": "a", "run_id": "run_t"},
+    ]
+
+    async def lost(*args, **kwargs):
+        raise RunStoreUnavailable("the store went away")
+
+    monkeypatch.setattr(any_store, "add_messages", lost)
+    with contextlib.suppress(RunStoreUnavailable):
+        await any_store.add_turn("conv_t", "run_t", turn)
+    monkeypatch.undo()
+    await any_store.add_turn("conv_t", "run_t", turn)  # a later recovery
+    stored = await any_store.get_conversation("conv_t")
+    assert [m["content"] for m in stored.messages] == ["q", "a"]
 
 
 async def test_conversations_and_feedback(any_store):

@@ -26,7 +26,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ExecAbortError, NoPermissionError, OutOfMemoryError, ReadOnlyError, ResponseError
+from redis.exceptions import (
+    ExecAbortError,
+    NoPermissionError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    ResponseError,
+    WatchError,
+)
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from reasonloop.config import RunsSettings
@@ -388,27 +395,39 @@ class RedisRunStore:
             head = await self.r.get(key)
             if head is None:
                 return
-            record = ConversationRecord.model_validate_json(head)
-            record.updated_at = time.time()
             pipe = self.r.pipeline(transaction=True)
-            pipe.rpush(f"{key}:messages", *[json.dumps(m, ensure_ascii=False) for m in messages])
-            pipe.set(key, record.model_dump_json(exclude={"messages"}), ex=self.ttl)
-            pipe.expire(f"{key}:messages", self.ttl)
-            self._index_conversation(pipe, record.tenant, conversation_id, record.updated_at)
+            self._append(pipe, key, ConversationRecord.model_validate_json(head), messages)
             await pipe.execute()
+
+    def _append(self, pipe: Any, key: str, record: ConversationRecord, messages: list[dict[str, Any]]) -> None:
+        """Queue on ``pipe`` (a transaction) the writes adding ``messages`` to the conversation."""
+        record.updated_at = time.time()
+        pipe.rpush(f"{key}:messages", *[json.dumps(m, ensure_ascii=False) for m in messages])
+        pipe.set(key, record.model_dump_json(exclude={"messages"}), ex=self.ttl)
+        pipe.expire(f"{key}:messages", self.ttl)
+        self._index_conversation(pipe, record.tenant, record.conversation_id, record.updated_at)
 
     async def add_turn(self, conversation_id: str, run_id: str, messages: list[dict[str, Any]]) -> bool:
         key = f"{self.p}conv:{conversation_id}"
+        claim = f"{self.p}turn:{run_id}"
         with _guard(self.url):
-            if not await self.r.exists(key):
-                return False
-            history = await self.r.lrange(f"{key}:messages", 0, -1)
-            if any(json.loads(m).get("run_id") == run_id for m in history):
-                return False
-            # The first instance to claim the run's turn adds it; the claim lives as long as the run's data.
-            if not await self.r.set(f"{self.p}turn:{run_id}", "1", nx=True, ex=self.ttl):
-                return False
-        await self.add_messages(conversation_id, messages)
+            async with self.r.pipeline(transaction=True) as pipe:
+                # The first instance to claim the run's turn adds it, in the same transaction: a claim is
+                # never left without its turn. Another instance claiming meanwhile aborts this one.
+                await pipe.watch(claim)
+                head = await pipe.get(key)
+                if head is None or await pipe.exists(claim):
+                    return False
+                history = await pipe.lrange(f"{key}:messages", 0, -1)
+                if any(json.loads(m).get("run_id") == run_id for m in history):
+                    return False
+                pipe.multi()
+                pipe.set(claim, "1", ex=self.ttl)  # lives as long as the run's data
+                self._append(pipe, key, ConversationRecord.model_validate_json(head), messages)
+                try:
+                    await pipe.execute()
+                except WatchError:
+                    return False
         return True
 
     async def delete_conversation(self, conversation_id: str) -> bool:
