@@ -283,6 +283,20 @@ async def test_redis_tenant_indexes_let_go_of_what_expired(redis_server):
         await store.close()
 
 
+@pytest.mark.redis
+async def test_redis_feedback_older_than_the_ttl_is_let_go(redis_server):
+    store = RedisRunStore(RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix="fb:", ttl_s=60))
+    await store.open()
+    try:
+        old_ms = int((time.time() - 120) * 1000)
+        await store.r.xadd("fb:feedback", {"f": "{}"}, id=f"{old_ms}-0")
+        await store.add_feedback({"run_id": "run_x", "rating": 1, "tenant": "t"})
+        entries = await store.r.xrange("fb:feedback")
+        assert len(entries) == 1 and "run_x" in entries[0][1]["f"]
+    finally:
+        await store.close()
+
+
 def test_open_store_picks_the_configured_store(tmp_path):
     settings = Settings(runs=RunsSettings(sqlite_path=str(tmp_path / "r.sqlite")))
     assert isinstance(open_store(settings), SQLiteRunStore)

@@ -11,7 +11,7 @@ Keys (all under ``[runs] redis_prefix``):
 * ``instance:{id}`` key with a short TTL: the heartbeat that tells others an instance is alive.
 * ``conv:{id}`` hash, ``conv:{id}:messages`` list, ``convs:{tenant}`` sorted set; ``feedback`` stream.
 
-Finished runs, their events and conversations expire after ``[runs] ttl_s``.
+Finished runs, their events, conversations and feedback expire after ``[runs] ttl_s``.
 """
 
 from __future__ import annotations
@@ -445,4 +445,8 @@ class RedisRunStore:
 
     async def add_feedback(self, feedback: dict[str, Any]) -> None:
         with _guard(self.url):
-            await self.r.xadd(f"{self.p}feedback", {"f": json.dumps(feedback, ensure_ascii=False)})
+            # Kept ttl_s like runs and conversations: entries older than that are let go as new ones come.
+            oldest = f"{int((time.time() - self.ttl) * 1000)}-0"
+            await self.r.xadd(
+                f"{self.p}feedback", {"f": json.dumps(feedback, ensure_ascii=False)}, minid=oldest, approximate=False
+            )
