@@ -9,6 +9,7 @@ the field (HTTP 422).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 from collections.abc import AsyncIterator
 from typing import Any
@@ -136,16 +137,16 @@ class AgentRunner:
     def __call__(self, request: RunRequest) -> AsyncIterator[Event]:
         return self._run(request)
 
-    def _agent(self, request: RunRequest, kb: Any) -> Any:
-        """The declared agent built for the request's tenant, with the request's settings over its
-        own (a copy: the built agent's settings stay as declared)."""
+    def _agent(self, request: RunRequest, kb: Any, llm: Any = None) -> Any:
+        """The declared agent built (once, with ``llm`` for what names no model) for the request's
+        tenant, with the request's settings over its own (a copy: the built agent keeps its own)."""
         key = (str(request.agent), request.tenant)
         built = self._built.get(key)
         if built is None:
             from reasonloop.agent import Agent
 
             built = self._built[key] = Agent.from_config(
-                str(request.agent), self.settings, kb=kb, llm=self.llm, registry=self.registry
+                str(request.agent), self.settings, kb=kb, llm=llm, registry=self.registry
             )
         if not request.settings:
             return built
@@ -163,16 +164,11 @@ class AgentRunner:
             except KBUnavailable:
                 kb = None
         if request.agent is not None:
-            key = (request.agent, request.tenant)
-            if key not in self._built:
-                try:
+            default_llm = None
+            if (request.agent, request.tenant) not in self._built:
+                with contextlib.suppress(LLMNotConfigured):  # fine when every agent it reaches names its own llm
                     default_llm = await self._default_llm()
-                except LLMNotConfigured:
-                    default_llm = None  # fine when every agent it reaches names its own llm
-                self._built[key] = Agent.from_config(
-                    request.agent, self.settings, kb=kb, llm=default_llm, registry=self.registry
-                )
-            agent = self._agent(request, kb)
+            agent = self._agent(request, kb, default_llm)
         else:
             agent = Agent(
                 reasoning=self._strategy(request),
