@@ -31,6 +31,17 @@ def dead_instance() -> str:
     return f"{socket.gethostname()}:{proc.pid}:dead"
 
 
+@contextlib.asynccontextmanager
+async def open_redis_store(server, prefix: str, ttl_s: int = 60):
+    """A Redis store on ``server`` with its own key prefix, open for the block."""
+    store = RedisRunStore(RunsSettings(store="redis", redis_url=server.url, redis_prefix=prefix, ttl_s=ttl_s))
+    await store.open()
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
 def stamped(run_id: str, seq: int, event):
     event.run_id, event.seq = run_id, seq
     return event
@@ -250,24 +261,18 @@ async def test_redis_refusing_writes_is_the_store_unavailable_not_a_crash():
 
 @pytest.mark.redis
 async def test_redis_finished_runs_expire(redis_server):
-    store = RedisRunStore(RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix="ttl:", ttl_s=60))
-    await store.open()
-    try:
+    async with open_redis_store(redis_server, "ttl:") as store:
         await store.create_run(RunRecord(run_id="run_t"))
         await store.append_event("run_t", stamped("run_t", 1, Answer(text="x")))
         assert await store.r.ttl("ttl:run:run_t") == -1
         await store.update_run("run_t", status="completed")
         assert 0 < await store.r.ttl("ttl:run:run_t") <= 60
         assert 0 < await store.r.ttl("ttl:events:run_t") <= 60
-    finally:
-        await store.close()
 
 
 @pytest.mark.redis
 async def test_redis_tenant_indexes_let_go_of_what_expired(redis_server):
-    store = RedisRunStore(RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix="idx:", ttl_s=60))
-    await store.open()
-    try:
+    async with open_redis_store(redis_server, "idx:") as store:
         now = time.time()
         await store.create_conversation(ConversationRecord(conversation_id="conv_old", updated_at=now - 120))
         await store.create_run(RunRecord(run_id="run_ancient", created_at=now - 60 - 2 * 86_400))
@@ -279,22 +284,16 @@ async def test_redis_tenant_indexes_let_go_of_what_expired(redis_server):
         assert await store.r.zrange("idx:runs:default", 0, -1) == ["run_gone", "run_new"]
         assert [r.run_id for r in await store.list_runs("default")] == ["run_new"]
         assert await store.r.zrange("idx:runs:default", 0, -1) == ["run_new"]  # found gone while listing
-    finally:
-        await store.close()
 
 
 @pytest.mark.redis
 async def test_redis_feedback_older_than_the_ttl_is_let_go(redis_server):
-    store = RedisRunStore(RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix="fb:", ttl_s=60))
-    await store.open()
-    try:
+    async with open_redis_store(redis_server, "fb:") as store:
         old_ms = int((time.time() - 120) * 1000)
         await store.r.xadd("fb:feedback", {"f": "{}"}, id=f"{old_ms}-0")
         await store.add_feedback({"run_id": "run_x", "rating": 1, "tenant": "t"})
         entries = await store.r.xrange("fb:feedback")
         assert len(entries) == 1 and "run_x" in entries[0][1]["f"]
-    finally:
-        await store.close()
 
 
 def test_open_store_picks_the_configured_store(tmp_path):
