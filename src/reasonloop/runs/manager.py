@@ -35,9 +35,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from reasonloop.config import RunsSettings
@@ -79,6 +80,8 @@ Observer = Callable[[str, RunRecord, Event | None], None]
 """Called with ``("event", record, event)`` for each event and ``("status", record, None)``."""
 
 _HEARTBEAT_S = 3.0
+_END_FIELDS = ("status", "content", "stop_reason", "error", "last_seq", "ended_at")
+"""Record fields a run's end sets in the store."""
 _RETRY_S = 1.0
 """Pause before watching stop requests again after a failure."""
 _MAX_UNRECORDED = 256
@@ -447,31 +450,17 @@ class RunManager:
         # The turn before the status: a process dying between the two leaves a run still in flight,
         # which recovery ends (adding the turn only if it is missing), never a finished run without
         # its turn. A store that commits writes started together in one transaction takes both at once.
-        writes = []
+        writes: list[Callable[[], Awaitable[None]]] = []
         turn = conversation_turn(record, record.content, time.time())
         if turn is not None and record.conversation_id:
-            writes.append(self.store.add_messages(record.conversation_id, turn))
-        writes.append(
-            self.store.update_run(
-                record.run_id,
-                status=record.status,
-                content=record.content,
-                stop_reason=record.stop_reason,
-                error=record.error,
-                last_seq=record.last_seq,
-                ended_at=record.ended_at,
-            )
-        )
+            writes.append(functools.partial(self.store.add_messages, record.conversation_id, turn))
+        fields = {name: getattr(record, name) for name in _END_FIELDS}
+        writes.append(functools.partial(self.store.update_run, record.run_id, **fields))
         if getattr(self.store, "commits_together", False):
-            await together(writes)
+            await together([write() for write in writes])
         else:
-            for i, write in enumerate(writes):
-                try:
-                    await write
-                except BaseException:
-                    for unstarted in writes[i + 1 :]:
-                        unstarted.close()
-                    raise
+            for write in writes:
+                await write()
 
     async def _finish_stopped(self, live: LiveRun) -> None:
         reason = "stopped" if live.stop_requested else "interrupted"

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from reasonloop.errors import CrossSiteRefused
 from reasonloop.server.auth import is_loopback
+from reasonloop.server.errors import error_response
 
 __all__ = ["CrossSiteGuard", "check_origin"]
 
@@ -67,8 +68,6 @@ class CrossSiteGuard:
             try:
                 check_origin(scope, self.allowed)
             except CrossSiteRefused as exc:
-                from reasonloop.server.errors import error_response
-
                 await error_response(exc)(scope, receive, send)
                 return
         await self.app(scope, receive, send)

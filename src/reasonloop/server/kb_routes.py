@@ -23,6 +23,7 @@ from reasonloop.config import Settings
 from reasonloop.errors import DocumentNotFound, KBError, KBUnavailable, UploadTooLarge
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
+from reasonloop.server.errors import error_response
 
 __all__ = ["KBProvider", "UploadSizeGuard", "router", "safe_filename", "tenant_kb_path"]
 
@@ -98,8 +99,6 @@ class _CountedBody:
 
 
 async def _refuse(error: UploadTooLarge, scope: Any, receive: Any, send: Any) -> None:
-    from reasonloop.server.errors import error_response
-
     await error_response(error)(scope, receive, send)
 
 
