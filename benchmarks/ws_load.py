@@ -371,7 +371,10 @@ def pct(values: list[float], q: float) -> float:
 
 def measure(stack: str, n: int, args: argparse.Namespace, pin: bool) -> dict[str, Any]:
     """One load run against a fresh server process; raw samples and resource use."""
-    import psutil
+    try:
+        import psutil
+    except ImportError:
+        raise SystemExit("ws_load.py reads the servers' CPU and RSS with psutil: pip install -e '.[bench]'") from None
 
     port = free_port()
     base = [sys.executable, __file__, *_passthrough(args)]
