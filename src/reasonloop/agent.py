@@ -43,6 +43,7 @@ from reasonloop.events import (
 )
 from reasonloop.kb.base import Retriever
 from reasonloop.llm.base import LLM, Message
+from reasonloop.llm.sampling import Sampling, with_sampling
 from reasonloop.reasoning.base import Budget, Reasoning, RunContext
 from reasonloop.registry import Registry, resolve
 from reasonloop.tools.agent_tool import STACK_KEY, agent_tools
@@ -252,18 +253,24 @@ class Agent:
         user_id: str | None = None,
         conversation_id: str | None = None,
         depth: int = 0,
+        sampling: Sampling | None = None,
     ) -> RunContext:
         """A fresh :class:`RunContext` for one run.
+
+        Args:
+            sampling: The run's own ``max_tokens`` / ``temperature`` for every model call of
+                its strategy, over the models' configured ones.
 
         Raises:
             LLMNotConfigured: no model was given and none is configured.
         """
         self._planner_llm = self._model(self._planner_llm)
         self._solver_llm = self._model(self._solver_llm)
+        planner, solver = self._planner_llm, self._solver_llm
         return RunContext(
-            llm=self.llm,
-            planner_llm=self._planner_llm,  # type: ignore[arg-type]
-            solver_llm=self._solver_llm,  # type: ignore[arg-type]
+            llm=with_sampling(self.llm, sampling),
+            planner_llm=None if planner is None else with_sampling(planner, sampling),  # type: ignore[arg-type]
+            solver_llm=None if solver is None else with_sampling(solver, sampling),  # type: ignore[arg-type]
             tools=self.tools,
             retrievers=self.retrievers,
             history=_history(history),
@@ -340,13 +347,14 @@ class Agent:
         run_id: str | None = None,
         user_id: str | None = None,
         conversation_id: str | None = None,
+        sampling: Sampling | None = None,
     ) -> AsyncIterator[Event]:
         """The run's events, stamped: RunStarted first, then Answer or ErrorEvent last.
 
         Use as ``async for event in agent.stream(question): ...``; ``aclose()`` the iterator
-        (or cancel the consuming task) to stop the run.
+        (or cancel the consuming task) to stop the run. ``sampling``: see :meth:`context`.
         """
-        ctx = self.context(history, run_id=run_id, user_id=user_id, conversation_id=conversation_id)
+        ctx = self.context(history, run_id=run_id, user_id=user_id, conversation_id=conversation_id, sampling=sampling)
         return self.events(question, ctx)
 
     async def events(self, question: str, ctx: RunContext) -> AsyncIterator[Event]:
@@ -396,9 +404,10 @@ class Agent:
         run_id: str | None = None,
         user_id: str | None = None,
         conversation_id: str | None = None,
+        sampling: Sampling | None = None,
     ) -> RunResult:
         """Run to the end and return the answer, citations, steps, usage and metadata."""
-        ctx = self.context(history, run_id=run_id, user_id=user_id, conversation_id=conversation_id)
+        ctx = self.context(history, run_id=run_id, user_id=user_id, conversation_id=conversation_id, sampling=sampling)
         started = time.time()
         answer: Answer | None = None
         partial: list[str] = []

@@ -217,3 +217,26 @@ async def test_models_are_listed_and_an_unknown_one_is_not_found(tmp_path):
         answered = await client.chat.completions.create(model="qa", messages=[{"role": "user", "content": "q"}])
         assert answered.choices[0].message.content
         await client.close()
+
+
+async def test_max_tokens_and_temperature_reach_the_runs_model_calls(tmp_path):
+    settings = make_settings(tmp_path)
+    llm = ScriptedProvider(replies=[ANSWER], repeat_last=True)
+    app = create_app(settings, runner=AgentRunner(settings, llm=llm))
+    async with serve(app, settings) as url:
+        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        question = [{"role": "user", "content": "What is tantivy?"}]  # a strategy that always asks its model
+        await client.chat.completions.create(model="toolcall", messages=question, max_tokens=40, temperature=0.2)
+        assert llm.sampling_seen[-1] == (40, 0.2)
+        stream = await client.chat.completions.create(
+            model="toolcall", messages=question, max_completion_tokens=9, max_tokens=40, stream=True
+        )
+        _ = [chunk async for chunk in stream]
+        assert llm.sampling_seen[-1] == (9, None)  # the newer name wins
+        await client.chat.completions.create(model="toolcall", messages=question)
+        assert llm.sampling_seen[-1] == (None, None)  # the next run is back on the model's settings
+        for wrong in ({"temperature": 3.5}, {"max_tokens": 0}):
+            with pytest.raises(openai.UnprocessableEntityError) as info:
+                await client.chat.completions.create(model="toolcall", messages=question, **wrong)
+            assert next(iter(wrong)) in str(info.value)
+        await client.close()

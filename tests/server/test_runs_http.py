@@ -119,6 +119,8 @@ async def test_invalid_requests_are_422_naming_the_field(tmp_path):
     async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
         missing = await client.post("/v1/runs", json={"reasoning": "qa"})
         assert missing.status_code == 422 and missing.json()["detail"][0]["loc"] == ["body", "question"]
+        assert missing.json()["error"]["field"] == "question"  # the shape every other error has
+        assert missing.json()["error"]["code"] == "request.invalid"
         bad_setting = await client.post(
             "/v1/runs", json={"question": "q", "reasoning": "qa", "settings": {"top_k": 500}}
         )
@@ -129,6 +131,11 @@ async def test_invalid_requests_are_422_naming_the_field(tmp_path):
         assert unknown.status_code == 422 and unknown.json()["error"]["field"] == "reasoning"
         bad_conv = await client.post("/v1/runs", json={"question": "q", "conversation_id": "conv_nope"})
         assert bad_conv.status_code == 422 and bad_conv.json()["error"]["field"] == "conversation_id"
+        bad_sampling = await client.post("/v1/runs", json={"question": "q", "sampling": {"temperature": -1}})
+        assert bad_sampling.status_code == 422
+        assert bad_sampling.json()["detail"][0]["loc"] == ["body", "sampling", "temperature"]
+        assert bad_sampling.json()["error"]["field"] == "sampling.temperature"
+        assert bad_sampling.json()["error"]["message"].startswith("sampling.temperature: ")
         bad_feedback = await client.post("/v1/feedback", json={"run_id": "r", "rating": 7})
         assert bad_feedback.status_code == 422 and bad_feedback.json()["detail"][0]["loc"] == ["body", "rating"]
 

@@ -249,3 +249,21 @@ async def test_a_socket_under_a_root_path_is_served_by_the_routed_endpoint(tmp_p
     assert served == ["WebSocket"]  # Starlette's, through the router: not the unwrapped path
     assert frames[0] == {"type": "pong", "id": 7} and frames[1]["type"] == "run"
     assert frames[-1]["event"]["text"] == "routed and streamed"
+
+
+async def test_an_asks_sampling_reaches_its_model_and_a_wrong_one_is_refused(tmp_path):
+    settings = make_settings(tmp_path)
+    llm = ScriptedProvider(replies=["fine"], repeat_last=True)
+    app = create_app(settings, runner=LLMRunner(llm))
+    async with serve(app, settings) as url, connect(url.replace("http://", "ws://") + "/v1/ws") as ws:
+        ask = {"type": "ask", "question": "q", "sampling": {"max_tokens": 16, "temperature": 0.5}}
+        await ws.send(json.dumps(ask))
+        assert (await recv_until(ws, is_end))[-1]["event"]["text"] == "fine"
+        assert llm.sampling_seen[-1] == (16, 0.5)
+        await ws.send(json.dumps({"type": "ask", "question": "q", "sampling": {"max_tokens": 0}, "id": 2}))
+        refused = await recv(ws)
+        assert refused["type"] == "error" and refused["code"] == "request.invalid"
+        assert refused["field"] == "sampling.max_tokens" and refused["id"] == 2
+        assert len(llm.sampling_seen) == 1  # no run was started for it
+        await ws.send(json.dumps({"type": "ping"}))
+        assert (await recv(ws))["type"] == "pong"  # the socket is still open

@@ -77,6 +77,8 @@ class ScriptedProvider(LLM):
         self.prompts: deque[list[Message]] = deque(maxlen=RECORDED_REQUESTS)
         self.tools_seen: deque[list[Any] | None] = deque(maxlen=RECORDED_REQUESTS)
         self.stops_seen: deque[list[str] | None] = deque(maxlen=RECORDED_REQUESTS)
+        self.sampling_seen: deque[tuple[int | None, float | None]] = deque(maxlen=RECORDED_REQUESTS)
+        """``(max_tokens, temperature)`` of each request."""
         self.requests = 0
         """Requests served so far (the records above keep only the most recent)."""
         self.chunk_size = max(1, chunk_size)
@@ -127,6 +129,7 @@ class ScriptedProvider(LLM):
         self.prompts.append(list(request.messages))  # messages are frozen: sharing them is safe
         self.tools_seen.append(list(request.tools) if request.tools else None)
         self.stops_seen.append(request.stop)
+        self.sampling_seen.append((request.max_tokens, request.temperature))
         reply = self._reply(request)
         text = reply if isinstance(reply, str) else str(reply.get("text") or reply.get("content") or "")
         finish = "stop"

@@ -16,6 +16,7 @@ from typing import Any
 
 from reasonloop.events import Answer, AnswerDelta, Event, RunStarted, Usage
 from reasonloop.llm.base import LLM, Done, LLMChunk, Message, TextDelta
+from reasonloop.llm.sampling import with_sampling
 from reasonloop.runs.models import RunRequest
 
 __all__ = ["LLMRunner"]
@@ -34,7 +35,7 @@ class LLMRunner:
         self.system = system
 
     def __call__(self, request: RunRequest) -> AsyncIterator[Event]:
-        llm = self._llm if isinstance(self._llm, LLM) else self._llm()
+        llm = with_sampling(self._llm if isinstance(self._llm, LLM) else self._llm(), request.sampling)
         started = RunStarted(reasoning=request.agent or request.reasoning or "direct", question=request.question)
         # The model's stream itself, its chunks turned into events as they come (no generator of
         # this runner's own between the model and the run: see ``LLM.stream``'s ``convert``).

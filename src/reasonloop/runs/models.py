@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunMeta, RunResult, Step, ToolCall, ToolResult
 from reasonloop.llm.base import Message
+from reasonloop.llm.sampling import Sampling
 
 __all__ = [
     "MAX_SEQ",
@@ -82,6 +83,8 @@ class RunRequest(BaseModel):
     """Strategy settings, validated against the strategy's settings schema."""
     conversation_id: str | None = None
     """Continue this conversation (its messages become the history); ``None`` starts one."""
+    sampling: Sampling | None = None
+    """The run's own ``max_tokens`` / ``temperature`` for its model calls (unset: the model's configuration)."""
     run_id: str = ""
     tenant: str = "default"
     history: list[Message] = Field(default_factory=list)

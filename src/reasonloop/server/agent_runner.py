@@ -184,5 +184,6 @@ class AgentRunner:
             run_id=request.run_id,
             user_id=request.tenant,
             conversation_id=request.conversation_id,
+            sampling=request.sampling,
         ):
             yield event

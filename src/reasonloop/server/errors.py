@@ -2,7 +2,9 @@
 
 Handlers are looked up along the exception's class hierarchy, so a new subclass gets its
 parent's status. Bodies are ``{"error": {"code", "message", ...details}}`` (the shape
-OpenAI clients read); a 422 also carries FastAPI's ``detail`` list naming the field.
+OpenAI clients read); a 422 also carries FastAPI's ``detail`` list naming the field. A request
+FastAPI itself finds invalid (a body field of the wrong type or out of range) gets the same
+shape, its ``error`` naming the first invalid field.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from reasonloop.errors import (
@@ -88,3 +92,17 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(exc)
 
     app.add_exception_handler(ReasonLoopError, handle)
+    app.add_exception_handler(RequestValidationError, _invalid_request)
+
+
+async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's 422 (its ``detail`` list as it is) with an ``error`` naming the first invalid field."""
+    assert isinstance(exc, RequestValidationError)
+    problems = list(exc.errors())
+    first = problems[0] if problems else {"loc": (), "msg": "invalid request"}
+    loc = [str(part) for part in first.get("loc", ())]
+    field = ".".join(loc[1:] if loc and loc[0] in ("body", "query", "path", "header") else loc)
+    message = f"{field}: {first.get('msg', 'invalid')}" if field else str(first.get("msg", "invalid request"))
+    error = RequestInvalid(message, field=field)
+    body = {"error": {**error.to_dict(), "type": error.code}, "detail": jsonable_encoder(problems)}
+    return JSONResponse(body, status_code=422)

@@ -5,7 +5,8 @@ server's default); ``GET /v1/models`` lists them, and an unknown one is a 404 as
 history. The answer streams as ``content`` deltas; the reasoning lane (progress, thoughts,
 tool calls) streams as ``reasoning_content`` deltas, which OpenAI clients ignore or show as
 reasoning. The run id is returned in the ``X-Run-Id`` header, so the full trace can be read
-from ``/v1/runs/{id}``. A completion whose client leaves before the end, streamed or not, stops
+from ``/v1/runs/{id}``. ``max_tokens`` (or ``max_completion_tokens``) and ``temperature`` apply to
+every model call of the run; other sampling options are accepted and ignored. A completion whose client leaves before the end, streamed or not, stops
 its run (``[server] chat_stop_on_disconnect``): a client that stops reading or gives up waiting
 wants no more.
 """
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from reasonloop.errors import ModelNotFound, ReasonLoopError, RequestInvalid
 from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, Progress, Thought, ToolCall, ToolResult
 from reasonloop.llm.base import Message
+from reasonloop.llm.sampling import Sampling
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.auth import Principal
@@ -64,6 +66,17 @@ class ChatCompletionRequest(BaseModel):
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
     stream_options: StreamOptions | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Tokens each model call of the run may generate (the answer's included)."""
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    """The newer name of ``max_tokens``; wins when both are given."""
+    temperature: float | None = Field(default=None, ge=0, le=2)
+
+    def sampling(self) -> Sampling | None:
+        max_tokens = self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens
+        if max_tokens is None and self.temperature is None:
+            return None
+        return Sampling(max_tokens=max_tokens, temperature=self.temperature)
 
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
@@ -78,7 +91,12 @@ def _run_request(body: ChatCompletionRequest, tenant: str, agents: set[str]) -> 
     model = None if body.model in DEFAULT_MODELS else body.model
     agent = model if model in agents else None
     return RunRequest(
-        question=messages[-1].text(), reasoning=None if agent else model, agent=agent, history=history, tenant=tenant
+        question=messages[-1].text(),
+        reasoning=None if agent else model,
+        agent=agent,
+        history=history,
+        sampling=body.sampling(),
+        tenant=tenant,
     )
 
 

@@ -12,6 +12,7 @@ from sse_starlette.sse import EventSourceResponse
 
 from reasonloop.errors import ReasonLoopError, RequestInvalid
 from reasonloop.events import Event, RunResult
+from reasonloop.llm.sampling import Sampling
 from reasonloop.runs.models import MAX_SEQ, RunRecord, RunRequest
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
@@ -29,6 +30,8 @@ class StartRun(BaseModel):
     agent: str | None = None
     settings: dict[str, Any] = Field(default_factory=dict)
     conversation_id: str | None = None
+    sampling: Sampling | None = None
+    """``max_tokens`` (per model call) and ``temperature`` for this run, over the model's configuration."""
 
 
 class RunView(BaseModel):

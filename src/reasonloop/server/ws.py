@@ -3,7 +3,8 @@
 Client frames (``id`` is optional and echoed on the reply):
 
 * ``{"type": "ping"}`` → ``{"type": "pong"}``
-* ``{"type": "ask", "question": ..., "reasoning"?, "agent"?, "settings"?, "conversation_id"?}``
+* ``{"type": "ask", "question": ..., "reasoning"?, "agent"?, "settings"?, "conversation_id"?,
+  "sampling"?: {"max_tokens"?, "temperature"?}}``
   → ``{"type": "run", "run_id", "conversation_id"}`` then one ``{"type": "event", "run_id",
   "event": {...}}`` frame per event until the run's answer or error.
 * ``{"type": "stop", "run_id": ...}`` → ``{"type": "stopped", "run_id", "status"}``
@@ -34,6 +35,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from reasonloop.errors import AuthError, ReasonLoopError
 from reasonloop.events import Event
+from reasonloop.llm.sampling import Sampling
 from reasonloop.runs.live import LiveRun
 from reasonloop.runs.models import MAX_SEQ, RunRequest
 from reasonloop.runs.store import is_terminal_event
@@ -65,6 +67,7 @@ class AskFrame(BaseModel):
     agent: str | None = None
     settings: dict[str, Any] = Field(default_factory=dict)
     conversation_id: str | None = None
+    sampling: Sampling | None = None
 
 
 _encode = json.JSONEncoder().encode
