@@ -25,12 +25,24 @@ async def _owned(request: Request, conversation_id: str, tenant: str) -> Convers
     return conv
 
 
-@router.get("/conversations", response_model=list[ConversationRecord])
+class ConversationSummary(BaseModel):
+    """A conversation as listed: what it is, not its messages (``GET /v1/conversations/{id}`` has them)."""
+
+    conversation_id: str
+    tenant: str
+    title: str
+    created_at: float
+    updated_at: float
+
+
+@router.get("/conversations", response_model=list[ConversationSummary])
 async def list_conversations(
     request: Request, who: Annotated[Principal, Depends(principal)], limit: int = Query(50, ge=1, le=500)
-) -> list[ConversationRecord]:
-    """The caller's conversations, most recently updated first (without messages)."""
-    return await server_state(request).runs.store.list_conversations(who.tenant, limit)
+) -> list[ConversationSummary]:
+    """The caller's conversations, most recently updated first (without messages: an empty list
+    there would read as a conversation with none)."""
+    listed = await server_state(request).runs.store.list_conversations(who.tenant, limit)
+    return [ConversationSummary.model_validate(c.model_dump(exclude={"messages"})) for c in listed]
 
 
 @router.get("/conversations/{conversation_id}", response_model=ConversationRecord)
