@@ -48,13 +48,15 @@ StopReason = Literal[
     "max_tool_calls",
     "max_tokens",
     "timeout",
+    "length",
     "stopped",
     "guard",
     "error",
     "interrupted",
 ]
 """Why a run ended. ``final``: the strategy answered on its own; a budget name: that
-budget ran out and a last tool-less call answered; ``stopped``: a stop request;
+budget ran out and a last tool-less call answered; ``length``: the answer's model call hit its
+output limit (``max_tokens`` of the model or of the run), so the answer may be cut short; ``stopped``: a stop request;
 ``guard``: a policy replaced the answer; ``error``: the run failed; ``interrupted``:
 the process running it died (set by run stores on recovery)."""
 

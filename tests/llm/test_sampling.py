@@ -82,3 +82,22 @@ async def test_an_agents_strategy_calls_its_models_with_the_runs_sampling():
     assert seen and all(s == (7, 0.0) for s in seen)
     await agent.run("q?")  # the next run without sampling: the models' own settings again
     assert planner.sampling_seen[-1] == (None, None)
+
+
+async def test_the_scripted_model_stops_at_max_tokens_as_a_server_would():
+    llm = ScriptedProvider(replies=["one two three four five six seven eight"], repeat_last=True)
+    cut = [c async for c in llm.stream(USER, max_tokens=3)]
+    assert "".join(c.text for c in cut if hasattr(c, "text")).split() == ["one", "two", "three"]
+    assert cut[-1].finish_reason == "length"
+    whole = [c async for c in llm.stream(USER, max_tokens=50)]
+    assert whole[-1].finish_reason == "stop"
+
+
+@pytest.mark.parametrize("reasoning", ["toolcall", "react"])
+async def test_an_answer_cut_at_the_runs_max_tokens_says_so(reasoning):
+    reply = "Final Answer: " + " ".join(["word"] * 40) if reasoning == "react" else " ".join(["word"] * 40)
+    agent = Agent(reasoning=reasoning, llm=ScriptedProvider(replies=[reply], repeat_last=True), tools=[])
+    cut = await agent.run("q?", sampling=Sampling(max_tokens=12))
+    assert cut.stop_reason == "length" and 0 < len(cut.content.split()) <= 12
+    whole = await agent.run("q?")
+    assert whole.stop_reason == "final" and len(whole.content.split()) == 40

@@ -233,8 +233,12 @@ async def test_max_tokens_and_temperature_reach_the_runs_model_calls(tmp_path):
         )
         _ = [chunk async for chunk in stream]
         assert llm.sampling_seen[-1] == (9, None)  # the newer name wins
-        await client.chat.completions.create(model="toolcall", messages=question)
+        whole = await client.chat.completions.create(model="toolcall", messages=question)
         assert llm.sampling_seen[-1] == (None, None)  # the next run is back on the model's settings
+        assert whole.choices[0].finish_reason == "stop" and whole.choices[0].message.content == ANSWER
+        cut = await client.chat.completions.create(model="toolcall", messages=question, max_tokens=3)
+        assert cut.choices[0].finish_reason == "length"  # how an OpenAI client learns the answer was cut
+        assert len(cut.choices[0].message.content) < len(ANSWER)
         for wrong in ({"temperature": 3.5}, {"max_tokens": 0}):
             with pytest.raises(openai.UnprocessableEntityError) as info:
                 await client.chat.completions.create(model="toolcall", messages=question, **wrong)

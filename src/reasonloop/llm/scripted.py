@@ -3,8 +3,10 @@
 Each reply is a string (a text reply) or ``{"tool_calls": [{"name", "arguments"}], "text"?}``
 (a tool-call reply). Requests are recorded in :attr:`ScriptedProvider.prompts` (the most
 recent :data:`RECORDED_REQUESTS`, so a server on a script stays the same size however long it
-runs), so a test can assert what the model was shown. ``stop`` sequences are honoured like a real
-server would: the text is cut before the first stop string.
+runs), so a test can assert what the model was shown. ``stop`` sequences and ``max_tokens`` are
+honoured like a real server would: the text is cut before the first stop string, and at the
+token limit (estimated as :func:`~reasonloop.tokens.count_tokens` does), which ends the reply
+with ``finish_reason`` ``length``.
 
 From the CLI: ``--llm scripted:replies.json``.
 """
@@ -30,6 +32,7 @@ from reasonloop.llm.base import (
     TextDelta,
     ToolCallDelta,
 )
+from reasonloop.tokens import count_tokens, trim_to_tokens
 
 __all__ = ["RECORDED_REQUESTS", "ScriptExhausted", "ScriptedProvider"]
 
@@ -137,6 +140,8 @@ class ScriptedProvider(LLM):
             cuts = [text.find(s) for s in request.stop if s and s in text]
             if cuts:
                 text = text[: min(cuts)]
+        if request.max_tokens is not None and count_tokens(text) > request.max_tokens:
+            text, finish = trim_to_tokens(text, request.max_tokens, marker=""), "length"
         if self.first_delay_s:
             await asyncio.sleep(self.first_delay_s)
         for i in range(0, len(text), self.chunk_size):

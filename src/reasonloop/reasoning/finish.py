@@ -35,6 +35,8 @@ def close(
 ) -> Answer:
     """The run's one :class:`Answer`: guard applied, markers mapped, never empty."""
     reason: StopReason = stop_reason or tracker.stop_reason or "final"
+    if reason == "final" and tracker.last_finish == "length":  # the answering call ran out of tokens
+        reason = "length"
     text = text.strip()
     if guard_armed(settings, tracker):
         error = GuardTripped(

@@ -88,7 +88,7 @@ async def llm_turn(
             elif isinstance(chunk, Done):
                 usage.prompt_tokens += chunk.prompt_tokens
                 usage.completion_tokens += chunk.completion_tokens
-                turn.finish_reason = chunk.finish_reason
+                turn.finish_reason = tracker.last_finish = chunk.finish_reason
             else:
                 slot = raw_calls.setdefault(chunk.index, [None, None, []])
                 slot[0] = slot[0] or chunk.id

@@ -63,7 +63,8 @@ class _AnswerEvents:
             return AnswerDelta(text=chunk.text)
         if isinstance(chunk, Done):
             usage = Usage(llm_calls=1, prompt_tokens=chunk.prompt_tokens, completion_tokens=chunk.completion_tokens)
-            return Answer(text="".join(self.parts), usage=usage)
+            stop_reason = "length" if chunk.finish_reason == "length" else "final"
+            return Answer(text="".join(self.parts), usage=usage, stop_reason=stop_reason)
         return None  # a tool call's fragment: this runner offers the model no tools
 
 

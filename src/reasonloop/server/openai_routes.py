@@ -222,7 +222,8 @@ async def chat_completions(
 def _finish(answer: Answer | None) -> str:
     if answer is None or answer.stop_reason in ("final", "stopped", "interrupted"):
         return "stop"
-    return "length" if answer.stop_reason.startswith("max_") or answer.stop_reason == "timeout" else "stop"
+    cut_short = answer.stop_reason.startswith("max_") or answer.stop_reason in ("length", "timeout")
+    return "length" if cut_short else "stop"
 
 
 async def _on_disconnect(request: Request, then: Callable[[], None]) -> None:
