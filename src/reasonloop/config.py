@@ -243,6 +243,11 @@ class ServerSettings(_Section):
     than it saves bandwidth on most links (and a compressed frame takes uvicorn's slower path, not
     the protocol's direct write), so it is off unless clients are on slow networks."""
     cors_origins: list[str] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """Host names, besides loopback ones, that a server on loopback without API keys answers to
+    (a proxy on the same machine that keeps the client's ``Host``). Any other ``Host`` is refused:
+    a web page whose name was re-pointed at 127.0.0.1 (DNS rebinding) could otherwise read and use
+    the server as if it were its own site."""
     chat_stop_on_disconnect: bool = True
     """Stop the run of a ``/v1/chat/completions`` request (streamed or not) when its client goes
     away before the end, as an OpenAI client that stops reading or gives up waiting expects (the

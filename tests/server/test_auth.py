@@ -10,10 +10,12 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from reasonloop.config import APIKeySettings, ServerSettings
+from reasonloop.errors import CrossSiteRefused
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.server import create_app
 from reasonloop.server.auth import TokenBucket, auth_warning, hash_key, ws_token
+from reasonloop.server.cross_site import check_host
 from tests.server.helpers import make_settings, serve, sse_events
 
 KEYS = {"alice": "sk-alice-123", "bob": "sk-bob-456", "slow": "sk-slow-789"}
@@ -174,6 +176,42 @@ async def test_with_auth_off_other_sites_pages_cannot_use_the_server(tmp_path):
         async with connect(ws_url, origin=f"http://{host}") as ws:
             await ws.send(json.dumps({"type": "ping"}))
             assert json.loads(await ws.recv()) == {"type": "pong"}
+
+
+@pytest.mark.parametrize("bound", ["127.0.0.1", "0.0.0.0"])
+async def test_with_auth_off_on_loopback_only_loopback_host_names_are_answered(tmp_path, bound):
+    # DNS rebinding: a page's own name re-pointed at 127.0.0.1 makes its requests same-site for the
+    # browser (reads too); they still carry that name in Host.
+    settings = make_settings(tmp_path, host=bound, allowed_hosts=["Proxy.Local"])
+    app = create_app(settings, runner=LLMRunner(lambda: ScriptedProvider(replies=["fine."])))
+    async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
+        port = url.rsplit(":", 1)[1]
+        rebound = {"Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"}
+        for method, path in [("GET", "/v1/runs"), ("GET", "/v1/kb/search?q=x"), ("POST", "/v1/runs")]:
+            answer = await client.request(method, path, headers=rebound, json={"question": "q"})
+            if bound == "127.0.0.1":
+                assert answer.status_code == 403, (method, path)
+                assert answer.json()["error"]["code"] == "auth.cross_site" and "allowed_hosts" in answer.text
+            else:  # bound to every interface without keys: warned at start, any name is answered
+                assert answer.status_code in (200, 201), (method, path)
+        for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "proxy.local", "PROXY.local:80"):
+            assert (await client.get("/v1/runs", headers={"Host": host})).status_code == 200, host
+        ws_url = url.replace("http://", "ws://") + "/v1/ws"
+        if bound == "127.0.0.1":
+            with pytest.raises(InvalidStatus):
+                async with connect(ws_url, additional_headers={"Host": f"evil.example:{port}"}):
+                    pass
+        async with connect(ws_url, additional_headers={"Host": f"localhost:{port}"}) as ws:
+            await ws.send(json.dumps({"type": "ping"}))
+            assert json.loads(await ws.recv()) == {"type": "pong"}
+
+
+def test_a_host_header_that_names_no_host_is_refused():
+    for host in (b"[", b"evil.example", b"127.0.0.1.evil.example"):
+        with pytest.raises(CrossSiteRefused):
+            check_host({"headers": [(b"host", host)]}, frozenset())
+    check_host({"headers": [(b"host", b"evil.example")]}, None)  # not on loopback: any host
+    check_host({"headers": []}, frozenset())  # no Host at all: not a browser
 
 
 async def test_with_keys_the_key_decides_whatever_the_origin(server):

@@ -125,7 +125,7 @@ def create_app(
         )
     app.add_middleware(UploadSizeGuard, max_upload_bytes=settings.server.max_upload_bytes)
     if not state.auth.enabled:  # with keys, the key decides (see reasonloop.server.cross_site)
-        app.add_middleware(CrossSiteGuard, allowed=settings.server.cors_origins)
+        app.add_middleware(CrossSiteGuard, allowed=settings.server.cors_origins, allowed_hosts=state.allowed_hosts)
     install_error_handlers(app)
     for module in (runs_routes, catalog_routes, kb_routes, conversation_routes, openai_routes, ws):
         app.include_router(module.router)

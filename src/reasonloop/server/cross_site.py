@@ -11,6 +11,12 @@ server itself (the ``Origin`` is the ``Host`` asked for), pages served from loop
 in development), and the sites of ``[server] cors_origins``. Reads are left to CORS, which keeps
 their answers from other sites' pages. With keys configured, the key decides: a page of another
 site has no key unless the user gave it one.
+
+A page can also pose as the server's own: its site's name, re-pointed at ``127.0.0.1`` after the
+page loaded (DNS rebinding), makes its requests same-site for the browser, reads included. Such
+requests still name the page's site in ``Host``, so a server on loopback without keys answers only
+requests whose ``Host`` is a loopback name or address, or one of ``[server] allowed_hosts``
+(:func:`check_host`), reads and WebSockets too.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from reasonloop.errors import CrossSiteRefused
 from reasonloop.server.auth import is_loopback
 from reasonloop.server.errors import error_response
 
-__all__ = ["CrossSiteGuard", "check_origin"]
+__all__ = ["CrossSiteGuard", "check_host", "check_origin", "guarded_hosts"]
 
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -56,18 +62,59 @@ def check_origin(scope: Any, allowed: Iterable[str]) -> None:
     )
 
 
-class CrossSiteGuard:
-    """ASGI middleware applying :func:`check_origin` to every request that is not a read."""
+def check_host(scope: Any, allowed_hosts: Iterable[str] | None) -> None:
+    """Refuse a request whose ``Host`` names neither loopback nor one of ``allowed_hosts``
+    (``None``: any host, for a server that is not on loopback). A request without ``Host`` is
+    not from a browser and passes.
 
-    def __init__(self, app: Any, allowed: Iterable[str]) -> None:
+    Raises:
+        CrossSiteRefused: the host is another name (the signature of DNS rebinding).
+    """
+    if allowed_hosts is None:
+        return
+    for name, value in scope.get("headers") or ():
+        if name == b"host":  # every one of them, should a client send several
+            host = value.decode("latin-1")
+            try:
+                hostname = urlsplit(f"//{host}").hostname
+            except ValueError:  # a Host that is no host
+                hostname = None
+            if hostname is None or not (is_loopback(hostname) or hostname.lower() in allowed_hosts):
+                raise CrossSiteRefused(
+                    f"this server answers on loopback names only, not {host!r}: with authentication off, "
+                    "add a name a local proxy uses to [server] allowed_hosts",
+                    host=host,
+                )
+
+
+class CrossSiteGuard:
+    """ASGI middleware applying :func:`check_host` to every request and :func:`check_origin`
+    to every request that is not a read.
+
+    Args:
+        allowed: Origins of ``[server] cors_origins``.
+        allowed_hosts: What :func:`guarded_hosts` gives: host names besides loopback ones, or None for any.
+    """
+
+    def __init__(self, app: Any, allowed: Iterable[str], allowed_hosts: frozenset[str] | None = None) -> None:
         self.app = app
         self.allowed = frozenset(allowed)
+        self.allowed_hosts = allowed_hosts
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["method"] not in _READS:
+        if scope["type"] == "http":
             try:
-                check_origin(scope, self.allowed)
+                check_host(scope, self.allowed_hosts)
+                if scope["method"] not in _READS:
+                    check_origin(scope, self.allowed)
             except CrossSiteRefused as exc:
                 await error_response(exc)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+def guarded_hosts(host: str, allowed_hosts: Iterable[str]) -> frozenset[str] | None:
+    """The host names besides loopback ones a server bound to ``host`` answers to without keys:
+    ``allowed_hosts`` on loopback, None (any) when it is bound to another address, whose users
+    were warned that anyone who reaches it may use it."""
+    return frozenset(h.lower() for h in allowed_hosts) if is_loopback(host) else None

@@ -13,6 +13,7 @@ from reasonloop.registry import Registry
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.store import RunStore
 from reasonloop.server.auth import Authenticator, Principal
+from reasonloop.server.cross_site import guarded_hosts
 
 __all__ = ["ServerState", "principal", "server_state"]
 
@@ -42,6 +43,12 @@ class ServerState:
         from reasonloop.agents_config import declared_agents
 
         return declared_agents(self.settings)
+
+    @functools.cached_property
+    def allowed_hosts(self) -> frozenset[str] | None:
+        """Host names besides loopback ones that requests may name while auth is off (None: any;
+        see :mod:`reasonloop.server.cross_site`)."""
+        return guarded_hosts(self.settings.server.host, self.settings.server.allowed_hosts)
 
     @property
     def runs(self) -> RunManager:

@@ -40,7 +40,7 @@ from reasonloop.runs.live import LiveRun
 from reasonloop.runs.models import MAX_SEQ, RunRequest
 from reasonloop.runs.store import is_terminal_event
 from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
-from reasonloop.server.cross_site import check_origin
+from reasonloop.server.cross_site import check_host, check_origin
 from reasonloop.server.deps import ServerState
 from reasonloop.server.ws_outbox import AsgiSend, DirectText, Outbox
 
@@ -198,6 +198,7 @@ class _Session:
         scope = self.ws.scope
         try:
             if not self.state.auth.enabled:  # no key to check: refuse other sites' pages
+                check_host(scope, self.state.allowed_hosts)
                 check_origin(scope, self.state.settings.server.cors_origins)
             self.who = self.state.auth.authenticate(ws_token(scope))
         except AuthError as exc:
