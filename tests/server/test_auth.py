@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx
 import pytest
+import redis.asyncio as aioredis
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from reasonloop.config import APIKeySettings, ServerSettings
-from reasonloop.errors import CrossSiteRefused
+from reasonloop.config import APIKeySettings, RunsSettings, ServerSettings
+from reasonloop.errors import CrossSiteRefused, RateLimited
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.server import create_app
-from reasonloop.server.auth import TokenBucket, auth_warning, hash_key, ws_token
+from reasonloop.server.auth import Authenticator, TokenBucket, auth_warning, hash_key, ws_token
 from reasonloop.server.cross_site import check_host
+from reasonloop.server.rate_limit import RedisTokenBuckets
+from tests.runs.helpers import free_port
 from tests.server.helpers import make_settings, serve, sse_events
 
 KEYS = {"alice": "sk-alice-123", "bob": "sk-bob-456", "slow": "sk-slow-789"}
@@ -84,6 +88,72 @@ async def test_rate_limit_answers_429_with_retry_after(server):
     assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
     assert limited.json()["error"]["code"] == "auth.rate_limited"
     assert (await client.get("/v1/runs", headers=bearer("alice"))).status_code == 200  # other keys unaffected
+
+
+@pytest.mark.redis
+async def test_with_the_redis_store_every_instance_draws_from_the_same_rate_budget(tmp_path, redis_server):
+    keys = [APIKeySettings(sha256=hash_key(KEYS["slow"]), tenant="acme", rate_per_minute=60, burst=3)]
+    runs = RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix=f"rl{tmp_path.name}:")
+    settings = make_settings(tmp_path, api_keys=keys, runs=runs)
+    runner = LLMRunner(lambda: ScriptedProvider(replies=["fine."]))
+    async with (
+        serve(create_app(settings, runner=runner), settings) as url_a,
+        serve(create_app(settings, runner=runner), settings) as url_b,
+        httpx.AsyncClient(timeout=20) as client,
+    ):
+        codes = [
+            (await client.get(f"{url}/v1/runs", headers=bearer("slow"))).status_code for url in (url_a, url_b, url_a)
+        ]
+        assert codes == [200, 200, 200]
+        limited = await client.get(f"{url_b}/v1/runs", headers=bearer("slow"))  # the budget of both, spent
+        assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
+
+
+async def test_a_shared_budget_that_does_not_answer_leaves_each_process_counting_on_its_own():
+    auth = Authenticator(ServerSettings(api_keys=[{"sha256": hash_key("k"), "rate_per_minute": 60, "burst": 1}]))
+    who = auth.authenticate("k")
+    answers: list[float | None] = [None, None, 0.0, 30.0]
+
+    async def shared(key: str, rate: float, burst: int) -> float | None:
+        assert (key, rate, burst) == (who.key_hash, 1.0, 1)
+        return answers.pop(0)
+
+    auth.shared = shared
+    await auth.check_rate(who)  # Redis silent: this process's own bucket (burst 1) takes it
+    with pytest.raises(RateLimited):
+        await auth.check_rate(who)  # still silent: the own bucket is empty
+    await auth.check_rate(who)  # Redis back, with a token: its word counts, not the empty own bucket
+    with pytest.raises(RateLimited) as info:
+        await auth.check_rate(who)
+    assert info.value.details["retry_after"] == 30
+
+
+@pytest.mark.redis
+async def test_redis_token_buckets_refill_on_the_servers_clock_and_expire(redis_server):
+    client = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
+    buckets = RedisTokenBuckets(client, "rlunit:")
+    try:
+        assert await buckets.take("k", 20.0, 2) == 0.0
+        assert await buckets.take("k", 20.0, 2) == 0.0
+        wait = await buckets.take("k", 20.0, 2)
+        assert 0 < wait <= 0.05
+        await asyncio.sleep(wait + 0.02)
+        assert await buckets.take("k", 20.0, 2) == 0.0  # one token back after 1/rate seconds
+        assert await buckets.take("other", 20.0, 2) == 0.0  # buckets are per key
+        assert 0 < await client.pttl("rlunit:rate:k") <= 1100  # gone once it would be full again
+    finally:
+        await client.aclose()
+
+
+async def test_redis_token_buckets_say_none_when_redis_does_not_answer(caplog):
+    client = aioredis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0", socket_connect_timeout=1)
+    buckets = RedisTokenBuckets(client, "x:")
+    try:
+        assert await buckets.take("k", 1.0, 1) is None
+        assert await buckets.take("k", 1.0, 1) is None
+        assert len([r for r in caplog.records if "rate limits unavailable" in r.getMessage()]) == 1  # said once
+    finally:
+        await client.aclose()
 
 
 async def test_websocket_auth_by_query_or_subprotocol(server):

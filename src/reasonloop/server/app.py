@@ -95,6 +95,12 @@ def create_app(
             await run_store.close()
             raise
         state.store, state.manager = run_store, manager
+        if settings.runs.store == "redis":  # every instance draws from the same rate budgets
+            from reasonloop.runs.redis_store import RedisRunStore
+            from reasonloop.server.rate_limit import RedisTokenBuckets
+
+            if isinstance(run_store, RedisRunStore):
+                state.auth.shared = RedisTokenBuckets(run_store.r, run_store.p).take
         state.metrics = _metrics(manager)
         state.ready = True
         try:

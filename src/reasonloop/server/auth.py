@@ -15,7 +15,7 @@ import hmac
 import ipaddress
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -76,6 +76,10 @@ class Authenticator:
         self.settings = settings
         self.keys: dict[str, APIKeySettings] = {k.sha256: k for k in settings.api_keys}
         self._buckets: dict[str, TokenBucket] = {}
+        self.shared: Callable[[str, float, int], Awaitable[float | None]] | None = None
+        """Takes a token from a bucket every server instance shares (``take(key, rate, burst)``,
+        :class:`~reasonloop.server.rate_limit.RedisTokenBuckets`), None when it cannot; unset,
+        each process counts on its own."""
 
     @property
     def enabled(self) -> bool:
@@ -97,8 +101,9 @@ class Authenticator:
                 return Principal(tenant=entry.tenant, key_name=entry.name or known[:8], key_hash=known)
         raise AuthError("unknown API key")
 
-    def check_rate(self, principal: Principal) -> None:
-        """Take one request from the principal's budget.
+    async def check_rate(self, principal: Principal) -> None:
+        """Take one request from the principal's budget (shared by every instance when
+        :attr:`shared` is set and answers, else this process's own).
 
         Raises:
             RateLimited: over the limit; ``retry_after`` says when to come back (whole seconds).
@@ -108,11 +113,13 @@ class Authenticator:
         per_minute = (entry.rate_per_minute if entry else None) or self.settings.rate_per_minute
         if per_minute is None:
             return
-        bucket = self._buckets.get(key)
-        if bucket is None:
-            burst = (entry.burst if entry else None) or self.settings.burst
-            bucket = self._buckets[key] = TokenBucket(rate=per_minute / 60.0, burst=burst)
-        wait = bucket.take()
+        burst = (entry.burst if entry else None) or self.settings.burst
+        wait = None if self.shared is None else await self.shared(key, per_minute / 60.0, burst)
+        if wait is None:
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                bucket = self._buckets[key] = TokenBucket(rate=per_minute / 60.0, burst=burst)
+            wait = bucket.take()
         if wait > 0:
             retry_after = max(1, math.ceil(wait))
             raise RateLimited(f"rate limit of {per_minute:g} requests per minute exceeded", retry_after=retry_after)

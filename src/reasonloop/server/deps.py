@@ -64,5 +64,5 @@ async def principal(request: Request) -> Principal:
     """Authenticate the request and take one unit of its key's rate budget."""
     state = server_state(request)
     who = state.auth.from_bearer(request.headers.get("authorization"))
-    state.auth.check_rate(who)
+    await state.auth.check_rate(who)
     return who

@@ -247,7 +247,7 @@ class _Session:
             return self.error("request.invalid", f"{field}: {first['msg']}", ref, field=field)
         runs = self.state.runs
         try:
-            self.state.auth.check_rate(self.who)
+            await self.state.auth.check_rate(self.who)
             record = await runs.start(RunRequest(**ask.model_dump(), tenant=self.who.tenant))
             live = await runs.live_run(record.run_id, self.who.tenant)
             events = None if live is not None else await runs.subscribe_json(record.run_id, 0, self.who.tenant)
