@@ -21,7 +21,7 @@ requests whose ``Host`` is a loopback name or address, or one of ``[server] allo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -62,7 +62,7 @@ def check_origin(scope: Any, allowed: Iterable[str]) -> None:
     )
 
 
-def check_host(scope: Any, allowed_hosts: Iterable[str] | None) -> None:
+def check_host(scope: Any, allowed_hosts: Collection[str] | None) -> None:
     """Refuse a request whose ``Host`` names neither loopback nor one of ``allowed_hosts``
     (``None``: any host, for a server that is not on loopback). A request without ``Host`` is
     not from a browser and passes.
