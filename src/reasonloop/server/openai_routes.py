@@ -6,9 +6,9 @@ history. The answer streams as ``content`` deltas; the reasoning lane (progress,
 tool calls) streams as ``reasoning_content`` deltas, which OpenAI clients ignore or show as
 reasoning. The run id is returned in the ``X-Run-Id`` header, so the full trace can be read
 from ``/v1/runs/{id}``. ``max_tokens`` (or ``max_completion_tokens``) and ``temperature`` apply to
-every model call of the run; other sampling options are accepted and ignored. A completion whose client leaves before the end, streamed or not, stops
-its run (``[server] chat_stop_on_disconnect``): a client that stops reading or gives up waiting
-wants no more.
+every model call of the run; other sampling options are accepted and ignored. A completion whose
+client leaves before the end, streamed or not, stops its run (``[server] chat_stop_on_disconnect``):
+a client that stops reading or gives up waiting wants no more.
 """
 
 from __future__ import annotations

@@ -70,6 +70,6 @@ class RedisTokenBuckets:
             self._failing = True
             return None
         if self._failing:
-            log.warning("shared rate limits are back")
+            log.info("shared rate limits are back")
             self._failing = False
         return wait if math.isfinite(wait) and wait > 0 else 0.0
