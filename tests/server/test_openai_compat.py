@@ -239,7 +239,7 @@ async def test_max_tokens_and_temperature_reach_the_runs_model_calls(tmp_path):
         cut = await client.chat.completions.create(model="toolcall", messages=question, max_tokens=3)
         assert cut.choices[0].finish_reason == "length"  # how an OpenAI client learns the answer was cut
         assert len(cut.choices[0].message.content) < len(ANSWER)
-        for wrong in ({"temperature": 3.5}, {"max_tokens": 0}):
+        for wrong in ({"temperature": 3.5}, {"max_tokens": 0}, {"n": 2}):
             with pytest.raises(openai.UnprocessableEntityError) as info:
                 await client.chat.completions.create(model="toolcall", messages=question, **wrong)
             assert next(iter(wrong)) in str(info.value)

@@ -6,7 +6,8 @@ history. The answer streams as ``content`` deltas; the reasoning lane (progress,
 tool calls) streams as ``reasoning_content`` deltas, which OpenAI clients ignore or show as
 reasoning. The run id is returned in the ``X-Run-Id`` header, so the full trace can be read
 from ``/v1/runs/{id}``. ``max_tokens`` (or ``max_completion_tokens``) and ``temperature`` apply to
-every model call of the run; other sampling options are accepted and ignored. A completion whose
+every model call of the run; ``n`` must be 1; other options (``top_p``, ``tools``...) are accepted
+and ignored: the strategy decides which tools the run uses. A completion whose
 client leaves before the end, streamed or not, stops its run (``[server] chat_stop_on_disconnect``):
 a client that stops reading or gives up waiting wants no more.
 """
@@ -71,6 +72,8 @@ class ChatCompletionRequest(BaseModel):
     max_completion_tokens: int | None = Field(default=None, ge=1)
     """The newer name of ``max_tokens``; wins when both are given."""
     temperature: float | None = Field(default=None, ge=0, le=2)
+    n: int = Field(default=1, ge=1, le=1)
+    """Choices per completion: one run answers once, so only 1 (more is refused, not ignored)."""
 
     def sampling(self) -> Sampling | None:
         max_tokens = self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens
