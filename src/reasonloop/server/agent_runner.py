@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -36,14 +36,24 @@ class AgentRunner:
         registry: Plugin registry for strategy and tool ids.
         kb: A :class:`~reasonloop.server.kb_routes.KBProvider` giving each tenant's knowledge base.
         llm: An LLM (or spec) overriding ``[llm]`` for every run.
+        declared: Gives the declared agents when the caller already reads them (the server's
+            state does, for its catalogs); unset, the runner reads them itself, once.
     """
 
-    def __init__(self, settings: Settings, registry: Registry | None = None, kb: Any = None, llm: Any = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry | None = None,
+        kb: Any = None,
+        llm: Any = None,
+        declared: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         self.settings = settings
         self.registry = registry
         self.kb = kb
         self.llm = llm
         self._llm_lock = asyncio.Lock()
+        self._declared_by = declared
         self._declared: dict[str, Any] | None = None
         self._built: dict[tuple[str, str], Any] = {}
         """(agent, tenant) -> the declared agent, built once: its model clients and tools serve
@@ -81,6 +91,8 @@ class AgentRunner:
 
     def _agents(self) -> dict[str, Any]:
         """Every declared agent (``[agents.*]`` and the ``agents_file``), read once."""
+        if self._declared_by is not None:
+            return self._declared_by()
         if self._declared is None:
             from reasonloop.agents_config import declared_agents
 

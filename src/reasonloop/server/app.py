@@ -87,7 +87,7 @@ def create_app(
         if chosen is None:
             from reasonloop.server.agent_runner import AgentRunner
 
-            chosen = AgentRunner(settings, registry, state.kb)
+            chosen = AgentRunner(settings, registry, state.kb, declared=lambda: state.agents)
         manager = RunManager(run_store, chosen, settings.runs)
         try:
             await manager.open()

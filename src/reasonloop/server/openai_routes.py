@@ -19,7 +19,7 @@ import functools
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -86,7 +86,7 @@ _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant"
 """OpenAI roles kept in the history, as ours (``developer`` is the newer name of ``system``)."""
 
 
-def _run_request(body: ChatCompletionRequest, tenant: str, agents: set[str]) -> RunRequest:
+def _run_request(body: ChatCompletionRequest, tenant: str, agents: Collection[str]) -> RunRequest:
     messages = [m for m in body.messages if m.role in _ROLES]
     if not messages or messages[-1].role != "user" or not messages[-1].text().strip():
         raise RequestInvalid("the last message must be a non-empty user message", field="messages")
@@ -162,7 +162,7 @@ async def chat_completions(
 ) -> Any:
     state = server_state(request)
     try:
-        record = await state.runs.start(_run_request(body, who.tenant, set(state.agents)))
+        record = await state.runs.start(_run_request(body, who.tenant, state.agents))
     except RequestInvalid as exc:
         if exc.details.get("field") not in ("reasoning", "agent"):
             raise

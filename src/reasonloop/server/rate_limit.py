@@ -47,7 +47,6 @@ class RedisTokenBuckets:
     """
 
     def __init__(self, client: aioredis.Redis, prefix: str) -> None:
-        self.client = client
         self.prefix = prefix
         self._script = client.register_script(_TAKE)
         self._failing = False
