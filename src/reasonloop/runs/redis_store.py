@@ -45,6 +45,23 @@ from reasonloop.runs.store import instance_alive, is_terminal_event
 
 __all__ = ["RedisRunStore", "shown_url"]
 
+_APPEND_SCRIPT = """
+local results = {}
+for i = 1, #ARGV, 3 do
+  results[#results + 1] = redis.pcall('XADD', ARGV[i], ARGV[i + 1], 'e', ARGV[i + 2])
+end
+return results
+"""
+"""XADD of each ``key, id, payload`` triple in ARGV; one reply per entry: its id, or its error.
+
+Many events in one command: a pipeline of XADDs costs the client a command to build and a
+reply to parse per event, which at thousands of streamed tokens a second kept the event
+loop of a server busier than everything else it did for those tokens
+(``benchmarks/ws_load.py --store redis``). Keys come in ARGV, not KEYS: the store assumes one
+Redis server (or a primary), not a cluster."""
+_APPEND_CHUNK = 1000
+"""Events per script call: a call runs inside Redis without interruption, so a backlog is
+written in several, in order (a run's events must reach its stream in seq order)."""
 _HEARTBEAT_TTL_S = 10
 """An instance whose heartbeat is older than this is dead (heartbeats are sent every 3 s)."""
 _LONGEST_RUN_S = 86_400
@@ -107,6 +124,8 @@ class RedisRunStore:
         """A second client for XREAD BLOCK and pub/sub, which hold a connection while they wait."""
         self._pending: list[tuple[str, str, str, asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._append_script: Any = None
+        """:data:`_APPEND_SCRIPT` on the command client (redis-py loads it again after a restart of Redis)."""
 
     @property
     def r(self) -> aioredis.Redis:
@@ -128,6 +147,7 @@ class RedisRunStore:
             await pool.disconnect()
             raise
         self._r = client
+        self._append_script = client.register_script(_APPEND_SCRIPT)
         self._blocking = aioredis.Redis.from_url(self.settings.redis_url, max_connections=100_000, **options)
 
     async def close(self) -> None:
@@ -232,12 +252,9 @@ class RedisRunStore:
     async def _flush_appends(self) -> None:
         while self._pending:
             batch, self._pending = self._pending, []
-            pipe = self.r.pipeline(transaction=False)
-            for key, entry_id, data, _ in batch:
-                pipe.xadd(key, {"e": data}, id=entry_id)
+            results: list[Any]
             try:
-                with _guard(self.url):
-                    results = await pipe.execute(raise_on_error=False)
+                results = await self._xadd_all([(key, entry_id, data) for key, entry_id, data, _ in batch])
             except RunStoreUnavailable as exc:
                 results = [exc] * len(batch)
             for (key, entry_id, _, fut), result in zip(batch, results, strict=True):
@@ -256,6 +273,23 @@ class RedisRunStore:
                 else:
                     fut.set_result(None)
 
+    async def _xadd_all(self, entries: list[tuple[str, str, str]]) -> list[Any]:
+        """``XADD key id e payload`` for each entry, in order, in as few commands as
+        :data:`_APPEND_CHUNK` allows; one result per entry: its id, or the ResponseError
+        Redis answered for it (a duplicate id, or a refusal such as a full memory).
+
+        Raises:
+            RunStoreUnavailable: Redis could not be reached, or refused the script itself.
+        """
+        if self._append_script is None:
+            raise RunStoreUnavailable(f"the Redis run store ({self.url}) is not open")
+        results: list[Any] = []
+        for start in range(0, len(entries), _APPEND_CHUNK):
+            args = [part for entry in entries[start : start + _APPEND_CHUNK] for part in entry]
+            with _guard(self.url):
+                results += await self._append_script(args=args)
+        return results
+
     async def append_events(self, rows: EventRows) -> list[Exception | None]:
         """Add stamped events (``(run_id, seq, payload)``) to their runs' streams in one round trip.
 
@@ -263,13 +297,10 @@ class RedisRunStore:
             One entry per item: ``None``, or a ValueError when the stream already has that seq.
 
         Raises:
-            RunStoreUnavailable: Redis could not be reached or failed the pipeline.
+            RunStoreUnavailable: Redis could not be reached, refused the writes, or failed.
         """
-        pipe = self.r.pipeline(transaction=False)
-        for run_id, seq, payload in rows:
-            pipe.xadd(f"{self.p}events:{run_id}", {"e": payload}, id=f"0-{seq}")
-        with _guard(self.url):
-            results = await pipe.execute(raise_on_error=False)
+        p = self.p
+        results = await self._xadd_all([(f"{p}events:{run_id}", f"0-{seq}", payload) for run_id, seq, payload in rows])
         out: list[Exception | None] = []
         for (run_id, seq, _), result in zip(rows, results, strict=True):
             if isinstance(result, ResponseError) and _refused(result):
