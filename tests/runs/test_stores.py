@@ -19,6 +19,7 @@ from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Answer, AnswerDelta, RunStarted
 from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.models import ConversationRecord, RunRecord, new_id
+from reasonloop.runs.recorder import update_runs
 from reasonloop.runs.redis_store import RedisRunStore
 from reasonloop.runs.sqlite_store import SQLiteRunStore
 from reasonloop.runs.store import instance_alive, new_instance_id, open_store, recover_interrupted, restore_turn
@@ -60,6 +61,8 @@ async def test_runs_round_trip(any_store):
     assert await any_store.inflight_runs() == []
     assert [r.run_id for r in await any_store.list_runs("t1")] == ["run_a"]
     assert await any_store.list_runs("t2") == []
+    assert await any_store.get_run("run_missing") is None
+    await any_store.update_run("run_missing", status="failed", content="x")  # no record is made up
     assert await any_store.get_run("run_missing") is None
 
 
@@ -253,6 +256,8 @@ async def test_redis_refusing_writes_is_the_store_unavailable_not_a_crash():
             )
         with pytest.raises(RunStoreUnavailable, match="refused"):
             await store.append_event("run_before", stamped("run_before", 1, RunStarted(reasoning="r", question="q")))
+        with pytest.raises(RunStoreUnavailable, match="refused"):
+            await store.update_run("run_before", status="failed")
         assert (await store.get_run("run_before")).run_id == "run_before"  # reads still work
     finally:
         await store.close()
@@ -268,6 +273,27 @@ async def test_redis_finished_runs_expire(redis_server):
         await store.update_run("run_t", status="completed")
         assert 0 < await store.r.ttl("ttl:run:run_t") <= 60
         assert 0 < await store.r.ttl("ttl:events:run_t") <= 60
+
+
+@pytest.mark.redis
+async def test_redis_runs_recorded_whole_read_and_update_as_before(redis_server):
+    """A run hash holding only the whole record (as every update once rewrote it) reads back,
+    takes updates over it, and leaves the in-flight set when it ends."""
+    async with open_redis_store(redis_server, "whole:") as store:
+        record = RunRecord(run_id="run_w", tenant="t1", question="q", status="running", instance="gone")
+        key = "whole:run:run_w"
+        await store.r.hset(key, mapping={"data": record.model_dump_json(), "status": "running", "tenant": "t1"})
+        await store.r.hset(key, "instance", "gone")
+        await store.r.sadd("whole:inflight", "run_w")
+        assert [r.run_id for r in await store.inflight_runs(exclude_instance="me")] == ["run_w"]
+        await store.update_run("run_w", status="interrupted", content="partial", ended_at=2.5)
+        got = await store.get_run("run_w")
+        assert (got.status, got.content, got.ended_at, got.question) == ("interrupted", "partial", 2.5, "q")
+        assert await store.r.hget(key, "status") == "interrupted"  # the plain copy moves with it
+        assert await store.inflight_runs() == []
+        assert 0 < await store.r.ttl(key) <= 60
+        await store.update_run("run_unknown", status="running")
+        assert not await store.r.exists("whole:run:run_unknown")  # no stray hash for a run never created
 
 
 @pytest.mark.redis
@@ -354,6 +380,23 @@ async def test_a_batch_of_events_is_recorded_at_once_and_a_duplicate_fails_alone
     assert [type(r) for r in results] == [ValueError, type(None), type(None)]
     assert [e.text for e in await any_store.events("run_m")] == ["first", "a"]
     assert [e.text for e in await any_store.events("run_n")] == ["b"]
+
+
+async def test_several_runs_are_updated_at_once_skipping_unknown_ones(any_store):
+    for run_id in ("run_x", "run_y"):
+        await any_store.create_run(RunRecord(run_id=run_id, tenant="t"))
+    await update_runs(
+        any_store,
+        [
+            ("run_x", {"status": "running", "started_at": 3.0}),
+            ("run_ghost", {"status": "failed"}),
+            ("run_y", {"status": "completed", "content": "done"}),
+        ],
+    )
+    x, y = await any_store.get_run("run_x"), await any_store.get_run("run_y")
+    assert (x.status, x.started_at, y.status, y.content) == ("running", 3.0, "completed", "done")
+    assert await any_store.get_run("run_ghost") is None
+    assert [r.run_id for r in await any_store.inflight_runs()] == ["run_x"]
 
 
 async def test_updates_set_exactly_the_fields_given(any_store):

@@ -29,7 +29,7 @@ from reasonloop.runs.journal import Journal, Segment
 from reasonloop.runs.live import LiveRun
 from reasonloop.runs.store import RunStore, append_events, ended_fields, is_terminal_event, restore_turn
 
-__all__ = ["EventRecorder", "record_lost_end", "together"]
+__all__ = ["EventRecorder", "record_lost_end", "together", "update_runs"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +74,16 @@ class Queued:
             into.events.append(event)
         self.rows, self.lives, self.segments, self.events = kept.rows, kept.lives, kept.segments, kept.events
         return dropped
+
+
+async def update_runs(store: RunStore, updates: list[tuple[str, dict[str, Any]]]) -> None:
+    """Set fields of several runs' records: in one call when the store can (``update_runs``),
+    else with one ``update_run`` each, started together."""
+    batch = getattr(store, "update_runs", None)
+    if batch is not None:
+        await batch(updates)
+    else:
+        await together([store.update_run(run_id, **fields) for run_id, fields in updates])
 
 
 async def together(writes: list[Coroutine[Any, Any, Any]]) -> None:
@@ -232,7 +242,7 @@ class EventRecorder:
             updates, self._status_updates = self._status_updates, []
             if updates:  # before the events: a run's end, which waits for its events, then comes after
                 try:
-                    await together([self.store.update_run(run_id, **fields) for run_id, fields in updates])
+                    await update_runs(self.store, updates)
                 except asyncio.CancelledError:
                     self._fail_queued(batch, "the run manager stopped recording")
                     raise

@@ -62,6 +62,30 @@ Redis server (or a primary), not a cluster."""
 _APPEND_CHUNK = 1000
 """Events per script call: a call runs inside Redis without interruption, so a backlog is
 written in several, in order (a run's events must reach its stream in seq order)."""
+_UPDATE_SCRIPT = """
+local inflight, ttl, i = ARGV[1], ARGV[2], 3
+while i <= #ARGV do
+  local key, run_id, events, first = ARGV[i], ARGV[i + 1], ARGV[i + 2], i + 4
+  i = first + 2 * tonumber(ARGV[i + 3])
+  if redis.call('EXISTS', key) == 1 then
+    redis.call('HSET', key, unpack(ARGV, first, i - 1))
+    local status = redis.call('HGET', key, 'status')
+    if status and string.find('%s', ',' .. status .. ',', 1, true) then
+      redis.call('SREM', inflight, run_id)
+      redis.call('EXPIRE', key, ttl)
+      redis.call('EXPIRE', events, ttl)
+    end
+  end
+end
+return 0
+""" % ("," + ",".join(sorted(TERMINAL)) + ",")
+"""Set fields of runs' hashes: ARGV is the in-flight set and the ttl, then per run its hash key,
+id, events key, how many field/value pairs follow, and the pairs. An unknown run is skipped; a
+run whose status is now terminal leaves the in-flight set and starts to expire. One round trip
+for any number of runs, and the records are neither read nor parsed by the server process
+(:func:`_record_from` reads the fields back over the record)."""
+_FIELD = "f:"
+"""Prefix of the hash fields that hold record fields set after creation, each as JSON."""
 _HEARTBEAT_TTL_S = 10
 """An instance whose heartbeat is older than this is dead (heartbeats are sent every 3 s)."""
 _LONGEST_RUN_S = 86_400
@@ -105,6 +129,21 @@ def _guard(url: str) -> Iterator[None]:
         raise RunStoreUnavailable(f"Redis at {url} refused the command: {cause}", url=url) from exc
 
 
+_PLAIN_FIELDS = ("status", "tenant", "instance")
+"""Record fields the run's hash also holds as themselves, for reads that skip the record."""
+
+
+def _record_from(fields: dict[str, str]) -> RunRecord | None:
+    """The run record a run's hash holds: the record written at creation, with the fields set
+    since (``f:<name>``, JSON) over it; None when there is no such run."""
+    data = fields.get("data")
+    if not data:
+        return None
+    record = RunRecord.model_validate_json(data)
+    changed = {name[len(_FIELD) :]: json.loads(value) for name, value in fields.items() if name.startswith(_FIELD)}
+    return record.model_copy(update=changed) if changed else record
+
+
 class RedisRunStore:
     """Run store on a Redis server.
 
@@ -125,6 +164,7 @@ class RedisRunStore:
         self._pending: list[tuple[str, str, str, asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self._append_script: Any = None
+        self._update_script: Any = None
         """:data:`_APPEND_SCRIPT` on the command client (redis-py loads it again after a restart of Redis)."""
 
     @property
@@ -148,6 +188,7 @@ class RedisRunStore:
             raise
         self._r = client
         self._append_script = client.register_script(_APPEND_SCRIPT)
+        self._update_script = client.register_script(_UPDATE_SCRIPT)
         self._blocking = aioredis.Redis.from_url(self.settings.redis_url, max_connections=100_000, **options)
 
     async def close(self) -> None:
@@ -189,51 +230,59 @@ class RedisRunStore:
         }
 
     async def update_run(self, run_id: str, **fields: Any) -> None:
-        check_record_fields(fields)
-        key = f"{self.p}run:{run_id}"
-        with _guard(self.url):
-            data = await self.r.hget(key, "data")
-            if data is None:
-                return
-            record = RunRecord.model_validate_json(data).model_copy(update=fields)
-            pipe = self.r.pipeline(transaction=True)
-            pipe.hset(key, mapping=self._run_fields(record))
-            if record.status in TERMINAL:
-                pipe.srem(f"{self.p}inflight", run_id)
-                pipe.expire(key, self.ttl)
-                pipe.expire(f"{self.p}events:{run_id}", self.ttl)
-            await pipe.execute()
+        await self.update_runs([(run_id, fields)])
+
+    async def update_runs(self, updates: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Set fields of several runs' records in one script call: each field goes in a hash
+        field of its own, read back over the record (:func:`_record_from`), so a record is not
+        fetched, parsed and written back whole for every change of status."""
+        for _, fields in updates:
+            check_record_fields(fields)
+        if self._update_script is None:
+            raise RunStoreUnavailable(f"the Redis run store ({self.url}) is not open")
+        p = self.p
+        args: list[Any] = [f"{p}inflight", self.ttl]
+        for run_id, fields in updates:
+            pairs: list[Any] = []
+            for name, value in fields.items():
+                pairs += (_FIELD + name, json.dumps(value, ensure_ascii=False))
+                if name in _PLAIN_FIELDS:  # also kept plain: read without the record
+                    pairs += (name, value)
+            if pairs:
+                args += (f"{p}run:{run_id}", run_id, f"{p}events:{run_id}", len(pairs) // 2, *pairs)
+        if len(args) > 2:
+            with _guard(self.url):
+                await self._update_script(args=args)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         with _guard(self.url):
-            data = await self.r.hget(f"{self.p}run:{run_id}", "data")
-        return RunRecord.model_validate_json(data) if data else None
+            fields = await self.r.hgetall(f"{self.p}run:{run_id}")
+        return _record_from(fields)
 
     async def list_runs(self, tenant: str, limit: int = 50) -> list[RunRecord]:
         with _guard(self.url):
             ids = await self.r.zrevrange(f"{self.p}runs:{tenant}", 0, limit - 1)
             pipe = self.r.pipeline(transaction=False)
             for run_id in ids:
-                pipe.hget(f"{self.p}run:{run_id}", "data")
+                pipe.hgetall(f"{self.p}run:{run_id}")
             rows = await pipe.execute()
-            expired = [run_id for run_id, row in zip(ids, rows, strict=True) if not row]
+            records = [_record_from(row) for row in rows]
+            expired = [run_id for run_id, record in zip(ids, records, strict=True) if record is None]
             if expired:
                 await self.r.zrem(f"{self.p}runs:{tenant}", *expired)
-        return [RunRecord.model_validate_json(r) for r in rows if r]
+        return [record for record in records if record is not None]
 
     async def inflight_runs(self, exclude_instance: str | None = None) -> list[RunRecord]:
         with _guard(self.url):
             ids = sorted(await self.r.smembers(f"{self.p}inflight"))
             pipe = self.r.pipeline(transaction=False)  # one round trip, not one per run
             for run_id in ids:
-                pipe.hmget(f"{self.p}run:{run_id}", ["instance", "data"])
+                pipe.hgetall(f"{self.p}run:{run_id}")
             rows = await pipe.execute()
         records = [
-            RunRecord.model_validate_json(data)
-            for instance, data in rows
-            if data and (exclude_instance is None or instance != exclude_instance)
+            _record_from(row) for row in rows if exclude_instance is None or row.get("instance") != exclude_instance
         ]
-        return [r for r in records if not r.finished]
+        return [r for r in records if r is not None and not r.finished]
 
     # -- events -----------------------------------------------------------------------------
     async def append_event(self, run_id: str, event: Event, payload: str | None = None) -> None:

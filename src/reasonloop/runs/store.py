@@ -43,7 +43,9 @@ class RunStore(Protocol):
 
     A store may also have ``async append_events(rows) -> list[Exception | None]``, recording
     many stamped events at once, given as :class:`~reasonloop.runs.event_rows.EventRows`
-    (see :func:`append_events`); both built-in stores do.
+    (see :func:`append_events`); both built-in stores do. It may have ``async
+    update_runs(updates)``, setting the fields of several records at once (``(run_id, fields)``
+    pairs; the Redis store has it).
     """
 
     async def open(self) -> None:
