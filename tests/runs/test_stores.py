@@ -184,6 +184,23 @@ async def test_conversations_and_feedback(any_store):
     await any_store.add_feedback({"run_id": "run_x", "rating": 1, "tenant": "t1"})
 
 
+async def test_a_conversation_given_messages_is_the_latest_of_its_tenant(any_store):
+    title = 'says "updated_at":1.5 and "tenant":"x"'  # the field's own characters, inside a string
+    start = time.time() - 30
+    old = ConversationRecord(conversation_id="conv_old", tenant="té", title=title, created_at=start, updated_at=start)
+    await any_store.create_conversation(old)
+    newer = ConversationRecord(conversation_id="conv_new", tenant="té", updated_at=start + 10)
+    await any_store.create_conversation(newer)
+    assert [c.conversation_id for c in await any_store.list_conversations("té")] == ["conv_new", "conv_old"]
+    before = time.time()
+    await any_store.add_messages("conv_old", [{"role": "user", "content": "back again"}])
+    assert [c.conversation_id for c in await any_store.list_conversations("té")] == ["conv_old", "conv_new"]
+    conv = await any_store.get_conversation("conv_old")
+    assert (conv.title, conv.tenant, conv.created_at) == (title, "té", start)
+    assert conv.updated_at >= before
+    assert [m["content"] for m in conv.messages] == ["back again"]
+
+
 async def test_messages_for_a_deleted_conversation_are_not_kept(any_store):
     # A run still streaming when its conversation is deleted ends by adding its turn: the user
     # deleted that conversation, and nothing of it may stay behind.

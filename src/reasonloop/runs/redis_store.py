@@ -2,9 +2,12 @@
 
 Keys (all under ``[runs] redis_prefix``):
 
-* ``run:{id}`` hash: ``data`` (the :class:`RunRecord` as JSON), ``status``, ``tenant``, ``instance``.
+* ``run:{id}`` hash: ``data`` (the :class:`RunRecord` as JSON, as created), ``f:{field}`` (each
+  record field set since, as JSON, read over ``data``), and ``status``, ``tenant``, ``instance``
+  as themselves.
 * ``events:{id}`` stream: one entry per event with the explicit id ``0-{seq}``, so a resume
   after ``seq`` N is ``XRANGE (0-N +`` and a follower blocks with ``XREAD`` from its last id.
+  Events and status changes are written by Lua scripts, many per call.
 * ``runs:{tenant}`` sorted set of run ids by creation time; ``inflight`` set of unfinished runs.
 * ``stop:{id}`` key plus a message on the ``stops`` channel: every instance hears a stop and
   the one executing the run cancels it.
@@ -84,6 +87,24 @@ id, events key, how many field/value pairs follow, and the pairs. An unknown run
 run whose status is now terminal leaves the in-flight set and starts to expire. One round trip
 for any number of runs, and the records are neither read nor parsed by the server process
 (:func:`_record_from` reads the fields back over the record)."""
+_ADD_MESSAGES_SCRIPT = """
+local head = redis.call('GET', ARGV[1])
+if not head then return 0 end
+local tenant = cjson.decode(head)['tenant']
+head = string.gsub(head, '"updated_at":[-+%d.eE]+', '"updated_at":' .. ARGV[4], 1)
+redis.call('RPUSH', ARGV[2], unpack(ARGV, 8))
+redis.call('SET', ARGV[1], head, 'EX', ARGV[3])
+redis.call('EXPIRE', ARGV[2], ARGV[3])
+redis.call('ZADD', ARGV[6] .. tenant, ARGV[4], ARGV[5])
+redis.call('ZREMRANGEBYSCORE', ARGV[6] .. tenant, '-inf', ARGV[7])
+return 1
+"""
+"""Messages added to a conversation that still exists (ARGV: its key, its messages' key, the
+ttl, the time, its id, the prefix of the tenants' indexes, the index's lower bound, then the
+messages as JSON), with its ``updated_at`` and its place in its tenant's index moved to the
+time. One round trip, and the conversation's record is not read or parsed by the server
+process: its ``updated_at`` is replaced in its JSON text (a number, written by pydantic; a
+string field holding those characters has its quotes escaped and cannot match)."""
 _FIELD = "f:"
 """Prefix of the hash fields that hold record fields set after creation, each as JSON."""
 _HEARTBEAT_TTL_S = 10
@@ -165,6 +186,7 @@ class RedisRunStore:
         self._flusher: asyncio.Task[None] | None = None
         self._append_script: Any = None
         self._update_script: Any = None
+        self._add_messages_script: Any = None
         """:data:`_APPEND_SCRIPT` on the command client (redis-py loads it again after a restart of Redis)."""
 
     @property
@@ -189,6 +211,7 @@ class RedisRunStore:
         self._r = client
         self._append_script = client.register_script(_APPEND_SCRIPT)
         self._update_script = client.register_script(_UPDATE_SCRIPT)
+        self._add_messages_script = client.register_script(_ADD_MESSAGES_SCRIPT)
         self._blocking = aioredis.Redis.from_url(self.settings.redis_url, max_connections=100_000, **options)
 
     async def close(self) -> None:
@@ -470,14 +493,16 @@ class RedisRunStore:
         return [ConversationRecord.model_validate_json(h) for h in heads if h]
 
     async def add_messages(self, conversation_id: str, messages: list[dict[str, Any]]) -> None:
+        if not messages:
+            return
+        if self._add_messages_script is None:
+            raise RunStoreUnavailable(f"the Redis run store ({self.url}) is not open")
         key = f"{self.p}conv:{conversation_id}"
+        now = time.time()
+        args = [key, f"{key}:messages", self.ttl, repr(now), conversation_id, f"{self.p}convs:", f"({now - self.ttl}"]
+        args += [json.dumps(m, ensure_ascii=False) for m in messages]
         with _guard(self.url):
-            head = await self.r.get(key)
-            if head is None:
-                return
-            pipe = self.r.pipeline(transaction=True)
-            self._append(pipe, key, ConversationRecord.model_validate_json(head), messages)
-            await pipe.execute()
+            await self._add_messages_script(args=args)
 
     def _append(self, pipe: Any, key: str, record: ConversationRecord, messages: list[dict[str, Any]]) -> None:
         """Queue on ``pipe`` (a transaction) the writes adding ``messages`` to the conversation."""
