@@ -314,6 +314,22 @@ async def test_redis_runs_recorded_whole_read_and_update_as_before(redis_server)
 
 
 @pytest.mark.redis
+async def test_redis_writes_go_on_after_redis_lost_its_scripts(redis_server):
+    """A restarted Redis has no scripts loaded: the store's writes load theirs again."""
+    async with open_redis_store(redis_server, "flush:") as store:
+        await store.create_run(RunRecord(run_id="run_f", tenant="t"))
+        await store.create_conversation(ConversationRecord(conversation_id="conv_f", tenant="t"))
+        await store.r.script_flush()
+        rows = EventRows.of([("run_f", 1, stamped("run_f", 1, AnswerDelta(text="a")).to_json())])
+        assert await store.append_events(rows) == [None]
+        await store.update_run("run_f", status="completed", content="a")
+        await store.add_messages("conv_f", [{"role": "user", "content": "q"}])
+        assert [e.text for e in await store.events("run_f")] == ["a"]
+        assert (await store.get_run("run_f")).status == "completed"
+        assert [m["content"] for m in (await store.get_conversation("conv_f")).messages] == ["q"]
+
+
+@pytest.mark.redis
 async def test_redis_tenant_indexes_let_go_of_what_expired(redis_server):
     async with open_redis_store(redis_server, "idx:") as store:
         now = time.time()

@@ -184,10 +184,11 @@ class RedisRunStore:
         """A second client for XREAD BLOCK and pub/sub, which hold a connection while they wait."""
         self._pending: list[tuple[str, str, str, asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
+        # The store's Lua scripts on the command client (redis-py loads one again when Redis has
+        # lost it, after a restart): _APPEND_SCRIPT, _UPDATE_SCRIPT, _ADD_MESSAGES_SCRIPT.
         self._append_script: Any = None
         self._update_script: Any = None
         self._add_messages_script: Any = None
-        """:data:`_APPEND_SCRIPT` on the command client (redis-py loads it again after a restart of Redis)."""
 
     @property
     def r(self) -> aioredis.Redis:
