@@ -283,6 +283,49 @@ async def test_a_conversation_takes_one_run_at_a_time(store, make_manager):
     assert [m["content"] for m in conversation.messages if m["role"] == "user"] == ["first?", "second?"]
 
 
+async def test_a_conversation_takes_one_run_at_a_time_across_instances(any_store, monkeypatch):
+    # Two instances on one store (two processes on one SQLite file, or on one Redis): the second
+    # may not answer a conversation the first is still answering, and may once it has answered,
+    # even while the first is still storing that run's end.
+    storing = asyncio.Event()
+    record_end = any_store.update_run
+
+    async def slow_end(run_id: str, **fields) -> None:
+        if fields.get("status") == "completed":
+            storing.set()
+            await asyncio.sleep(0.05)
+        await record_end(run_id, **fields)
+
+    monkeypatch.setattr(any_store, "update_run", slow_end)
+    other_store = type(any_store)(any_store.settings)
+    await other_store.open()
+    runners = GatedRunner(steps=1), GatedRunner(steps=1)
+    first_instance = RunManager(any_store, runners[0], RunsSettings())
+    second_instance = RunManager(other_store, runners[1], RunsSettings())
+    await first_instance.open()
+    await second_instance.open()
+    try:
+        first = await first_instance.start(RunRequest(question="first?"))
+        ask_again = RunRequest(question="second?", conversation_id=first.conversation_id)
+        with pytest.raises(ConversationBusy) as busy:
+            await second_instance.start(ask_again)
+        assert busy.value.details["run_id"] == first.run_id
+        assert [r.run_id for r in await any_store.inflight_runs()] == [first.run_id]  # nothing recorded
+        runners[0].finish(first.run_id)
+        await storing.wait()  # answered, and its end is being stored
+        assert (await any_store.get_run(first.run_id)).status == "running"
+        second = await second_instance.start(ask_again)
+        assert (await any_store.get_run(first.run_id)).status == "completed"
+        runners[1].finish(second.run_id)
+        await drain(await second_instance.subscribe(second.run_id))
+        conversation = await any_store.get_conversation(first.conversation_id)
+        assert [m["content"] for m in conversation.messages if m["role"] == "user"] == ["first?", "second?"]
+    finally:
+        await second_instance.close()
+        await first_instance.close()
+        await other_store.close()
+
+
 async def test_unknown_run_and_other_tenant_are_not_found(store, make_manager):
     manager = await make_manager(LLMRunner(ScriptedProvider(replies=["x"])))
     with pytest.raises(RunNotFound):

@@ -432,6 +432,22 @@ async def test_several_runs_are_updated_at_once_skipping_unknown_ones(any_store)
     assert [r.run_id for r in await any_store.inflight_runs()] == ["run_x"]
 
 
+async def test_a_continuing_run_is_recorded_only_while_its_conversation_has_none_in_flight(any_store):
+    await any_store.create_run(RunRecord(run_id="run_first", tenant="t", conversation_id="conv_c"))
+    second = RunRecord(run_id="run_second", tenant="t", conversation_id="conv_c")
+    assert await any_store.create_continuing_run(second) == "run_first"
+    assert await any_store.get_run("run_second") is None
+    elsewhere = RunRecord(run_id="run_elsewhere", tenant="t", conversation_id="conv_other")
+    assert await any_store.create_continuing_run(elsewhere) is None  # another conversation is free
+    await any_store.update_run("run_first", status="running")
+    assert await any_store.create_continuing_run(second) == "run_first"
+    await any_store.update_run("run_first", status="completed")
+    assert await any_store.create_continuing_run(second) is None
+    assert (await any_store.get_run("run_second")).conversation_id == "conv_c"
+    third = RunRecord(run_id="run_third", tenant="t", conversation_id="conv_c")
+    assert await any_store.create_continuing_run(third) == "run_second"  # the run just recorded holds it
+
+
 async def test_updates_set_exactly_the_fields_given(any_store):
     await any_store.create_run(RunRecord(run_id="run_u", question="q?", tenant="t1"))
     await any_store.update_run(
@@ -519,8 +535,15 @@ async def test_recovery_gives_the_conversation_the_turn_its_process_did_not_stor
     assert (await any_store.get_run("run_ended")).status == "completed"
 
 
-async def test_sqlite_stop_polls_use_an_index_not_a_scan_of_every_run(tmp_path):
-    from reasonloop.runs.sqlite_store import TAKE_STOP_REQUESTS
+@pytest.mark.parametrize(
+    ("query", "params", "index"),
+    [
+        ("TAKE_STOP_REQUESTS", ("i",), "runs_stop_requested"),
+        ("_RUN_IN_FLIGHT", ("conv_c", "run_r"), "runs_conversation_in_flight"),
+    ],
+)
+async def test_sqlite_polls_and_checks_use_an_index_not_a_scan_of_every_run(tmp_path, query, params, index):
+    from reasonloop.runs import sqlite_store
 
     path = str(tmp_path / "runs.sqlite")
     store = SQLiteRunStore(RunsSettings(sqlite_path=path))
@@ -528,7 +551,8 @@ async def test_sqlite_stop_polls_use_an_index_not_a_scan_of_every_run(tmp_path):
     await store.close()
     conn = sqlite3.connect(path)
     try:
-        plan = " ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + TAKE_STOP_REQUESTS, ("i",)))
+        sql = getattr(sqlite_store, query)
+        plan = " ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, params))
     finally:
         conn.close()
-    assert "USING INDEX runs_stop_requested" in plan, plan
+    assert f"USING INDEX {index}" in plan, plan

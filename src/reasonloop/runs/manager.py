@@ -84,6 +84,9 @@ _END_FIELDS = ("status", "content", "stop_reason", "error", "last_seq", "ended_a
 """Record fields a run's end sets in the store."""
 _RETRY_S = 1.0
 """Pause before watching stop requests again after a failure."""
+_TURN_WAIT_S = 0.25
+"""How long a question waits for a run of its conversation on another instance (one that has
+answered may still be storing its turn) before it is refused as busy."""
 _MAX_UNRECORDED = 256
 """A run with this many events not yet recorded waits for the store before taking the next."""
 
@@ -292,6 +295,16 @@ class RunManager:
             question=request.question,
             instance=self.instance,
         )
+        sole = getattr(self.store, "create_continuing_run", None) if new_conversation is None else None
+        if sole is not None:  # continues a conversation: other instances may be answering it
+            recording = asyncio.ensure_future(self._record_continuing(sole, record))
+            try:
+                await asyncio.shield(recording)
+            except asyncio.CancelledError:  # as below, launched once the store has it
+                recording.add_done_callback(lambda done: self._launch_recorded(done, record, request))
+                raise
+            self._launch(record, request)
+            return record.model_copy()
         writes = [self.store.create_run(record)]
         if new_conversation is not None:
             writes.insert(0, self.store.create_conversation(new_conversation))
@@ -305,6 +318,30 @@ class RunManager:
             raise
         self._launch(record, request)
         return record.model_copy()
+
+    async def _record_continuing(self, create: Callable[[RunRecord], Awaitable[str | None]], record: RunRecord) -> None:
+        """Record a run that continues its conversation, unless a run of the conversation is in
+        flight on another instance. One that has answered and is storing its turn is given
+        :data:`_TURN_WAIT_S` to finish.
+
+        Raises:
+            ConversationBusy: another run of the conversation is in flight.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _TURN_WAIT_S
+        while (holder := await create(record)) is not None:
+            if loop.time() >= deadline:
+                raise ConversationBusy(
+                    f"conversation {record.conversation_id} is still answering run {holder} on another"
+                    " instance: wait for its end, or stop it",
+                    run_id=holder,
+                    conversation_id=record.conversation_id,
+                )
+            await asyncio.sleep(_TURN_WAIT_S / 5)
+
+    def _launch_recorded(self, done: asyncio.Future[None], record: RunRecord, request: RunRequest) -> None:
+        if not done.cancelled() and done.exception() is None:
+            self._launch(record, request)
 
     def _launch(self, record: RunRecord, request: RunRequest) -> None:
         live = LiveRun(record=record, request=request)

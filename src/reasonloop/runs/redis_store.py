@@ -9,6 +9,7 @@ Keys (all under ``[runs] redis_prefix``):
   after ``seq`` N is ``XRANGE (0-N +`` and a follower blocks with ``XREAD`` from its last id.
   Events and status changes are written by Lua scripts, many per call.
 * ``runs:{tenant}`` sorted set of run ids by creation time; ``inflight`` set of unfinished runs.
+* ``convrun:{conversation id}`` key: the conversation's latest run (one in flight at a time).
 * ``stop:{id}`` key plus a message on the ``stops`` channel: every instance hears a stop and
   the one executing the run cancels it.
 * ``instance:{id}`` key with a short TTL: the heartbeat that tells others an instance is alive.
@@ -105,6 +106,30 @@ messages as JSON), with its ``updated_at`` and its place in its tenant's index m
 time. One round trip, and the conversation's record is not read or parsed by the server
 process: its ``updated_at`` is replaced in its JSON text (a number, written by pydantic; a
 string field holding those characters has its quotes escaped and cannot match)."""
+_CREATE_RUN_SCRIPT = """
+local run_id, claim = ARGV[2], ARGV[11]
+if claim ~= '' then
+  if ARGV[14] == '1' then
+    local holder = redis.call('GET', claim)
+    if holder and holder ~= run_id then
+      local status = redis.call('HGET', ARGV[12] .. holder, 'status')
+      if status and not string.find('%s', ',' .. status .. ',', 1, true) then return holder end
+    end
+  end
+  redis.call('SET', claim, run_id, 'EX', ARGV[13])
+end
+redis.call('HSET', ARGV[1], 'data', ARGV[3], 'status', ARGV[4], 'tenant', ARGV[5], 'instance', ARGV[6])
+redis.call('ZADD', ARGV[7], ARGV[8], run_id)
+redis.call('ZREMRANGEBYSCORE', ARGV[7], '-inf', ARGV[9])
+redis.call('SADD', ARGV[10], run_id)
+return false
+""" % ("," + ",".join(sorted(TERMINAL)) + ",")
+"""A run recorded (ARGV: its hash key, id, record, status, tenant, instance, its tenant's index, its
+creation time, the index's lower bound, the in-flight set, its conversation's ``convrun`` key or
+'', the prefix of run keys, the ttl, and '1' when it must be its conversation's only run in
+flight). Every run of a conversation names itself in the conversation's ``convrun`` key; with '1',
+a run whose predecessor there is still in flight is not recorded, and the predecessor's id is
+the reply. One script: the check and the record are one step for every instance."""
 _FIELD = "f:"
 """Prefix of the hash fields that hold record fields set after creation, each as JSON."""
 _HEARTBEAT_TTL_S = 10
@@ -185,8 +210,10 @@ class RedisRunStore:
         self._pending: list[tuple[str, str, str, asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
         # The store's Lua scripts on the command client (redis-py loads one again when Redis has
-        # lost it, after a restart): _APPEND_SCRIPT, _UPDATE_SCRIPT, _ADD_MESSAGES_SCRIPT.
+        # lost it, after a restart): _APPEND_SCRIPT, _UPDATE_SCRIPT, _ADD_MESSAGES_SCRIPT,
+        # _CREATE_RUN_SCRIPT.
         self._append_script: Any = None
+        self._create_run_script: Any = None
         self._update_script: Any = None
         self._add_messages_script: Any = None
 
@@ -213,6 +240,7 @@ class RedisRunStore:
         self._append_script = client.register_script(_APPEND_SCRIPT)
         self._update_script = client.register_script(_UPDATE_SCRIPT)
         self._add_messages_script = client.register_script(_ADD_MESSAGES_SCRIPT)
+        self._create_run_script = client.register_script(_CREATE_RUN_SCRIPT)
         self._blocking = aioredis.Redis.from_url(self.settings.redis_url, max_connections=100_000, **options)
 
     async def close(self) -> None:
@@ -232,26 +260,29 @@ class RedisRunStore:
 
     # -- runs -------------------------------------------------------------------------------
     async def create_run(self, record: RunRecord) -> None:
-        with _guard(self.url):
-            pipe = self.r.pipeline(transaction=True)
-            pipe.hset(f"{self.p}run:{record.run_id}", mapping=self._run_fields(record))
-            pipe.zadd(f"{self.p}runs:{record.tenant}", {record.run_id: record.created_at})
-            # The tenant's index lets go of runs long expired (a run's record lives until ttl_s after
-            # its end, so this spares any run that ended within ttl_s, unless it ran for a day).
-            pipe.zremrangebyscore(
-                f"{self.p}runs:{record.tenant}", "-inf", f"({record.created_at - self.ttl - _LONGEST_RUN_S}"
-            )
-            pipe.sadd(f"{self.p}inflight", record.run_id)
-            await pipe.execute()
+        await self._create_run(record, sole=False)
 
-    @staticmethod
-    def _run_fields(record: RunRecord) -> dict[str, str]:
-        return {
-            "data": record.model_dump_json(),
-            "status": record.status,
-            "tenant": record.tenant,
-            "instance": record.instance,
-        }
+    async def create_continuing_run(self, record: RunRecord) -> str | None:
+        """Record ``record``, which continues its conversation, unless another run of the
+        conversation is in flight on any instance: then nothing is recorded, and that run's id
+        is returned."""
+        return await self._create_run(record, sole=True)
+
+    async def _create_run(self, record: RunRecord, *, sole: bool) -> str | None:
+        if self._create_run_script is None:
+            raise RunStoreUnavailable(f"the Redis run store ({self.url}) is not open")
+        p, index = self.p, f"{self.p}runs:{record.tenant}"
+        claim = f"{p}convrun:{record.conversation_id}" if record.conversation_id else ""
+        # The tenant's index lets go of runs long expired (a run's record lives until ttl_s after
+        # its end, so this spares any run that ended within ttl_s, unless it ran for a day).
+        bound = f"({record.created_at - self.ttl - _LONGEST_RUN_S}"
+        args = [
+            f"{p}run:{record.run_id}", record.run_id, record.model_dump_json(), record.status, record.tenant,
+            record.instance, index, record.created_at, bound, f"{p}inflight", claim, f"{p}run:", self.ttl,
+            "1" if sole else "0",
+        ]  # fmt: skip
+        with _guard(self.url):
+            return await self._create_run_script(args=args)
 
     async def update_run(self, run_id: str, **fields: Any) -> None:
         await self.update_runs([(run_id, fields)])

@@ -47,6 +47,7 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at);
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status);
 CREATE INDEX IF NOT EXISTS runs_stop_requested ON runs (instance) WHERE stop_requested = 1;
+CREATE INDEX IF NOT EXISTS runs_conversation_in_flight ON runs (conversation_id) WHERE status IN ('queued', 'running');
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS events_run_seq ON events (run_id, seq);
@@ -58,6 +59,27 @@ CREATE TABLE IF NOT EXISTS messages (
     conversation_id TEXT NOT NULL, idx INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (conversation_id, idx));
 CREATE TABLE IF NOT EXISTS feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT, data TEXT NOT NULL);
 """
+
+
+_INSERT_RUN = (
+    "INSERT INTO runs (run_id, tenant, conversation_id, data, status, created_at, instance) VALUES (?,?,?,?,?,?,?)"
+)
+_RUN_IN_FLIGHT = (
+    "SELECT run_id FROM runs WHERE conversation_id=? AND status IN ('queued', 'running') AND run_id<>? LIMIT 1"
+)
+"""A run of the conversation in flight, found through the partial index of such runs."""
+
+
+def _run_row(record: RunRecord) -> tuple[Any, ...]:
+    return (
+        record.run_id,
+        record.tenant,
+        record.conversation_id,
+        record.model_dump_json(),
+        record.status,
+        record.created_at,
+        record.instance,
+    )
 
 
 @functools.lru_cache(maxsize=64)
@@ -129,22 +151,23 @@ class SQLiteRunStore:
 
     # -- runs -------------------------------------------------------------------------------
     async def create_run(self, record: RunRecord) -> None:
-        row = (
-            record.run_id,
-            record.tenant,
-            record.conversation_id,
-            record.model_dump_json(),
-            record.status,
-            record.created_at,
-            record.instance,
-        )
-        await self._run(
-            lambda c: c.execute(
-                "INSERT INTO runs (run_id, tenant, conversation_id, data, status, created_at, instance)"
-                " VALUES (?,?,?,?,?,?,?)",
-                row,
-            )
-        )
+        row = _run_row(record)
+        await self._run(lambda c: c.execute(_INSERT_RUN, row))
+
+    async def create_continuing_run(self, record: RunRecord) -> str | None:
+        """Record ``record``, which continues its conversation, unless another run of the
+        conversation is in flight in any process sharing the file: then nothing is recorded, and
+        that run's id is returned. The check and the insert are one transaction."""
+        row = _run_row(record)
+
+        def job(c: sqlite3.Connection) -> str | None:
+            holder = c.execute(_RUN_IN_FLIGHT, (record.conversation_id, record.run_id)).fetchone()
+            if holder is not None:
+                return str(holder[0])
+            c.execute(_INSERT_RUN, row)
+            return None
+
+        return await self._run(job)
 
     async def update_run(self, run_id: str, **fields: Any) -> None:
         """Set fields of the stored record in place (SQLite's ``json_set``: the record is not
