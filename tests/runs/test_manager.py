@@ -181,6 +181,36 @@ async def test_a_run_whose_starter_was_cancelled_while_recording_it_still_runs(s
     assert (await store.get_run("run_cancelled_starter")).status == "completed"
 
 
+async def test_a_continuing_run_whose_starter_was_cancelled_while_recording_it_still_runs(
+    store, make_manager, monkeypatch
+):
+    # The same for a question that continues a conversation, recorded only if the conversation is
+    # free: the run is launched once the store has said it is recorded.
+    manager = await make_manager(LLMRunner(lambda: ScriptedProvider(replies=["done"], repeat_last=True)))
+    first = await manager.start(RunRequest(question="q"))
+    await drain(await manager.subscribe(first.run_id))
+    recorded, release = asyncio.Event(), asyncio.Event()
+    create = store.create_continuing_run
+
+    async def held(record):
+        holder = await create(record)
+        recorded.set()
+        await release.wait()
+        return holder
+
+    monkeypatch.setattr(store, "create_continuing_run", held)
+    again = RunRequest(question="again", conversation_id=first.conversation_id, run_id="run_again")
+    starting = asyncio.create_task(manager.start(again))
+    await recorded.wait()
+    starting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await starting
+    release.set()
+    events = await asyncio.wait_for(drain(await manager.subscribe("run_again")), 5)
+    assert isinstance(events[-1], Answer) and events[-1].text == "done"
+    assert (await store.get_run("run_again")).status == "completed"
+
+
 async def test_background_loops_outlive_an_unforeseen_failure(store, make_manager, monkeypatch):
     # Heartbeats and stop polling must go on: on Redis, an instance whose heartbeat stops has its
     # live runs marked interrupted by the others.
