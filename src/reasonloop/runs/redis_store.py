@@ -44,92 +44,15 @@ from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_adapter
 from reasonloop.runs.event_rows import EventRows
-from reasonloop.runs.models import TERMINAL, ConversationRecord, RunRecord, check_record_fields
+from reasonloop.runs.models import ConversationRecord, RunRecord, check_record_fields
+from reasonloop.runs.redis_scripts import ADD_MESSAGES, APPEND_EVENTS, CREATE_RUN, UPDATE_RUNS
 from reasonloop.runs.store import instance_alive, is_terminal_event
 
 __all__ = ["RedisRunStore", "shown_url"]
 
-_APPEND_SCRIPT = """
-local results = {}
-for i = 1, #ARGV, 3 do
-  results[#results + 1] = redis.pcall('XADD', ARGV[i], ARGV[i + 1], 'e', ARGV[i + 2])
-end
-return results
-"""
-"""XADD of each ``key, id, payload`` triple in ARGV; one reply per entry: its id, or its error.
-
-Many events in one command: a pipeline of XADDs costs the client a command to build and a
-reply to parse per event, which at thousands of streamed tokens a second kept the event
-loop of a server busier than everything else it did for those tokens
-(``benchmarks/ws_load.py --store redis``). Keys come in ARGV, not KEYS: the store assumes one
-Redis server (or a primary), not a cluster."""
 _APPEND_CHUNK = 1000
 """Events per script call: a call runs inside Redis without interruption, so a backlog is
 written in several, in order (a run's events must reach its stream in seq order)."""
-_UPDATE_SCRIPT = """
-local inflight, ttl, i = ARGV[1], ARGV[2], 3
-while i <= #ARGV do
-  local key, run_id, events, first = ARGV[i], ARGV[i + 1], ARGV[i + 2], i + 4
-  i = first + 2 * tonumber(ARGV[i + 3])
-  if redis.call('EXISTS', key) == 1 then
-    redis.call('HSET', key, unpack(ARGV, first, i - 1))
-    local status = redis.call('HGET', key, 'status')
-    if status and string.find('%s', ',' .. status .. ',', 1, true) then
-      redis.call('SREM', inflight, run_id)
-      redis.call('EXPIRE', key, ttl)
-      redis.call('EXPIRE', events, ttl)
-    end
-  end
-end
-return 0
-""" % ("," + ",".join(sorted(TERMINAL)) + ",")
-"""Set fields of runs' hashes: ARGV is the in-flight set and the ttl, then per run its hash key,
-id, events key, how many field/value pairs follow, and the pairs. An unknown run is skipped; a
-run whose status is now terminal leaves the in-flight set and starts to expire. One round trip
-for any number of runs, and the records are neither read nor parsed by the server process
-(:func:`_record_from` reads the fields back over the record)."""
-_ADD_MESSAGES_SCRIPT = """
-local head = redis.call('GET', ARGV[1])
-if not head then return 0 end
-local tenant = cjson.decode(head)['tenant']
-head = string.gsub(head, '"updated_at":[-+%d.eE]+', '"updated_at":' .. ARGV[4], 1)
-redis.call('RPUSH', ARGV[2], unpack(ARGV, 8))
-redis.call('SET', ARGV[1], head, 'EX', ARGV[3])
-redis.call('EXPIRE', ARGV[2], ARGV[3])
-redis.call('ZADD', ARGV[6] .. tenant, ARGV[4], ARGV[5])
-redis.call('ZREMRANGEBYSCORE', ARGV[6] .. tenant, '-inf', ARGV[7])
-return 1
-"""
-"""Messages added to a conversation that still exists (ARGV: its key, its messages' key, the
-ttl, the time, its id, the prefix of the tenants' indexes, the index's lower bound, then the
-messages as JSON), with its ``updated_at`` and its place in its tenant's index moved to the
-time. One round trip, and the conversation's record is not read or parsed by the server
-process: its ``updated_at`` is replaced in its JSON text (a number, written by pydantic; a
-string field holding those characters has its quotes escaped and cannot match)."""
-_CREATE_RUN_SCRIPT = """
-local run_id, claim = ARGV[2], ARGV[11]
-if claim ~= '' then
-  if ARGV[14] == '1' then
-    local holder = redis.call('GET', claim)
-    if holder and holder ~= run_id then
-      local status = redis.call('HGET', ARGV[12] .. holder, 'status')
-      if status and not string.find('%s', ',' .. status .. ',', 1, true) then return holder end
-    end
-  end
-  redis.call('SET', claim, run_id, 'EX', ARGV[13])
-end
-redis.call('HSET', ARGV[1], 'data', ARGV[3], 'status', ARGV[4], 'tenant', ARGV[5], 'instance', ARGV[6])
-redis.call('ZADD', ARGV[7], ARGV[8], run_id)
-redis.call('ZREMRANGEBYSCORE', ARGV[7], '-inf', ARGV[9])
-redis.call('SADD', ARGV[10], run_id)
-return false
-""" % ("," + ",".join(sorted(TERMINAL)) + ",")
-"""A run recorded (ARGV: its hash key, id, record, status, tenant, instance, its tenant's index, its
-creation time, the index's lower bound, the in-flight set, its conversation's ``convrun`` key or
-'', the prefix of run keys, the ttl, and '1' when it must be its conversation's only run in
-flight). Every run of a conversation names itself in the conversation's ``convrun`` key; with '1',
-a run whose predecessor there is still in flight is not recorded, and the predecessor's id is
-the reply. One script: the check and the record are one step for every instance."""
 _FIELD = "f:"
 """Prefix of the hash fields that hold record fields set after creation, each as JSON."""
 _HEARTBEAT_TTL_S = 10
@@ -209,9 +132,7 @@ class RedisRunStore:
         """A second client for XREAD BLOCK and pub/sub, which hold a connection while they wait."""
         self._pending: list[tuple[str, str, str, asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
-        # The store's Lua scripts on the command client (redis-py loads one again when Redis has
-        # lost it, after a restart): _APPEND_SCRIPT, _UPDATE_SCRIPT, _ADD_MESSAGES_SCRIPT,
-        # _CREATE_RUN_SCRIPT.
+        # The scripts of reasonloop.runs.redis_scripts on the command client, once open.
         self._append_script: Any = None
         self._create_run_script: Any = None
         self._update_script: Any = None
@@ -237,11 +158,18 @@ class RedisRunStore:
             await pool.disconnect()
             raise
         self._r = client
-        self._append_script = client.register_script(_APPEND_SCRIPT)
-        self._update_script = client.register_script(_UPDATE_SCRIPT)
-        self._add_messages_script = client.register_script(_ADD_MESSAGES_SCRIPT)
-        self._create_run_script = client.register_script(_CREATE_RUN_SCRIPT)
+        self._append_script = client.register_script(APPEND_EVENTS)
+        self._update_script = client.register_script(UPDATE_RUNS)
+        self._add_messages_script = client.register_script(ADD_MESSAGES)
+        self._create_run_script = client.register_script(CREATE_RUN)
         self._blocking = aioredis.Redis.from_url(self.settings.redis_url, max_connections=100_000, **options)
+
+    async def _run_script(self, script: Any, args: list[Any]) -> Any:
+        """Run one of the store's scripts with ``args`` (its ARGV)."""
+        if script is None:
+            raise RunStoreUnavailable(f"the Redis run store ({self.url}) is not open")
+        with _guard(self.url):
+            return await script(args=args)
 
     async def close(self) -> None:
         if self._flusher is not None:
@@ -269,8 +197,6 @@ class RedisRunStore:
         return await self._create_run(record, sole=True)
 
     async def _create_run(self, record: RunRecord, *, sole: bool) -> str | None:
-        if self._create_run_script is None:
-            raise RunStoreUnavailable(f"the Redis run store ({self.url}) is not open")
         p, index = self.p, f"{self.p}runs:{record.tenant}"
         claim = f"{p}convrun:{record.conversation_id}" if record.conversation_id else ""
         # The tenant's index lets go of runs long expired (a run's record lives until ttl_s after
@@ -281,8 +207,7 @@ class RedisRunStore:
             record.instance, index, record.created_at, bound, f"{p}inflight", claim, f"{p}run:", self.ttl,
             "1" if sole else "0",
         ]  # fmt: skip
-        with _guard(self.url):
-            return await self._create_run_script(args=args)
+        return await self._run_script(self._create_run_script, args)
 
     async def update_run(self, run_id: str, **fields: Any) -> None:
         await self.update_runs([(run_id, fields)])
@@ -293,8 +218,6 @@ class RedisRunStore:
         fetched, parsed and written back whole for every change of status."""
         for _, fields in updates:
             check_record_fields(fields)
-        if self._update_script is None:
-            raise RunStoreUnavailable(f"the Redis run store ({self.url}) is not open")
         p = self.p
         args: list[Any] = [f"{p}inflight", self.ttl]
         for run_id, fields in updates:
@@ -306,8 +229,7 @@ class RedisRunStore:
             if pairs:
                 args += (f"{p}run:{run_id}", run_id, f"{p}events:{run_id}", len(pairs) // 2, *pairs)
         if len(args) > 2:
-            with _guard(self.url):
-                await self._update_script(args=args)
+            await self._run_script(self._update_script, args)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         with _guard(self.url):
@@ -385,13 +307,10 @@ class RedisRunStore:
         Raises:
             RunStoreUnavailable: Redis could not be reached, or refused the script itself.
         """
-        if self._append_script is None:
-            raise RunStoreUnavailable(f"the Redis run store ({self.url}) is not open")
         results: list[Any] = []
         for start in range(0, len(entries), _APPEND_CHUNK):
             args = [part for entry in entries[start : start + _APPEND_CHUNK] for part in entry]
-            with _guard(self.url):
-                results += await self._append_script(args=args)
+            results += await self._run_script(self._append_script, args)
         return results
 
     async def append_events(self, rows: EventRows) -> list[Exception | None]:
@@ -527,14 +446,11 @@ class RedisRunStore:
     async def add_messages(self, conversation_id: str, messages: list[dict[str, Any]]) -> None:
         if not messages:
             return
-        if self._add_messages_script is None:
-            raise RunStoreUnavailable(f"the Redis run store ({self.url}) is not open")
         key = f"{self.p}conv:{conversation_id}"
         now = time.time()
         args = [key, f"{key}:messages", self.ttl, repr(now), conversation_id, f"{self.p}convs:", f"({now - self.ttl}"]
         args += [json.dumps(m, ensure_ascii=False) for m in messages]
-        with _guard(self.url):
-            await self._add_messages_script(args=args)
+        await self._run_script(self._add_messages_script, args)
 
     def _append(self, pipe: Any, key: str, record: ConversationRecord, messages: list[dict[str, Any]]) -> None:
         """Queue on ``pipe`` (a transaction) the writes adding ``messages`` to the conversation."""
