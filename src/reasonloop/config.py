@@ -198,8 +198,10 @@ class RunsSettings(_Section):
     record it in the store behind, in batches (stores with a local journal directory: SQLite).
     Off: every event is committed to the store before readers see it (one more thread hand-off
     per event between the model and the client)."""
-    record_interval_s: float = Field(default=0.05, ge=0, le=5)
-    """With the journal, how long events gather before one store transaction records them."""
+    record_interval_s: float = Field(default=0.1, ge=0, le=5)
+    """With the journal, how long events gather before one store transaction records them. The
+    SQLite store keeps each run's share of a transaction as one row, so a longer interval means
+    fewer, larger rows; readers on other processes sharing the file see events this much later."""
     writer_priority: Literal["idle", "low"] = "idle"
     """CPU priority of the SQLite store's writer threads (Linux). ``idle``: they run only when the
     event loop's thread does not want the core, so they never delay a socket; best when the server

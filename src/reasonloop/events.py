@@ -40,6 +40,7 @@ __all__ = [
     "ToolResult",
     "Usage",
     "event_adapter",
+    "event_list_adapter",
 ]
 
 StopReason = Literal[
@@ -215,6 +216,8 @@ Event = Annotated[
 ]
 event_adapter: TypeAdapter[Event] = TypeAdapter(Event)
 """Validates events from JSON (stored, or received) into their classes."""
+event_list_adapter: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
+"""Validates a JSON array of events in one call."""
 
 _SERIALIZERS: dict[type, SchemaSerializer] = {}
 

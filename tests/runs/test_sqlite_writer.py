@@ -13,12 +13,14 @@ import pytest
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import AnswerDelta
-from reasonloop.runs import sqlite_writer
+from reasonloop.runs import sqlite_events, sqlite_writer
 from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.sqlite_store import SQLiteRunStore
 from reasonloop.runs.sqlite_writer import Writer, WriterClosed
 
-SCHEMA = "CREATE TABLE IF NOT EXISTS events (run_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL);"
+SCHEMA = sqlite_events.SCHEMA
+COUNT = "SELECT COUNT(*) FROM event_chunks"
+INSERT_ONE = "INSERT INTO event_chunks (run_id, first_seq, last_seq, data) VALUES ('run_x', 1, 1, '[{}]')"
 
 
 @pytest.fixture
@@ -35,28 +37,28 @@ async def test_one_loop_turn_is_one_transaction_that_wakes_every_waiter(writer, 
     transactions: list[int] = []
     original = Writer._transaction
 
-    def counting(conn, jobs):
+    def counting(conn, jobs, chunks):
         transactions.append(sum(len(batch.rows) for batch in jobs))
-        return original(conn, jobs)
+        return original(conn, jobs, chunks)
 
     monkeypatch.setattr(Writer, "_transaction", staticmethod(counting))
     futures = [writer.append(f"run_{i}", 1, "{}") for i in range(50)]  # one loop turn
-    count = writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+    count = writer.submit(lambda c: c.execute(COUNT).fetchone()[0])
     await asyncio.gather(*futures)
     assert await count == 50  # the job saw the rows appended in its turn
     assert transactions == [50]
 
 
 async def test_a_failed_transaction_fails_everything_in_it(writer, monkeypatch):
-    def broken(conn, appends):
+    def broken(*args):
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(sqlite_writer, "_insert", broken)
     futures = [writer.append(f"run_{i}", 1, "{}") for i in range(5)]
-    futures.append(writer.submit(lambda c: c.execute("INSERT INTO events VALUES ('run_x', 1, '{}')")))
+    futures.append(writer.submit(lambda c: c.execute(INSERT_ONE)))
     results = await asyncio.gather(*futures, return_exceptions=True)
     assert [str(r) for r in results] == ["disk I/O error"] * 6  # the job of the same turn too
-    assert await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0]) == 0
+    assert await writer.submit(lambda c: c.execute(COUNT).fetchone()[0]) == 0
     monkeypatch.undo()
     await writer.append("run_after", 1, "{}")  # the writer keeps going after a failed batch
 
@@ -65,7 +67,7 @@ async def test_a_cancelled_waiter_does_not_disturb_the_rest_of_its_batch(writer)
     futures = [writer.append(f"run_{i}", 1, "{}") for i in range(3)]
     futures[1].cancel()
     await asyncio.gather(futures[0], futures[2])
-    count = await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+    count = await writer.submit(lambda c: c.execute(COUNT).fetchone()[0])
     assert count == 3  # cancelling a wait does not withdraw the row
 
 
@@ -88,7 +90,7 @@ async def test_store_reports_a_failed_batch_as_unavailable(tmp_path, monkeypatch
     await store.open()
     try:
 
-        def broken(conn, appends):
+        def broken(*args):
             raise sqlite3.OperationalError("database or disk is full")
 
         monkeypatch.setattr(sqlite_writer, "_insert", broken)
@@ -102,32 +104,80 @@ async def test_store_reports_a_failed_batch_as_unavailable(tmp_path, monkeypatch
 
 
 async def test_append_many_reports_each_row_and_goes_out_with_the_jobs_before_it(writer):
-    await writer.submit(lambda c: c.execute("CREATE UNIQUE INDEX IF NOT EXISTS u ON events (run_id, seq)"))
     await writer.append("run_a", 1, "{}")
-    job = writer.submit(lambda c: c.execute("INSERT INTO events VALUES ('run_z', 1, '{}')"))
+    job = writer.submit(lambda c: c.execute(INSERT_ONE.replace("run_x", "run_z")))
     errors = await writer.append_many(EventRows.of([("run_a", 1, "{}"), ("run_a", 2, "{}"), ("run_b", 1, "{}")]))
     assert job.done()  # handed over, committed and resolved together
     assert [type(e) for e in errors] == [sqlite3.IntegrityError, type(None), type(None)]
-    assert await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0]) == 4
+    assert await writer.submit(lambda c: c.execute(COUNT).fetchone()[0]) == 4
 
 
-async def test_a_large_batch_goes_in_whole_across_statements_each_run_in_seq_order(writer):
-    """341 rows take one statement of each size (256 + 64 + 16 + 4 + 1); 342 a second single.
-    Rows go in grouped by run (in index order), each run's in the order given."""
-    await writer.submit(lambda c: c.execute("CREATE UNIQUE INDEX IF NOT EXISTS u ON events (run_id, seq)"))
-    rows = [(f"run_{(i * 5) % 7}", i, f'{{"n":{i}}}') for i in range(342)]
-    assert sum(sqlite_writer.CHUNK_ROWS) == 341
-    assert await writer.append_many(EventRows.of(rows)) == [None] * 342
-    stored = await writer.submit(lambda c: c.execute("SELECT run_id, seq, data FROM events ORDER BY rowid").fetchall())
-    assert stored == sorted(rows, key=lambda row: row[0])
-    again = [("run_new", 1, "{}"), *rows[300:303], ("run_new", 2, "{}")]  # duplicates inside a later batch
-    errors = await writer.append_many(EventRows.of(again))
-    assert [e is None for e in errors] == [True, False, False, False, True]
-    assert await writer.submit(lambda c: c.execute("SELECT COUNT(*) FROM events").fetchone()[0]) == 344
+def _stored(writer):
+    return writer.submit(
+        lambda c: c.execute("SELECT run_id, first_seq, last_seq, data FROM event_chunks ORDER BY id").fetchall()
+    )
+
+
+async def test_each_runs_consecutive_events_go_in_as_one_chunk_in_index_order(writer):
+    """172 runs of 3 events, interleaved: 172 chunks, one statement of each size (128 + 32 + 8 +
+    2 + 1) and a second single; each chunk holds its run's events in order."""
+    runs = [f"run_{(i * 37) % 172:03d}" for i in range(172)]
+    rows = [(run, seq, f'{{"run":"{run}","seq":{seq}}}') for seq in (1, 2, 3) for run in runs]
+    assert sum(sqlite_events.STATEMENT_ROWS) == 171
+    assert await writer.append_many(EventRows.of(rows)) == [None] * len(rows)
+    expected = [
+        (run, 1, 3, "[" + ",".join(f'{{"run":"{run}","seq":{seq}}}' for seq in (1, 2, 3)) + "]") for run in sorted(runs)
+    ]
+    assert await _stored(writer) == expected
+
+
+async def test_a_run_ahead_of_its_seqs_or_behind_them_gets_chunks_of_its_own_and_no_duplicate(writer):
+    assert (
+        await writer.append_many(EventRows.of([("run_a", 1, "1"), ("run_a", 2, "2"), ("run_a", 3, "3")])) == [None] * 3
+    )
+    later = [
+        ("run_new", 1, "n1"),
+        ("run_a", 3, "again"),  # a duplicate, and a new seq right after it
+        ("run_a", 4, "4"),
+        ("run_a", 2, "again"),  # behind: a duplicate
+        ("run_a", 7, "7"),  # ahead, leaving a gap
+        ("run_new", 2, "n2"),
+    ]
+    errors = await writer.append_many(EventRows.of(later))
+    assert [e is None for e in errors] == [True, False, True, False, True, True]
+    assert "run run_a already has an event with seq 3" in str(errors[1])
+    assert await writer.append_many(EventRows.of([("run_a", 5, "5"), ("run_a", 6, "6")])) == [None, None]  # the gap
+    assert await writer.append_many(EventRows.of([("run_a", 6, "x"), ("run_a", 7, "x")])) != [None, None]
+    chunks = await writer.submit(lambda c: sqlite_events.read_chunks(c, "run_a", 0))
+    assert chunks == ["[1,2,3]", "[4]", "[5,6]", "[7]"]
+    assert await writer.submit(lambda c: sqlite_events.read_chunks(c, "run_a", 5)) == ["[5,6]", "[7]"]
+    assert await writer.submit(lambda c: sqlite_events.read_chunks(c, "run_new", 0)) == ["[n1,n2]"]
+
+
+async def test_a_long_stretch_of_one_run_is_cut_into_chunks_of_bounded_size(writer):
+    n = sqlite_events.MAX_CHUNK_EVENTS + 1
+    assert await writer.append_many(EventRows.of([("run_a", seq, str(seq)) for seq in range(1, n + 1)])) == [None] * n
+    assert [(first, last) for _, first, last, _ in await _stored(writer)] == [(1, n - 1), (n, n)]
+
+
+async def test_a_chunk_the_table_refuses_all_the_same_starts_the_transaction_over_checked(writer, tmp_path):
+    """Another connection writing a run this writer already wrote (which the store never does):
+    the writer's memory of the run's last seq is then too low, the table refuses the chunk, and
+    the transaction starts over with every chunk checked, so only the duplicate fails."""
+    assert await writer.append_many(EventRows.of([("run_a", 1, "1"), ("run_b", 1, "1")])) == [None, None]
+    other = sqlite3.connect(writer.path, isolation_level=None)
+    try:
+        other.execute("INSERT INTO event_chunks (run_id, first_seq, last_seq, data) VALUES ('run_a', 2, 2, '[2]')")
+    finally:
+        other.close()
+    errors = await writer.append_many(EventRows.of([("run_b", 2, "2"), ("run_a", 2, "dup"), ("run_a", 3, "3")]))
+    assert [e is None for e in errors] == [True, False, True]
+    assert await writer.submit(lambda c: sqlite_events.read_chunks(c, "run_a", 0)) == ["[1]", "[2]", "[3]"]
+    assert await writer.submit(lambda c: sqlite_events.read_chunks(c, "run_b", 0)) == ["[1]", "[2]"]
 
 
 async def test_append_many_fails_whole_when_its_transaction_fails(writer, monkeypatch):
-    def broken(conn, rows):
+    def broken(*args):
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(sqlite_writer, "_insert", broken)

@@ -415,6 +415,58 @@ async def test_a_batch_of_events_is_recorded_at_once_and_a_duplicate_fails_alone
     assert [e.text for e in await any_store.events("run_n")] == ["b"]
 
 
+async def test_a_batch_of_one_runs_events_reads_back_from_any_seq(any_store):
+    await any_store.create_run(RunRecord(run_id="run_r"))
+    texts = [f"t{seq}" for seq in range(1, 11)]
+    rows = EventRows.of(
+        ("run_r", seq, stamped("run_r", seq, AnswerDelta(text=text)).to_json()) for seq, text in enumerate(texts, 1)
+    )
+    assert await any_store.append_events(rows) == [None] * 10
+    await any_store.append_event("run_r", stamped("run_r", 11, Answer(text="".join(texts))))
+    for after in (0, 1, 4, 9, 10):
+        assert [e.seq for e in await any_store.events("run_r", after_seq=after)] == list(range(after + 1, 12))
+    assert await any_store.events("run_r", after_seq=11) == []
+    assert [e.text for e in await any_store.events("run_r", after_seq=8)] == ["t9", "t10", "t1t2t3t4t5t6t7t8t9t10"]
+
+
+async def test_a_sqlite_file_from_before_chunks_keeps_its_events(tmp_path):
+    """A file whose events are one row each (``events``) opens with every event in place, and a
+    duplicate of one of them is still refused."""
+    path = str(tmp_path / "runs.sqlite")
+    old = sqlite3.connect(path, isolation_level=None)
+    old.executescript(
+        "CREATE TABLE events (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL);"
+        "CREATE UNIQUE INDEX events_run_seq ON events (run_id, seq);"
+    )
+    for seq, text in ((1, "a"), (2, "b")):
+        old.execute(
+            "INSERT INTO events (run_id, seq, data) VALUES (?,?,?)",
+            ("run_o", seq, stamped("run_o", seq, AnswerDelta(text=text)).to_json()),
+        )
+    old.close()
+    store = SQLiteRunStore(RunsSettings(sqlite_path=path))
+    await store.open()
+    try:
+        assert [e.text for e in await store.events("run_o")] == ["a", "b"]
+        with pytest.raises(ValueError):
+            await store.append_event("run_o", stamped("run_o", 2, AnswerDelta(text="dup")))
+        await store.append_event("run_o", stamped("run_o", 3, AnswerDelta(text="c")))
+        assert [e.text for e in await store.events("run_o", after_seq=1)] == ["b", "c"]
+    finally:
+        await store.close()
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT name FROM sqlite_master WHERE name='events'").fetchall() == []
+    finally:
+        conn.close()
+    store = SQLiteRunStore(RunsSettings(sqlite_path=path))  # opening again changes nothing
+    await store.open()
+    try:
+        assert [e.text for e in await store.events("run_o")] == ["a", "b", "c"]
+    finally:
+        await store.close()
+
+
 async def test_several_runs_are_updated_at_once_skipping_unknown_ones(any_store):
     for run_id in ("run_x", "run_y"):
         await any_store.create_run(RunRecord(run_id=run_id, tenant="t"))
@@ -540,10 +592,12 @@ async def test_recovery_gives_the_conversation_the_turn_its_process_did_not_stor
     [
         ("TAKE_STOP_REQUESTS", ("i",), "runs_stop_requested"),
         ("_RUN_IN_FLIGHT", ("conv_c", "run_r"), "runs_conversation_in_flight"),
+        ("sqlite_events._READ", ("run_r", 5), "event_chunks_run_seq"),
+        ("sqlite_events._COVERING", ("run_r", 5), "event_chunks_run_seq"),
     ],
 )
 async def test_sqlite_polls_and_checks_use_an_index_not_a_scan_of_every_run(tmp_path, query, params, index):
-    from reasonloop.runs import sqlite_store
+    from reasonloop.runs import sqlite_events, sqlite_store
 
     path = str(tmp_path / "runs.sqlite")
     store = SQLiteRunStore(RunsSettings(sqlite_path=path))
@@ -551,7 +605,8 @@ async def test_sqlite_polls_and_checks_use_an_index_not_a_scan_of_every_run(tmp_
     await store.close()
     conn = sqlite3.connect(path)
     try:
-        sql = getattr(sqlite_store, query)
+        module, _, name = query.rpartition(".")
+        sql = getattr(sqlite_events if module else sqlite_store, name)
         plan = " ".join(row[-1] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, params))
     finally:
         conn.close()

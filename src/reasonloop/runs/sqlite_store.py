@@ -23,7 +23,8 @@ from typing import Any, TypeVar
 
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
-from reasonloop.events import Event, event_adapter
+from reasonloop.events import Event, event_list_adapter
+from reasonloop.runs import sqlite_events
 from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.models import ConversationRecord, RunRecord, check_record_fields
 from reasonloop.runs.sqlite_writer import Checkpointer, Writer
@@ -37,9 +38,9 @@ TAKE_STOP_REQUESTS = "UPDATE runs SET stop_requested=2 WHERE stop_requested=1 AN
 """Polled by every instance a few times a second: found through the partial index of pending
 stop requests, not by scanning every run ever recorded."""
 
-# Events are stored in arrival order (rows go to the end of the table: a commit of tokens from
-# hundreds of runs dirties a few pages, not one per run) and found through the (run_id, seq) index.
-_SCHEMA = """
+# Events are kept in chunks: see reasonloop.runs.sqlite_events.
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, conversation_id TEXT, data TEXT NOT NULL,
     status TEXT NOT NULL, created_at REAL NOT NULL, instance TEXT NOT NULL DEFAULT '',
@@ -48,9 +49,6 @@ CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at);
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status);
 CREATE INDEX IF NOT EXISTS runs_stop_requested ON runs (instance) WHERE stop_requested = 1;
 CREATE INDEX IF NOT EXISTS runs_conversation_in_flight ON runs (conversation_id) WHERE status IN ('queued', 'running');
-CREATE TABLE IF NOT EXISTS events (
-    id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL);
-CREATE UNIQUE INDEX IF NOT EXISTS events_run_seq ON events (run_id, seq);
 CREATE TABLE IF NOT EXISTS conversations (
     conversation_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, title TEXT NOT NULL,
     created_at REAL NOT NULL, updated_at REAL NOT NULL);
@@ -59,6 +57,8 @@ CREATE TABLE IF NOT EXISTS messages (
     conversation_id TEXT NOT NULL, idx INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (conversation_id, idx));
 CREATE TABLE IF NOT EXISTS feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT, data TEXT NOT NULL);
 """
+    + sqlite_events.SCHEMA
+)
 
 
 _INSERT_RUN = (
@@ -120,7 +120,7 @@ class SQLiteRunStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunStoreUnavailable(f"cannot create the run store directory for {self.path}: {exc}") from exc
-        writer = Writer(self.path, _SCHEMA, self.settings.writer_priority)
+        writer = Writer(self.path, _SCHEMA, self.settings.writer_priority, migrate=sqlite_events.migrate)
         writer.start()
         await asyncio.to_thread(writer.ready.wait)
         if writer.error is not None:
@@ -235,12 +235,14 @@ class SQLiteRunStore:
         ]
 
     async def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        rows = await self._run(
-            lambda c: c.execute(
-                "SELECT data FROM events WHERE run_id=? AND seq>? ORDER BY seq", (run_id, after_seq)
-            ).fetchall()
-        )
-        return [event_adapter.validate_json(r[0]) for r in rows]
+        chunks = await self._run(lambda c: sqlite_events.read_chunks(c, run_id, after_seq))
+        if not chunks:
+            return []
+        # One JSON array of every chunk's events, validated in one call.
+        events = event_list_adapter.validate_json("[" + ",".join(chunk[1:-1] for chunk in chunks) + "]")
+        if events and events[0].seq <= after_seq:  # the first chunk may start before the wanted seq
+            events = [event for event in events if event.seq > after_seq]
+        return events
 
     async def follow(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
         last = after_seq

@@ -3,8 +3,8 @@
 All writes (and reads, which then see every write before them) go to one thread that owns
 the connection. What the event loop asks during one turn (appended events and other jobs)
 is gathered in one :class:`Batch` and handed to the thread once, at the end of the turn.
-The thread takes every batch waiting, runs them in one transaction (all appended rows in
-a few multi-row INSERTs) and commits, then resolves their futures with one wake-up per event
+The thread takes every batch waiting, runs them in one transaction (all appended rows as
+chunks, see :mod:`reasonloop.runs.sqlite_events`) and commits, then resolves their futures with one wake-up per event
 loop. When hundreds of runs emit a token in the same turn, the thread is woken once, not
 once per token. A transaction that fails fails every append and job in it with the error.
 
@@ -24,18 +24,13 @@ from collections.abc import Callable
 from typing import Any
 
 from reasonloop.runs.event_rows import EventRows
+from reasonloop.runs.sqlite_events import ChunkWriter
 from reasonloop.runs.thread_priority import yield_cpu_to_event_loop
 
 __all__ = ["Batch", "Checkpointer", "Writer", "WriterClosed"]
 
 MAX_BATCHES = 100
 """Batches (loop turns) per transaction: bounds how long one commit takes."""
-
-_INSERT = "INSERT INTO events (run_id, seq, data) VALUES (?,?,?)"
-CHUNK_ROWS = (256, 64, 16, 4, 1)
-"""Rows per INSERT statement: a batch goes in as a few statements of these sizes (at most
-768 parameters each, under every SQLite's limit), each prepared once and cached."""
-_INSERT_CHUNK = {n: "INSERT INTO events (run_id, seq, data) VALUES " + ",".join(["(?,?,?)"] * n) for n in CHUNK_ROWS}
 
 Result = tuple[asyncio.Future[Any], asyncio.AbstractEventLoop, Any, BaseException | None]
 
@@ -67,12 +62,20 @@ class Writer(threading.Thread):
     Args:
         path: The database file.
         schema: SQL run once at start (``CREATE TABLE IF NOT EXISTS ...``).
+        migrate: Run once at start, after ``schema``: brings an older file's tables up to date.
     """
 
-    def __init__(self, path: str, schema: str, priority: str = "idle") -> None:
+    def __init__(
+        self,
+        path: str,
+        schema: str,
+        priority: str = "idle",
+        migrate: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> None:
         super().__init__(name=f"sqlite-run-store:{path}", daemon=True)
         self.path = path
         self.schema = schema
+        self.migrate = migrate
         self.priority = priority
         """CPU priority of the thread: ``idle`` or ``low`` (see :func:`yield_cpu_to_event_loop`)."""
         self.queue: queue.SimpleQueue[Batch | None] = queue.SimpleQueue()
@@ -160,12 +163,15 @@ class Writer(threading.Thread):
             conn.execute("PRAGMA busy_timeout=5000")
             conn.execute("PRAGMA wal_autocheckpoint=0")
             conn.executescript(self.schema)
+            if self.migrate is not None:
+                self.migrate(conn)
         except Exception as exc:
             self.error = exc
             self.closed = True
             self.ready.set()
             return
         self.ready.set()
+        chunks = ChunkWriter()
         stop = False
         while not stop:
             taken = [self.queue.get()]
@@ -175,7 +181,7 @@ class Writer(threading.Thread):
                 except queue.Empty:
                     break
             stop = any(batch is None for batch in taken)
-            _deliver(self._transaction(conn, [batch for batch in taken if batch is not None]))
+            _deliver(self._transaction(conn, [batch for batch in taken if batch is not None], chunks))
         self.closed = True
         with contextlib.suppress(sqlite3.Error):
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -193,7 +199,7 @@ class Writer(threading.Thread):
                 _deliver([(fut, batch.loop, None, error) for fut in batch.futures()])
 
     @staticmethod
-    def _transaction(conn: sqlite3.Connection, batches: list[Batch]) -> list[Result]:
+    def _transaction(conn: sqlite3.Connection, batches: list[Batch], chunks: ChunkWriter) -> list[Result]:
         rows = EventRows()
         for batch in batches:
             rows.extend(batch.rows)
@@ -201,7 +207,7 @@ class Writer(threading.Thread):
         try:
             conn.execute("BEGIN IMMEDIATE")
             if rows:
-                errors = _insert(conn, rows)
+                errors = _insert(conn, rows, chunks)
                 offset = 0
                 for batch in batches:
                     for fut, start, end, many in batch.appends:
@@ -224,52 +230,22 @@ class Writer(threading.Thread):
         return results
 
 
-def _insert(conn: sqlite3.Connection, rows: EventRows) -> list[sqlite3.IntegrityError | None]:
-    """All rows in a few statements; on a duplicate, row by row so only the duplicate fails.
+def _insert(conn: sqlite3.Connection, rows: EventRows, chunks: ChunkWriter) -> list[sqlite3.IntegrityError | None]:
+    """All rows, as chunks (:meth:`ChunkWriter.insert`: duplicates are found before they are written).
 
-    Rows go in sorted by run id, as statements of up to 256 rows each (:data:`CHUNK_ROWS`);
-    sorted, a row costs a quarter to two fifths less CPU than in the batch's own order. The
-    thread lets go of the GIL while SQLite runs a statement and takes it back after it, and
-    on one core each of those hand-offs can stall the event loop: ``executemany`` makes one
-    per row. A JSON array unpacked by SQLite makes one per batch but costs twice the CPU
-    (every row's JSON is parsed once per column it fills).
-
-    Runs first in its transaction, so a duplicate rolls the transaction back and starts it
-    again rather than every batch paying for a savepoint (two more statements, each a GIL
-    hand-off between the writer and the event loop).
+    Should the table refuse a chunk all the same (another process wrote events of the same run,
+    which only this process writes), the transaction starts over with every chunk checked first.
 
     Returns:
         One entry per row: ``None`` when written, else the row's error.
     """
     try:
-        # In index order (the sort is stable: a run's rows keep their seq order): each row's
-        # place in the (run_id, seq) index is then next to the last one's, not a fresh search.
-        run_ids, seqs, payloads = rows.run_ids, rows.seqs, rows.payloads
-        total = len(rows)
-        order = sorted(range(total), key=run_ids.__getitem__) if total > 1 else range(total)
-        done = 0
-        for size in CHUNK_ROWS:
-            sql = _INSERT_CHUNK[size]
-            while total - done >= size:
-                params: list[Any] = [None] * (3 * size)
-                chunk = order[done : done + size]
-                params[0::3] = [run_ids[i] for i in chunk]
-                params[1::3] = [seqs[i] for i in chunk]
-                params[2::3] = [payloads[i] for i in chunk]
-                conn.execute(sql, params)
-                done += size
-        return [None] * total
+        return chunks.insert(conn, rows)
     except sqlite3.IntegrityError:
         conn.execute("ROLLBACK")
         conn.execute("BEGIN IMMEDIATE")
-    errors: list[sqlite3.IntegrityError | None] = []
-    for row in rows:
-        try:
-            conn.execute(_INSERT, row)
-            errors.append(None)
-        except sqlite3.IntegrityError as exc:
-            errors.append(exc)
-    return errors
+        chunks.last_seq.clear()
+        return chunks.insert(conn, rows)
 
 
 def _deliver(results: list[Result]) -> None:
