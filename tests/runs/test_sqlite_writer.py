@@ -120,13 +120,21 @@ def _stored(writer):
 
 async def test_each_runs_consecutive_events_go_in_as_one_chunk_in_index_order(writer):
     """172 runs of 3 events, interleaved: 172 chunks, one statement of each size (128 + 32 + 8 +
-    2 + 1) and a second single; each chunk holds its run's events in order."""
+    2 + 1) and a second single; each chunk holds its run's events in order. The same runs' next
+    3 events each: 172 more chunks, the same way."""
     runs = [f"run_{(i * 37) % 172:03d}" for i in range(172)]
     rows = [(run, seq, f'{{"run":"{run}","seq":{seq}}}') for seq in (1, 2, 3) for run in runs]
     assert sum(sqlite_events.STATEMENT_ROWS) == 171
     assert await writer.append_many(EventRows.of(rows)) == [None] * len(rows)
     expected = [
         (run, 1, 3, "[" + ",".join(f'{{"run":"{run}","seq":{seq}}}' for seq in (1, 2, 3)) + "]") for run in sorted(runs)
+    ]
+    assert await _stored(writer) == expected
+    # Again, for runs the writer knows: no look at the table, a statement at a time.
+    more = [(run, seq, f'{{"run":"{run}","seq":{seq}}}') for seq in (4, 5, 6) for run in runs]
+    assert await writer.append_many(EventRows.of(more)) == [None] * len(more)
+    expected += [
+        (run, 4, 6, "[" + ",".join(f'{{"run":"{run}","seq":{seq}}}' for seq in (4, 5, 6)) + "]") for run in sorted(runs)
     ]
     assert await _stored(writer) == expected
 

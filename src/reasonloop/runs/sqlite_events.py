@@ -82,9 +82,13 @@ class ChunkWriter:
             self.last_seq.clear()
         # Grouped by run (the sort is stable: a run's rows keep their order), which also puts
         # the chunks in index order: each one's place in the index is next to the last one's.
+        # Ready chunks go in a statement at a time, and each statement lets go of the GIL: the
+        # event loop waits on this thread for one statement's worth of chunks at most, not for
+        # all of a transaction's.
         order = sorted(range(total), key=run_ids.__getitem__) if total > 1 else [0]
         ready: list[Chunk] = []
         last_seq = self.last_seq
+        full = STATEMENT_ROWS[0]
         start = 0
         while start < total:
             first = order[start]
@@ -102,6 +106,9 @@ class ChunkWriter:
             if known is not None and seq > known:
                 ready.append((run_id, seq, last, _array(payloads, order[start:end])))
                 last_seq[run_id] = last
+                if len(ready) == full:
+                    _write(conn, ready)
+                    ready = []
             else:
                 _write(conn, ready)  # what came before, so the check sees it
                 ready = []
