@@ -155,7 +155,8 @@ async def test_a_run_ahead_of_its_seqs_or_behind_them_gets_chunks_of_its_own_and
     assert [e is None for e in errors] == [True, False, True, False, True, True]
     assert "run run_a already has an event with seq 3" in str(errors[1])
     assert await writer.append_many(EventRows.of([("run_a", 5, "5"), ("run_a", 6, "6")])) == [None, None]  # the gap
-    assert await writer.append_many(EventRows.of([("run_a", 6, "x"), ("run_a", 7, "x")])) != [None, None]
+    both_there = await writer.append_many(EventRows.of([("run_a", 6, "x"), ("run_a", 7, "x")]))
+    assert [isinstance(e, sqlite3.IntegrityError) for e in both_there] == [True, True]
     chunks = await writer.submit(lambda c: sqlite_events.read_chunks(c, "run_a", 0))
     assert chunks == ["[1,2,3]", "[4]", "[5,6]", "[7]"]
     assert await writer.submit(lambda c: sqlite_events.read_chunks(c, "run_a", 5)) == ["[5,6]", "[7]"]
