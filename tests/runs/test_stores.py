@@ -19,10 +19,16 @@ from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Answer, AnswerDelta, RunStarted
 from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.models import ConversationRecord, RunRecord, new_id
-from reasonloop.runs.recorder import update_runs
 from reasonloop.runs.redis_store import RedisRunStore
 from reasonloop.runs.sqlite_store import SQLiteRunStore
-from reasonloop.runs.store import instance_alive, new_instance_id, open_store, recover_interrupted, restore_turn
+from reasonloop.runs.store import (
+    instance_alive,
+    new_instance_id,
+    open_store,
+    recover_interrupted,
+    restore_turn,
+    update_runs,
+)
 from tests.runs.helpers import RedisServer, free_port
 
 

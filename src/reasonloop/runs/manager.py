@@ -65,8 +65,15 @@ from reasonloop.runs.models import (
     new_id,
     result_from_events,
 )
-from reasonloop.runs.recorder import EventRecorder, together
-from reasonloop.runs.store import RunStore, ended_fields, is_terminal_event, new_instance_id, recover_interrupted
+from reasonloop.runs.recorder import EventRecorder
+from reasonloop.runs.store import (
+    RunStore,
+    ended_fields,
+    is_terminal_event,
+    new_instance_id,
+    recover_interrupted,
+    together,
+)
 
 __all__ = ["RunManager", "Runner"]
 

@@ -18,18 +18,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
-from reasonloop.eager import first_step, resume
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_adapter
 from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.journal import Journal, Segment
 from reasonloop.runs.live import LiveRun
-from reasonloop.runs.store import RunStore, append_events, ended_fields, is_terminal_event, restore_turn
+from reasonloop.runs.store import (
+    RunStore,
+    append_events,
+    ended_fields,
+    is_terminal_event,
+    restore_turn,
+    update_runs,
+)
 
-__all__ = ["EventRecorder", "record_lost_end", "together", "update_runs"]
+__all__ = ["EventRecorder", "record_lost_end"]
 
 log = logging.getLogger(__name__)
 
@@ -74,38 +80,6 @@ class Queued:
             into.events.append(event)
         self.rows, self.lives, self.segments, self.events = kept.rows, kept.lives, kept.segments, kept.events
         return dropped
-
-
-async def update_runs(store: RunStore, updates: list[tuple[str, dict[str, Any]]]) -> None:
-    """Set fields of several runs' records: in one call when the store can (``update_runs``),
-    else with one ``update_run`` each, started together."""
-    batch = getattr(store, "update_runs", None)
-    if batch is not None:
-        await batch(updates)
-    else:
-        await together([store.update_run(run_id, **fields) for run_id, fields in updates])
-
-
-async def together(writes: list[Coroutine[Any, Any, Any]]) -> None:
-    """Await store writes started at once (the SQLite store commits them in one transaction,
-    with one thread hand-off), in order; the first failure is raised once all have ended."""
-    started: list[tuple[bool, Any]] = []
-    try:
-        for write in writes:
-            started.append(first_step(write))
-    except BaseException:
-        for write in writes[len(started) + 1 :]:
-            write.close()
-        raise
-    failure: BaseException | None = None
-    for done, pending in started:
-        if not done:
-            try:
-                await resume(*pending)
-            except Exception as exc:
-                failure = failure or exc
-    if failure is not None:
-        raise failure
 
 
 async def record_lost_end(store: RunStore, live: LiveRun) -> None:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, Protocol, runtime_checkable
 
 from reasonloop.config import RunsSettings, Settings
+from reasonloop.eager import first_step, resume
 from reasonloop.events import Answer, ErrorEvent, Event, event_adapter
 from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.models import ConversationRecord, RunRecord, answer_status, conversation_turn, partial_content
@@ -31,6 +32,8 @@ __all__ = [
     "open_store",
     "recover_interrupted",
     "restore_turn",
+    "together",
+    "update_runs",
 ]
 
 
@@ -45,8 +48,8 @@ class RunStore(Protocol):
     many stamped events at once, given as :class:`~reasonloop.runs.event_rows.EventRows`
     (see :func:`append_events`); both built-in stores do. It may have ``async
     update_runs(updates)``, setting the fields of several records at once (``(run_id, fields)``
-    pairs; the Redis store has it), and ``async create_continuing_run(record) -> str | None``,
-    recording a run that continues its conversation only if no other run of the conversation is
+    pairs; the Redis store has it; see :func:`update_runs`), and ``async
+    create_continuing_run(record) -> str | None``, recording a run that continues its conversation only if no other run of the conversation is
     in flight in any process using the store (else that run's id); both built-in stores do, and
     with it a conversation answers one question at a time across instances, not only within one.
     """
@@ -138,6 +141,38 @@ async def append_events(store: RunStore, rows: EventRows) -> list[Exception | No
         except ValueError as exc:
             out.append(exc)
     return out
+
+
+async def update_runs(store: RunStore, updates: list[tuple[str, dict[str, Any]]]) -> None:
+    """Set fields of several runs' records: in one call when the store can (``update_runs``),
+    else with one ``update_run`` each, started together."""
+    batch = getattr(store, "update_runs", None)
+    if batch is not None:
+        await batch(updates)
+    else:
+        await together([store.update_run(run_id, **fields) for run_id, fields in updates])
+
+
+async def together(writes: list[Coroutine[Any, Any, Any]]) -> None:
+    """Await store writes started at once (the SQLite store commits them in one transaction,
+    with one thread hand-off), in order; the first failure is raised once all have ended."""
+    started: list[tuple[bool, Any]] = []
+    try:
+        for write in writes:
+            started.append(first_step(write))
+    except BaseException:
+        for write in writes[len(started) + 1 :]:
+            write.close()
+        raise
+    failure: BaseException | None = None
+    for done, pending in started:
+        if not done:
+            try:
+                await resume(*pending)
+            except Exception as exc:
+                failure = failure or exc
+    if failure is not None:
+        raise failure
 
 
 def is_terminal_event(event: Event) -> bool:
