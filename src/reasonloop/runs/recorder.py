@@ -35,7 +35,11 @@ from reasonloop.runs.store import (
     update_runs,
 )
 
-__all__ = ["EventRecorder", "record_lost_end"]
+__all__ = ["RECORD_AT_ONCE", "EventRecorder", "record_lost_end"]
+
+RECORD_AT_ONCE = 256
+"""Events queued per ``record_interval_s`` below which a run waiting for its events (at its end)
+has them recorded at once; at a faster pace they go with the next batch."""
 
 log = logging.getLogger(__name__)
 
@@ -149,6 +153,8 @@ class EventRecorder:
         self._status_updates: list[tuple[str, dict[str, Any]]] = []
         self._recorder: asyncio.Task[None] | None = None
         self._record_now = asyncio.Event()
+        self._taken_at = 0.0
+        """When queued events were last taken for the store (on the loop's clock)."""
         self.lost_ends: list[LiveRun] = []
         """Runs that ended while the store was lost, whose end the store has yet to be given."""
 
@@ -165,12 +171,20 @@ class EventRecorder:
         self._start()
 
     async def all_recorded(self, live: LiveRun) -> None:
-        """Until the store holds every event of ``live`` handed over (recorded without delay).
+        """Until the store holds every event of ``live`` handed over.
+
+        They are recorded at once, unless events are queuing faster than
+        :data:`RECORD_AT_ONCE` per ``record_interval_s`` (many runs streaming): then they go
+        with the next batch, within ``record_interval_s``. Under load runs end many times a
+        second, and each end taking every queued event with it would cut every other run's
+        events into pieces of one or two, each a row of its own.
 
         Raises:
             ReasonLoopError: the store failed one of them.
         """
-        self._record_now.set()
+        since = asyncio.get_running_loop().time() - self._taken_at
+        if len(self._recording) * self.interval_s <= RECORD_AT_ONCE * since:
+            self._record_now.set()
         await live.all_recorded()
 
     async def drain(self) -> None:
@@ -213,6 +227,7 @@ class EventRecorder:
                     await asyncio.wait_for(self._record_now.wait(), self.interval_s)
             self._record_now.clear()
             batch, self._recording = self._recording, Queued()
+            self._taken_at = asyncio.get_running_loop().time()
             updates, self._status_updates = self._status_updates, []
             if updates:  # before the events: a run's end, which waits for its events, then comes after
                 try:
