@@ -202,9 +202,7 @@ class RunsSettings(_Section):
     """With the journal, how long events gather before one store transaction records them. The
     SQLite store keeps each run's share of a transaction as one row, so a longer interval means
     fewer, larger rows; readers on other processes sharing the file see events this much later.
-    On a busy server a run's end (its status, its conversation turn) is recorded with the next
-    batch too, up to this much after its answer was sent
-    (:data:`reasonloop.runs.recorder.RECORD_AT_ONCE`)."""
+    A run's end does not wait for it: its own events are recorded at once, ahead of their batch."""
     writer_priority: Literal["idle", "low"] = "idle"
     """CPU priority of the SQLite store's writer threads (Linux). ``idle``: they run only when the
     event loop's thread does not want the core, so they never delay a socket; best when the server

@@ -16,10 +16,8 @@ from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import AnswerDelta, RunStarted, event_adapter
 from reasonloop.runs.journal import Journal, file_prefix
 from reasonloop.runs.journal_recovery import recover_journals
-from reasonloop.runs.live import LiveRun
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRecord, RunRequest
-from reasonloop.runs.recorder import EventRecorder
 from reasonloop.runs.store import recover_interrupted
 from tests.runs.helpers import GatedRunner
 from tests.runs.test_recording import GatedStore
@@ -376,62 +374,3 @@ async def test_a_damaged_stretch_of_a_dead_segment_costs_only_the_lines_it_touch
     damage_second_line(os.path.join(directory, name))
     assert await recover_journals(directory, store) == 3
     assert [e.seq for e in await store.events("run_dead")] == [1, 3, 4]
-
-
-class _Runs:
-    """Runs fed straight to an :class:`EventRecorder` with a journal, as the manager feeds it."""
-
-    def __init__(self, store, journal: Journal, interval_s: float) -> None:
-        self.journal = journal
-        self.recorder = EventRecorder(store, journal, interval_s)
-        self.lives: dict[str, LiveRun] = {}
-
-    def emit(self, run_id: str, count: int = 1) -> LiveRun:
-        live = self.lives.get(run_id)
-        if live is None:
-            live = self.lives[run_id] = LiveRun(record=RunRecord(run_id=run_id), request=RunRequest(question="q"))
-        for _ in range(count):
-            event = AnswerDelta(text="t")
-            event.run_id, event.seq = run_id, live.emitted + 1
-            live.emitted = event.seq
-            payload = event.to_json()
-            segment = self.journal.write(run_id, payload)
-            live.publish(event, payload)
-            self.recorder.add(live, event, payload, segment)
-        return live
-
-
-async def test_a_run_ending_while_few_events_wait_has_them_recorded_at_once(store, tmp_path):
-    gated = GatedStore(store)
-    journal = Journal(str(tmp_path / "j"), "me:1:x")
-    journal.open()
-    runs = _Runs(gated, journal, interval_s=5.0)  # the longest batch interval there is
-    ending = runs.emit("run_a", 3)
-    runs.emit("run_b", 2)
-    await asyncio.wait_for(runs.recorder.all_recorded(ending), 4.0)  # not held for the 5 s batch
-    assert gated.batches == [5]  # taking the others' with it
-    assert [e.seq for e in await store.events("run_a")] == [1, 2, 3]
-    await runs.recorder.drain()
-    journal.close()
-
-
-async def test_under_load_an_ending_run_waits_for_the_next_batch_rather_than_cutting_it_short(store, tmp_path):
-    gated = GatedStore(store)
-    journal = Journal(str(tmp_path / "j"), "me:1:x")
-    journal.open()
-    runs = _Runs(gated, journal, interval_s=0.3)
-    await runs.recorder.all_recorded(runs.emit("run_warm"))  # a batch taken just now
-    assert gated.batches == [1]
-    for n in range(100):  # 300 events at once: far faster than RECORD_AT_ONCE per interval
-        runs.emit(f"run_{n:03d}", 3)
-    ending = asyncio.create_task(runs.recorder.all_recorded(runs.lives["run_000"]))
-    for _ in range(5):
-        await asyncio.sleep(0)
-    runs.emit("run_late", 2)  # after the end asked: in the same batch only if the end waited for it
-    await ending
-    assert gated.batches == [1, 302]
-    assert [e.seq for e in await store.events("run_000")] == [1, 2, 3]
-    chunks = await store._run(lambda c: c.execute("SELECT COUNT(*) FROM event_chunks").fetchone()[0])
-    assert chunks == 1 + 100 + 1  # a row per run: nobody's events were cut in two
-    await runs.recorder.drain()
-    journal.close()

@@ -69,6 +69,12 @@ class LiveRun:
     """Set when the store failed to record one of the run's events: nothing after it is published."""
     recorded: asyncio.Future[None] | None = None
     """Resolved when ``unrecorded`` drops to zero (or failed with ``store_error``), for a task waiting on it."""
+    queued_in: int = -1
+    """The recorder's batch (its number) holding this run's latest queued events."""
+    queued_from: int = 0
+    """The seq of this run's first event in that batch."""
+    stored_through: int = 0
+    """The last seq recorded ahead of its batch (:meth:`reasonloop.runs.recorder.EventRecorder.all_recorded`)."""
 
     def publish(self, event: Event, payload: str | None = None) -> None:
         """Hand a recorded event to every reader."""

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from itertools import compress
 from typing import Any
 
 from reasonloop.errors import RunStoreUnavailable
@@ -35,11 +36,7 @@ from reasonloop.runs.store import (
     update_runs,
 )
 
-__all__ = ["RECORD_AT_ONCE", "EventRecorder", "record_lost_end"]
-
-RECORD_AT_ONCE = 256
-"""Events queued per ``record_interval_s`` below which a run waiting for its events (at its end)
-has them recorded at once; at a faster pace they go with the next batch."""
+__all__ = ["EventRecorder", "record_lost_end"]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +69,21 @@ class Queued:
         self.lives += other.lives
         self.segments += other.segments
         self.events += other.events
+
+    def drop_recorded_ahead(self, ahead: set[LiveRun]) -> list[Segment | None]:
+        """Remove the events of ``ahead`` that were recorded ahead of this batch (seq up to their
+        run's ``stored_through``); returns their segments, to be settled."""
+        seqs, lives = self.rows.seqs, self.lives
+        keep = [live not in ahead or seq > live.stored_through for live, seq in zip(lives, seqs, strict=True)]
+        dropped = list(compress(self.segments, [not k for k in keep]))
+        rows = self.rows
+        rows.run_ids = list(compress(rows.run_ids, keep))
+        rows.seqs = list(compress(seqs, keep))
+        rows.payloads = list(compress(rows.payloads, keep))
+        self.lives = list(compress(lives, keep))
+        self.segments = list(compress(self.segments, keep))
+        self.events = list(compress(self.events, keep))
+        return dropped
 
     def split(self, keep: Callable[[LiveRun], bool]) -> Queued:
         """Keep the events of the runs ``keep`` accepts; returns the others."""
@@ -153,8 +165,13 @@ class EventRecorder:
         self._status_updates: list[tuple[str, dict[str, Any]]] = []
         self._recorder: asyncio.Task[None] | None = None
         self._record_now = asyncio.Event()
-        self._taken_at = 0.0
-        """When queued events were last taken for the store (on the loop's clock)."""
+        self._batch_number = 0
+        """Number of the batch being gathered (``_recording``)."""
+        self._waiting: list[LiveRun] = []
+        """Runs waiting for their events (:meth:`all_recorded`): theirs are recorded ahead of the batch."""
+        self._ahead: set[LiveRun] = set()
+        """Runs with events of the batch being gathered recorded ahead of it."""
+        self._flush_all = False
         self.lost_ends: list[LiveRun] = []
         """Runs that ended while the store was lost, whose end the store has yet to be given."""
 
@@ -162,6 +179,8 @@ class EventRecorder:
         """Queue a stamped event of ``live`` (journaled in ``segment``, or not journaled: then it
         is published once recorded)."""
         live.unrecorded += 1
+        if live.queued_in != self._batch_number:
+            live.queued_in, live.queued_from = self._batch_number, event.seq
         self._recording.add(live, event, payload, segment)
         self._start()
 
@@ -171,25 +190,25 @@ class EventRecorder:
         self._start()
 
     async def all_recorded(self, live: LiveRun) -> None:
-        """Until the store holds every event of ``live`` handed over.
+        """Until the store holds every event of ``live`` handed over (recorded without delay).
 
-        They are recorded at once, unless events are queuing faster than
-        :data:`RECORD_AT_ONCE` per ``record_interval_s`` (many runs streaming): then they go
-        with the next batch, within ``record_interval_s``. Under load runs end many times a
-        second, and each end taking every queued event with it would cut every other run's
-        events into pieces of one or two, each a row of its own.
+        With a journal, only ``live``'s own events are recorded at once, ahead of their batch;
+        the other runs' go on gathering. Under load runs end many times a second, and each end
+        taking every queued event with it would cut every other run's events into pieces of one
+        or two, each a row and each batch a transaction of its own.
 
         Raises:
             ReasonLoopError: the store failed one of them.
         """
-        since = asyncio.get_running_loop().time() - self._taken_at
-        if len(self._recording) * self.interval_s <= RECORD_AT_ONCE * since:
-            self._record_now.set()
+        if self.journal is not None and live.unrecorded and live.store_error is None:
+            self._waiting.append(live)
+        self._record_now.set()
         await live.all_recorded()
 
     async def drain(self) -> None:
         """Record what is queued now and wait for it (shutting down)."""
         if self._recorder is not None:
+            self._flush_all = True
             self._record_now.set()
             await asyncio.gather(self._recorder, return_exceptions=True)
 
@@ -221,13 +240,24 @@ class EventRecorder:
         after the last one delivered, and its readers end at the error that follows it.
         """
         journal = self.journal
+        loop = asyncio.get_running_loop()
+        due = loop.time() + self.interval_s
+        """When the batch being gathered goes (recording runs' events ahead of it does not move it)."""
         while self._recording or self._status_updates:
-            if journal is not None and not self._record_now.is_set():
+            if journal is not None and not self._record_now.is_set() and (wait := due - loop.time()) > 0:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._record_now.wait(), self.interval_s)
+                    await asyncio.wait_for(self._record_now.wait(), wait)
             self._record_now.clear()
-            batch, self._recording = self._recording, Queued()
-            self._taken_at = asyncio.get_running_loop().time()
+            ahead = bool(self._waiting) and not self._flush_all and loop.time() < due
+            batch = Queued()
+            if not ahead:
+                batch, self._recording = self._recording, batch
+                self._batch_number += 1
+                self._waiting.clear()  # their events are in this batch
+                self._flush_all = False
+                due = loop.time() + self.interval_s
+                if self._ahead:
+                    self._settle_ahead(batch)
             updates, self._status_updates = self._status_updates, []
             if updates:  # before the events: a run's end, which waits for its events, then comes after
                 try:
@@ -237,6 +267,9 @@ class EventRecorder:
                     raise
                 except Exception as exc:  # the events' own results decide whether their runs go on
                     log.warning("run status not recorded: %s", exc)
+            if ahead:
+                await self._record_ahead()
+                continue
             if any(live.store_error is not None for live in batch.lives):
                 skipped = batch.split(lambda live: live.store_error is None)
                 for live, segment in zip(skipped.lives, skipped.segments, strict=True):
@@ -247,21 +280,76 @@ class EventRecorder:
             if batch:
                 await self._append(batch)
 
+    async def _record_ahead(self) -> None:
+        """Record the queued events of the runs waiting for theirs, ahead of the batch they are
+        in (journaled, so published already: a run's queued events are the last of its
+        ``payloads``, from its ``queued_from``). They stay in the batch, which drops them when
+        it is taken (:meth:`_settle_ahead`)."""
+        waiting, self._waiting = self._waiting, []
+        rows = EventRows()
+        spans: list[tuple[LiveRun, int, int]] = []
+        for live in dict.fromkeys(waiting):
+            if live.store_error is not None or live.queued_in != self._batch_number:
+                continue  # nothing of it is being gathered: its events are in a batch already taken
+            first, last = max(live.queued_from, live.stored_through + 1), len(live.payloads)
+            if first > last:
+                continue
+            rows.run_ids += [live.record.run_id] * (last - first + 1)
+            rows.seqs += range(first, last + 1)
+            rows.payloads += live.payloads[first - 1 : last]
+            spans.append((live, first, last))
+        if not spans:
+            return
+        results = await self._store_rows(rows)
+        start = 0
+        for live, first, last in spans:
+            for seq, error in zip(range(first, last + 1), results[start : start + last - first + 1], strict=True):
+                if error is not None:  # this one and the rest stay in the batch, which skips them (store_error)
+                    if live.store_error is None:
+                        live.store_error = _store_error(seq, error)
+                    break
+                live.unrecorded -= 1
+                live.stored_through = seq
+                self._ahead.add(live)
+            start += last - first + 1
+            live.settle()
+
+    def _settle_ahead(self, batch: Queued) -> None:
+        """Drop from ``batch`` the events recorded ahead of it, settling their journal segments
+        (their runs counted them off when they were recorded)."""
+        ahead, self._ahead = self._ahead, set()
+        segments: dict[Segment, None] = {}
+        for segment in batch.drop_recorded_ahead(ahead):
+            if segment is not None:
+                segment.pending -= 1
+                segments[segment] = None
+        if self.journal is not None:
+            for segment in segments:
+                self.journal.settle(segment, recorded=True, count=0)
+
+    async def _store_rows(self, rows: EventRows) -> list[Exception | None]:
+        """The store's result for each of ``rows``; a failure of the whole call, for every one."""
+        try:
+            results: list[Exception | None] = await append_events(self.store, rows)
+            if len(results) != len(rows):
+                raise RunStoreUnavailable(f"the run store answered {len(results)} results for {len(rows)} events")
+        except RunStoreUnavailable as exc:
+            return [exc] * len(rows)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a store bug fails these events; the recorder goes on with the next
+            log.exception("run store failed a batch of %d events", len(rows))
+            return [RunStoreUnavailable(f"run events not recorded: {type(exc).__name__}: {exc}")] * len(rows)
+        return results
+
     async def _append(self, batch: Queued) -> None:
         """Record one batch of events and settle each with its result."""
         journal = self.journal
         try:
-            results: list[Exception | None] = await append_events(self.store, batch.rows)
-            if len(results) != len(batch):
-                raise RunStoreUnavailable(f"the run store answered {len(results)} results for {len(batch)} events")
+            results = await self._store_rows(batch.rows)
         except asyncio.CancelledError:  # shutting down: no run may wait on these forever
             self._fail_queued(batch, "the run manager stopped recording")
             raise
-        except RunStoreUnavailable as exc:
-            results = [exc] * len(batch)
-        except Exception as exc:  # a store bug fails this batch; the recorder goes on with the next
-            log.exception("run store failed a batch of %d events", len(batch))
-            results = [RunStoreUnavailable(f"run events not recorded: {type(exc).__name__}: {exc}")] * len(batch)
         if journal is not None and not any(results):  # all recorded, all already published
             self._settle_recorded(batch)
             return
@@ -275,10 +363,8 @@ class EventRecorder:
                 if error is None:
                     if event is not None:  # not journaled: published now that the store holds it
                         live.publish(event, payload)
-                elif isinstance(error, RunStoreUnavailable):
-                    live.store_error = error
                 else:
-                    live.store_error = RunStoreUnavailable(f"the run store refused event {seq}: {error}")
+                    live.store_error = _store_error(seq, error)
             live.settle()
 
     def _settle_recorded(self, batch: Queued) -> None:
@@ -300,6 +386,8 @@ class EventRecorder:
 
     def _fail_queued(self, batch: Queued, reason: str) -> None:
         """Fail ``batch`` and everything queued after it (the recorder is stopping)."""
+        if self._ahead:
+            self._settle_ahead(self._recording)
         batch.extend(self._recording)
         self._recording = Queued()
         lost = RunStoreUnavailable(reason)
@@ -309,3 +397,10 @@ class EventRecorder:
                 self.journal.settle(segment, recorded=False)
             live.store_error = live.store_error or lost
             live.settle()
+
+
+def _store_error(seq: int, error: Exception) -> RunStoreUnavailable:
+    """What stops a run whose event ``seq`` the store did not record."""
+    if isinstance(error, RunStoreUnavailable):
+        return error
+    return RunStoreUnavailable(f"the run store refused event {seq}: {error}")
