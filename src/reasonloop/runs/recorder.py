@@ -22,6 +22,7 @@ from collections.abc import Callable
 from itertools import compress
 from typing import Any
 
+from reasonloop.eager import first_step, resume
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_adapter
 from reasonloop.runs.event_rows import EventRows
@@ -258,17 +259,12 @@ class EventRecorder:
                 due = loop.time() + self.interval_s
                 if self._ahead:
                     self._settle_ahead(batch)
+            # Recorded with the events (one transaction where the store commits writes started
+            # together), and before any run waiting on them is settled: a run's end, written
+            # once its events are recorded, then comes after them.
             updates, self._status_updates = self._status_updates, []
-            if updates:  # before the events: a run's end, which waits for its events, then comes after
-                try:
-                    await update_runs(self.store, updates)
-                except asyncio.CancelledError:
-                    self._fail_queued(batch, "the run manager stopped recording")
-                    raise
-                except Exception as exc:  # the events' own results decide whether their runs go on
-                    log.warning("run status not recorded: %s", exc)
             if ahead:
-                await self._record_ahead()
+                await self._record_ahead(updates)
                 continue
             if any(live.store_error is not None for live in batch.lives):
                 skipped = batch.split(lambda live: live.store_error is None)
@@ -277,10 +273,9 @@ class EventRecorder:
                     if segment is not None and journal is not None:
                         journal.settle(segment, recorded=False)
                     live.settle()
-            if batch:
-                await self._append(batch)
+            await self._append(batch, updates)
 
-    async def _record_ahead(self) -> None:
+    async def _record_ahead(self, updates: list[tuple[str, dict[str, Any]]]) -> None:
         """Record the queued events of the runs waiting for theirs, ahead of the batch they are
         in (journaled, so published already: a run's queued events are the last of its
         ``payloads``, from its ``queued_from``). They stay in the batch, which drops them when
@@ -298,9 +293,11 @@ class EventRecorder:
             rows.seqs += range(first, last + 1)
             rows.payloads += live.payloads[first - 1 : last]
             spans.append((live, first, last))
-        if not spans:
-            return
-        results = await self._store_rows(rows)
+        try:
+            results = await self._store_rows(rows, updates)
+        except asyncio.CancelledError:  # shutting down: no run may wait on these forever
+            self._fail_queued(Queued(), "the run manager stopped recording")
+            raise
         start = 0
         for live, first, last in spans:
             for seq, error in zip(range(first, last + 1), results[start : start + last - first + 1], strict=True):
@@ -327,29 +324,48 @@ class EventRecorder:
             for segment in segments:
                 self.journal.settle(segment, recorded=True, count=0)
 
-    async def _store_rows(self, rows: EventRows) -> list[Exception | None]:
-        """The store's result for each of ``rows``; a failure of the whole call, for every one."""
-        try:
-            results: list[Exception | None] = await append_events(self.store, rows)
-            if len(results) != len(rows):
-                raise RunStoreUnavailable(f"the run store answered {len(results)} results for {len(rows)} events")
-        except RunStoreUnavailable as exc:
-            return [exc] * len(rows)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a store bug fails these events; the recorder goes on with the next
-            log.exception("run store failed a batch of %d events", len(rows))
-            return [RunStoreUnavailable(f"run events not recorded: {type(exc).__name__}: {exc}")] * len(rows)
+    async def _store_rows(self, rows: EventRows, updates: list[tuple[str, dict[str, Any]]]) -> list[Exception | None]:
+        """Record ``rows`` and the status ``updates`` started at the same time; the store's result
+        for each row (a failure of the whole call, for every one), once both have ended. A
+        status not recorded is logged: the events' own results decide whether their runs go on."""
+        status: Any = None
+        if updates:
+            try:
+                done, status = first_step(update_runs(self.store, updates))
+                if done:
+                    status = None
+            except Exception as exc:
+                log.warning("run status not recorded: %s", exc)
+        results: list[Exception | None] = []
+        if rows:
+            try:
+                results = await append_events(self.store, rows)
+                if len(results) != len(rows):
+                    raise RunStoreUnavailable(f"the run store answered {len(results)} results for {len(rows)} events")
+            except RunStoreUnavailable as exc:
+                results = [exc] * len(rows)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a store bug fails these events; the recorder goes on with the next
+                log.exception("run store failed a batch of %d events", len(rows))
+                results = [RunStoreUnavailable(f"run events not recorded: {type(exc).__name__}: {exc}")] * len(rows)
+        if status is not None:
+            try:
+                await resume(*status)
+            except Exception as exc:
+                log.warning("run status not recorded: %s", exc)
         return results
 
-    async def _append(self, batch: Queued) -> None:
-        """Record one batch of events and settle each with its result."""
+    async def _append(self, batch: Queued, updates: list[tuple[str, dict[str, Any]]]) -> None:
+        """Record one batch of events (with ``updates``) and settle each with its result."""
         journal = self.journal
         try:
-            results = await self._store_rows(batch.rows)
+            results = await self._store_rows(batch.rows, updates)
         except asyncio.CancelledError:  # shutting down: no run may wait on these forever
             self._fail_queued(batch, "the run manager stopped recording")
             raise
+        if not batch:
+            return
         if journal is not None and not any(results):  # all recorded, all already published
             self._settle_recorded(batch)
             return
