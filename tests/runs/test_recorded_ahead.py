@@ -86,12 +86,14 @@ async def test_under_load_each_run_keeps_its_events_in_one_row_however_many_runs
 async def test_a_run_status_queued_before_its_end_is_recorded_before_the_end_is(store, tmp_path):
     await store.create_run(RunRecord(run_id="run_a", status="queued"))
     runs = Runs(store, str(tmp_path / "j"), interval_s=5.0)
-    runs.recorder.add_status("run_a", {"status": "running"})
+    runs.recorder.add_status("run_a", {"status": "running", "started_at": 123.0})
     ending = runs.emit("run_a", 2)
     await asyncio.wait_for(runs.recorder.all_recorded(ending), 4.0)
     await store.update_run("run_a", status="completed")  # the run's end, as the manager records it
     await runs.close()
-    assert (await store.get_run("run_a")).status == "completed"  # not overwritten by the older status
+    stored = await store.get_run("run_a")
+    assert stored.started_at == 123.0  # the queued status was recorded,
+    assert stored.status == "completed"  # and not over the end that came after it
 
 
 async def test_a_refused_event_recorded_ahead_fails_only_its_run_and_settles_everything(store, tmp_path):

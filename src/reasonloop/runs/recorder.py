@@ -22,7 +22,6 @@ from collections.abc import Callable
 from itertools import compress
 from typing import Any
 
-from reasonloop.eager import first_step, resume
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_adapter
 from reasonloop.runs.event_rows import EventRows
@@ -34,6 +33,7 @@ from reasonloop.runs.store import (
     ended_fields,
     is_terminal_event,
     restore_turn,
+    together,
     update_runs,
 )
 
@@ -325,35 +325,33 @@ class EventRecorder:
                 self.journal.settle(segment, recorded=True, count=0)
 
     async def _store_rows(self, rows: EventRows, updates: list[tuple[str, dict[str, Any]]]) -> list[Exception | None]:
-        """Record ``rows`` and the status ``updates`` started at the same time; the store's result
-        for each row (a failure of the whole call, for every one), once both have ended. A
-        status not recorded is logged: the events' own results decide whether their runs go on."""
-        status: Any = None
-        if updates:
-            try:
-                done, status = first_step(update_runs(self.store, updates))
-                if done:
-                    status = None
-            except Exception as exc:
-                log.warning("run status not recorded: %s", exc)
-        results: list[Exception | None] = []
-        if rows:
-            try:
-                results = await append_events(self.store, rows)
-                if len(results) != len(rows):
-                    raise RunStoreUnavailable(f"the run store answered {len(results)} results for {len(rows)} events")
-            except RunStoreUnavailable as exc:
-                results = [exc] * len(rows)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # a store bug fails these events; the recorder goes on with the next
-                log.exception("run store failed a batch of %d events", len(rows))
-                results = [RunStoreUnavailable(f"run events not recorded: {type(exc).__name__}: {exc}")] * len(rows)
-        if status is not None:
-            try:
-                await resume(*status)
-            except Exception as exc:
-                log.warning("run status not recorded: %s", exc)
+        """Record ``rows`` and the status ``updates``, started together (one transaction where the
+        store commits such writes together); the store's result for each row (a failure of the
+        whole call, for every one), once both have ended."""
+        writes = [self._record_status(updates)] if updates else []
+        writes.append(self._record_rows(rows))
+        results: list[list[Exception | None]] = await together(writes)
+        return results[-1]
+
+    async def _record_status(self, updates: list[tuple[str, dict[str, Any]]]) -> None:
+        """A status not recorded is logged: the events' own results decide whether their runs go on."""
+        try:
+            await update_runs(self.store, updates)
+        except Exception as exc:
+            log.warning("run status not recorded: %s", exc)
+
+    async def _record_rows(self, rows: EventRows) -> list[Exception | None]:
+        if not rows:
+            return []
+        try:
+            results: list[Exception | None] = await append_events(self.store, rows)
+            if len(results) != len(rows):
+                raise RunStoreUnavailable(f"the run store answered {len(results)} results for {len(rows)} events")
+        except RunStoreUnavailable as exc:
+            return [exc] * len(rows)
+        except Exception as exc:  # a store bug fails these events; the recorder goes on with the next
+            log.exception("run store failed a batch of %d events", len(rows))
+            return [RunStoreUnavailable(f"run events not recorded: {type(exc).__name__}: {exc}")] * len(rows)
         return results
 
     async def _append(self, batch: Queued, updates: list[tuple[str, dict[str, Any]]]) -> None:

@@ -153,9 +153,9 @@ async def update_runs(store: RunStore, updates: list[tuple[str, dict[str, Any]]]
         await together([store.update_run(run_id, **fields) for run_id, fields in updates])
 
 
-async def together(writes: list[Coroutine[Any, Any, Any]]) -> None:
+async def together(writes: list[Coroutine[Any, Any, Any]]) -> list[Any]:
     """Await store writes started at once (the SQLite store commits them in one transaction,
-    with one thread hand-off), in order; the first failure is raised once all have ended."""
+    with one thread hand-off), in order; their results, or the first failure once all have ended."""
     started: list[tuple[bool, Any]] = []
     try:
         for write in writes:
@@ -165,14 +165,17 @@ async def together(writes: list[Coroutine[Any, Any, Any]]) -> None:
             write.close()
         raise
     failure: BaseException | None = None
-    for done, pending in started:
+    results: list[Any] = []
+    for done, value in started:
         if not done:
             try:
-                await resume(*pending)
+                value = await resume(*value)
             except Exception as exc:
                 failure = failure or exc
+        results.append(value)
     if failure is not None:
         raise failure
+    return results
 
 
 def is_terminal_event(event: Event) -> bool:
