@@ -315,14 +315,7 @@ class EventRecorder:
         """Drop from ``batch`` the events recorded ahead of it, settling their journal segments
         (their runs counted them off when they were recorded)."""
         ahead, self._ahead = self._ahead, set()
-        segments: dict[Segment, None] = {}
-        for segment in batch.drop_recorded_ahead(ahead):
-            if segment is not None:
-                segment.pending -= 1
-                segments[segment] = None
-        if self.journal is not None:
-            for segment in segments:
-                self.journal.settle(segment, recorded=True, count=0)
+        self._segments_recorded(batch.drop_recorded_ahead(ahead))
 
     async def _store_rows(self, rows: EventRows, updates: list[tuple[str, dict[str, Any]]]) -> list[Exception | None]:
         """Record ``rows`` and the status ``updates``, started together (one transaction where the
@@ -385,17 +378,23 @@ class EventRecorder:
         """The store holds every event of ``batch`` (journaled ones, published already): count them
         off their runs and segments, then wake what waits, once per run and segment."""
         lives: dict[LiveRun, None] = {}
-        segments: dict[Segment, None] = {}
-        for live, segment in zip(batch.lives, batch.segments, strict=True):
+        for live in batch.lives:
             live.unrecorded -= 1
             lives[live] = None
-            if segment is not None:
-                segment.pending -= 1
-                segments[segment] = None
         for live in lives:
             live.settle()
+        self._segments_recorded(batch.segments)
+
+    def _segments_recorded(self, segments: list[Segment | None]) -> None:
+        """The store holds the events journaled in ``segments`` (one entry per event): count
+        them off, then settle each segment once."""
+        settled: dict[Segment, None] = {}
+        for segment in segments:
+            if segment is not None:
+                segment.pending -= 1
+                settled[segment] = None
         if self.journal is not None:
-            for segment in segments:
+            for segment in settled:
                 self.journal.settle(segment, recorded=True, count=0)
 
     def _fail_queued(self, batch: Queued, reason: str) -> None:

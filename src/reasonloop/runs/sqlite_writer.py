@@ -6,7 +6,8 @@ is gathered in one :class:`Batch` and handed to the thread once, at the end of t
 The thread takes every batch waiting, runs them in one transaction (all appended rows as
 chunks, see :mod:`reasonloop.runs.sqlite_events`) and commits, then resolves their futures
 with one wake-up per event loop. When hundreds of runs emit a token in the same turn, the
-thread is woken once, not once per token. A transaction that fails fails every append and job in it with the error.
+thread is woken once, not once per token. A transaction that fails fails every append and
+job in it with the error.
 
 The writer never checkpoints the WAL itself (a checkpoint syncs the database file and would
 hold every pending append behind a disk flush); :class:`Checkpointer` does it from its own
