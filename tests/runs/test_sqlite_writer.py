@@ -16,7 +16,7 @@ from reasonloop.events import AnswerDelta
 from reasonloop.runs import sqlite_events, sqlite_writer
 from reasonloop.runs.event_rows import EventRows
 from reasonloop.runs.sqlite_store import SQLiteRunStore
-from reasonloop.runs.sqlite_writer import Writer, WriterClosed
+from reasonloop.runs.sqlite_writer import Checkpointer, Writer, WriterClosed
 
 SCHEMA = sqlite_events.SCHEMA
 COUNT = "SELECT COUNT(*) FROM event_chunks"
@@ -227,3 +227,60 @@ async def test_low_priority_writer_threads_keep_a_share_of_the_cpu(tmp_path):
         assert policy == os.SCHED_OTHER and nice == 19
     finally:
         await store.close()
+
+
+async def test_the_writer_gives_the_core_back_after_each_statement_and_commit(writer, monkeypatch):
+    statements: list[str] = []
+    given: list[str] = []
+    monkeypatch.setattr(sqlite_events, "give_way", lambda: given.append("statement"))
+    monkeypatch.setattr(sqlite_writer, "give_way", lambda: given.append("transaction"))
+    await writer.submit(lambda c: c.set_trace_callback(statements.append))
+    for seq in (1, 2):  # a run's first chunk is checked against the table; its next ones are not
+        statements.clear()
+        given.clear()
+        rows = EventRows()
+        for i in range(300):
+            rows.append(f"run_{i:03}", seq, "{}")
+        await writer.append_many(rows)
+        inserts = [sql for sql in statements if sql.startswith("INSERT INTO event_chunks")]
+        assert len(inserts) == (300 if seq == 1 else 6)  # then 128 + 128 + 32 + 8 + 2 + 2 chunks
+        assert given.count("statement") == len(inserts)
+        assert given[-1] == "transaction"  # after the commit
+
+
+def _db_size(path) -> int:
+    return os.path.getsize(path)
+
+
+async def _write_events(writer: Writer, nbytes: int) -> None:
+    rows = EventRows()
+    payload = '{"text":"' + "x" * 990 + '"}'
+    for i in range(nbytes // len(payload) + 1):
+        rows.append(f"run_{i:04}", 1, payload)
+    await writer.append_many(rows)
+
+
+@pytest.mark.parametrize("step_bytes", [20_000, 10**9])
+async def test_a_checkpoint_follows_each_step_of_committed_events_not_only_the_interval(tmp_path, step_bytes):
+    path = tmp_path / "c.sqlite"
+    writer = Writer(str(path), SCHEMA)
+    writer.start()
+    await asyncio.to_thread(writer.ready.wait)
+    checkpointer = Checkpointer(str(path), interval_s=3600, step_bytes=step_bytes)
+    writer.checkpointer = checkpointer
+    checkpointer.start()
+    try:
+        before = _db_size(path)
+        await _write_events(writer, 100_000)  # the WAL holds them; the database file does not yet
+        for _ in range(100):
+            if _db_size(path) > before + 50_000:
+                break
+            await asyncio.sleep(0.02)
+        copied = _db_size(path) > before + 50_000
+        assert copied is (step_bytes < 100_000)  # a step reached: copied back without waiting an hour
+    finally:
+        checkpointer.stop()
+        await asyncio.to_thread(checkpointer.join, 5)
+        writer.stop()
+        await asyncio.to_thread(writer.join, 5)
+    assert not checkpointer.is_alive()  # stopping does not wait for the interval either

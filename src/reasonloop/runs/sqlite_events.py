@@ -20,6 +20,7 @@ import sqlite3
 from typing import Any
 
 from reasonloop.runs.event_rows import EventRows
+from reasonloop.runs.thread_priority import give_way
 
 __all__ = ["SCHEMA", "ChunkWriter", "migrate", "read_chunks"]
 
@@ -162,6 +163,7 @@ def _write(conn: sqlite3.Connection, chunks: list[Chunk]) -> None:
             for chunk in chunks[done : done + size]:
                 params += chunk
             conn.execute(sql, params)
+            give_way()  # a busy event loop on this core has it back after each statement
             done += size
 
 

@@ -127,13 +127,14 @@ class SQLiteRunStore:
             raise RunStoreUnavailable(f"cannot open the SQLite run store {self.path}: {writer.error}", path=self.path)
         self._writer = writer
         self._checkpointer = Checkpointer(self.path, priority=self.settings.writer_priority)
+        writer.checkpointer = self._checkpointer
         self._checkpointer.start()
 
     async def close(self) -> None:
         writer, self._writer = self._writer, None
         checkpointer, self._checkpointer = self._checkpointer, None
         if checkpointer is not None:
-            checkpointer.stopping.set()
+            checkpointer.stop()
             await asyncio.to_thread(checkpointer.join, 5)
         if writer is not None:
             writer.stop()
