@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import resource
 import subprocess
 import sys
+
+import pytest
 
 from reasonloop.server.process import SERVING_GC_THRESHOLDS
 
@@ -20,3 +23,40 @@ def test_tune_for_serving_freezes_start_up_objects_and_spaces_out_collections():
     before, frozen, *thresholds = (int(x) for x in out.stdout.split())
     assert before == 0 and frozen > 10_000  # the imported modules' objects, at least
     assert tuple(thresholds) == SERVING_GC_THRESHOLDS
+
+
+def _in_child(code: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    return out.stdout.split()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the descriptor table's size from /proc")
+def test_serving_makes_room_for_its_sockets_at_start_without_touching_open_descriptors():
+    code = (
+        "import os, resource\n"
+        "from reasonloop.server.process import reserve_descriptors\n"
+        "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"  # a desktop's low soft limit
+        "kept = os.open(os.devnull, os.O_RDONLY)\n"
+        "os.dup2(kept, 255)\n"  # a descriptor where the table's growth reaches
+        "before = os.fstat(255).st_ino\n"
+        "room = reserve_descriptors(4096)\n"
+        "table = int(open('/proc/self/status').read().split('FDSize:')[1].split()[0])\n"
+        "print(room, resource.getrlimit(resource.RLIMIT_NOFILE)[0], table, os.fstat(255).st_ino == before, hard)\n"
+    )
+    room, soft, table, untouched, hard = _in_child(code)
+    expected = min(4096, int(hard)) if hard != str(resource.RLIM_INFINITY) else 4096
+    assert int(room) == int(soft) == expected  # the soft limit raised towards the hard one
+    assert int(table) >= expected  # grown now: accepting sockets later never grows it
+    assert untouched == "True"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the descriptor table's size from /proc")
+def test_the_table_is_grown_only_up_to_the_limit_an_administrator_set():
+    code = (
+        "import resource\n"
+        "from reasonloop.server.process import reserve_descriptors\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (300, 300))\n"
+        "print(reserve_descriptors(65536), *resource.getrlimit(resource.RLIMIT_NOFILE))\n"
+    )
+    assert _in_child(code) == ["300", "300", "300"]
