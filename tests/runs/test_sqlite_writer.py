@@ -284,3 +284,33 @@ async def test_a_checkpoint_follows_each_step_of_committed_events_not_only_the_i
         writer.stop()
         await asyncio.to_thread(writer.join, 5)
     assert not checkpointer.is_alive()  # stopping does not wait for the interval either
+
+
+async def test_a_checkpoint_waits_for_the_writers_transaction_to_end(tmp_path):
+    """A checkpoint never runs beside a transaction, while the writer may hold the interpreter lock."""
+    path = tmp_path / "c.sqlite"
+    writer = Writer(str(path), SCHEMA)
+    writer.start()
+    await asyncio.to_thread(writer.ready.wait)
+    checkpointer = Checkpointer(str(path), interval_s=3600, step_bytes=10**9, writing=writer.writing)
+    checkpointer.start()
+    try:
+        before = _db_size(path)
+        await _write_events(writer, 100_000)  # in the WAL, not yet in the database file
+        writer.writing.acquire()  # as a transaction holds it
+        try:
+            checkpointer.due.set()
+            await asyncio.sleep(0.3)
+            assert _db_size(path) < before + 50_000  # the checkpoint waits
+        finally:
+            writer.writing.release()
+        for _ in range(100):
+            if _db_size(path) > before + 50_000:
+                break
+            await asyncio.sleep(0.02)
+        assert _db_size(path) > before + 50_000  # and runs once the transaction is over
+    finally:
+        checkpointer.stop()
+        await asyncio.to_thread(checkpointer.join, 5)
+        writer.stop()
+        await asyncio.to_thread(writer.join, 5)

@@ -126,7 +126,7 @@ class SQLiteRunStore:
         if writer.error is not None:
             raise RunStoreUnavailable(f"cannot open the SQLite run store {self.path}: {writer.error}", path=self.path)
         self._writer = writer
-        self._checkpointer = Checkpointer(self.path, priority=self.settings.writer_priority)
+        self._checkpointer = Checkpointer(self.path, priority=self.settings.writer_priority, writing=writer.writing)
         writer.checkpointer = self._checkpointer
         self._checkpointer.start()
 
