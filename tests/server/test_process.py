@@ -25,12 +25,15 @@ def test_tune_for_serving_freezes_start_up_objects_and_spaces_out_collections():
     assert tuple(thresholds) == SERVING_GC_THRESHOLDS
 
 
+_READS_PROC = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the descriptor table from /proc")
+
+
 def _in_child(code: str) -> list[str]:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     return out.stdout.split()
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the descriptor table's size from /proc")
+@_READS_PROC
 def test_serving_makes_room_for_its_sockets_at_start_without_touching_open_descriptors():
     code = (
         "import os, resource\n"
@@ -51,7 +54,7 @@ def test_serving_makes_room_for_its_sockets_at_start_without_touching_open_descr
     assert untouched == "True"
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the descriptor table's size from /proc")
+@_READS_PROC
 def test_the_table_is_grown_only_up_to_the_limit_an_administrator_set():
     code = (
         "import resource\n"
