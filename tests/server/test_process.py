@@ -63,3 +63,13 @@ def test_the_table_is_grown_only_up_to_the_limit_an_administrator_set():
         "print(reserve_descriptors(65536), *resource.getrlimit(resource.RLIMIT_NOFILE))\n"
     )
     assert _in_child(code) == ["300", "300", "300"]
+
+
+def test_limits_above_what_serving_needs_are_left_as_they_are():
+    code = (
+        "import resource\n"
+        "from reasonloop.server.process import reserve_descriptors\n"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (5000, 5000))\n"
+        "print(reserve_descriptors(4096), *resource.getrlimit(resource.RLIMIT_NOFILE))\n"
+    )
+    assert _in_child(code) == ["4096", "5000", "5000"]  # never lowered: the process may not raise them back

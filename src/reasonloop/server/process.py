@@ -72,12 +72,11 @@ def reserve_descriptors(count: int) -> int:
         import resource
     except ImportError:  # not on this platform
         return 0
-    with contextlib.suppress(ValueError, OSError):
+    with contextlib.suppress(ValueError, OSError):  # raised only, never lowered
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if hard == resource.RLIM_INFINITY:
-            hard = max(count, soft if soft != resource.RLIM_INFINITY else count)
-        if soft == resource.RLIM_INFINITY or soft < min(count, hard):
-            resource.setrlimit(resource.RLIMIT_NOFILE, (min(count, hard), hard))
+        target = count if hard == resource.RLIM_INFINITY else min(count, hard)
+        if soft != resource.RLIM_INFINITY and soft < target:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
     try:
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     except (ValueError, OSError):
