@@ -49,8 +49,9 @@ class RunStore(Protocol):
     (see :func:`append_events`); both built-in stores do. It may have ``async
     update_runs(updates)``, setting the fields of several records at once (``(run_id, fields)``
     pairs; the Redis store has it; see :func:`update_runs`), and ``async
-    create_continuing_run(record) -> str | None``, recording a run that continues its conversation only if no other run of the conversation is
-    in flight in any process using the store (else that run's id); both built-in stores do, and
+    create_continuing_run(record) -> str | None``, recording a run that continues its
+    conversation only if no other run of the conversation is in flight in any process using the
+    store (else that run's id); both built-in stores do, and
     with it a conversation answers one question at a time across instances, not only within one.
     """
 

@@ -17,6 +17,7 @@ import gc
 import logging
 import os
 import re
+import resource
 from typing import Any
 
 from reasonloop.config import ServerSettings
@@ -68,19 +69,12 @@ def reserve_descriptors(count: int) -> int:
     The soft limit is often 1024 on desktops, which a server with a thousand WebSocket clients
     would reach; the hard limit is what an administrator allows.
     """
-    try:
-        import resource
-    except ImportError:  # not on this platform
-        return 0
-    with contextlib.suppress(ValueError, OSError):  # raised only, never lowered
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        target = count if hard == resource.RLIM_INFINITY else min(count, hard)
-        if soft != resource.RLIM_INFINITY and soft < target:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = count if hard == resource.RLIM_INFINITY else min(count, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:  # raised only, never lowered
+        with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    try:
-        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    except (ValueError, OSError):
-        return 0
+            soft = target
     room = count if soft == resource.RLIM_INFINITY else min(count, soft)
     if room <= 0:
         return 0
