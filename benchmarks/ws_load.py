@@ -17,6 +17,11 @@ ping every 250 ms. Every run streams a scripted model at a realistic pace: ``--t
 * **server CPU / RSS per run**: CPU seconds the server process used during the load, and its RSS
   growth over idle, divided by N; in brackets, the CPU of the event loop's thread alone (the rest
   is other threads', such as the SQLite writer's, which yield the core to the loop).
+* **peak core**: the largest share of its core the server ran in any half second of the load
+  (all its threads; the server has the core to itself when pinned). Near 100% a ping waits for
+  the loop's whole pass over the streams, which lengthens steeply as the load nears the core's
+  capacity, and any pause (a collection, another thread) takes long to catch up on: the ping
+  tails of two stacks part ways well before either fails to keep pace.
 * **GC pauses**: the garbage collector's pauses in the server during the load, summed per round
   (and the longest): every stream and every ping waits through each of them.
 * **round by round**: each round runs bare then ours back to back, so a change in the machine's
@@ -72,6 +77,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 PING_EVERY_S = 0.25
+BUSY_WINDOW_S = 0.5
+"""The window of the server's peak core occupancy (the load's busiest stretch is about a second
+long: every client streaming at once)."""
 RAMP_S = 1.0
 """Clients connect at random times over this window (a realistic arrival, and the same for both stacks)."""
 
@@ -378,6 +386,7 @@ def measure(stack: str, n: int, args: argparse.Namespace, pin: bool) -> dict[str
         raise SystemExit("ws_load.py reads the servers' CPU and RSS with psutil: pip install -e '.[bench]'") from None
 
     port = free_port()
+    data: dict[str, Any] = {}
     base = [sys.executable, __file__, *_passthrough(args)]
     # Removed after the round: tens of MB of events each, whose write-back would disturb later rounds.
     data_dir = tempfile.mkdtemp(prefix="ws_load_")
@@ -400,10 +409,13 @@ def measure(stack: str, n: int, args: argparse.Namespace, pin: bool) -> dict[str
             os.sched_setaffinity(client.pid, {1})
         rss_peak = rss_idle
         load_started = time.time()
+        busy = [(time.perf_counter(), core_time(ps))]
         while client.poll() is None:
             rss_peak = max(rss_peak, ps.memory_info().rss)
             time.sleep(0.05)
-        data = json.loads(out_file.read_text())
+            busy.append((time.perf_counter(), core_time(ps)))
+        data["busy_peak"] = peak_busy(busy, BUSY_WINDOW_S)
+        data.update(json.loads(out_file.read_text()))
         data["cpu_s"] = sum(ps.cpu_times()[:2]) - cpu_before
         data["loop_cpu_s"] = loop_thread_cpu(ps) - loop_before
         data["rss_growth"] = max(0, rss_peak - rss_idle)
@@ -424,6 +436,33 @@ def measure(stack: str, n: int, args: argparse.Namespace, pin: bool) -> dict[str
         data["gc_ms"] = sum(during) * 1000
         data["gc_max_ms"] = max(during, default=0.0) * 1000
     return data
+
+
+def core_time(ps: Any) -> float:
+    """CPU seconds the server's threads have run, all of them: with the server pinned, the share
+    of its core it has held. From the scheduler's nanosecond counts where Linux has them (a
+    thread's CPU times tick at 10 ms, too coarse for a half-second window)."""
+    total = 0
+    try:
+        for task in os.scandir(f"/proc/{ps.pid}/task"):
+            with open(f"{task.path}/schedstat") as stat:
+                total += int(stat.read().split()[0])
+    except OSError:  # no /proc (or the process is gone): the coarse counts
+        return sum(ps.cpu_times()[:2])
+    return total / 1e9
+
+
+def peak_busy(samples: list[tuple[float, float]], window_s: float) -> float:
+    """The largest share of the wall time the server ran in any ``window_s`` between samples
+    ``(wall, cpu)``: how close to its core's capacity the load took it."""
+    peak, start = 0.0, 0
+    for end in range(1, len(samples)):
+        while samples[end][0] - samples[start + 1][0] >= window_s:
+            start += 1
+        wall = samples[end][0] - samples[start][0]
+        if wall >= window_s:
+            peak = max(peak, (samples[end][1] - samples[start][1]) / wall)
+    return peak
 
 
 def loop_thread_cpu(ps: Any) -> float:
@@ -460,6 +499,7 @@ def summarise(stack: str, n: int, rounds: list[dict[str, Any]]) -> dict[str, Any
         "rss_kib_per_run": statistics.mean(r["rss_growth"] for r in rounds) / 1024 / n,
         "gc_ms_per_round": statistics.mean(r["gc_ms"] for r in rounds) if all("gc_ms" in r for r in rounds) else None,
         "gc_max_ms": max((r.get("gc_max_ms", 0.0) for r in rounds), default=0.0),
+        "busy_peak": statistics.mean(r["busy_peak"] for r in rounds),
     }
 
 
@@ -535,6 +575,7 @@ def main() -> None:
                     f"p99 {row['relay_p99_ms']:.2f} ms, ping p99 {row['ping_p99_ms']:.2f} ms "
                     f"({row['ping_streaming_p99_ms']:.2f} ms streaming), "
                     f"stream p99 {row['stream_p99_s']:.2f} s, GC {_gc_cell(row)} ms, "
+                    f"core {row['busy_peak']:.0%} at peak, "
                     f"{row['done']}/{n} answered, {row['errors']} errors {'; '.join(row['messages'])}",
                     file=sys.stderr,
                     flush=True,
@@ -549,14 +590,14 @@ def main() -> None:
           f"(the model's own stream time, first token to answer, is {args.tokens / args.rate:.2f}s)\n")  # fmt: skip
     head = f"{'clients':>7} {'stack':>5} {'relay p50':>10} {'relay p99':>10} {'ping p50':>9} {'ping p99':>9} {'streaming':>9} "
     head += f"{'stream p50':>10} {'stream p99':>10} {'CPU ms/run (loop)':>17} {'RSS KiB/run':>11} {'GC ms/round (max)':>18} "
-    head += f"{'answered':>9}"
+    head += f"{'peak core':>9} {'answered':>9}"
     print(head)
     for row in rows:
         print(
             f"{row['clients']:>7} {row['stack']:>5} {row['relay_p50_ms']:>8.2f}ms {row['relay_p99_ms']:>8.2f}ms "
             f"{row['ping_p50_ms']:>7.2f}ms {row['ping_p99_ms']:>7.2f}ms {row['ping_streaming_p99_ms']:>7.2f}ms "
             f"{row['stream_p50_s']:>9.2f}s {row['stream_p99_s']:>9.2f}s {_cpu_cell(row):>17} "
-            f"{row['rss_kib_per_run']:>11.1f} {_gc_cell(row):>18} {row['done']:>5}/{row['runs']}"
+            f"{row['rss_kib_per_run']:>11.1f} {_gc_cell(row):>18} {row['busy_peak']:>9.0%} {row['done']:>5}/{row['runs']}"
         )
     print(
         f"\n{'clients':>7} {'relay p50 ratio':>16} {'relay p99 ratio':>16} {'ping p99 ratio':>15} {'streaming':>10}  (ours / bare)"
