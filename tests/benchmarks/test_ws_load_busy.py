@@ -3,10 +3,12 @@ and the CPU counter read from a real process."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from types import SimpleNamespace
 
 import pytest
@@ -38,8 +40,19 @@ def test_uneven_sampling_is_weighed_by_wall_time():
     assert ws_load.peak_busy(samples, 0.5) == pytest.approx(0.5)
 
 
-def _child(code: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-c", code])
+@contextlib.contextmanager
+def _child(code: str) -> Iterator[SimpleNamespace]:
+    """A Python process running ``code``, given once it has started (its start-up not counted),
+    as the ``pid`` that ``core_time`` reads; killed on the way out."""
+    proc = subprocess.Popen([sys.executable, "-c", "print('ready', flush=True)\n" + code], stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    with proc.stdout:
+        try:
+            assert proc.stdout.readline() == b"ready\n"
+            yield SimpleNamespace(pid=proc.pid)
+        finally:
+            proc.kill()
+            proc.wait(10)
 
 
 def _ticks(path: str) -> float:
@@ -51,16 +64,10 @@ def _ticks(path: str) -> float:
 
 @pytest.mark.parametrize(("code", "busy"), [("while True: pass", True), ("import time; time.sleep(60)", False)])
 def test_core_time_counts_what_a_process_ran(code, busy):
-    proc = _child(code)
-    ps = SimpleNamespace(pid=proc.pid)
-    try:
-        time.sleep(0.3)  # past the interpreter's start-up
+    with _child(code) as ps:
         start_wall, start_cpu = time.perf_counter(), ws_load.core_time(ps)
         time.sleep(0.5)
         share = (ws_load.core_time(ps) - start_cpu) / (time.perf_counter() - start_wall)
-    finally:
-        proc.kill()
-        proc.wait(10)
     if busy:
         assert share > 0.3  # one core of two, shared with this test at most
     else:
@@ -68,17 +75,10 @@ def test_core_time_counts_what_a_process_ran(code, busy):
 
 
 def test_core_time_sums_every_thread():
-    code = (
-        "import threading\nspin = lambda: [None for _ in iter(int, 1)]\nthreading.Thread(target=spin).start()\nspin()"
-    )
-    proc = _child(code)
-    ps = SimpleNamespace(pid=proc.pid)
-    try:
+    code = "import threading\ndef spin():\n    while True: pass\nthreading.Thread(target=spin).start()\nspin()"
+    with _child(code) as ps:
         time.sleep(0.5)
-        ran, own = ws_load.core_time(ps), _ticks(f"/proc/{proc.pid}/stat")
-        main_thread = _ticks(f"/proc/{proc.pid}/task/{proc.pid}/stat")
-    finally:
-        proc.kill()
-        proc.wait(10)
+        ran, own = ws_load.core_time(ps), _ticks(f"/proc/{ps.pid}/stat")
+        main_thread = _ticks(f"/proc/{ps.pid}/task/{ps.pid}/stat")
     assert ran == pytest.approx(own, abs=0.05)
     assert ran > main_thread + 0.05  # the second thread's share is in it
