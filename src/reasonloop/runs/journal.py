@@ -178,8 +178,7 @@ class Journal:
             self._release(old)
 
     def settle(self, segment: Segment, recorded: bool, count: int = 1) -> None:
-        """The store answered for ``count`` events of ``segment`` (``recorded`` or failed); a
-        caller that counted ``pending`` down itself passes 0."""
+        """The store answered for ``count`` events of ``segment`` (``recorded`` or failed)."""
         segment.pending -= count
         if not recorded:
             segment.failed = True

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import Callable
 from itertools import compress
 from typing import Any
@@ -386,16 +387,11 @@ class EventRecorder:
         self._segments_recorded(batch.segments)
 
     def _segments_recorded(self, segments: list[Segment | None]) -> None:
-        """The store holds the events journaled in ``segments`` (one entry per event): count
-        them off, then settle each segment once."""
-        settled: dict[Segment, None] = {}
-        for segment in segments:
-            if segment is not None:
-                segment.pending -= 1
-                settled[segment] = None
+        """The store holds the events journaled in ``segments`` (one entry per event, ``None``
+        for one not journaled): settle each segment once, for all of its events."""
         if self.journal is not None:
-            for segment in settled:
-                self.journal.settle(segment, recorded=True, count=0)
+            for segment, count in Counter(segment for segment in segments if segment is not None).items():
+                self.journal.settle(segment, recorded=True, count=count)
 
     def _fail_queued(self, batch: Queued, reason: str) -> None:
         """Fail ``batch`` and everything queued after it (the recorder is stopping)."""
