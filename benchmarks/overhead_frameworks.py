@@ -250,7 +250,7 @@ def _reasonloop(strategy: str, minimal_llm: bool = False) -> Callable[[Script], 
     """
 
     def build(script: Script) -> Built:
-        from reasonloop.agent import Agent
+        from reasonloop.agents import Agent
         from reasonloop.llm.base import LLM, Done, TextDelta, ToolCallDelta
         from reasonloop.llm.scripted import ScriptedProvider
         from reasonloop.tools.base import tool

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reasonloop.agent import Agent
+from reasonloop.agents import Agent
 from reasonloop.kb.base import Filter, Hit
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import Reply, ScriptedProvider

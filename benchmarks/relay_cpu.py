@@ -47,12 +47,13 @@ class _NoSocket:
 
 
 async def _ours(args: argparse.Namespace) -> tuple[float, float, int]:
+    from tests.llm_runner import LLMRunner
+
     from reasonloop.config import RunsSettings
     from reasonloop.llm.scripted import ScriptedProvider
-    from reasonloop.runs.llm_runner import LLMRunner
     from reasonloop.runs.manager import RunManager
     from reasonloop.runs.models import RunRequest
-    from reasonloop.runs.sqlite_store import SQLiteRunStore
+    from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
     from reasonloop.server.ws_outbox import Outbox
     from reasonloop.server.ws_protocol import text_frame
 

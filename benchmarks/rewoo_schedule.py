@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reasonloop.agent import Agent
+from reasonloop.agents import Agent
 from reasonloop.events import ToolCall, ToolResult
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.reasoning.rewoo_plan import Plan, PlanStep, StepResult, execute, parse_plan, substitute

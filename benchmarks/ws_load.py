@@ -104,10 +104,10 @@ def record_gc_pauses(data_dir: str) -> None:
 
 def serve_ours(port: int, args: argparse.Namespace) -> None:
     import uvicorn
+    from tests.llm_runner import LLMRunner
 
     from reasonloop.config import KBSettings, RunsSettings, ServerSettings, Settings
     from reasonloop.llm.scripted import ScriptedProvider
-    from reasonloop.runs.llm_runner import LLMRunner
     from reasonloop.server import create_app
     from reasonloop.server.process import tune_for_serving, uvicorn_options
 

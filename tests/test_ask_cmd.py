@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reasonloop.agent import Agent
+from reasonloop.agents import Agent
 from reasonloop.cli import main
 from reasonloop.cli.ask_cmd import TraceRenderer, consume, parse_sets
 from reasonloop.errors import ConfigError

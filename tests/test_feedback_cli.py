@@ -8,8 +8,7 @@ import os
 
 import pytest
 
-from reasonloop.agent import Agent
-from reasonloop.agents_config import feedback_store
+from reasonloop.agents import Agent, AgentResources
 from reasonloop.cli import main
 from reasonloop.config import load_settings
 from reasonloop.llm.scripted import ScriptedProvider
@@ -105,7 +104,9 @@ async def test_a_broken_store_does_not_break_the_run(tmp_path) -> None:
     assert result.content == "fine" and result.error is None
 
 
-def test_one_store_per_file_per_process(tmp_path) -> None:
+async def test_one_store_per_file_per_owner(tmp_path) -> None:
     settings = load_settings()
-    assert feedback_store(settings) is feedback_store(load_settings())
-    assert feedback_store(settings).path.endswith(os.path.join("fb", "feedback.sqlite"))
+    resources = AgentResources()
+    assert resources.feedback_store(settings) is resources.feedback_store(load_settings())
+    assert resources.feedback_store(settings).path.endswith(os.path.join("fb", "feedback.sqlite"))
+    await resources.aclose()

@@ -23,7 +23,7 @@ def __getattr__(name: str) -> object:
     # Agent and KnowledgeBase pull in the model and index stacks: import them on first use so
     # `import reasonloop` (and the CLI's start-up) stays cheap.
     if name == "Agent":
-        from reasonloop.agent import Agent
+        from reasonloop.agents.agent import Agent
 
         return Agent
     if name == "KnowledgeBase":

@@ -66,8 +66,8 @@ BUILTINS: dict[str, dict[str, str]] = {
         "ollama": "reasonloop.kb.embedding:OllamaEmbedder",
     },
     "run_store": {
-        "sqlite": "reasonloop.runs.sqlite_store:SQLiteRunStore",
-        "redis": "reasonloop.runs.redis_store:RedisRunStore",
+        "sqlite": "reasonloop.runs.stores.sqlite.store:SQLiteRunStore",
+        "redis": "reasonloop.runs.stores.redis.store:RedisRunStore",
     },
 }
 """The package's own plugins, exactly as its entry points declare them (a test keeps the two

@@ -89,45 +89,6 @@ async def test_usage_is_estimated_when_provider_reports_none():
     assert llm.calls[0].estimated
 
 
-async def test_convert_turns_chunks_into_what_the_stream_yields():
-    llm = FakeLLM([[TextDelta("Hel"), TextDelta(""), ToolCallDelta(0, "c", "f", "{}"), *OK[1:]]])
-    seen: list[LLMChunk] = []
-
-    def convert(chunk: LLMChunk) -> str | None:
-        seen.append(chunk)
-        if isinstance(chunk, Done):
-            return f"end {chunk.prompt_tokens}/{chunk.completion_tokens}"
-        return chunk.text.upper() or None if isinstance(chunk, TextDelta) else None
-
-    assert [out async for out in llm.stream(USER, convert=convert)] == ["HEL", "LO", "end 7/2"]
-    assert len(seen) == 5  # every chunk, the skipped ones too
-    assert [(c.prompt_tokens, c.completion_tokens) for c in llm.calls] == [(7, 2)]
-
-
-async def test_convert_is_given_a_done_when_the_provider_sends_none():
-    llm = FakeLLM([[TextDelta("hello world")]])
-    ends: list[Done] = []
-
-    def convert(chunk: LLMChunk) -> LLMChunk:
-        if isinstance(chunk, Done):
-            ends.append(chunk)
-        return chunk
-
-    chunks = [c async for c in llm.stream(USER, convert=convert)]
-    assert [type(c) for c in chunks] == [TextDelta, Done] and len(ends) == 1
-    assert ends[0].usage_estimated and ends[0].completion_tokens == count_tokens("hello world")
-    assert [type(c) async for c in FakeLLM([[TextDelta("x")]]).stream(USER)] == [TextDelta]  # unconverted: as sent
-
-
-async def test_a_chunk_given_to_convert_is_never_retried():
-    llm = FakeLLM([[TextDelta("partial"), LLMUnreachable("connection dropped")], OK], max_retries=3)
-    seen: list[LLMChunk] = []
-    with pytest.raises(LLMUnreachable):
-        async for _ in llm.stream(USER, convert=lambda chunk: seen.append(chunk)):
-            pass  # convert yields nothing, yet the text reached it: a retry would repeat it
-    assert [c.text for c in seen] == ["partial"] and len(llm.requests) == 1
-
-
 async def test_rate_limit_is_retried_honouring_retry_after():
     llm = FakeLLM([[LLMRateLimited("slow down", retry_after=0.05)], OK], max_retries=2)
     chunks = await drain(llm)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from reasonloop.agent import Agent
+from reasonloop.agents import Agent
 from reasonloop.config import LLMSettings
 from reasonloop.llm.base import Message
 from reasonloop.llm.sampling import SampledLLM, Sampling, with_sampling

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from reasonloop.agent import Agent
+from reasonloop.agents import Agent
 from reasonloop.events import Event
 from reasonloop.kb.base import Filter, Hit
 from reasonloop.tools.base import tool

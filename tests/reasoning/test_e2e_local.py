@@ -10,7 +10,7 @@ import importlib.util
 
 import pytest
 
-from reasonloop.agent import Agent
+from reasonloop.agents import Agent
 from reasonloop.config import LLMSettings
 from reasonloop.events import Answer, RunStarted, ToolCall, ToolResult
 

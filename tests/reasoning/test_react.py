@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from reasonloop.agent import Agent
+from reasonloop.agents import Agent
 from reasonloop.events import Answer, AnswerDelta, ToolCall, ToolResult
 from reasonloop.kb.base import Hit
 from reasonloop.llm.base import Message

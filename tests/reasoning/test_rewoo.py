@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reasonloop.agent import Agent
+from reasonloop.agents import Agent
 from reasonloop.events import Answer, AnswerDelta, Thought, ToolCall, ToolResult
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider

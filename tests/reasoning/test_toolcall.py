@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from reasonloop.agent import Agent
+from reasonloop.agents import Agent
 from reasonloop.events import Answer, Progress, Thought, ToolResult
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 from reasonloop.config import RunsSettings
-from reasonloop.runs.redis_store import RedisRunStore
-from reasonloop.runs.sqlite_store import SQLiteRunStore
+from reasonloop.runs.stores.redis.store import RedisRunStore
+from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
 from tests.runs.helpers import RedisServer
 
 

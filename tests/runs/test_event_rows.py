@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from reasonloop.runs.event_rows import EventRows
+from reasonloop.runs.stores.event_rows import EventRows
 
 
 def test_rows_come_back_in_order_across_appends_and_extends():

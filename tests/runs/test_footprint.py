@@ -8,9 +8,9 @@ import gc
 
 from reasonloop.config import RunsSettings
 from reasonloop.llm.scripted import ScriptedProvider
-from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
+from tests.llm_runner import LLMRunner
 
 TRACKED_PER_RUN = 45
 """Budget of tracked objects per run mid-stream. Measured at 44 (43.8 to 44.0): the run's record and request,

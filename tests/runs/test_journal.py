@@ -14,11 +14,11 @@ import threading
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import AnswerDelta, RunStarted, event_adapter
-from reasonloop.runs.journal import Journal, file_prefix
-from reasonloop.runs.journal_recovery import recover_journals
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRecord, RunRequest
-from reasonloop.runs.store import recover_interrupted
+from reasonloop.runs.recording.journal import Journal, file_prefix
+from reasonloop.runs.recording.journal_recovery import recover_journals
+from reasonloop.runs.recovery import recover_interrupted
 from tests.runs.helpers import GatedRunner
 from tests.runs.test_recording import GatedStore
 
@@ -49,7 +49,8 @@ async def test_readers_get_events_once_journaled_while_the_store_lags(store):
     await manager.open()
     try:
         record = await manager.start(RunRequest(question="q"))
-        live = await manager.live_run(record.run_id)
+        run = manager.execution(record.run_id)
+        live = run.live
         seen: list[int] = []
         live.attach(lambda payload, terminal: seen.append(event_adapter.validate_json(payload).seq))
         await runner.entered_event(record.run_id).wait()
@@ -58,7 +59,7 @@ async def test_readers_get_events_once_journaled_while_the_store_lags(store):
         assert [e["seq"] for _, e in journal_lines(store.journal_dir)] == [1, 2]  # on disk before it was seen
         gated.gate.set()
         runner.finish(record.run_id)
-        await asyncio.wait_for(live.task, 10)
+        await asyncio.wait_for(run.task, 10)
         assert [e.seq for e in await store.events(record.run_id)] == seen == [1, 2, 3, 4]
         assert (await store.get_run(record.run_id)).status == "completed"
     finally:
@@ -71,7 +72,7 @@ def journal_in_dead_process(
 ) -> None:
     """Journal ``payloads`` from another process that then exits, the last line cut short."""
     script = (
-        "import sys; from reasonloop.runs.journal import Journal\n"
+        "import sys; from reasonloop.runs.recording.journal import Journal\n"
         "j = Journal(sys.argv[1], sys.argv[2]); j.open()\n"
         "for line in sys.stdin: j.write(sys.argv[3], line.rstrip('\\n'))\n"
     )
@@ -145,7 +146,8 @@ async def test_a_full_disk_fails_the_run_with_a_clear_error_and_publishes_nothin
     await manager.open()
     try:
         record = await manager.start(RunRequest(question="q"))
-        live = await manager.live_run(record.run_id)
+        run = manager.execution(record.run_id)
+        live = run.live
         seen: list[dict] = []
         live.attach(lambda payload, terminal: seen.append(json.loads(payload)))
         await runner.entered_event(record.run_id).wait()
@@ -158,7 +160,7 @@ async def test_a_full_disk_fails_the_run_with_a_clear_error_and_publishes_nothin
 
         monkeypatch.setattr(manager.journal, "write", full)
         runner.finish(record.run_id)
-        await asyncio.wait_for(live.task, 10)
+        await asyncio.wait_for(run.task, 10)
         assert [e["type"] for e in seen] == ["run_started", "answer_delta", "error"]
         assert seen[-1]["code"] == "run.store_unavailable" and "No space left" in seen[-1]["message"]
         assert [e["seq"] for e in seen] == [1, 2, 3]  # no gap where the refused event would have been
@@ -192,7 +194,7 @@ async def test_runs_of_a_dead_process_wait_while_another_process_imports_its_jou
         assert await manager.open() == []  # not marked interrupted on what the store holds so far
         assert (await store.get_run("run_dead")).status == "running"
         os.close(other)  # that process died before finishing: the segment is still there
-        assert await manager._recover() == ["run_dead"]  # the next housekeeping round
+        assert await manager.upkeep.recover() == ["run_dead"]  # the next housekeeping round
         assert [e.type for e in await store.events("run_dead")] == ["run_started", "answer_delta", "answer"]
         assert (await store.get_run("run_dead")).content == "part2 "
     finally:
@@ -200,7 +202,7 @@ async def test_runs_of_a_dead_process_wait_while_another_process_imports_its_jou
 
 
 async def test_a_failed_import_leaves_every_segment_for_the_next_attempt(store, monkeypatch):
-    from reasonloop.runs import journal_recovery as journal_module
+    from reasonloop.runs.recording import journal_recovery as journal_module
 
     for name in ("a", "b"):
         journal_in_dead_process(store.journal_dir, [stamped("run_" + name, 1)], f"gone:1:{name}", "run_" + name)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 
 from reasonloop.events import Answer, AnswerDelta, ErrorEvent, RunStarted
-from reasonloop.runs import manager as manager_module
+from reasonloop.runs import upkeep as upkeep_module
 from reasonloop.runs.live import LiveRun
 from reasonloop.runs.models import ConversationRecord, RunRecord, RunRequest
-from reasonloop.runs.recorder import record_lost_end
+from reasonloop.runs.recording.recorder import record_lost_end
 from tests.runs.helpers import GatedRunner
 
 
@@ -25,7 +25,6 @@ def lost_run(run_id: str, sent: list, **record) -> LiveRun:
     """A run whose readers were sent ``sent`` (its end last) while the store was gone."""
     live = LiveRun(
         record=RunRecord(run_id=run_id, question="q", conversation_id="conv_l", **record),
-        request=RunRequest(question="q"),
     )
     for event in sent:
         live.publish(event, event.to_json())
@@ -108,12 +107,12 @@ async def test_closing_the_manager_gives_a_store_that_is_back_the_runs_it_lost(s
     from reasonloop.config import RunsSettings
     from reasonloop.runs.manager import RunManager
 
-    monkeypatch.setattr(manager_module, "_HEARTBEAT_S", 3600)  # no housekeeping round before close
+    monkeypatch.setattr(upkeep_module, "_HEARTBEAT_S", 3600)  # no housekeeping round before close
     runner = GatedRunner(steps=2)
     manager = RunManager(store, runner, RunsSettings(journal=False))
     await manager.open()
     record = await manager.start(RunRequest(question="q"))
-    sub = await manager.subscribe(record.run_id)
+    sub = (await manager.read(record.run_id)).events()
     sent = [await anext(sub), await anext(sub)]
     await store.close()
     runner.finish(record.run_id)

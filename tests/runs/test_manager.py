@@ -20,12 +20,12 @@ from reasonloop.errors import (
 )
 from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunStarted
 from reasonloop.llm.scripted import ScriptedProvider
-from reasonloop.runs import manager as manager_module
-from reasonloop.runs.llm_runner import LLMRunner
+from reasonloop.runs import upkeep as upkeep_module
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
-from reasonloop.runs.redis_store import RedisRunStore
-from reasonloop.runs.store import recover_interrupted
+from reasonloop.runs.recovery import recover_interrupted
+from reasonloop.runs.stores.redis.store import RedisRunStore
+from tests.llm_runner import LLMRunner
 from tests.runs.helpers import GatedRunner, RedisServer
 
 
@@ -53,7 +53,7 @@ async def test_run_streams_stamped_events_and_records_them(store, make_manager):
     manager = await make_manager(runner)
     record = await manager.start(RunRequest(question="what?"))
     assert record.status == "queued"
-    events = await drain(await manager.subscribe(record.run_id))
+    events = await drain((await manager.read(record.run_id)).events())
     assert isinstance(events[0], RunStarted) and isinstance(events[-1], Answer)
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert {e.run_id for e in events} == {record.run_id}
@@ -69,11 +69,11 @@ async def test_subscribers_see_the_same_events_and_resume_without_gaps(store, ma
     runner = GatedRunner(steps=4)
     manager = await make_manager(runner)
     record = await manager.start(RunRequest(question="q"))
-    first = asyncio.create_task(drain(await manager.subscribe(record.run_id)))
+    first = asyncio.create_task(drain((await manager.read(record.run_id)).events()))
     await runner.entered_event(record.run_id).wait()
     runner.gate(record.run_id).set()  # one more delta
     await asyncio.sleep(0)
-    late = asyncio.create_task(drain(await manager.subscribe(record.run_id, after_seq=2)))
+    late = asyncio.create_task(drain((await manager.read(record.run_id, after_seq=2)).events()))
     runner.finish(record.run_id)
     full, tail = await first, await late
     assert [e.seq for e in full] == list(range(1, 7))  # started, 4 deltas, answer
@@ -83,10 +83,10 @@ async def test_subscribers_see_the_same_events_and_resume_without_gaps(store, ma
 async def test_finished_run_is_read_from_the_store_once_forgotten(store, make_manager):
     manager = await make_manager(LLMRunner(ScriptedProvider(replies=["abc def"], chunk_size=2)), keep_finished_s=0)
     record = await manager.start(RunRequest(question="q"))
-    live = await drain(await manager.subscribe(record.run_id))
+    live = await drain((await manager.read(record.run_id)).events())
     await asyncio.sleep(0.01)
-    assert record.run_id not in manager._live
-    again = await drain(await manager.subscribe(record.run_id, after_seq=1))
+    assert manager.execution(record.run_id) is None
+    again = await drain((await manager.read(record.run_id, after_seq=1)).events())
     assert [e.to_dict() for e in again] == [e.to_dict() for e in live[1:]]
 
 
@@ -99,7 +99,7 @@ async def test_stop_keeps_partial_content(store, make_manager):
     assert stopped.status == "stopped"
     assert stopped.content == "part0 "
     assert runner.cancelled == [record.run_id]
-    events = await drain(await manager.subscribe(record.run_id))
+    events = await drain((await manager.read(record.run_id)).events())
     assert isinstance(events[-1], Answer) and events[-1].stop_reason == "stopped"
     assert events[-1].text == "part0 "
     assert (await store.get_run(record.run_id)).status == "stopped"
@@ -117,10 +117,10 @@ async def test_stop_of_a_queued_run(store, make_manager):
     assert (await manager.get(second.run_id)).status == "queued"
     stopped = await manager.stop(second.run_id)
     assert stopped.status == "stopped" and stopped.content == ""
-    events = await drain(await manager.subscribe(second.run_id))
+    events = await drain((await manager.read(second.run_id)).events())
     assert [type(e) for e in events] == [RunStarted, Answer]
     runner.finish(first.run_id)
-    assert (await drain(await manager.subscribe(first.run_id)))[-1].stop_reason == "final"
+    assert (await drain((await manager.read(first.run_id)).events()))[-1].stop_reason == "final"
 
 
 async def _stop_twice(manager: RunManager, run_id: str) -> list:
@@ -148,11 +148,11 @@ async def test_two_stops_at_once_of_a_queued_run_end_it_once(store, make_manager
     stops = await _stop_twice(manager, second.run_id)
     assert [s.status for s in stops] == ["stopped", "stopped"]
     assert (await store.get_run(second.run_id)).status == "stopped"
-    events = await drain(await manager.subscribe(second.run_id))
+    events = await drain((await manager.read(second.run_id)).events())
     assert [type(e) for e in events] == [RunStarted, Answer] and events[-1].stop_reason == "stopped"
-    assert manager._live[second.run_id].task.cancelling() == 0
+    assert manager.execution(second.run_id).task.cancelling() == 0
     runner.finish(first.run_id)
-    assert (await drain(await manager.subscribe(first.run_id)))[-1].stop_reason == "final"
+    assert (await drain((await manager.read(first.run_id)).events()))[-1].stop_reason == "final"
 
 
 async def test_two_stops_at_once_of_a_running_run_end_it_once(store, make_manager):
@@ -164,7 +164,7 @@ async def test_two_stops_at_once_of_a_running_run_end_it_once(store, make_manage
     assert [s.status for s in stops] == ["stopped", "stopped"]
     stored = await store.get_run(record.run_id)
     assert stored.status == "stopped" and stored.content == "part0 "
-    assert manager._live[record.run_id].task.cancelling() == 0
+    assert manager.execution(record.run_id).task.cancelling() == 0
 
 
 async def test_a_run_whose_starter_was_cancelled_while_recording_it_still_runs(store, make_manager):
@@ -176,7 +176,7 @@ async def test_a_run_whose_starter_was_cancelled_while_recording_it_still_runs(s
     starting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await starting
-    events = await asyncio.wait_for(drain(await manager.subscribe("run_cancelled_starter")), 5)
+    events = await asyncio.wait_for(drain((await manager.read("run_cancelled_starter")).events()), 5)
     assert isinstance(events[-1], Answer) and events[-1].text == "done"
     assert (await store.get_run("run_cancelled_starter")).status == "completed"
 
@@ -188,7 +188,7 @@ async def test_a_continuing_run_whose_starter_was_cancelled_while_recording_it_s
     # free: the run is launched once the store has said it is recorded.
     manager = await make_manager(LLMRunner(lambda: ScriptedProvider(replies=["done"], repeat_last=True)))
     first = await manager.start(RunRequest(question="q"))
-    await drain(await manager.subscribe(first.run_id))
+    await drain((await manager.read(first.run_id)).events())
     recorded, release = asyncio.Event(), asyncio.Event()
     create = store.create_continuing_run
 
@@ -206,7 +206,7 @@ async def test_a_continuing_run_whose_starter_was_cancelled_while_recording_it_s
     with pytest.raises(asyncio.CancelledError):
         await starting
     release.set()
-    events = await asyncio.wait_for(drain(await manager.subscribe("run_again")), 5)
+    events = await asyncio.wait_for(drain((await manager.read("run_again")).events()), 5)
     assert isinstance(events[-1], Answer) and events[-1].text == "done"
     assert (await store.get_run("run_again")).status == "completed"
 
@@ -214,8 +214,8 @@ async def test_a_continuing_run_whose_starter_was_cancelled_while_recording_it_s
 async def test_background_loops_outlive_an_unforeseen_failure(store, make_manager, monkeypatch):
     # Heartbeats and stop polling must go on: on Redis, an instance whose heartbeat stops has its
     # live runs marked interrupted by the others.
-    monkeypatch.setattr(manager_module, "_HEARTBEAT_S", 0.01)
-    monkeypatch.setattr(manager_module, "_RETRY_S", 0.01, raising=False)
+    monkeypatch.setattr(upkeep_module, "_HEARTBEAT_S", 0.01)
+    monkeypatch.setattr(upkeep_module, "_RETRY_S", 0.01)
     calls = {"heartbeat": 0, "stops": 0}
     real_heartbeat = store.heartbeat
 
@@ -284,9 +284,9 @@ async def test_a_process_dying_between_a_runs_end_writes_never_loses_its_turn(re
         conversation = await store.get_conversation(record.conversation_id)
         assert [m["content"] for m in conversation.messages] == ["q", "the answer"]
     finally:
-        for live in manager._live.values():
-            if live.task is not None:
-                live.task.cancel()
+        running = manager.execution(record.run_id)
+        if running is not None and running.task is not None:
+            running.task.cancel()
         await manager.close()
         await store.close()
 
@@ -301,14 +301,14 @@ async def test_a_conversation_takes_one_run_at_a_time(store, make_manager):
         await manager.start(RunRequest(question="second?", conversation_id=first.conversation_id))
     assert busy.value.details["run_id"] == first.run_id
     runner.finish(first.run_id)
-    await drain(await manager.subscribe(first.run_id))
+    await drain((await manager.read(first.run_id)).events())
     # Two at once (each start waits on the store before its run exists): one gets the conversation.
     racing = [manager.start(RunRequest(question="second?", conversation_id=first.conversation_id)) for _ in range(2)]
     results = await asyncio.gather(*racing, return_exceptions=True)
     assert sorted(type(r).__name__ for r in results) == ["ConversationBusy", "RunRecord"], results
     second = next(r for r in results if not isinstance(r, BaseException))
     runner.finish(second.run_id)
-    await drain(await manager.subscribe(second.run_id))
+    await drain((await manager.read(second.run_id)).events())
     conversation = await store.get_conversation(first.conversation_id)
     assert [m["content"] for m in conversation.messages if m["role"] == "user"] == ["first?", "second?"]
 
@@ -347,7 +347,7 @@ async def test_a_conversation_takes_one_run_at_a_time_across_instances(any_store
         second = await second_instance.start(ask_again)
         assert (await any_store.get_run(first.run_id)).status == "completed"
         runners[1].finish(second.run_id)
-        await drain(await second_instance.subscribe(second.run_id))
+        await drain((await second_instance.read(second.run_id)).events())
         conversation = await any_store.get_conversation(first.conversation_id)
         assert [m["content"] for m in conversation.messages if m["role"] == "user"] == ["first?", "second?"]
     finally:
@@ -364,7 +364,7 @@ async def test_unknown_run_and_other_tenant_are_not_found(store, make_manager):
         await manager.stop("run_nope")
     record = await manager.start(RunRequest(question="q", tenant="acme"))
     with pytest.raises(RunNotFound):
-        await manager.subscribe(record.run_id, tenant="other")
+        (await manager.read(record.run_id, tenant="other")).events()
     with pytest.raises(RunNotFound):
         await manager.stop(record.run_id, tenant="other")
     assert (await manager.get(record.run_id, tenant="acme")).tenant == "acme"
@@ -379,7 +379,7 @@ async def test_concurrency_limit_queues_runs(store, make_manager):
     for r in records:
         runner.finish(r.run_id)
     for r in records:
-        assert (await drain(await manager.subscribe(r.run_id)))[-1].type == "answer"
+        assert (await drain((await manager.read(r.run_id)).events()))[-1].type == "answer"
     assert runner.max_running == 2
 
 
@@ -390,7 +390,7 @@ async def test_runner_failure_becomes_an_error_event(store, make_manager):
 
     manager = await make_manager(failing)
     record = await manager.start(RunRequest(question="q"))
-    events = await drain(await manager.subscribe(record.run_id))
+    events = await drain((await manager.read(record.run_id)).events())
     assert isinstance(events[0], RunStarted)  # synthesised when the runner does not start with one
     assert isinstance(events[-1], ErrorEvent) and events[-1].code == "llm.bad_request"
     failed = await manager.get(record.run_id)
@@ -404,7 +404,7 @@ async def test_runner_ending_without_answer_fails(store, make_manager):
 
     manager = await make_manager(mute)
     record = await manager.start(RunRequest(question="q"))
-    events = await drain(await manager.subscribe(record.run_id))
+    events = await drain((await manager.read(record.run_id)).events())
     assert isinstance(events[-1], ErrorEvent) and "without an answer" in events[-1].message
 
 
@@ -425,9 +425,9 @@ async def test_conversation_history_reaches_the_next_run(store, make_manager):
     llm = ScriptedProvider(replies=["Paris.", "About 2 million."])
     manager = await make_manager(LLMRunner(llm))
     first = await manager.start(RunRequest(question="Capital of France?"))
-    await drain(await manager.subscribe(first.run_id))
+    await drain((await manager.read(first.run_id)).events())
     second = await manager.start(RunRequest(question="Population?", conversation_id=first.conversation_id))
-    await drain(await manager.subscribe(second.run_id))
+    await drain((await manager.read(second.run_id)).events())
     assert [m.content for m in llm.prompts[1]] == ["Capital of France?", "Paris.", "Population?"]
     conv = await store.get_conversation(first.conversation_id)
     assert [m["content"] for m in conv.messages] == ["Capital of France?", "Paris.", "Population?", "About 2 million."]
@@ -439,7 +439,7 @@ async def test_store_lost_mid_run_fails_the_run_with_a_clear_event(store, make_m
     runner = GatedRunner(steps=3)
     manager = await make_manager(runner, journal=False)  # events reach readers once the store has them
     record = await manager.start(RunRequest(question="q"))
-    sub = await manager.subscribe(record.run_id)
+    sub = (await manager.read(record.run_id)).events()
     first = [await anext(sub), await anext(sub)]  # run_started and part0: stored, then delivered
     await store.close()
     runner.finish(record.run_id)
@@ -454,7 +454,7 @@ async def test_store_lost_mid_run_fails_the_run_with_a_clear_event(store, make_m
 async def test_two_instances_share_runs_through_redis(redis_server):
     import uuid
 
-    from reasonloop.runs.redis_store import RedisRunStore
+    from reasonloop.runs.stores.redis.store import RedisRunStore
 
     settings = RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix=f"m{uuid.uuid4().hex[:6]}:")
     stores = [RedisRunStore(settings), RedisRunStore(settings)]
@@ -468,14 +468,14 @@ async def test_two_instances_share_runs_through_redis(redis_server):
         record = await a.start(RunRequest(question="q"))
         await runner.entered_event(record.run_id).wait()
         runner.gate(record.run_id).set()
-        from_b = await b.subscribe(record.run_id)
+        from_b = (await b.read(record.run_id)).events()
         first = [await anext(from_b), await anext(from_b)]
         assert [e.seq for e in first] == [1, 2]
         stopped = await b.stop(record.run_id)
         assert stopped.status == "stopped"
         rest = [e async for e in from_b]
         assert isinstance(rest[-1], Answer) and rest[-1].stop_reason == "stopped"
-        resumed = [e async for e in await a.subscribe(record.run_id, after_seq=1)]
+        resumed = [e async for e in (await a.read(record.run_id, after_seq=1)).events()]
         assert [e.to_dict() for e in resumed] == [e.to_dict() for e in first[1:] + rest]
     finally:
         await a.close()
@@ -488,7 +488,7 @@ async def test_two_instances_share_runs_through_redis(redis_server):
 async def test_a_stop_whose_message_was_missed_is_found_by_housekeeping(redis_server):
     import uuid
 
-    from reasonloop.runs.redis_store import RedisRunStore
+    from reasonloop.runs.stores.redis.store import RedisRunStore
 
     settings = RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix=f"k{uuid.uuid4().hex[:6]}:")
     store = RedisRunStore(settings)
@@ -502,10 +502,10 @@ async def test_a_stop_whose_message_was_missed_is_found_by_housekeeping(redis_se
             await runner.entered_event(record.run_id).wait()
         target = records[1].run_id
         await store.r.set(f"{store.p}stop:{target}", "1")  # requested, but the message never came
-        await manager._check_stop_keys()  # one housekeeping round
-        await asyncio.wait_for(manager._live[target].task, 10)
+        await manager.upkeep.check_stop_keys()  # one housekeeping round
+        await asyncio.wait_for(manager.execution(target).task, 10)
         assert (await manager.get(target)).status == "stopped"
-        assert all(not manager._live[r.run_id].done for r in records if r.run_id != target)
+        assert all(not manager.execution(r.run_id).live.done for r in records if r.run_id != target)
         for record in records:
             runner.finish(record.run_id)
     finally:
@@ -518,9 +518,9 @@ async def test_a_cancelled_subscriber_does_not_disturb_the_others(store, make_ma
     manager = await make_manager(runner)
     record = await manager.start(RunRequest(question="q"))
     await runner.entered_event(record.run_id).wait()
-    doomed = asyncio.create_task(drain(await manager.subscribe(record.run_id)))
+    doomed = asyncio.create_task(drain((await manager.read(record.run_id)).events()))
     await asyncio.sleep(0.01)  # both now wait for the next event
-    survivor = asyncio.create_task(drain(await manager.subscribe(record.run_id)))
+    survivor = asyncio.create_task(drain((await manager.read(record.run_id)).events()))
     await asyncio.sleep(0.01)
     doomed.cancel()
     await asyncio.sleep(0)
@@ -534,7 +534,7 @@ async def test_stop_right_after_start_before_the_task_ran(store, make_manager):
     record = await manager.start(RunRequest(question="q"))
     stopped = await manager.stop(record.run_id)  # no await in between: the task has not taken a step
     assert stopped.status == "stopped"
-    events = await drain(await manager.subscribe(record.run_id))
+    events = await drain((await manager.read(record.run_id)).events())
     assert [e.type for e in events] == ["run_started", "answer"] and events[-1].stop_reason == "stopped"
 
 
@@ -558,11 +558,11 @@ async def test_the_store_gets_the_end_of_a_run_lost_with_it_once_it_is_back(stor
     """Without a journal, readers end at an error after the last event stored. With one, they had
     every event (each on disk before it was sent) and the answer stands; the store, recording
     behind (here only when the run ends), learns of the loss when the run is over."""
-    monkeypatch.setattr(manager_module, "_HEARTBEAT_S", 0.05)
+    monkeypatch.setattr(upkeep_module, "_HEARTBEAT_S", 0.05)
     runner = GatedRunner(steps=3)
     manager = await make_manager(runner, journal=journal, record_interval_s=5)
     record = await manager.start(RunRequest(question="q"))
-    sub = await manager.subscribe(record.run_id)
+    sub = (await manager.read(record.run_id)).events()
     sent = [await anext(sub), await anext(sub)]  # run_started and part0
     await store.close()
     runner.finish(record.run_id)
@@ -593,9 +593,9 @@ async def test_the_store_gets_the_end_of_a_run_lost_with_it_once_it_is_back(stor
 
 @pytest.mark.redis
 async def test_a_redis_that_comes_back_empty_gets_the_whole_run_lost_with_it(monkeypatch):
-    from reasonloop.runs.redis_store import RedisRunStore
+    from reasonloop.runs.stores.redis.store import RedisRunStore
 
-    monkeypatch.setattr(manager_module, "_HEARTBEAT_S", 0.05)
+    monkeypatch.setattr(upkeep_module, "_HEARTBEAT_S", 0.05)
     redis = RedisServer()  # its own server: this test kills it and starts another on its port
     settings = RunsSettings(store="redis", redis_url=redis.url)
     store = RedisRunStore(settings)
@@ -605,7 +605,7 @@ async def test_a_redis_that_comes_back_empty_gets_the_whole_run_lost_with_it(mon
     await manager.open()
     try:
         record = await manager.start(RunRequest(question="q"))
-        sub = await manager.subscribe(record.run_id)
+        sub = (await manager.read(record.run_id)).events()
         await runner.entered_event(record.run_id).wait()
         redis.stop()
         runner.finish(record.run_id)

@@ -8,36 +8,34 @@ import asyncio
 
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import AnswerDelta
-from reasonloop.runs.journal import Journal
 from reasonloop.runs.live import LiveRun
-from reasonloop.runs.models import RunRecord, RunRequest
-from reasonloop.runs.recorder import EventRecorder
+from reasonloop.runs.models import RunRecord
+from reasonloop.runs.recording.journal import Journal
+from reasonloop.runs.recording.progress import RunRecording
+from reasonloop.runs.recording.recorder import EventRecorder
 from tests.runs.test_recording import GatedStore
 
 
 class Runs:
     """Runs fed straight to an :class:`EventRecorder` with a journal, as the run manager feeds it
-    (journaled, published, then queued)."""
+    (which journals, publishes, then queues them)."""
 
     def __init__(self, store, journal_dir: str, interval_s: float) -> None:
         self.journal = Journal(journal_dir, "me:1:x")
         self.journal.open()
         self.recorder = EventRecorder(store, self.journal, interval_s)
-        self.lives: dict[str, LiveRun] = {}
+        self.lives: dict[str, RunRecording] = {}
 
-    def emit(self, run_id: str, count: int = 1) -> LiveRun:
-        live = self.lives.get(run_id)
-        if live is None:
-            live = self.lives[run_id] = LiveRun(record=RunRecord(run_id=run_id), request=RunRequest(question="q"))
+    def emit(self, run_id: str, count: int = 1) -> RunRecording:
+        run = self.lives.get(run_id)
+        if run is None:
+            run = self.lives[run_id] = RunRecording(live=LiveRun(record=RunRecord(run_id=run_id)), run_id=run_id)
         for _ in range(count):
-            event = AnswerDelta(text=f"t{live.emitted + 1} ")
-            event.run_id, event.seq = run_id, live.emitted + 1
-            live.emitted = event.seq
-            payload = event.to_json()
-            segment = self.journal.write(run_id, payload)
-            live.publish(event, payload)
-            self.recorder.add(live, event, payload, segment)
-        return live
+            seq = run.live.last_seq + 1
+            event = AnswerDelta(text=f"t{seq} ")
+            event.run_id, event.seq = run_id, seq
+            self.recorder.add(run, event, event.to_json())
+        return run
 
     async def close(self) -> None:
         await self.recorder.drain()

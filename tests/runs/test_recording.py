@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 
 from reasonloop.config import RunsSettings
 from reasonloop.events import AnswerDelta, ErrorEvent, Event, RunStarted, event_adapter
-from reasonloop.runs import manager as manager_module
+from reasonloop.runs import execution as execution_module
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
 from tests.runs.helpers import GatedRunner
@@ -33,7 +33,7 @@ class GatedStore:
     async def append_events(self, items):
         await self.gate.wait()
         self.batches.append(len(items))
-        from reasonloop.runs.event_rows import EventRows
+        from reasonloop.runs.stores.event_rows import EventRows
 
         keep = EventRows.of(row for row in items if row[1] not in self.refuse)  # rows: (run_id, seq, payload)
         results = iter(await self.store.append_events(keep))
@@ -53,7 +53,8 @@ async def test_events_reach_readers_only_once_the_store_holds_them(store):
     runner = GatedRunner(steps=2)
     manager, run_id = await start(gated, runner)
     try:
-        live = await manager.live_run(run_id)
+        run = manager.execution(run_id)
+        live = run.live
         seen: list[Event] = []
         assert live.attach(lambda payload, terminal: seen.append(event_adapter.validate_json(payload)))
         await runner.entered_event(run_id).wait()  # the run streams on while its events wait for the store
@@ -61,7 +62,7 @@ async def test_events_reach_readers_only_once_the_store_holds_them(store):
         assert seen == [] and await store.events(run_id) == []
         gated.gate.set()
         runner.finish(run_id)
-        await asyncio.wait_for(live.task, 10)
+        await asyncio.wait_for(run.task, 10)
         stored = await store.events(run_id)
         assert [e.seq for e in seen] == [e.seq for e in stored] == list(range(1, 5))
         assert isinstance(seen[0], RunStarted) and seen[-1].type == "answer"
@@ -82,7 +83,7 @@ async def test_events_of_many_runs_are_recorded_in_few_store_calls(store):
             runner.finish(record.run_id)
         await asyncio.sleep(0.05)
         gated.gate.set()
-        await asyncio.gather(*(manager._live[r.run_id].task for r in records))
+        await asyncio.gather(*(manager.execution(r.run_id).task for r in records))
         assert sum(gated.batches) == 40 * 3
         assert len(gated.batches) <= 3  # the one in flight, then one for everything emitted meanwhile
     finally:
@@ -94,8 +95,9 @@ async def test_a_sink_gets_the_replay_then_each_event_until_detached(store):
     manager, run_id = await start(store, runner)
     try:
         await runner.entered_event(run_id).wait()
-        live = await manager.live_run(run_id)
-        await anext(live.follow())  # RunStarted is recorded
+        run = manager.execution(run_id)
+        live = run.live
+        await anext((await manager.read(run_id)).events())  # RunStarted is recorded
         late: list[int] = []
         early: list[int] = []
         three = asyncio.Event()
@@ -118,7 +120,7 @@ async def test_a_sink_gets_the_replay_then_each_event_until_detached(store):
         await asyncio.wait_for(three.wait(), 10)
         live.detach(early_sink)
         runner.finish(run_id)
-        await asyncio.wait_for(live.task, 10)
+        await asyncio.wait_for(run.task, 10)
         assert early == [1, 2, 3]
         assert late == list(range(2, live.last_seq + 1)) and ends == [False] * (len(late) - 1) + [True]
         replayed: list[bool] = []
@@ -134,7 +136,7 @@ async def test_an_event_the_store_refuses_ends_the_run_right_after_what_was_deli
     runner = GatedRunner(steps=4)
     manager, run_id = await start(gated, runner)
     try:
-        events: AsyncIterator[Event] = await manager.subscribe(run_id)
+        events: AsyncIterator[Event] = (await manager.read(run_id)).events()
         runner.finish(run_id)
         got = [e async for e in events]
         assert [e.seq for e in got] == [1, 2, 3]
@@ -146,7 +148,7 @@ async def test_an_event_the_store_refuses_ends_the_run_right_after_what_was_deli
 
 
 async def test_a_run_far_ahead_of_the_store_waits_for_it(store, monkeypatch):
-    monkeypatch.setattr(manager_module, "_MAX_UNRECORDED", 5)
+    monkeypatch.setattr(execution_module, "_MAX_UNRECORDED", 5)
     gated = GatedStore(store)
     gated.gate.clear()
     produced: list[int] = []
@@ -165,8 +167,7 @@ async def test_a_run_far_ahead_of_the_store_waits_for_it(store, monkeypatch):
         await asyncio.sleep(0.05)
         assert 0 < len(produced) <= 5  # paused with five events unrecorded, not all twenty
         gated.gate.set()
-        live = manager._live[run_id]
-        await asyncio.wait_for(live.task, 10)
+        await asyncio.wait_for(manager.execution(run_id).task, 10)
         assert len(produced) == 20 and [e.seq for e in await store.events(run_id)] == list(range(1, 23))
     finally:
         await manager.close()
@@ -197,7 +198,7 @@ async def test_after_a_failed_batch_the_run_records_nothing_more(store):
     runner = GatedRunner(steps=6)
     manager, run_id = await start(flaky, runner)
     try:
-        events: AsyncIterator[Event] = await manager.subscribe(run_id)
+        events: AsyncIterator[Event] = (await manager.read(run_id)).events()
         got = [await anext(events), await anext(events)]  # run_started and part0: the first batch
         flaky.gate.clear()
         runner.gate(run_id).set()  # part1: the second batch takes it and waits, then fails
@@ -222,7 +223,7 @@ async def test_a_store_bug_fails_its_batch_and_the_recorder_goes_on(store):
     try:
         first = await manager.start(RunRequest(question="q"))
         await runner.entered_event(first.run_id).wait()
-        await manager._live[first.run_id].all_recorded()  # the first batch went through
+        await manager.execution(first.run_id).recording.all_recorded()  # the first batch went through
         flaky.gate.clear()
         runner.finish(first.run_id)  # its next batch waits, then fails with a bug
         await flaky.failing_call.wait()
@@ -230,7 +231,7 @@ async def test_a_store_bug_fails_its_batch_and_the_recorder_goes_on(store):
         runner.finish(second.run_id)
         await asyncio.sleep(0.01)
         flaky.gate.set()
-        await asyncio.wait_for(manager._live[second.run_id].task, 5)  # not stuck behind a dead recorder
+        await asyncio.wait_for(manager.execution(second.run_id).task, 5)  # not stuck behind a dead recorder
         assert (await manager.get(second.run_id)).status == "completed"
         assert (await manager.get(first.run_id)).status != "completed"
     finally:
@@ -252,7 +253,7 @@ async def test_get_shows_what_the_store_holds_not_what_is_still_being_recorded(s
         assert (now.content, now.last_seq) == (held.content, held.last_seq)
         gated.gate.set()
         runner.finish(run_id)
-        await asyncio.wait_for(manager._live[run_id].task, 10)
+        await asyncio.wait_for(manager.execution(run_id).task, 10)
     finally:
         await manager.close()
 
@@ -261,11 +262,14 @@ async def test_a_recorder_stopped_mid_batch_fails_every_event_it_holds():
     """Cancelled while the store holds a batch (shutting down), the recorder fails that batch and
     what was queued behind it: no run waits forever for events that will never be recorded."""
     from reasonloop.errors import RunStoreUnavailable
-    from reasonloop.runs.live import LiveRun
+    from reasonloop.runs.execution import Execution
     from reasonloop.runs.models import RunRecord
-    from reasonloop.runs.recorder import EventRecorder
+    from reasonloop.runs.recording.recorder import EventRecorder
+    from reasonloop.runs.stores import StoreFeatures
 
     class StuckStore:
+        features = StoreFeatures(batch_appends=True)
+
         def __init__(self) -> None:
             self.called = asyncio.Event()
 
@@ -275,15 +279,15 @@ async def test_a_recorder_stopped_mid_batch_fails_every_event_it_holds():
 
     store = StuckStore()
     recorder = EventRecorder(store, None, 0.0)  # type: ignore[arg-type]
-    first, second = (LiveRun(record=RunRecord(run_id=f"run_{n}"), request=RunRequest(question="q")) for n in "ab")
-    recorder.add(first, AnswerDelta(text="x", run_id="run_a", seq=1), "{}", None)
+    first, second = (Execution.of(RunRecord(run_id=f"run_{n}"), RunRequest(question="q")).recording for n in "ab")
+    recorder.add(first, AnswerDelta(text="x", run_id="run_a", seq=1), "{}")
     await asyncio.wait_for(store.called.wait(), 5)  # the first batch is with the store
-    recorder.add(second, AnswerDelta(text="y", run_id="run_b", seq=1), "{}", None)
-    waits = [asyncio.create_task(live.all_recorded()) for live in (first, second)]
+    recorder.add(second, AnswerDelta(text="y", run_id="run_b", seq=1), "{}")
+    waits = [asyncio.create_task(run.all_recorded()) for run in (first, second)]
     await asyncio.sleep(0)
     recorder._recorder.cancel()
     done, _ = await asyncio.wait(waits, timeout=5)
     assert len(done) == 2
     for wait in waits:
         assert isinstance(wait.exception(), RunStoreUnavailable)
-    assert first.unrecorded == second.unrecorded == 0 and first.payloads == second.payloads == []
+    assert first.unrecorded == second.unrecorded == 0 and first.live.payloads == second.live.payloads == []

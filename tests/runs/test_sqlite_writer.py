@@ -13,10 +13,11 @@ import pytest
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import AnswerDelta
-from reasonloop.runs import sqlite_events, sqlite_writer
-from reasonloop.runs.event_rows import EventRows
-from reasonloop.runs.sqlite_store import SQLiteRunStore
-from reasonloop.runs.sqlite_writer import Checkpointer, Writer, WriterClosed
+from reasonloop.runs.stores.event_rows import EventRows
+from reasonloop.runs.stores.sqlite import events as sqlite_events
+from reasonloop.runs.stores.sqlite import writer as sqlite_writer
+from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
+from reasonloop.runs.stores.sqlite.writer import Checkpointer, Writer, WriterClosed
 
 SCHEMA = sqlite_events.SCHEMA
 COUNT = "SELECT COUNT(*) FROM event_chunks"

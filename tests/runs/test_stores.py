@@ -17,18 +17,14 @@ import pytest
 from reasonloop.config import RunsSettings, Settings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Answer, AnswerDelta, RunStarted
-from reasonloop.runs.event_rows import EventRows
+from reasonloop.runs.instance import instance_alive, new_instance_id
 from reasonloop.runs.models import ConversationRecord, RunRecord, new_id
-from reasonloop.runs.redis_store import RedisRunStore
-from reasonloop.runs.sqlite_store import SQLiteRunStore
-from reasonloop.runs.store import (
-    instance_alive,
-    new_instance_id,
-    open_store,
-    recover_interrupted,
-    restore_turn,
-    update_runs,
-)
+from reasonloop.runs.recovery import recover_interrupted, restore_turn
+from reasonloop.runs.stores import open_store
+from reasonloop.runs.stores.event_rows import EventRows
+from reasonloop.runs.stores.protocol import update_runs
+from reasonloop.runs.stores.redis.store import RedisRunStore
+from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
 from tests.runs.helpers import RedisServer, free_port
 
 
@@ -405,7 +401,7 @@ async def test_a_batch_of_events_is_recorded_at_once_and_a_duplicate_fails_alone
     await any_store.create_run(RunRecord(run_id="run_m"))
     await any_store.create_run(RunRecord(run_id="run_n"))
     await any_store.append_event("run_m", stamped("run_m", 1, AnswerDelta(text="first")))
-    from reasonloop.runs.event_rows import EventRows
+    from reasonloop.runs.stores.event_rows import EventRows
 
     rows = EventRows.of(
         (event.run_id, event.seq, event.to_json())
@@ -603,7 +599,8 @@ async def test_recovery_gives_the_conversation_the_turn_its_process_did_not_stor
     ],
 )
 async def test_sqlite_polls_and_checks_use_an_index_not_a_scan_of_every_run(tmp_path, query, params, index):
-    from reasonloop.runs import sqlite_events, sqlite_store
+    from reasonloop.runs.stores.sqlite import events as sqlite_events
+    from reasonloop.runs.stores.sqlite import store as sqlite_store
 
     path = str(tmp_path / "runs.sqlite")
     store = SQLiteRunStore(RunsSettings(sqlite_path=path))

@@ -14,11 +14,11 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from reasonloop.config import APIKeySettings, RunsSettings, ServerSettings
 from reasonloop.errors import CrossSiteRefused, RateLimited
 from reasonloop.llm.scripted import ScriptedProvider
-from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.server import create_app
 from reasonloop.server.auth import Authenticator, TokenBucket, auth_warning, hash_key, ws_token
 from reasonloop.server.cross_site import check_host
 from reasonloop.server.rate_limit import RedisTokenBuckets
+from tests.llm_runner import LLMRunner
 from tests.runs.helpers import free_port
 from tests.server.helpers import make_settings, serve, sse_events
 

@@ -9,11 +9,11 @@ import httpx
 import openai
 import pytest
 
+from reasonloop.agents import AgentRunner
 from reasonloop.events import Answer, AnswerDelta
 from reasonloop.llm.scripted import ScriptedProvider
-from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.server import create_app
-from reasonloop.server.agent_runner import AgentRunner
+from tests.llm_runner import LLMRunner
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
 

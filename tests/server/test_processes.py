@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from reasonloop.config import RunsSettings
-from reasonloop.runs.redis_store import RedisRunStore
+from reasonloop.runs.stores.redis.store import RedisRunStore
 from reasonloop.server import create_app
 from tests.runs.helpers import GatedRunner, RedisServer, free_port
 from tests.server.helpers import event_data, make_settings, serve, sse_events

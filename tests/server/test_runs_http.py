@@ -8,11 +8,11 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 
+from reasonloop.agents import AgentRunner
 from reasonloop.config import RunsSettings
 from reasonloop.llm.scripted import ScriptedProvider
-from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.server import create_app
-from reasonloop.server.agent_runner import AgentRunner
+from tests.llm_runner import LLMRunner
 from tests.runs.helpers import GatedRunner, RedisServer
 from tests.server.helpers import event_data, make_settings, serve, sse_events
 

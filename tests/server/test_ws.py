@@ -12,8 +12,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from reasonloop.llm.scripted import ScriptedProvider
-from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.server import create_app
+from tests.llm_runner import LLMRunner
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
 

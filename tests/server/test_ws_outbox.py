@@ -124,22 +124,24 @@ async def test_a_socket_lets_go_of_a_run_once_its_last_event_is_written():
 
     from reasonloop.events import Answer, AnswerDelta, RunStarted
     from reasonloop.runs.live import LiveRun
-    from reasonloop.runs.models import RunRecord, RunRequest
+    from reasonloop.runs.models import RunRecord
+    from reasonloop.runs.reading import RunFeed
     from reasonloop.server.ws import _Session
 
     state = SimpleNamespace(settings=SimpleNamespace(server=SimpleNamespace(ws_max_frame_bytes=1 << 20)))
     session = _Session(SlowSocket(), state, who=None)  # type: ignore[arg-type]
-    live = LiveRun(record=RunRecord(run_id="r1"), request=RunRequest(question="q"))
-    live.publish(RunStarted(reasoning="x", question="q", run_id="r1", seq=1))
-    await session._follow("r1", 0, live, None)
+    live = LiveRun(record=RunRecord(run_id="r1"))
+    for event in [RunStarted(reasoning="x", question="q", run_id="r1", seq=1)]:
+        live.publish(event, event.to_json())
+    session._follow("r1", RunFeed(0, live=live))
     assert "r1" in session.followers  # following: the run is still going
-    live.publish(AnswerDelta(text="hi", run_id="r1", seq=2))
-    live.publish(Answer(text="hi", run_id="r1", seq=3))
+    for event in [AnswerDelta(text="hi", run_id="r1", seq=2), Answer(text="hi", run_id="r1", seq=3)]:
+        live.publish(event, event.to_json())
     assert "r1" not in session.followers
     assert len(session.ws.sent) == 3
 
     # a run that already ended is replayed and not followed at all
-    await session._follow("r1", 1, live, None)
+    session._follow("r1", RunFeed(1, live=live))
     assert "r1" not in session.followers and len(session.ws.sent) == 5
 
 

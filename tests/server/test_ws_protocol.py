@@ -16,7 +16,7 @@ from websockets.server import ServerProtocol
 from websockets.uri import parse_uri
 
 from reasonloop.server import create_app
-from reasonloop.server.ws import _LiveReader, _Session
+from reasonloop.server.ws import _Reader, _Session
 from reasonloop.server.ws_protocol import ReasonloopHttpProtocol, ReasonloopWebSocketProtocol, text_frame
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
@@ -220,7 +220,7 @@ async def test_a_closed_connection_is_freed_without_a_garbage_collection(tmp_pat
                 if _alive(_Session) == 0:
                     break
                 await asyncio.sleep(0.01)
-            assert _alive(ReasonloopWebSocketProtocol) == _alive(_Session) == _alive(_LiveReader) == 0
+            assert _alive(ReasonloopWebSocketProtocol) == _alive(_Session) == _alive(_Reader) == 0
         finally:
             gc.enable()
             runner.finish(run_id)

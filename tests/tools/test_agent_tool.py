@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from reasonloop.agent import Agent
+from reasonloop.agents import Agent
 from reasonloop.errors import ConfigError
 from reasonloop.events import Answer, AnswerDelta, Citation, ErrorEvent, RunStarted, ToolCall, ToolResult
 from reasonloop.llm.scripted import ScriptedProvider

@@ -23,7 +23,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from reasonloop.agent import Agent
+from reasonloop.agents import Agent, AgentResources
 from reasonloop.cli.app import app, console, err_console, state
 from reasonloop.cli.llm_cmd import print_local_model_hint
 from reasonloop.errors import ConfigError
@@ -181,9 +181,9 @@ def _build_agent(
     kb: Any,
     sets: list[str],
     instructions: list[str],
-    agent_name: str | None = None,
+    agent_name: str | None,
+    resources: AgentResources,
 ) -> Agent:
-    from reasonloop.agents_config import feedback_store
     from reasonloop.llm.resolve import create_llm
 
     registry = Registry(state.settings.plugins.paths)
@@ -192,7 +192,7 @@ def _build_agent(
         if tools or sets or instructions:
             raise ConfigError("--agent takes its tools, settings and instructions from [agents.NAME]")
         model = create_llm(llm_spec, state.settings, registry) if llm_spec else None
-        agent = Agent.from_config(agent_name, state.settings, kb=kb, llm=model, registry=registry)
+        agent = Agent.from_config(agent_name, state.settings, kb=kb, llm=model, registry=registry, resources=resources)
     else:
         tool_ids = [t.strip() for t in (tools or "").split(",") if t.strip()]
         agent = Agent(
@@ -203,7 +203,7 @@ def _build_agent(
             settings=parse_sets(sets),
             instructions=instructions,
             registry=registry,
-            feedback=feedback_store(state.settings),
+            feedback=resources.feedback_store(state.settings),
             feedback_recent=state.settings.tools.feedback.recent,
         )
     if agent.llm.id == "local":
@@ -211,11 +211,9 @@ def _build_agent(
     return agent
 
 
-async def _close(agent: Agent) -> None:
-    from reasonloop.agents_config import close_agent, close_shared_mcp
-
-    await close_agent(agent)
-    await close_shared_mcp()
+async def _close(agent: Agent, resources: AgentResources) -> None:
+    await agent.aclose()
+    await resources.aclose()
 
 
 async def consume(
@@ -292,8 +290,9 @@ def ask(
     async def go() -> int:
         async with AsyncExitStack() as stack:
             kb = await _open_kb(kb_dir, stack)
-            agent = _build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [], agent_name)
-            stack.push_async_callback(_close, agent)
+            resources = AgentResources()
+            agent = _build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [], agent_name, resources)
+            stack.push_async_callback(_close, agent, resources)
             if as_json:
                 result = await agent.run(question, user_id=user, conversation_id=conversation)
                 print(result.model_dump_json(indent=2))
@@ -330,7 +329,8 @@ def chat(
         stack = AsyncExitStack()
         try:
             kb = runner.run(_open_kb(kb_dir, stack))
-            agent = _build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [], agent_name)
+            resources = AgentResources()
+            agent = _build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [], agent_name, resources)
             console.print(
                 f"[dim]reasonloop chat · {agent.reasoning_id} · {escape(agent.llm.name)} · "
                 "/reset to forget, /exit to leave[/]"
@@ -354,6 +354,6 @@ def chat(
                 )
                 if answer:
                     history += [Message.user(question), Message.assistant(answer)]
-            runner.run(_close(agent))
+            runner.run(_close(agent, resources))
         finally:
             runner.run(stack.aclose())

@@ -40,16 +40,19 @@ def feedback(
     as_json: Annotated[bool, typer.Option("--json", help="Print the stored judgement as JSON.")] = False,
 ) -> None:
     """Record a judgement of an answer; it guides later answers for the same user and conversation."""
-    from reasonloop.agents_config import feedback_store
+    from reasonloop.tools.feedback import FeedbackStore
 
-    store = feedback_store(state.settings)
+    store = FeedbackStore.from_settings(state.settings)
 
     async def go() -> tuple[str, str]:
         item = await store.add(user, conversation, rating.value, reason, run_id=run_id)
         guidance = await store.recent_guidance(user, conversation or None, state.settings.tools.feedback.recent)
         return item.model_dump_json(), guidance
 
-    stored, guidance = asyncio.run(go())
+    try:
+        stored, guidance = asyncio.run(go())
+    finally:
+        store.close()
     if as_json:
         print(json.dumps({"feedback": json.loads(stored), "guidance": guidance}, ensure_ascii=False))
         return

@@ -24,10 +24,10 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple, TypeVar, overload
+from typing import Any, ClassVar, NamedTuple
 
+from reasonloop._aio import first_step, resume
 from reasonloop.config import LLMSettings
-from reasonloop.eager import resume
 from reasonloop.errors import LLMBadResponse, LLMError, LLMRateLimited, LLMTimeout
 from reasonloop.llm.deadline import DeadlineReached, WaitDeadline
 from reasonloop.llm.messages import Done, LLMChunk, Message, TextDelta, ToolCallDelta, ToolCallPart, ToolSpec
@@ -165,9 +165,6 @@ class CallRecord(NamedTuple):
     attempts: int
 
 
-T = TypeVar("T")
-
-
 class LLM(ABC):
     """Base class of every provider.
 
@@ -203,33 +200,7 @@ class LLM(ABC):
     async def aclose(self) -> None:
         """Release clients and connections (idempotent)."""
 
-    @overload
     def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] | None = ...,
-        stop: Sequence[str] | None = ...,
-        max_tokens: int | None = ...,
-        temperature: float | None = ...,
-        until: float | None = ...,
-        convert: None = ...,
-    ) -> AsyncIterator[LLMChunk]: ...
-
-    @overload
-    def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] | None = ...,
-        stop: Sequence[str] | None = ...,
-        max_tokens: int | None = ...,
-        temperature: float | None = ...,
-        until: float | None = ...,
-        convert: Callable[[LLMChunk], T | None],
-    ) -> AsyncIterator[T]: ...
-
-    async def stream(
         self,
         messages: Sequence[Message],
         *,
@@ -238,9 +209,8 @@ class LLM(ABC):
         max_tokens: int | None = None,
         temperature: float | None = None,
         until: float | None = None,
-        convert: Callable[[LLMChunk], Any] | None = None,
-    ) -> AsyncIterator[Any]:
-        """Stream one response.
+    ) -> AsyncIterator[LLMChunk]:
+        """Stream one response: text and tool-call deltas, then a :class:`Done` with usage.
 
         Retries retryable failures (rate limits, 5xx, connection errors, timeouts) with
         exponential backoff while nothing has been yielded; once output has streamed, a
@@ -252,14 +222,6 @@ class LLM(ABC):
             until: The caller's own deadline, on the event loop's clock (``loop.time()``,
                 which is ``time.monotonic()``): a wait on the provider that reaches it
                 ends the stream with :class:`~reasonloop.llm.deadline.DeadlineReached`.
-            convert: Turns each chunk into what the stream yields instead (``None``: nothing
-                for that chunk). It is always given a :class:`Done` last, with usage
-                (estimated when the provider reported none, or sent no Done at all). For a
-                consumer that only translates chunks (a run's events from a model's text):
-                translated here, a chunk passes through one async generator fewer, a
-                measurable share of a busy server's CPU per streamed token
-                (``benchmarks/ws_load.py``). A chunk given to ``convert`` counts as yielded:
-                no retry follows it.
 
         Raises:
             LLMError: a subclass with a stable code for every failure.
@@ -272,99 +234,94 @@ class LLM(ABC):
             max_tokens=max_tokens if max_tokens is not None else self.settings.max_tokens,
             temperature=temperature if temperature is not None else self.settings.temperature,
         )
-        attempt = 0
-        while True:
-            attempt += 1
-            yielded = done = False
-            completion_parts: list[str] = []
-            # Only waiting on the provider counts against the timeout: time the caller spends
-            # between chunks is neither counted nor ever interrupted.
-            # Armed at the first real wait: chunks that are already there cost no timer; once
-            # the stream has waited, chunks are awaited directly (fewer layers per chunk).
+        return self._attempt(request, until, 1)
+
+    async def _attempt(self, request: ChatRequest, until: float | None, attempt: int) -> AsyncIterator[LLMChunk]:
+        """Attempt number ``attempt`` at the provider: its chunks counted, its :class:`Done` given
+        usage; after a retryable failure before any output, the next attempt (see :meth:`_retry`).
+
+        Only waiting on the provider counts against ``timeout_s``. The timer is armed at the
+        first real wait (chunks already there cost none, see :mod:`reasonloop._aio`); once the
+        stream has waited, later chunks are awaited under it directly.
+        """
+        yielded = False
+        try:
+            parts: list[str] = []
             deadline: WaitDeadline | None = None
+            # Closed in `finally`: a provider's stream (and its HTTP response) is closed as soon as
+            # this one is, not whenever the garbage collector gets to it.
+            chunks = self._stream(request)
             try:
-                # Closed in `finally`: a provider's stream (and its HTTP response) is closed as soon
-                # as this one is, not whenever the garbage collector gets to it.
-                chunks = self._stream(request)
-                try:
-                    while True:
-                        try:
-                            if deadline is not None:  # streaming: every later chunk is awaited plainly
+                while True:
+                    try:
+                        if deadline is not None:
+                            deadline.start_wait()
+                            chunk = await anext(chunks)
+                            deadline.end_wait()
+                        else:
+                            ready, value = first_step(anext(chunks))
+                            if ready:
+                                chunk = value
+                            else:
+                                deadline = WaitDeadline(self.settings.timeout_s, until)
                                 deadline.start_wait()
-                                chunk = await anext(chunks)
+                                chunk = await resume(*value)
                                 deadline.end_wait()
-                            else:  # no wait so far: take the chunk at once if it is there (no timer)
-                                step = anext(chunks)
-                                try:
-                                    send = step.send
-                                except AttributeError:  # a class-based iterator's own awaitable
-                                    step = step.__await__()
-                                    send = step.send
-                                try:  # eager.first_step, inlined
-                                    waiting = send(None)
-                                except StopIteration as ready:
-                                    chunk = ready.value
-                                else:
-                                    deadline = WaitDeadline(self.settings.timeout_s, until)
-                                    deadline.start_wait()
-                                    chunk = await resume(step, waiting)
-                                    deadline.end_wait()
-                                    step = send = waiting = None  # not kept for the rest of the stream
-                        except StopAsyncIteration:
-                            if deadline is not None:
-                                deadline.end_wait()
-                            break
-                        except asyncio.CancelledError:
-                            if deadline is not None and deadline.expired_here():
-                                raise (DeadlineReached if deadline.passed_until else TimeoutError)() from None
-                            raise
-                        if isinstance(chunk, Done):
-                            chunk = self._finish(chunk, request, completion_parts, attempt)
-                            done = True
-                        elif isinstance(chunk, TextDelta):
-                            completion_parts.append(chunk.text)
-                        else:
-                            completion_parts.append(chunk.arguments)
-                        yielded = True
-                        if convert is None:
-                            yield chunk
-                        else:
-                            out = convert(chunk)
-                            if out is not None:
-                                yield out
-                    if convert is not None and not done:  # the provider sent no Done: its end is one
-                        out = convert(self._finish(Done(), request, completion_parts, attempt))
-                        if out is not None:
-                            yield out
-                finally:
-                    # An async generator that ran to its end has nothing left to close (ag_frame is
-                    # gone); other iterators may have aclose or not.
-                    if getattr(chunks, "ag_frame", True) is not None:
-                        close = getattr(chunks, "aclose", None)
-                        if close is not None:
-                            await close()
-                return
-            except DeadlineReached:
-                raise
+                                value = None  # not kept for the rest of the stream
+                    except StopAsyncIteration:
+                        if deadline is not None:
+                            deadline.end_wait()
+                        return
+                    except asyncio.CancelledError:
+                        if deadline is not None and deadline.expired_here():
+                            raise (DeadlineReached if deadline.passed_until else TimeoutError)() from None
+                        raise
+                    if isinstance(chunk, Done):
+                        chunk = self._finish(chunk, request, parts, attempt)
+                    elif isinstance(chunk, TextDelta):
+                        parts.append(chunk.text)
+                    else:
+                        parts.append(chunk.arguments)
+                    yielded = True
+                    yield chunk
             except TimeoutError as exc:
-                error: LLMError = LLMTimeout(
-                    f"{self.name}: no complete response within {self.settings.timeout_s:g}s",
-                    provider=self.id,
-                )
-                error.__cause__ = exc
-            except LLMError as exc:
-                error = exc
+                if isinstance(exc, DeadlineReached):
+                    raise
+                raise self._timed_out() from exc
             finally:
                 if deadline is not None:
                     deadline.close()
-            if yielded or not error.retryable or attempt > self.settings.max_retries:
-                if attempt > 1:
-                    error.details["attempts"] = attempt
-                raise error
-            delay = self._backoff(attempt, error)
-            if until is not None and asyncio.get_running_loop().time() + delay >= until:
-                raise DeadlineReached from error  # the caller's deadline passes before the next attempt
-            await asyncio.sleep(delay)
+                # An async generator that ran to its end has nothing left to close (ag_frame is
+                # gone); other iterators may have aclose or not.
+                if getattr(chunks, "ag_frame", True) is not None:
+                    close = getattr(chunks, "aclose", None)
+                    if close is not None:
+                        await close()
+        except LLMError as exc:
+            error = exc
+        await self._retry(error, attempt, until, yielded)
+        async for chunk in self._attempt(request, until, attempt + 1):
+            yield chunk
+
+    async def _retry(self, error: LLMError, attempt: int, until: float | None, yielded: bool) -> None:
+        """Wait out the backoff before the next attempt, or raise ``error`` when there is none:
+        output has streamed, the failure is not retryable, or the retries are used up.
+
+        Raises:
+            LLMError: ``error``.
+            DeadlineReached: the caller's deadline passes before the next attempt.
+        """
+        if yielded or not error.retryable or attempt > self.settings.max_retries:
+            if attempt > 1:
+                error.details["attempts"] = attempt
+            raise error
+        delay = self._backoff(attempt, error)
+        if until is not None and asyncio.get_running_loop().time() + delay >= until:
+            raise DeadlineReached from error
+        await asyncio.sleep(delay)
+
+    def _timed_out(self) -> LLMTimeout:
+        return LLMTimeout(f"{self.name}: no complete response within {self.settings.timeout_s:g}s", provider=self.id)
 
     def _backoff(self, attempt: int, error: LLMError) -> float:
         delay = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))

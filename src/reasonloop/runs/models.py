@@ -27,6 +27,7 @@ __all__ = [
     "RunStatus",
     "answer_status",
     "check_record_fields",
+    "is_terminal_event",
     "new_id",
     "partial_content",
     "result_from_events",
@@ -69,6 +70,11 @@ os.register_at_fork(after_in_child=_RANDOM_HEX.clear)
 def _random_hex_batch() -> list[str]:
     digits = secrets.token_hex(8 * 512)
     return [digits[i : i + 16] for i in range(0, len(digits), 16)]
+
+
+def is_terminal_event(event: Event) -> bool:
+    """Whether ``event`` ends its run's stream (the answer or the error of the top-level run)."""
+    return isinstance(event, (Answer, ErrorEvent)) and event.depth == 0  # a tuple: a union checks slower
 
 
 class RunRequest(BaseModel):

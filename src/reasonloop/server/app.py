@@ -23,10 +23,11 @@ from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 
 from reasonloop import __version__
+from reasonloop.agents import AgentResources, AgentRunner, declared_agents
 from reasonloop.config import Settings, load_settings
 from reasonloop.registry import Registry
 from reasonloop.runs.manager import RunManager, Runner
-from reasonloop.runs.store import RunStore, open_store
+from reasonloop.runs.stores import RunStore, open_store
 from reasonloop.server import catalog_routes, conversation_routes, kb_routes, openai_routes, runs_routes, ws
 from reasonloop.server.auth import Authenticator, auth_warning
 from reasonloop.server.cross_site import CrossSiteGuard
@@ -72,7 +73,14 @@ def create_app(
     """
     settings = settings or load_settings()
     registry = registry or Registry.default()
-    state = ServerState(settings=settings, auth=Authenticator(settings.server), registry=registry)
+    resources = AgentResources()
+    state = ServerState(
+        settings=settings,
+        auth=Authenticator(settings.server),
+        registry=registry,
+        read_agents=lambda: declared_agents(settings),
+        feedback=lambda: resources.feedback_store(settings),
+    )
     state.kb = KBProvider(settings, kb_opener)
 
     @asynccontextmanager
@@ -85,9 +93,7 @@ def create_app(
         await run_store.open()  # RunStoreUnavailable here stops start-up with the reason
         chosen = runner
         if chosen is None:
-            from reasonloop.server.agent_runner import AgentRunner
-
-            chosen = AgentRunner(settings, registry, state.kb, declared=lambda: state.agents)
+            chosen = AgentRunner(settings, registry, state.kb, declared=lambda: state.agents, resources=resources)
         manager = RunManager(run_store, chosen, settings.runs)
         try:
             await manager.open()
@@ -96,7 +102,7 @@ def create_app(
             raise
         state.store, state.manager = run_store, manager
         if settings.runs.store == "redis":  # every instance draws from the same rate budgets
-            from reasonloop.runs.redis_store import RedisRunStore
+            from reasonloop.runs.stores.redis.store import RedisRunStore
             from reasonloop.server.rate_limit import RedisTokenBuckets
 
             if isinstance(run_store, RedisRunStore):
@@ -112,6 +118,7 @@ def create_app(
             if close_runner is not None:  # its models' connections
                 await close_runner()
             await state.kb.close()
+            await resources.aclose()
             await run_store.close()
 
     app = ReasonloopAPI(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
@@ -84,16 +85,14 @@ async def post_feedback(
     entry["ts"] = time.time()
     await state.runs.store.add_feedback(entry)
     if body.rating != 0:
-        await _guide_later_runs(state.settings, who.tenant, record.conversation_id or "", body)
+        await _guide_later_runs(state.feedback, who.tenant, record.conversation_id or "", body)
     return {"ok": True, "run_id": body.run_id}
 
 
-async def _guide_later_runs(settings: Any, tenant: str, conversation: str, body: Feedback) -> None:
+async def _guide_later_runs(feedback: Callable[[], Any] | None, tenant: str, conversation: str, body: Feedback) -> None:
     """Also record the judgement where the agents read their feedback guidance (per tenant)."""
-    try:
-        from reasonloop.agents_config import feedback_store
-    except ImportError:  # a build without the tools layer's feedback store
+    if feedback is None:
         return
     reason = body.comment or (f"should have said: {body.correction}" if body.correction else "")
     rating = "good" if body.rating > 0 else "bad"
-    await feedback_store(settings).add(tenant, conversation, rating, reason, run_id=body.run_id)
+    await feedback().add(tenant, conversation, rating, reason, run_id=body.run_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +12,7 @@ from fastapi import Request
 from reasonloop.config import Settings
 from reasonloop.registry import Registry
 from reasonloop.runs.manager import RunManager
-from reasonloop.runs.store import RunStore
+from reasonloop.runs.stores import RunStore
 from reasonloop.server.auth import Authenticator, Principal
 from reasonloop.server.cross_site import guarded_hosts
 
@@ -32,17 +33,21 @@ class ServerState:
     """A :class:`reasonloop.server.kb_routes.KBProvider`: one knowledge base per tenant."""
     ready: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
+    read_agents: Callable[[], dict[str, Any]] = dict
+    """Reads the declared agents (``[agents.*]`` and the ``agents_file``); set by the app."""
+    feedback: Callable[[], Any] | None = None
+    """Gives the store where judgements go to guide later runs (a
+    :class:`~reasonloop.tools.feedback.FeedbackStore`: ``await store.add(tenant, conversation,
+    rating, reason, run_id=...)``); set by the app. None: nowhere."""
 
     @functools.cached_property
     def agents(self) -> dict[str, Any]:
-        """The declared agents (``[agents.*]`` and the ``agents_file``), read once.
+        """The declared agents, read once.
 
         Raises:
             AgentConfigError: the agents file is missing or invalid.
         """
-        from reasonloop.agents_config import declared_agents
-
-        return declared_agents(self.settings)
+        return self.read_agents()
 
     @functools.cached_property
     def allowed_hosts(self) -> frozenset[str] | None:

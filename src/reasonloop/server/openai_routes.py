@@ -168,7 +168,7 @@ async def chat_completions(
             raise
         # As OpenAI answers a model it does not have: 404, which its SDKs raise as NotFoundError.
         raise ModelNotFound(f"no model {body.model!r}: {exc.message}", model=body.model) from exc
-    events = await state.runs.subscribe(record.run_id, 0, who.tenant)
+    events = (await state.runs.read(record.run_id, 0, who.tenant)).events()
     completion_id = f"chatcmpl-{record.run_id}"
     created = int(time.time())
     headers = {"X-Run-Id": record.run_id}

@@ -11,9 +11,10 @@ from pydantic import BaseModel, Field
 from sse_starlette.sse import EventSourceResponse
 
 from reasonloop.errors import ReasonLoopError, RequestInvalid
-from reasonloop.events import Event, RunResult
+from reasonloop.events import RunResult
 from reasonloop.llm.sampling import Sampling
 from reasonloop.runs.models import MAX_SEQ, RunRecord, RunRequest
+from reasonloop.runs.reading import RunFeed
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
 
@@ -79,8 +80,8 @@ async def run_events(
     saw last), the later one wins.
     """
     after_seq = max(after or 0, _parse_seq(last_event_id))
-    events = await server_state(request).runs.subscribe_json(run_id, after_seq, who.tenant)
-    return EventSourceResponse(sse_frames(events), ping=15)
+    feed = await server_state(request).runs.read(run_id, after_seq, who.tenant)
+    return EventSourceResponse(sse_frames(feed), ping=15)
 
 
 def _parse_seq(value: str | None) -> int:
@@ -99,11 +100,11 @@ def _parse_seq(value: str | None) -> int:
     return seq
 
 
-async def sse_frames(events: AsyncIterator[tuple[Event, str]]) -> AsyncIterator[dict[str, str]]:
-    """SSE messages for events; a failure while streaming becomes a last ``error`` message."""
+async def sse_frames(feed: RunFeed) -> AsyncIterator[dict[str, str]]:
+    """SSE messages for a run's events; a failure while streaming becomes a last ``error`` message."""
     try:
-        async for event, payload in events:
-            yield {"id": str(event.seq), "event": event.type, "data": payload}
+        async for delivery in feed:
+            yield {"id": str(delivery.seq), "event": delivery.type, "data": delivery.payload}
     except ReasonLoopError as exc:
         yield {"event": "error", "data": json.dumps({"type": "error", "code": exc.code, "message": exc.message})}
 

@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import Coroutine
 from typing import Any
 
 from fastapi import APIRouter, WebSocket
@@ -34,11 +34,9 @@ from pydantic import BaseModel, Field, ValidationError
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from reasonloop.errors import AuthError, ReasonLoopError
-from reasonloop.events import Event
 from reasonloop.llm.sampling import Sampling
-from reasonloop.runs.live import LiveRun
 from reasonloop.runs.models import MAX_SEQ, RunRequest
-from reasonloop.runs.store import is_terminal_event
+from reasonloop.runs.reading import Following, RunFeed
 from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
 from reasonloop.server.cross_site import check_host, check_origin
 from reasonloop.server.deps import ServerState
@@ -85,29 +83,41 @@ def pong_frame(ref: Any = None) -> str:
     return _PONG if ref is None else _PONG_WITH_ID + _encode(ref) + "}"
 
 
-class _LiveReader:
-    """A run this process executes, written to one socket: the run's sink (called with each
-    event as it is recorded). An object rather than closures: a pair of closures naming each
-    other is a reference cycle, which would keep the whole connection (protocol, buffers,
-    session) alive after it closes until a garbage collection finds it."""
+class _Reader:
+    """A run written to one socket: the sink of its feed (called with each event as it is
+    published). An object rather than closures: a pair of closures naming each other is a
+    reference cycle, which would keep the whole connection (protocol, buffers, session) alive
+    after it closes until a garbage collection finds it."""
 
-    __slots__ = ("live", "prefix", "run_id", "session")
+    __slots__ = ("following", "prefix", "run_id", "session")
 
-    def __init__(self, session: _Session, run_id: str, live: LiveRun, prefix: str) -> None:
+    def __init__(self, session: _Session, run_id: str, prefix: str) -> None:
         self.session = session
         self.run_id = run_id
-        self.live = live
         self.prefix = prefix
+        self.following: Following | None = None
 
     def __call__(self, payload: str, terminal: bool) -> None:
         session = self.session
         session.outbox.put(self.prefix + payload + "}")
-        if terminal and session.followers.get(self.run_id) is self:  # done: let the run go
-            del session.followers[self.run_id]
+        if terminal:  # done: let the run go
+            self._let_go()
+
+    def failed(self, exc: ReasonLoopError) -> None:
+        """Reading the run from the store failed midway."""
+        self._let_go()
+        self.session.error(exc.code, exc.message, run_id=self.run_id)
 
     def cancel(self) -> None:
         """Stop following (the run goes on)."""
-        self.live.detach(self)
+        following, self.following = self.following, None
+        if following is not None:
+            following.cancel()
+
+    def _let_go(self) -> None:
+        self.following = None  # the feed holds this reader: no cycle is left behind
+        if self.session.followers.get(self.run_id) is self:
+            del self.session.followers[self.run_id]
 
 
 class _Session:
@@ -128,7 +138,7 @@ class _Session:
         """Who the socket authenticated as (set by :meth:`serve` once it has)."""
         self.outbox = Outbox(ws, send, direct)
         self.tasks: set[asyncio.Task[None]] = set()
-        self.followers: dict[str, _LiveReader | asyncio.Task[Any]] = {}
+        self.followers: dict[str, _Reader] = {}
         """run id -> what streams it on this socket (``cancel()`` stops it)."""
         self.max_frame = state.settings.server.ws_max_frame_bytes
         self._heartbeat: asyncio.TimerHandle | None = None
@@ -249,15 +259,14 @@ class _Session:
         try:
             await self.state.auth.check_rate(self.who)
             record = await runs.start(RunRequest(**ask.model_dump(), tenant=self.who.tenant))
-            live = await runs.live_run(record.run_id, self.who.tenant)
-            events = None if live is not None else await runs.subscribe_json(record.run_id, 0, self.who.tenant)
+            feed = await runs.read(record.run_id, 0, self.who.tenant)
         except ReasonLoopError as exc:
             return self.error(exc.code, exc.message, ref, **_extra(exc))
         reply: dict[str, Any] = {"type": "run", "run_id": record.run_id, "conversation_id": record.conversation_id}
         if ref is not None:
             reply["id"] = ref
         self.send(reply)
-        await self._follow(record.run_id, 0, live, events)
+        self._follow(record.run_id, feed)
 
     async def _resume(self, frame: dict[str, Any], ref: Any) -> None:
         run_id, after = frame.get("run_id"), frame.get("after_seq", 0)
@@ -268,41 +277,24 @@ class _Session:
             return self.error("request.invalid", message, ref, field="after_seq")
         runs = self.state.runs
         try:
-            live = await runs.live_run(run_id, self.who.tenant)
-            events = None if live is not None else await runs.subscribe_json(run_id, after, self.who.tenant)
+            feed = await runs.read(run_id, after, self.who.tenant)
         except ReasonLoopError as exc:
             return self.error(exc.code, exc.message, ref, run_id=run_id)
-        await self._follow(run_id, after, live, events)
+        self._follow(run_id, feed)
 
-    async def _follow(
-        self, run_id: str, after: int, live: LiveRun | None, events: AsyncIterator[tuple[Event, str]] | None
-    ) -> None:
-        """Stream the run's events after ``after`` on this socket (replacing an earlier reader of it)."""
+    def _follow(self, run_id: str, feed: RunFeed) -> None:
+        """Stream the run's events on this socket (replacing an earlier reader of it). A run read
+        from the store is read no faster than the client takes its frames."""
         previous = self.followers.pop(run_id, None)
         if previous is not None:
             previous.cancel()
-        prefix = '{"type":"event","run_id":' + json.dumps(run_id) + ',"event":'
-        outbox = self.outbox
-        if live is not None:  # executed here: every event is written as it is recorded, no task wakes
-            reader = _LiveReader(self, run_id, live, prefix)
-            if live.attach(reader, after):
-                self.followers[run_id] = reader
-            return
-        assert events is not None
-        task = asyncio.current_task()
-        if task is not None:
-            self.followers[run_id] = task
-        try:
-            async for event, payload in events:
-                outbox.put(prefix + payload + "}")
-                if is_terminal_event(event):
-                    break
-                await outbox.flush()  # read from the store no faster than the client takes it
-        except ReasonLoopError as exc:
-            self.error(exc.code, exc.message, run_id=run_id)
-        finally:
-            if task is not None and self.followers.get(run_id) is task:
-                del self.followers[run_id]
+        reader = _Reader(self, run_id, '{"type":"event","run_id":' + json.dumps(run_id) + ',"event":')
+        self.followers[run_id] = reader  # before attaching: a replay that ends the run removes it
+        following = feed.attach(reader, pace=self.outbox.flush, failed=reader.failed)
+        if not following.active:
+            reader._let_go()
+        elif self.followers.get(run_id) is reader:
+            reader.following = following
 
     async def _stop(self, frame: dict[str, Any], ref: Any) -> None:
         run_id = frame.get("run_id")

@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from reasonloop.eager import first_step, resume
+from reasonloop._aio import first_step, resume
 
 __all__ = ["OUTBOX_LIMIT_CHARS", "AsgiSend", "DirectText", "Outbox", "Socket"]
 

@@ -31,7 +31,7 @@ from typing import Any, ClassVar, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from reasonloop.eager import first_step, resume
+from reasonloop._aio import first_step, resume
 from reasonloop.errors import ReasonLoopError, ToolArgumentsInvalid, ToolError, ToolTimeout
 from reasonloop.events import Citation, Usage
 from reasonloop.llm.base import ToolSpec

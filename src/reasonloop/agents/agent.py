@@ -29,6 +29,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from reasonloop.agents.builder import AgentBuilder
+from reasonloop.agents.resources import AgentResources
 from reasonloop.errors import ConfigError, ReasonLoopError, RunError
 from reasonloop.events import (
     Answer,
@@ -46,7 +48,7 @@ from reasonloop.llm.base import LLM, Message
 from reasonloop.llm.sampling import Sampling, with_sampling
 from reasonloop.reasoning.base import Budget, Reasoning, RunContext
 from reasonloop.registry import Registry, resolve
-from reasonloop.tools.agent_tool import STACK_KEY, agent_tools
+from reasonloop.tools.agent_tool import STACK_KEY, AgentTool, agent_tools
 from reasonloop.tools.base import Tool
 from reasonloop.tools.docsearch import DocSearchTool
 from reasonloop.tools.feedback import FeedbackStore
@@ -152,6 +154,8 @@ class Agent:
         self.feedback = feedback
         self.feedback_recent = feedback_recent
         self._sources: list[ToolSource] = []
+        self._owned: AgentResources | None = None
+        """Resources this agent made for itself (in :meth:`from_config`), closed by :meth:`aclose`."""
         self.strategy: type[Reasoning] = (
             resolve("reasoning", reasoning, registry) if isinstance(reasoning, str) else reasoning
         )
@@ -177,11 +181,12 @@ class Agent:
         kb: Any = None,
         llm: LLM | None = None,
         registry: Registry | None = None,
+        resources: AgentResources | None = None,
     ) -> Agent:
         """The agent declared as ``[agents.NAME]`` (in ``reasonloop.toml`` or its ``agents_file``).
 
         Its tools are built now: tool ids, every tool of ``mcp:SERVER`` (discovered on the
-        first run, through one MCP client per process), and ``agent:OTHER`` sub-agents.
+        first run), and ``agent:OTHER`` sub-agents.
 
         Args:
             name: The declared agent.
@@ -189,14 +194,20 @@ class Agent:
             kb: Knowledge base for agents that search one (``kb = true``, the default).
             llm: Model for declared agents that name none (default: the ``[llm]`` model).
             registry: Where ids are looked up (default: one built from ``[plugins]``).
+            resources: Feedback store and MCP clients shared with the other agents of their owner;
+                without them the agent makes its own, which :meth:`aclose` closes.
 
         Raises:
             AgentConfigError: unknown agent, tool, strategy or MCP server, a sub-agent cycle or
                 invalid settings; the message names the agent (``agent.config_invalid``).
         """
-        from reasonloop.agents_config import build_agent
+        from reasonloop.config import load_settings
 
-        return build_agent(name, settings, kb=kb, llm=llm, registry=registry)
+        owned = AgentResources() if resources is None else None
+        builder = AgentBuilder(settings or load_settings(), cls, resources or owned, kb=kb, llm=llm, registry=registry)
+        agent: Agent = builder.build(name)
+        agent._owned = owned
+        return agent
 
     @property
     def label(self) -> str:
@@ -294,6 +305,35 @@ class Agent:
             services.setdefault("feedback", self.feedback)
         services.setdefault(STACK_KEY, (self.label,))
         return services
+
+    def models(self) -> list[LLM]:
+        """The models this agent has resolved so far (reasoning, planner, solver), each once."""
+        found: list[LLM] = []
+        for model in (self._llm, self._planner_llm, self._solver_llm):
+            if isinstance(model, LLM) and all(m is not model for m in found):
+                found.append(model)
+        return found
+
+    async def aclose(self, *, keep: Sequence[LLM] = ()) -> None:
+        """Close the models of this agent and of every sub-agent below it (each once), but those in
+        ``keep`` (shared with their owner), and the resources the agent made for itself."""
+        seen: set[int] = set()
+        models: list[LLM] = []
+        stack: list[Agent] = [self]
+        while stack:
+            current = stack.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            for model in current.models():
+                if all(m is not model for m in (*models, *keep)):
+                    models.append(model)
+            stack.extend(t.agent for t in current.tools.values() if isinstance(t, AgentTool))  # type: ignore[misc]
+        for model in models:
+            await model.aclose()
+        if self._owned is not None:
+            owned, self._owned = self._owned, None
+            await owned.aclose()
 
     async def prepare(self) -> list[str]:
         """Load the tools of :class:`ToolSource` objects (MCP servers) that are not loaded yet.

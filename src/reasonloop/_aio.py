@@ -1,11 +1,7 @@
-"""Running an awaitable's first step at once, so timers are armed only for real waits.
+"""Eager first steps: run an awaitable up to its first real suspension, and resume it later.
 
-Most awaits on the hot path of a run do not wait: a tool that computes its answer, a
-model whose chunks are already buffered. Arming a timeout for them costs more than the
-work itself. :func:`first_step` runs an awaitable up to its first real suspension;
-when it finishes there, no timer was ever needed (a timer cannot interrupt synchronous
-code anyway). When it suspends, :func:`resume` awaits the rest, under whatever timeout
-the caller puts around it, with cancellation delivered to the awaitable as usual.
+Why: most awaits on a run's hot path never wait, and arming a timeout for them costs more than
+the work (benchmarks/README.md, "Design notes: eager first steps").
 
 Example::
 

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 from reasonloop.events import Answer, AnswerDelta, Event, RunStarted
 from reasonloop.llm.base import ChatRequest, LLMChunk, TextDelta, ToolCallDelta
 from reasonloop.llm.scripted import ScriptedProvider
-from reasonloop.runs.llm_runner import LLMRunner
 from reasonloop.runs.models import RunRequest
 from reasonloop.tokens import count_tokens
+from tests.llm_runner import LLMRunner
 
 
 class Holding(ScriptedProvider):

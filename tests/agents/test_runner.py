@@ -6,10 +6,10 @@ import os
 
 import httpx
 
+from reasonloop.agents import AgentRunner
 from reasonloop.config import APIKeySettings
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.server import create_app
-from reasonloop.server.agent_runner import AgentRunner
 from reasonloop.server.auth import hash_key
 from tests.server.helpers import event_data, make_settings, serve, sse_events
 
@@ -72,7 +72,7 @@ async def test_declared_agents_are_listed_and_run(tmp_path):
 
 
 async def test_feedback_reaches_the_store_that_guides_later_runs(tmp_path):
-    from reasonloop.agents_config import feedback_store
+    from reasonloop.tools.feedback import FeedbackStore
 
     settings = make_settings(tmp_path)
     llm = ScriptedProvider(replies=["Answer one.", "Answer two."])
@@ -82,7 +82,9 @@ async def test_feedback_reaches_the_store_that_guides_later_runs(tmp_path):
         await sse_events(client, f"/v1/runs/{run['run_id']}/events")
         posted = await client.post("/v1/feedback", json={"run_id": run["run_id"], "rating": -1, "comment": "too vague"})
         assert posted.status_code == 201
-        recent = await feedback_store(settings).recent("default", run["conversation_id"])
+        store = FeedbackStore.from_settings(settings)  # the file, read as another process would
+        recent = await store.recent("default", run["conversation_id"])
+        store.close()
         assert [(f.rating, f.reason, f.run_id) for f in recent] == [("bad", "too vague", run["run_id"])]
         second = (await client.post("/v1/runs", json={"question": "second?", "reasoning": "toolcall"})).json()
         await sse_events(client, f"/v1/runs/{second['run_id']}/events")

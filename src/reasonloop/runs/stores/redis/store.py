@@ -43,10 +43,11 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_adapter
-from reasonloop.runs.event_rows import EventRows
-from reasonloop.runs.models import ConversationRecord, RunRecord, check_record_fields
-from reasonloop.runs.redis_scripts import ADD_MESSAGES, APPEND_EVENTS, CREATE_RUN, UPDATE_RUNS
-from reasonloop.runs.store import instance_alive, is_terminal_event
+from reasonloop.runs.instance import instance_alive
+from reasonloop.runs.models import ConversationRecord, RunRecord, check_record_fields, is_terminal_event
+from reasonloop.runs.stores.event_rows import EventRows
+from reasonloop.runs.stores.protocol import StoreFeatures
+from reasonloop.runs.stores.redis.scripts import ADD_MESSAGES, APPEND_EVENTS, CREATE_RUN, UPDATE_RUNS
 
 __all__ = ["RedisRunStore", "shown_url"]
 
@@ -121,6 +122,8 @@ class RedisRunStore:
         kb_path: Unused (accepted so every store is built the same way).
     """
 
+    features = StoreFeatures(batch_appends=True, batch_updates=True, continuing_runs=True, stop_keys=True)
+
     def __init__(self, settings: RunsSettings | None = None, *, kb_path: str = "") -> None:
         self.settings = settings or RunsSettings(store="redis")
         self.url = shown_url(self.settings.redis_url)
@@ -132,7 +135,7 @@ class RedisRunStore:
         """A second client for XREAD BLOCK and pub/sub, which hold a connection while they wait."""
         self._pending: list[tuple[str, str, str, asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
-        # The scripts of reasonloop.runs.redis_scripts on the command client, once open.
+        # The scripts of reasonloop.runs.stores.redis.scripts on the command client, once open.
         self._append_script: Any = None
         self._create_run_script: Any = None
         self._update_script: Any = None

@@ -17,7 +17,7 @@ journal when the disk is busy); it waits only if it catches up with a reservatio
 Each process writes its own segment files, ``<instance>.<n>.jsonl`` in the journal
 directory, holding an exclusive ``flock`` on the one it writes for as long as it lives. A
 segment nobody holds belongs to a process that has died, and
-:mod:`reasonloop.runs.journal_recovery` copies its events into the store; runs of a dead
+:mod:`reasonloop.runs.recording.journal_recovery` copies its events into the store; runs of a dead
 process are marked ``interrupted`` only once none of its segments is left, so that mark always
 comes after every event it journaled. A process rotates to a new segment past ``max_bytes`` and
 deletes a full segment once the store holds all of its events.
@@ -39,8 +39,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from reasonloop._threads import yield_cpu_to_event_loop
 from reasonloop.errors import RunStoreUnavailable
-from reasonloop.runs.thread_priority import yield_cpu_to_event_loop
 
 __all__ = ["SUFFIX", "Journal", "Segment", "file_prefix"]
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from reasonloop.eager import first_step, resume
+from reasonloop._aio import first_step, resume
 
 
 async def test_an_awaitable_that_never_waits_finishes_in_its_first_step() -> None:

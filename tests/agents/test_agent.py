@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reasonloop.agent import Agent, ask
+from reasonloop.agents import Agent, ask
 from reasonloop.errors import ConfigError, PluginNotFound
 from reasonloop.events import Answer, ErrorEvent, Event, Progress, RunStarted, Thought, ToolCall, ToolResult
 from reasonloop.kb.base import Filter, Hit

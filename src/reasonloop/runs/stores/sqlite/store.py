@@ -4,7 +4,7 @@ Every call becomes a job for the writer thread, which takes all jobs waiting, ru
 one transaction and commits, so thousands of appended events per second cost a handful of
 commits and the event loop never waits on the disk. Events are committed before
 :meth:`SQLiteRunStore.append_event` returns. The run manager normally journals each event
-first (in :attr:`SQLiteRunStore.journal_dir`, see :mod:`reasonloop.runs.journal`) and records
+first (in :attr:`SQLiteRunStore.journal_dir`, see :mod:`reasonloop.runs.recording.journal`) and records
 them here in batches behind it; either way, whatever a client was sent survives a crash.
 Several server processes may share the file: cross-process subscribers and stop requests
 are served by polling (see :meth:`follow` and :meth:`stop_requests`).
@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
@@ -24,21 +25,28 @@ from typing import Any, TypeVar
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_list_adapter
-from reasonloop.runs import sqlite_events
-from reasonloop.runs.event_rows import EventRows
-from reasonloop.runs.models import ConversationRecord, RunRecord, check_record_fields
-from reasonloop.runs.sqlite_writer import Checkpointer, Writer
-from reasonloop.runs.store import default_sqlite_path, instance_alive, is_terminal_event
+from reasonloop.runs.instance import instance_alive
+from reasonloop.runs.models import ConversationRecord, RunRecord, check_record_fields, is_terminal_event
+from reasonloop.runs.stores.event_rows import EventRows
+from reasonloop.runs.stores.protocol import StoreFeatures
+from reasonloop.runs.stores.sqlite import events as sqlite_events
+from reasonloop.runs.stores.sqlite.writer import Checkpointer, Writer
 
 __all__ = ["SQLiteRunStore"]
 
 T = TypeVar("T")
 
+
+def default_sqlite_path(runs: RunsSettings, kb_path: str) -> str:
+    """``[runs] sqlite_path``, or ``runs.sqlite`` beside the knowledge base."""
+    return runs.sqlite_path or os.path.join(kb_path, "runs.sqlite")
+
+
 TAKE_STOP_REQUESTS = "UPDATE runs SET stop_requested=2 WHERE stop_requested=1 AND instance=? RETURNING run_id"
 """Polled by every instance a few times a second: found through the partial index of pending
 stop requests, not by scanning every run ever recorded."""
 
-# Events are kept in chunks: see reasonloop.runs.sqlite_events.
+# Events are kept in chunks: see reasonloop.runs.stores.sqlite.events.
 _SCHEMA = (
     """
 CREATE TABLE IF NOT EXISTS runs (
@@ -102,15 +110,16 @@ class SQLiteRunStore:
         poll_s: Polling interval for cross-process followers and stop requests.
     """
 
-    commits_together = True
+    features = StoreFeatures(batch_appends=True, continuing_runs=True, commits_together=True, local_journal=True)
     """Writes started in the same turn of the event loop commit in one transaction (see
-    :mod:`reasonloop.runs.sqlite_writer`), in the order they were started."""
+    :mod:`reasonloop.runs.stores.sqlite.writer`), in the order they were started; the journal
+    goes in :attr:`journal_dir`."""
 
     def __init__(self, settings: RunsSettings | None = None, *, kb_path: str = ".reasonloop", poll_s: float = 0.1):
         self.settings = settings or RunsSettings()
         self.path = default_sqlite_path(self.settings, kb_path)
         self.journal_dir = self.path + ".journal.d"
-        """Where run managers on this store keep their write-ahead journals (see :mod:`reasonloop.runs.journal`)."""
+        """Where run managers on this store keep their write-ahead journals (see :mod:`reasonloop.runs.recording.journal`)."""
         self.poll_s = poll_s
         self._writer: Writer | None = None
         self._checkpointer: Checkpointer | None = None

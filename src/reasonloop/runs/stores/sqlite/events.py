@@ -19,8 +19,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from reasonloop.runs.event_rows import EventRows
-from reasonloop.runs.thread_priority import give_way
+from reasonloop._threads import give_way
+from reasonloop.runs.stores.event_rows import EventRows
 
 __all__ = ["SCHEMA", "ChunkWriter", "migrate", "read_chunks"]
 

@@ -1,4 +1,4 @@
-"""The server's runner: a :class:`~reasonloop.runs.models.RunRequest` answered by an :class:`~reasonloop.agent.Agent`.
+"""The runner of served runs: a :class:`~reasonloop.runs.models.RunRequest` answered by an :class:`~reasonloop.agents.agent.Agent`.
 
 The tenant's knowledge base is opened (once) and given to the agent, so a run only ever
 searches its own tenant's documents. Requests are validated before a run is recorded: an
@@ -16,9 +16,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from reasonloop.agents.agent import Agent
+from reasonloop.agents.declared import declared_agents
+from reasonloop.agents.resources import AgentResources
 from reasonloop.config import Settings
 from reasonloop.errors import KBUnavailable, LLMNotConfigured, PluginNotFound, RequestInvalid
 from reasonloop.events import Event
+from reasonloop.llm.base import LLM
 from reasonloop.registry import Registry, resolve
 from reasonloop.runs.models import RunRequest
 
@@ -29,15 +33,17 @@ DEFAULT_REASONING = "qa"
 
 
 class AgentRunner:
-    """Runs requests through the Agent API.
+    """Runs requests through the Agent API (a :data:`reasonloop.runs.Runner`).
 
     Args:
         settings: The server's settings (LLM, knowledge base).
         registry: Plugin registry for strategy and tool ids.
-        kb: A :class:`~reasonloop.server.kb_routes.KBProvider` giving each tenant's knowledge base.
+        kb: Gives each tenant's knowledge base (``await kb.get(tenant)``).
         llm: An LLM (or spec) overriding ``[llm]`` for every run.
         declared: Gives the declared agents when the caller already reads them (the server's
             state does, for its catalogs); unset, the runner reads them itself, once.
+        resources: Feedback store and MCP clients shared with the runner's owner (the server);
+            unset, the runner makes its own and closes them in :meth:`aclose`.
     """
 
     def __init__(
@@ -47,6 +53,7 @@ class AgentRunner:
         kb: Any = None,
         llm: Any = None,
         declared: Callable[[], dict[str, Any]] | None = None,
+        resources: AgentResources | None = None,
     ) -> None:
         self.settings = settings
         self.registry = registry
@@ -55,6 +62,8 @@ class AgentRunner:
         self._llm_lock = asyncio.Lock()
         self._declared_by = declared
         self._declared: dict[str, Any] | None = None
+        self._owns_resources = resources is None
+        self.resources = resources or AgentResources()
         self._built: dict[tuple[str, str], Any] = {}
         """(agent, tenant) -> the declared agent, built once: its model clients and tools serve
         every run (built per run, each run's clients would keep their connections open)."""
@@ -76,26 +85,21 @@ class AgentRunner:
 
     async def aclose(self) -> None:
         """Close the models of every run's agent: the ``[llm]`` model and the declared agents' own
-        (each once; the server calls this when it stops)."""
-        from reasonloop.agents_config import close_agent
-        from reasonloop.llm.base import LLM
-
+        (each once; the server calls this when it stops), and the resources the runner made."""
         built, self._built = list(self._built.values()), {}
+        shared = [self.llm] if isinstance(self.llm, LLM) else []
         for agent in built:
-            if self.llm is not None:  # shared with the runner: closed once, below
-                agent = copy.copy(agent)
-                agent._llm = None if agent._llm is self.llm else agent._llm
-            await close_agent(agent)
-        if isinstance(self.llm, LLM):
-            await self.llm.aclose()
+            await agent.aclose(keep=shared)  # the runner's model is shared by them all: closed once, below
+        for model in shared:
+            await model.aclose()
+        if self._owns_resources:
+            await self.resources.aclose()
 
     def _agents(self) -> dict[str, Any]:
         """Every declared agent (``[agents.*]`` and the ``agents_file``), read once."""
         if self._declared_by is not None:
             return self._declared_by()
         if self._declared is None:
-            from reasonloop.agents_config import declared_agents
-
             self._declared = declared_agents(self.settings)
         return self._declared
 
@@ -140,25 +144,22 @@ class AgentRunner:
 
     def _feedback(self) -> dict[str, Any]:
         """The feedback store whose recent judgements (of the run's tenant) guide the run."""
-        try:
-            from reasonloop.agents_config import feedback_store
-        except ImportError:
-            return {}
-        return {"feedback": feedback_store(self.settings), "feedback_recent": self.settings.tools.feedback.recent}
+        return {
+            "feedback": self.resources.feedback_store(self.settings),
+            "feedback_recent": self.settings.tools.feedback.recent,
+        }
 
     def __call__(self, request: RunRequest) -> AsyncIterator[Event]:
         return self._run(request)
 
-    def _agent(self, request: RunRequest, kb: Any, llm: Any = None) -> Any:
+    def _agent(self, request: RunRequest, kb: Any, llm: Any = None) -> Agent:
         """The declared agent built (once, with ``llm`` for what names no model) for the request's
         tenant, with the request's settings over its own (a copy: the built agent keeps its own)."""
         key = (str(request.agent), request.tenant)
         built = self._built.get(key)
         if built is None:
-            from reasonloop.agent import Agent
-
             built = self._built[key] = Agent.from_config(
-                str(request.agent), self.settings, kb=kb, llm=llm, registry=self.registry
+                str(request.agent), self.settings, kb=kb, llm=llm, registry=self.registry, resources=self.resources
             )
         if not request.settings:
             return built
@@ -167,8 +168,6 @@ class AgentRunner:
         return agent
 
     async def _run(self, request: RunRequest) -> AsyncIterator[Event]:
-        from reasonloop.agent import Agent
-
         kb = None
         if self.kb is not None:
             try:

@@ -1,5 +1,5 @@
 """Recovering the run journals of processes that died: their events copied into the run store,
-their segments deleted (see :mod:`reasonloop.runs.journal` for how segments are written).
+their segments deleted (see :mod:`reasonloop.runs.recording.journal` for how segments are written).
 
 A segment nobody holds an ``flock`` on belongs to a dead process. The process that claims it
 (by taking the lock) imports its lines, skipping those the store already has and lines a
@@ -17,9 +17,9 @@ import time
 from collections.abc import Sequence
 
 from reasonloop.events import event_adapter
-from reasonloop.runs.event_rows import EventRows
-from reasonloop.runs.journal import SUFFIX
-from reasonloop.runs.store import RunStore, append_events
+from reasonloop.runs.recording.journal import SUFFIX
+from reasonloop.runs.stores.event_rows import EventRows
+from reasonloop.runs.stores.protocol import RunStore, append_events
 
 __all__ = ["recover_journals", "unrecovered"]
 

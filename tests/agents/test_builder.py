@@ -10,15 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reasonloop.agent import Agent
-from reasonloop.agents_config import (
-    build_agent,
-    check_agents,
-    close_agent,
-    close_shared_mcp,
-    declared_agents,
-    shared_mcp_manager,
-)
+from reasonloop.agents import Agent, AgentResources, check_agents, declared_agents
 from reasonloop.cli import main
 from reasonloop.config import Settings, load_settings
 from reasonloop.errors import AgentConfigError, ConfigError
@@ -27,7 +19,7 @@ from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.registry import Registry
 from reasonloop.tools.base import tool
 
-MCP_SERVER = Path(__file__).parent / "tools" / "mcp_servers" / "catalog_server.py"
+MCP_SERVER = Path(__file__).parent.parent / "tools" / "mcp_servers" / "catalog_server.py"
 
 
 @tool
@@ -100,7 +92,7 @@ async def test_from_config_runs_a_declared_agent_with_an_agent_tool(tmp_path, re
     sub = agent.tools["run_agent"].agent
     assert sub.name == "researcher" and sub.llm is not writer_llm
     assert sub.llm.prompts[0][-1].content == "sky colour"
-    await close_agent(agent)
+    await agent.aclose()
 
 
 async def test_agents_without_a_model_share_the_given_one_and_a_diamond_builds_once(tmp_path, registry) -> None:
@@ -114,7 +106,7 @@ async def test_agents_without_a_model_share_the_given_one_and_a_diamond_builds_o
         },
     )
     llm = ScriptedProvider(replies=[])
-    top = build_agent("top", settings, llm=llm, registry=registry)
+    top = Agent.from_config("top", settings, llm=llm, registry=registry)
     assert sorted(top.tools) == ["agent_left", "agent_right"]
     left, right = top.tools["agent_left"].agent, top.tools["agent_right"].agent
     assert left.tools["run_agent"].agent is right.tools["run_agent"].agent
@@ -148,7 +140,7 @@ def test_bad_references_are_load_time_errors_naming_the_agent(
 ) -> None:
     settings = settings_with(tmp_path, agents)
     with pytest.raises(AgentConfigError) as info:
-        build_agent(requested, settings, llm=ScriptedProvider(replies=[]), registry=registry)
+        Agent.from_config(requested, settings, llm=ScriptedProvider(replies=[]), registry=registry)
     err = info.value
     assert err.code == "agent.config_invalid" and isinstance(err, ConfigError)
     assert err.details["agent"] == blamed and f"agent {blamed!r}" in err.message
@@ -168,7 +160,7 @@ def test_agents_file_adds_declarations(tmp_path, registry) -> None:
     )
     settings = settings_with(tmp_path, {"main": {"tools": ["agent:helper"]}}, agents_file="agents.toml")
     assert set(declared_agents(settings)) == {"main", "helper"}
-    agent = build_agent("main", settings, llm=ScriptedProvider(replies=[]), registry=registry)
+    agent = Agent.from_config("main", settings, llm=ScriptedProvider(replies=[]), registry=registry)
     assert agent.tools["run_agent"].description == "Helps"
 
     dup = settings_with(tmp_path, {"helper": {}}, agents_file="agents.toml")
@@ -193,7 +185,7 @@ def test_agents_come_from_the_toml_file_and_unknown_keys_are_refused(tmp_path) -
     )
     settings = load_settings(toml)
     assert settings.agent_max_depth == 2 and settings.agents["helper"].settings == {"max_rounds": 2}
-    agent = build_agent("writer", settings, llm=ScriptedProvider(replies=[]))
+    agent = Agent.from_config("writer", settings, llm=ScriptedProvider(replies=[]))
     assert agent.tools["run_agent"].max_depth == 2
     toml.write_text('[agents.writer]\ntoolz = ["x"]\n', encoding="utf-8")
     with pytest.raises(ConfigError, match=r"agents\.writer\.toolz: unknown key"):
@@ -217,8 +209,9 @@ async def test_mcp_server_tools_join_the_agent_and_a_dead_server_is_reported(tmp
     settings = mcp_settings(tmp_path, tools=["mcp:catalog", "mcp:broken"])
     query = {"query": {"title_words": ["rome"], "genre": "history"}, "limit": 2}
     llm = ScriptedProvider(replies=[call("find_books", "m1", **query), "Two books."])
+    resources = AgentResources()
     try:
-        agent = Agent.from_config("librarian", settings, llm=llm)
+        agent = Agent.from_config("librarian", settings, llm=llm, resources=resources)
         assert agent.tools == {}  # discovered on the first run
         events = [e async for e in agent.stream("books about Rome?")]
         notes = [e.message for e in events if isinstance(e, Progress)]
@@ -228,26 +221,27 @@ async def test_mcp_server_tools_join_the_agent_and_a_dead_server_is_reported(tmp
         assert events[-1].text == "Two books."
         assert {s.name for s in llm.tools_seen[0]} >= {"find_books", "hang", "explode", "whoami"}
 
-        # a second agent of the same process shares the MCP session
-        other = Agent.from_config("librarian", settings, llm=ScriptedProvider(replies=[call("whoami", "m2"), "done"]))
+        # a second agent of the same owner shares the MCP session
+        other_llm = ScriptedProvider(replies=[call("whoami", "m2"), "done"])
+        other = Agent.from_config("librarian", settings, llm=other_llm, resources=resources)
         again = [e async for e in other.stream("who?")]
         assert next(e for e in again if isinstance(e, ToolResult)).error is None
-        manager = shared_mcp_manager(settings)
+        manager = resources.mcp_manager(settings)
         assert manager.connections["catalog"].connects == 1
     finally:
-        await close_shared_mcp()
+        await resources.aclose()
 
 
 async def test_an_agent_only_gets_the_servers_it_names(tmp_path) -> None:
     settings = mcp_settings(tmp_path, tools=["mcp:catalog"])
     llm = ScriptedProvider(replies=["no tools needed"])
+    agent = Agent.from_config("librarian", settings, llm=llm)
     try:
-        agent = Agent.from_config("librarian", settings, llm=llm)
         events = [e async for e in agent.stream("hi")]
         assert not any(isinstance(e, Progress) and "broken" in e.message for e in events)
         assert "find_books" in agent.tools
     finally:
-        await close_shared_mcp()
+        await agent.aclose()  # the agent made its own MCP client: closing it stops the server
 
 
 PLUGIN = textwrap.dedent('''
@@ -330,7 +324,7 @@ def test_ask_agent_errors_name_the_agent(capsys, tmp_path, monkeypatch) -> None:
 async def test_run_started_of_a_declared_sub_agent_names_its_strategy(tmp_path, registry) -> None:
     settings = settings_with(tmp_path, {"w": {"reasoning": "toolcall", "tools": ["agent:r"]}, "r": {"reasoning": "qa"}})
     llm = ScriptedProvider(replies=[call("run_agent", "p1", query="hi"), "sub", "top"])
-    events = [e async for e in build_agent("w", settings, llm=llm, registry=registry).stream("q")]
+    events = [e async for e in Agent.from_config("w", settings, llm=llm, registry=registry).stream("q")]
     nested = next(e for e in events if isinstance(e, RunStarted) and e.depth == 1)
     assert nested.reasoning == "qa" and nested.parent_call_id == "p1"
 

@@ -4,7 +4,7 @@ All writes (and reads, which then see every write before them) go to one thread 
 the connection. What the event loop asks during one turn (appended events and other jobs)
 is gathered in one :class:`Batch` and handed to the thread once, at the end of the turn.
 The thread takes every batch waiting, runs them in one transaction (all appended rows as
-chunks, see :mod:`reasonloop.runs.sqlite_events`) and commits, then resolves their futures
+chunks, see :mod:`reasonloop.runs.stores.sqlite.events`) and commits, then resolves their futures
 with one wake-up per event loop. When hundreds of runs emit a token in the same turn, the
 thread is woken once, not once per token. A transaction that fails fails every append and
 job in it with the error.
@@ -24,9 +24,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from reasonloop.runs.event_rows import EventRows
-from reasonloop.runs.sqlite_events import ChunkWriter
-from reasonloop.runs.thread_priority import give_way, yield_cpu_to_event_loop
+from reasonloop._threads import give_way, yield_cpu_to_event_loop
+from reasonloop.runs.stores.event_rows import EventRows
+from reasonloop.runs.stores.sqlite.events import ChunkWriter
 
 __all__ = ["Batch", "Checkpointer", "Writer", "WriterClosed"]
 
@@ -292,7 +292,7 @@ class Checkpointer(threading.Thread):
     and sooner once the writer has committed ``step_bytes`` of events since the last time.
 
     A checkpoint is one SQLite call, which cannot stop partway to let the event loop have its
-    core (:func:`~reasonloop.runs.thread_priority.give_way`), and its work grows with the pages
+    core (:func:`~reasonloop._threads.give_way`), and its work grows with the pages
     written since the last one. At 1,000 streams (``benchmarks/ws_load.py``), a checkpoint a
     second took up to 12 ms of CPU; one every 512 KiB of events takes about 2 ms (at most
     2.4), for the same CPU in all. Smaller steps cost more in all for little less each: 256 KiB
