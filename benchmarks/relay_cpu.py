@@ -54,8 +54,8 @@ async def _ours(args: argparse.Namespace) -> tuple[float, float, int]:
     from reasonloop.runs.manager import RunManager
     from reasonloop.runs.models import RunRequest
     from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
-    from reasonloop.server.ws_outbox import Outbox
-    from reasonloop.server.ws_protocol import text_frame
+    from reasonloop.server.transport.outbox import Outbox
+    from reasonloop.server.transport.ws_protocol import text_frame
 
     sent = 0
 
@@ -100,7 +100,7 @@ async def _ours(args: argparse.Namespace) -> tuple[float, float, int]:
 
 
 async def _bare(args: argparse.Namespace) -> tuple[float, float, int]:
-    from reasonloop.server.ws_protocol import text_frame
+    from reasonloop.server.transport.ws_protocol import text_frame
 
     sent = 0
 
@@ -132,7 +132,7 @@ async def _bare(args: argparse.Namespace) -> tuple[float, float, int]:
 def _worker(args: argparse.Namespace) -> int:
     import uvloop
 
-    from reasonloop.server.process import tune_for_serving
+    from reasonloop.server.transport.process import tune_for_serving
 
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, threads included

@@ -109,7 +109,7 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
     from reasonloop.config import KBSettings, RunsSettings, ServerSettings, Settings
     from reasonloop.llm.scripted import ScriptedProvider
     from reasonloop.server import create_app
-    from reasonloop.server.process import tune_for_serving, uvicorn_options
+    from reasonloop.server.transport.process import tune_for_serving, uvicorn_options
 
     text = "tok " * args.tokens
     tmp = args.data_dir  # made and removed by the parent, round by round
@@ -138,7 +138,7 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
 def serve_bare(port: int, args: argparse.Namespace) -> None:
     import uvicorn
 
-    from reasonloop.server.process import tune_for_serving
+    from reasonloop.server.transport.process import tune_for_serving
 
     def event(run_id: str, seq: int, kind: str, **fields: Any) -> dict[str, Any]:
         head = {"run_id": run_id, "seq": seq, "ts": time.time(), "depth": 0, "parent_call_id": None, "type": kind}

@@ -12,7 +12,7 @@ import httpx
 import uvicorn
 
 from reasonloop.config import KBSettings, RunsSettings, ServerSettings, Settings
-from reasonloop.server.process import uvicorn_options
+from reasonloop.server.transport.process import uvicorn_options
 from tests.runs.helpers import free_port
 
 

@@ -12,7 +12,7 @@ import uvicorn
 from reasonloop.config import KBSettings, RunsSettings, Settings
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.server import create_app
-from reasonloop.server.process import uvicorn_options
+from reasonloop.server.transport.process import uvicorn_options
 from tests.llm_runner import LLMRunner
 
 TEXT = " ".join(f"word{i}" for i in range(400))

@@ -8,13 +8,13 @@ import sys
 
 import pytest
 
-from reasonloop.server.process import SERVING_GC_THRESHOLDS
+from reasonloop.server.transport.process import SERVING_GC_THRESHOLDS
 
 
 def test_tune_for_serving_freezes_start_up_objects_and_spaces_out_collections():
     code = (
         "import gc; import reasonloop.server.app\n"
-        "from reasonloop.server.process import tune_for_serving\n"
+        "from reasonloop.server.transport.process import tune_for_serving\n"
         "before = gc.get_freeze_count()\n"
         "tune_for_serving()\n"
         "print(before, gc.get_freeze_count(), *gc.get_threshold())\n"
@@ -37,7 +37,7 @@ def _in_child(code: str) -> list[str]:
 def test_serving_makes_room_for_its_sockets_at_start_without_touching_open_descriptors():
     code = (
         "import os, resource\n"
-        "from reasonloop.server.process import reserve_descriptors\n"
+        "from reasonloop.server.transport.process import reserve_descriptors\n"
         "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))\n"  # a desktop's low soft limit
         "kept = os.open(os.devnull, os.O_RDONLY)\n"
@@ -58,7 +58,7 @@ def test_serving_makes_room_for_its_sockets_at_start_without_touching_open_descr
 def test_the_table_is_grown_only_up_to_the_limit_an_administrator_set():
     code = (
         "import resource\n"
-        "from reasonloop.server.process import reserve_descriptors\n"
+        "from reasonloop.server.transport.process import reserve_descriptors\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (300, 300))\n"
         "print(reserve_descriptors(65536), *resource.getrlimit(resource.RLIMIT_NOFILE))\n"
     )
@@ -68,7 +68,7 @@ def test_the_table_is_grown_only_up_to_the_limit_an_administrator_set():
 def test_limits_above_what_serving_needs_are_left_as_they_are():
     code = (
         "import resource\n"
-        "from reasonloop.server.process import reserve_descriptors\n"
+        "from reasonloop.server.transport.process import reserve_descriptors\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (5000, 5000))\n"
         "print(reserve_descriptors(4096), *resource.getrlimit(resource.RLIMIT_NOFILE))\n"
     )

@@ -171,7 +171,7 @@ async def test_oversized_frames_are_refused(gated):
     "by_protocol", [True, False, None], ids=["with-the-protocols-pings", "session-timer", "protocol-not-pinging"]
 )
 async def test_heartbeat_frames_keep_coming_while_the_socket_is_idle(tmp_path, monkeypatch, by_protocol):
-    from reasonloop.server import ws_protocol
+    from reasonloop.server.transport import ws_protocol
     from reasonloop.server.ws import _Session
 
     timers: list[object] = []
@@ -226,13 +226,13 @@ async def test_a_socket_under_a_root_path_is_served_by_the_routed_endpoint(tmp_p
     from reasonloop.server import ws as ws_module
 
     served: list[str] = []
-    real = ws_module._serve_socket
+    real = ws_module.serve_socket
 
     def spy(socket, send=None):
         served.append(type(socket).__name__)
         return real(socket, send)
 
-    monkeypatch.setattr(ws_module, "_serve_socket", spy)
+    monkeypatch.setattr(ws_module, "serve_socket", spy)
     settings = make_settings(tmp_path, ws_ping_interval_s=0.1, ws_ping_timeout_s=5)
     runner = LLMRunner(ScriptedProvider(replies=["routed and streamed"], chunk_size=5, delay_s=0.01))
     async with (

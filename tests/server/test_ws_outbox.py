@@ -7,7 +7,7 @@ import asyncio
 from fastapi import FastAPI
 
 from reasonloop.server.app import ReasonloopAPI
-from reasonloop.server.ws_outbox import Outbox
+from reasonloop.server.transport.outbox import Outbox
 
 
 class SlowSocket:
@@ -88,7 +88,7 @@ async def test_the_fast_path_takes_only_the_websocket_endpoint(monkeypatch):
     async def raw_send(message) -> None:
         raise AssertionError("not called here")
 
-    monkeypatch.setattr(ws_module, "_serve_socket", endpoint)
+    monkeypatch.setattr(ws_module, "serve_socket", endpoint)
     monkeypatch.setattr(FastAPI, "__call__", lambda self, scope, receive, send: inner(scope, receive, send))
     app = ReasonloopAPI()
     for kind, path in [("websocket", "/v1/ws"), ("websocket", "/other"), ("http", "/v1/ws")]:
@@ -98,7 +98,7 @@ async def test_the_fast_path_takes_only_the_websocket_endpoint(monkeypatch):
 
 
 async def test_a_client_too_far_behind_is_disconnected_not_buffered_forever(monkeypatch):
-    from reasonloop.server import ws_outbox
+    from reasonloop.server.transport import outbox as ws_outbox
 
     monkeypatch.setattr(ws_outbox, "OUTBOX_LIMIT_CHARS", 10)
     closed: list[int] = []
@@ -129,7 +129,8 @@ async def test_a_socket_lets_go_of_a_run_once_its_last_event_is_written():
     from reasonloop.server.ws import _Session
 
     state = SimpleNamespace(settings=SimpleNamespace(server=SimpleNamespace(ws_max_frame_bytes=1 << 20)))
-    session = _Session(SlowSocket(), state, who=None)  # type: ignore[arg-type]
+    socket = SlowSocket()
+    session = _Session(socket, state, who=None, outbox=Outbox(socket))  # type: ignore[arg-type]
     live = LiveRun(record=RunRecord(run_id="r1"))
     for event in [RunStarted(reasoning="x", question="q", run_id="r1", seq=1)]:
         live.publish(event, event.to_json())
@@ -163,7 +164,9 @@ async def test_a_heartbeat_closes_a_socket_whose_writes_failed_and_stops_beating
             self.closed.append(code)
 
     server = SimpleNamespace(ws_max_frame_bytes=1 << 20, ws_ping_interval_s=0.01)
-    session = _Session(Socket(), SimpleNamespace(settings=SimpleNamespace(server=server)), who=None)  # type: ignore[arg-type]
+    socket = Socket()
+    state = SimpleNamespace(settings=SimpleNamespace(server=server))
+    session = _Session(socket, state, who=None, outbox=Outbox(socket))  # type: ignore[arg-type]
     session._beat()
     assert session.ws.sent == ['{"type": "heartbeat"}'] and session._heartbeat is not None  # the next one is armed
     session._heartbeat.cancel()

@@ -16,8 +16,8 @@ from websockets.server import ServerProtocol
 from websockets.uri import parse_uri
 
 from reasonloop.server import create_app
+from reasonloop.server.transport.ws_protocol import ReasonloopHttpProtocol, ReasonloopWebSocketProtocol, text_frame
 from reasonloop.server.ws import _Reader, _Session
-from reasonloop.server.ws_protocol import ReasonloopHttpProtocol, ReasonloopWebSocketProtocol, text_frame
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
 

@@ -24,7 +24,7 @@ def serve(
 
     from reasonloop.server.asgi import CONFIG_ENV
     from reasonloop.server.auth import auth_warning
-    from reasonloop.server.process import uvicorn_options
+    from reasonloop.server.transport.process import uvicorn_options
 
     settings = state.settings
     server = settings.server.model_copy(
@@ -57,7 +57,7 @@ def serve(
         uvicorn.run("reasonloop.server.asgi:app_from_env", factory=True, workers=server.workers, **options)
         return
     from reasonloop.server.app import create_app
-    from reasonloop.server.process import tune_for_serving
+    from reasonloop.server.transport.process import tune_for_serving
 
     served = create_app(settings)
     tune_for_serving()

@@ -22,6 +22,7 @@ __all__ = [
     "MAX_SEQ",
     "TERMINAL",
     "ConversationRecord",
+    "RunAsk",
     "RunRecord",
     "RunRequest",
     "RunStatus",
@@ -77,8 +78,8 @@ def is_terminal_event(event: Event) -> bool:
     return isinstance(event, (Answer, ErrorEvent)) and event.depth == 0  # a tuple: a union checks slower
 
 
-class RunRequest(BaseModel):
-    """What a caller asks for. The run manager fills ``run_id``, ``tenant`` and ``history``."""
+class RunAsk(BaseModel):
+    """What a caller asks for: the body of ``POST /v1/runs`` and of a WebSocket ``ask`` frame."""
 
     question: str = Field(min_length=1)
     reasoning: str | None = None
@@ -91,6 +92,11 @@ class RunRequest(BaseModel):
     """Continue this conversation (its messages become the history); ``None`` starts one."""
     sampling: Sampling | None = None
     """The run's own ``max_tokens`` / ``temperature`` for its model calls (unset: the model's configuration)."""
+
+
+class RunRequest(RunAsk):
+    """A run to start: what was asked, and what the server and the run manager fill in."""
+
     run_id: str = ""
     tenant: str = "default"
     history: list[Message] = Field(default_factory=list)

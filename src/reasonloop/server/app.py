@@ -34,6 +34,8 @@ from reasonloop.server.cross_site import CrossSiteGuard
 from reasonloop.server.deps import ServerState
 from reasonloop.server.errors import install_error_handlers
 from reasonloop.server.kb_routes import KBProvider, UploadSizeGuard
+from reasonloop.server.transport.outbox import Outbox
+from reasonloop.server.transport.unwrapped import UnwrappedSockets
 
 __all__ = ["ReasonloopAPI", "create_app"]
 
@@ -42,14 +44,16 @@ log = logging.getLogger("reasonloop.server")
 
 class ReasonloopAPI(FastAPI):
     """The FastAPI app, with ``/v1/ws`` sockets served before its middleware stack
-    (:func:`~reasonloop.server.ws.serve_unwrapped`): none of that middleware applies to a
-    socket, and each layer would stay on the stack for the socket's whole life. The same
-    endpoint is also routed, for paths under a ``root_path``."""
+    (:class:`~reasonloop.server.transport.unwrapped.UnwrappedSockets`): none of that middleware
+    applies to a socket, and each layer would stay on the stack for the socket's whole life. The
+    same endpoint is also routed, for paths under a ``root_path``."""
+
+    unwrapped = UnwrappedSockets(lambda socket, send: ws.serve_socket(socket, send))
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "websocket" and scope.get("path") == ws.SOCKET_PATH:
+        if self.unwrapped.takes(scope):
             scope["app"] = self
-            await ws.serve_unwrapped(scope, receive, send)
+            await self.unwrapped(scope, receive, send)
             return
         await super().__call__(scope, receive, send)
 
@@ -79,6 +83,7 @@ def create_app(
         auth=Authenticator(settings.server),
         registry=registry,
         read_agents=lambda: declared_agents(settings),
+        new_outbox=Outbox,
         feedback=lambda: resources.feedback_store(settings),
     )
     state.kb = KBProvider(settings, kb_opener)

@@ -12,7 +12,7 @@ from fastapi import FastAPI
 
 from reasonloop.config import load_settings
 from reasonloop.server.app import create_app
-from reasonloop.server.process import tune_for_serving
+from reasonloop.server.transport.process import tune_for_serving
 
 __all__ = ["CONFIG_ENV", "app_from_env"]
 

@@ -15,6 +15,7 @@ from reasonloop.runs.manager import RunManager
 from reasonloop.runs.stores import RunStore
 from reasonloop.server.auth import Authenticator, Principal
 from reasonloop.server.cross_site import guarded_hosts
+from reasonloop.server.ws_frames import OutboxFactory
 
 __all__ = ["ServerState", "principal", "server_state"]
 
@@ -33,6 +34,8 @@ class ServerState:
     """A :class:`reasonloop.server.kb_routes.KBProvider`: one knowledge base per tenant."""
     ready: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
+    new_outbox: OutboxFactory | None = None
+    """Makes each WebSocket's outbox (the transport's); set by the app."""
     read_agents: Callable[[], dict[str, Any]] = dict
     """Reads the declared agents (``[agents.*]`` and the ``agents_file``); set by the app."""
     feedback: Callable[[], Any] | None = None

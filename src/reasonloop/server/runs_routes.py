@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from sse_starlette.sse import EventSourceResponse
 
 from reasonloop.errors import ReasonLoopError, RequestInvalid
 from reasonloop.events import RunResult
-from reasonloop.llm.sampling import Sampling
-from reasonloop.runs.models import MAX_SEQ, RunRecord, RunRequest
+from reasonloop.runs.models import MAX_SEQ, RunAsk, RunRecord, RunRequest
 from reasonloop.runs.reading import RunFeed
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
@@ -21,18 +20,6 @@ from reasonloop.server.deps import principal, server_state
 __all__ = ["router", "sse_frames"]
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
-
-
-class StartRun(BaseModel):
-    """Body of ``POST /v1/runs``."""
-
-    question: str = Field(min_length=1)
-    reasoning: str | None = None
-    agent: str | None = None
-    settings: dict[str, Any] = Field(default_factory=dict)
-    conversation_id: str | None = None
-    sampling: Sampling | None = None
-    """``max_tokens`` (per model call) and ``temperature`` for this run, over the model's configuration."""
 
 
 class RunView(BaseModel):
@@ -43,7 +30,7 @@ class RunView(BaseModel):
 
 
 @router.post("", status_code=201, response_model=RunRecord)
-async def start_run(body: StartRun, request: Request, who: Annotated[Principal, Depends(principal)]) -> RunRecord:
+async def start_run(body: RunAsk, request: Request, who: Annotated[Principal, Depends(principal)]) -> RunRecord:
     """Start a run; it executes in the background. Stream it from ``/v1/runs/{id}/events``."""
     run_req = RunRequest(**body.model_dump(), tenant=who.tenant)
     return await server_state(request).runs.start(run_req)

@@ -30,57 +30,33 @@ from collections.abc import Coroutine
 from typing import Any
 
 from fastapi import APIRouter, WebSocket
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from reasonloop.errors import AuthError, ReasonLoopError
-from reasonloop.llm.sampling import Sampling
-from reasonloop.runs.models import MAX_SEQ, RunRequest
+from reasonloop.runs.models import MAX_SEQ, RunAsk, RunRequest
 from reasonloop.runs.reading import Following, RunFeed
 from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
 from reasonloop.server.cross_site import check_host, check_origin
 from reasonloop.server.deps import ServerState
-from reasonloop.server.ws_outbox import AsgiSend, DirectText, Outbox
+from reasonloop.server.ws_frames import (
+    DIRECT_TEXT,
+    HEARTBEAT,
+    HEARTBEAT_FRAME,
+    SOCKET_PATH,
+    AsgiSend,
+    FrameOutbox,
+    encode_frame,
+    pong_frame,
+)
 
-__all__ = ["DIRECT_TEXT", "HEARTBEAT", "SOCKET_PATH", "AsgiSocket", "pong_frame", "router", "serve_unwrapped"]
+__all__ = ["router", "serve_socket"]
 
 log = logging.getLogger(__name__)
 router = APIRouter()
 
-SOCKET_PATH = "/v1/ws"
-DIRECT_TEXT = "reasonloop.websocket.direct_text"
-"""ASGI scope extension: ``write(text) -> bool``, a text frame written by the server's protocol
-at once, or False when it must go through ASGI (see :mod:`reasonloop.server.ws_protocol`)."""
-HEARTBEAT = "reasonloop.websocket.heartbeat"
-"""ASGI scope extension, offered (as None) by a server protocol that can write the session's
-heartbeat frame with each of its own keepalive pings; the session sets it to the frame's text
-and keeps no timer of its own."""
 CLOSE_TOO_BIG = 1009
 CLOSE_POLICY = 1008
-
-
-class AskFrame(BaseModel):
-    question: str = Field(min_length=1)
-    reasoning: str | None = None
-    agent: str | None = None
-    settings: dict[str, Any] = Field(default_factory=dict)
-    conversation_id: str | None = None
-    sampling: Sampling | None = None
-
-
-_encode = json.JSONEncoder().encode
-"""One encoder for the session's own frames. ASCII only: an ``id`` echoed from a client may hold
-a lone surrogate (``"\\ud800"`` is valid JSON), which has no UTF-8 form; escaped, it goes back
-as it came."""
-_PONG = '{"type":"pong"}'
-_HEARTBEAT_FRAME = _encode({"type": "heartbeat"})
-_PONG_WITH_ID = '{"type":"pong","id":'
-
-
-def pong_frame(ref: Any = None) -> str:
-    """The reply to a ping (echoing its ``id``), put together without an encoder pass: it is
-    the most frequent frame."""
-    return _PONG if ref is None else _PONG_WITH_ID + _encode(ref) + "}"
 
 
 class _Reader:
@@ -124,19 +100,12 @@ class _Session:
     """One socket: a receive loop, an outbox, and one reader per run it streams (a sink
     attached to a run this process executes, or a task reading a run through the store)."""
 
-    def __init__(
-        self,
-        ws: WebSocket | AsgiSocket,
-        state: ServerState,
-        who: Principal | None,
-        send: AsgiSend | None = None,
-        direct: DirectText | None = None,
-    ) -> None:
+    def __init__(self, ws: WebSocket, state: ServerState, who: Principal | None, outbox: FrameOutbox) -> None:
         self.ws = ws
         self.state = state
         self.who = who
         """Who the socket authenticated as (set by :meth:`serve` once it has)."""
-        self.outbox = Outbox(ws, send, direct)
+        self.outbox = outbox
         self.tasks: set[asyncio.Task[None]] = set()
         self.followers: dict[str, _Reader] = {}
         """run id -> what streams it on this socket (``cancel()`` stops it)."""
@@ -144,7 +113,7 @@ class _Session:
         self._heartbeat: asyncio.TimerHandle | None = None
 
     def send(self, frame: dict[str, Any]) -> None:
-        self.outbox.put(_encode(frame))
+        self.outbox.put(encode_frame(frame))
 
     def error(self, code: str, message: str, ref: Any = None, **extra: Any) -> None:
         frame = {"type": "error", "code": code, "message": message, **extra}
@@ -173,7 +142,7 @@ class _Session:
             return
         extensions = self.ws.scope.get("extensions") or {}
         if HEARTBEAT in extensions:  # the protocol beats with its keepalive pings: no timer here
-            extensions[HEARTBEAT] = _HEARTBEAT_FRAME
+            extensions[HEARTBEAT] = HEARTBEAT_FRAME
         else:
             self._arm_heartbeat()
         try:
@@ -237,7 +206,7 @@ class _Session:
         if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
             return self.error("ws.malformed", 'frame must be a JSON object with a string "type"')
         kind, ref = frame["type"], frame.get("id")
-        if kind == "ping":  # usually answered by the protocol already (reasonloop.server.ws_protocol)
+        if kind == "ping":  # usually answered by the protocol already (reasonloop.server.transport.ws_protocol)
             return self.outbox.put(pong_frame(ref))
         if kind == "ask":
             self.spawn(self._ask(frame, ref), ref)
@@ -250,7 +219,7 @@ class _Session:
 
     async def _ask(self, frame: dict[str, Any], ref: Any) -> None:
         try:
-            ask = AskFrame.model_validate({k: v for k, v in frame.items() if k not in ("type", "id")})
+            ask = RunAsk.model_validate({k: v for k, v in frame.items() if k not in ("type", "id")})
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"])
@@ -319,7 +288,7 @@ class _Session:
         self._heartbeat = None
         if self.ws.client_state != WebSocketState.CONNECTED:
             return
-        self.outbox.put(_HEARTBEAT_FRAME)
+        self.outbox.put(HEARTBEAT_FRAME)
         if self.outbox.closed:  # the socket failed a write: close it (the receive loop then ends)
             self.spawn(self._close())
             return
@@ -336,55 +305,22 @@ def _extra(exc: ReasonLoopError) -> dict[str, Any]:
 
 @router.websocket(SOCKET_PATH)
 async def websocket_endpoint(ws: WebSocket) -> None:
-    await _serve_socket(ws)
+    await serve_socket(ws)
 
 
-def _serve_socket(ws: WebSocket | AsgiSocket, send: AsgiSend | None = None) -> Coroutine[Any, Any, None]:
-    """Serve one socket (the session authenticates and accepts it first); frames go out through
-    ``send`` when given (the server's ASGI send, once accepted: only text frames pass there),
-    else ``ws.send``. Returns the session's coroutine rather than awaiting it: one frame fewer
-    kept for each open socket."""
-    state: ServerState = ws.scope["app"].state.reasonloop
-    # The protocol's own writer only where frames skip the middleware anyway (served unwrapped).
-    direct = (ws.scope.get("extensions") or {}).get(DIRECT_TEXT) if send is not None else None
-    return _Session(ws, state, None, send, direct).serve()
+def serve_socket(ws: WebSocket, send: AsgiSend | None = None) -> Coroutine[Any, Any, None]:
+    """Serve one socket (the session authenticates and accepts it first).
 
+    Args:
+        ws: Starlette's WebSocket, or anything with the same surface (the transport's own).
+        send: The server's ASGI ``send``, for a socket served outside the middleware stack:
+            frames then go straight through it once accepted (or through the protocol's own
+            writer, where the scope offers :data:`~reasonloop.server.ws_frames.DIRECT_TEXT`),
+            else through ``ws.send``.
 
-class AsgiSocket:
-    """A WebSocket served straight on the server's ASGI ``receive`` and ``send``, with what a
-    session uses of Starlette's ``WebSocket``: ``receive`` is the server's own (no coroutine of
-    its own per message), and no state checks run per frame."""
-
-    __slots__ = ("client_state", "receive", "scope", "send")
-
-    def __init__(self, scope: Any, receive: Any, send: AsgiSend) -> None:
-        self.scope = scope
-        self.receive = receive
-        self.send = send
-        self.client_state = WebSocketState.CONNECTING
-
-    async def accept(self, subprotocol: str | None = None) -> None:
-        message = await self.receive()  # websocket.connect
-        if message["type"] == "websocket.disconnect":
-            self.client_state = WebSocketState.DISCONNECTED
-            return
-        await self.send({"type": "websocket.accept", "subprotocol": subprotocol, "headers": []})
-        self.client_state = WebSocketState.CONNECTED
-
-    async def close(self, code: int = 1000, reason: str | None = None) -> None:
-        await self.send({"type": "websocket.close", "code": code, "reason": reason or ""})
-
-
-def serve_unwrapped(scope: Any, receive: Any, send: Any) -> Coroutine[Any, Any, None]:
-    """Serve a ``/v1/ws`` socket straight from the server, outside the application's
-    middleware stack (see :class:`~reasonloop.server.app.ReasonloopAPI`).
-
-    A socket lives as long as its client, and every layer it passes through (the HTTP
-    middleware, the routers, the exception wrappers) keeps a coroutine frame alive for all
-    that time and wraps every frame it sends; thousands of open sockets then keep tens of
-    thousands of frames for each full garbage collection to walk. Frames are written by the
-    server's protocol directly when it offers that (:data:`DIRECT_TEXT`), else with the
-    server's ASGI ``send`` itself, not through Starlette's state checks (two more coroutines
-    per frame); messages are read with the server's ``receive`` itself (:class:`AsgiSocket`).
+    Returns:
+        The session's coroutine, rather than awaiting it: one frame fewer kept for each open socket.
     """
-    return _serve_socket(AsgiSocket(scope, receive, send), send)
+    state: ServerState = ws.scope["app"].state.reasonloop
+    direct = (ws.scope.get("extensions") or {}).get(DIRECT_TEXT) if send is not None else None
+    return _Session(ws, state, None, state.new_outbox(ws, send, direct)).serve()

@@ -7,22 +7,19 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from reasonloop._aio import first_step, resume
+from reasonloop.server.ws_frames import AsgiSend, DirectText
 
-__all__ = ["OUTBOX_LIMIT_CHARS", "AsgiSend", "DirectText", "Outbox", "Socket"]
+__all__ = ["OUTBOX_LIMIT_CHARS", "Outbox", "Socket"]
 
 log = logging.getLogger(__name__)
-
-AsgiSend = Callable[[dict[str, Any]], Awaitable[None]]
-DirectText = Callable[[str], bool]
 
 
 class Socket(Protocol):
     """What an outbox uses of a WebSocket: Starlette's, or the server's own ASGI calls
-    (:class:`reasonloop.server.ws.AsgiSocket`)."""
+    (:class:`reasonloop.server.transport.unwrapped.AsgiSocket`)."""
 
     async def send(self, message: dict[str, Any]) -> None: ...
 
@@ -46,9 +43,9 @@ class Outbox:
     def __init__(self, ws: Socket, send: AsgiSend | None = None, direct: DirectText | None = None) -> None:
         self.ws = ws
         self._send = send or ws.send
-        """Writes one ASGI message; the server's own ``send`` when we have it (see :func:`reasonloop.server.ws.serve_unwrapped`)."""
+        """Writes one ASGI message; the server's own ``send`` when we have it (see :mod:`reasonloop.server.transport.unwrapped`)."""
         self._direct = direct
-        """The server protocol's own frame writer (:data:`reasonloop.server.ws.DIRECT_TEXT`), when it offers one."""
+        """The server protocol's own frame writer (:data:`reasonloop.server.ws_frames.DIRECT_TEXT`), when it offers one."""
         self.queue: deque[str] = deque()
         self.queued = 0
         self.drainer: asyncio.Task[None] | None = None

@@ -1,11 +1,8 @@
 """Process-wide settings for a process whose job is serving (``reasonloop serve`` and its workers),
 and the options uvicorn serves it with.
 
-Streaming runs allocate a few objects per token. With the collector's default thresholds a
-young collection runs many times a second under load and a full one every few seconds, and
-a full collection walks every object the process ever kept: modules, schemas, settings. Its
-pause lands on every open stream at once and sets the tail of the latency (the WebSocket ping
-p99 under 500 streams fell from 30 ms to 12 ms with these settings, ``benchmarks/ws_load.py``).
+Why: a collection's pause, and a descriptor table grown while clients connect, land on every
+open stream at once (benchmarks/README.md, "Design notes: serving process settings").
 """
 
 from __future__ import annotations
@@ -59,12 +56,8 @@ def reserve_descriptors(count: int) -> int:
     hold ``count`` descriptors (or the limit, if lower) now; returns the descriptors made room for.
 
     The kernel grows a process's descriptor table as descriptors are opened, doubling it each
-    time it is full. In a process with threads (the run store's writer, the journal's and
-    executors' threads) each growth waits for an RCU grace period, and the thread opening the
-    descriptor sleeps meanwhile: the event loop, accepting connections. Measured with
-    ``perf sched`` at 1,000 WebSocket clients (``benchmarks/ws_load.py``), the loop slept 4 to
-    22 ms in ``expand_files`` one to three times while clients connected, and every socket it
-    serves waited. Grown once at start, the table does not grow again below ``count``.
+    time it is full, and in a threaded process each growth makes the opening thread (the event
+    loop, accepting connections) sleep. Grown once at start, it does not grow again below ``count``.
 
     The soft limit is often 1024 on desktops, which a server with a thousand WebSocket clients
     would reach; the hard limit is what an administrator allows.
@@ -99,12 +92,12 @@ def uvicorn_options(server: ServerSettings) -> dict[str, Any]:
 
     The WebSocket protocol is uvicorn's sans-I/O one, answering pings and writing text frames
     itself, and the HTTP protocol is uvicorn's httptools one, freed as soon as it hands a
-    connection over to it (:mod:`reasonloop.server.ws_protocol`). A frame may be four times the largest one the
+    connection over to it (:mod:`reasonloop.server.transport.ws_protocol`). A frame may be four times the largest one the
     application takes, so that one over the limit reaches it and gets a clear refusal.
     """
     return {
-        "http": "reasonloop.server.ws_protocol:ReasonloopHttpProtocol",
-        "ws": "reasonloop.server.ws_protocol:ReasonloopWebSocketProtocol",
+        "http": "reasonloop.server.transport.ws_protocol:ReasonloopHttpProtocol",
+        "ws": "reasonloop.server.transport.ws_protocol:ReasonloopWebSocketProtocol",
         "ws_max_size": server.ws_max_frame_bytes * 4 + 1024,
         "ws_ping_interval": server.ws_ping_interval_s,
         "ws_ping_timeout": server.ws_ping_timeout_s,

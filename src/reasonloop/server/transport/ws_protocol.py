@@ -1,6 +1,8 @@
 """The WebSocket protocol reasonloop serves with: uvicorn's sans-I/O one, with three shortcuts;
 and the HTTP protocol that hands connections over to it (:class:`ReasonloopHttpProtocol`).
 
+Why: benchmarks/README.md, "Design notes: WebSocket transport".
+
 **Pings answered where they are read.** ``{"type": "ping"}`` is how a client checks its
 connection (a browser cannot send the protocol's own ping frames). Answered by the
 application, the pong waits until the socket's receive loop is scheduled, behind every task
@@ -14,9 +16,7 @@ the event frames the application still has queued for a slow reader; it may over
 
 **Text frames written directly.** Through ASGI, every frame an application sends is a
 message dictionary, two coroutines (uvicorn's ``send`` and its wait on the transport being
-writable) and the ``websockets`` protocol's frame objects: several microseconds per frame,
-which at thousands of streamed tokens a second is a large part of a server's CPU. The
-protocol offers the application a function, in the ASGI scope's extensions under
+writable) and the ``websockets`` protocol's frame objects. The protocol offers the application a function, in the ASGI scope's extensions under
 :data:`DIRECT_TEXT`, that frames a text message itself (an unmasked, unfragmented RFC 6455
 frame: two to ten bytes of header) and writes it to the transport. It declines (returns
 False) whenever the ASGI path has something to do: the socket is not open, a close was
@@ -43,7 +43,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.protocol import State
 
-from reasonloop.server.ws import DIRECT_TEXT, HEARTBEAT, SOCKET_PATH, pong_frame
+from reasonloop.server.ws_frames import DIRECT_TEXT, HEARTBEAT, SOCKET_PATH, pong_frame
 
 __all__ = ["ReasonloopHttpProtocol", "ReasonloopWebSocketProtocol", "text_frame"]
 
