@@ -194,3 +194,27 @@ def test_serve_with_workers_gives_sqlite_writers_low_priority_unless_configured(
     finally:  # what serve set for its workers must not reach later tests
         os.environ.clear()
         os.environ.update(before)
+
+
+def test_serve_with_its_run_store_down_says_so_in_one_line_and_binds_nothing(tmp_path):
+    from tests.runs.helpers import free_port
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "REASONLOOP_RUNS__STORE": "redis",
+        "REASONLOOP_RUNS__REDIS_URL": f"redis://127.0.0.1:{free_port()}/0",  # nothing listens there
+    }
+    done = subprocess.run(
+        [REASONLOOP, "serve", "--port", str(port)], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    assert lines[0].startswith("error [run.store_unavailable] Redis at redis://127.0.0.1:")
+    assert done.stdout == ""
+
+    debug = subprocess.run(
+        [REASONLOOP, "--debug", "serve", "--port", str(port)], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert debug.returncode != 0 and "Traceback" in debug.stderr  # the details, when asked for

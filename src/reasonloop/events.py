@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_serializer
 from pydantic_core import SchemaSerializer
 
 __all__ = [
@@ -258,8 +258,12 @@ class Step:
 
     action: str
     action_input: Any = None
+    """What the tool received."""
     observation: str = ""
     error: dict[str, Any] | None = None
+    planned_input: Any = None
+    """The input as a plan wrote it, before earlier steps' evidence was put in (ReWOO's
+    ``#E1`` references); None when the strategy had no plan."""
 
 
 class RunMeta(BaseModel):
@@ -279,3 +283,16 @@ class RunResult(BaseModel):
     stop_reason: StopReason = "final"
     meta: RunMeta
     error: dict[str, Any] | None = None
+
+    @field_serializer("steps")
+    def _steps(self, steps: list[Step]) -> list[dict[str, Any]]:
+        """Each step as ``{action, action_input, observation, error}``, with ``planned_input`` only
+        where a plan wrote the input."""
+        out = []
+        for step in steps:
+            item = {"action": step.action, "action_input": step.action_input, "observation": step.observation}
+            item["error"] = step.error
+            if step.planned_input is not None:
+                item["planned_input"] = step.planned_input
+            out.append(item)
+        return out

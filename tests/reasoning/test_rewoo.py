@@ -37,6 +37,15 @@ async def test_independent_steps_run_in_parallel() -> None:
     assert result.steps[-1].observation == "value of slow a slow b slow c"
 
 
+async def test_a_steps_input_is_what_its_tool_received_with_the_plans_text_beside_it() -> None:
+    llm = ScriptedProvider(replies=["#E1 = lookup[k1]\n#E2 = lookup[#E1 and k2]\n#E3 = nosuch[#E1]", "done"])
+    result = await Agent("rewoo", llm=llm, tools=make_tools()).run("q")
+    by_input = {str(s.planned_input): s for s in result.steps if s.action != "answer"}
+    assert by_input["k1"].action_input == {"key": "k1"}
+    assert by_input["#E1 and k2"].action_input == {"key": "value of k1 and k2"}  # substituted, as the tool got it
+    assert by_input["#E1"].action == "nosuch" and by_input["#E1"].action_input == "#E1"  # never ran: the plan's text
+
+
 async def test_solver_cites_docsearch_evidence(retriever: FakeRetriever) -> None:
     llm = ScriptedProvider(
         replies=[
@@ -117,7 +126,7 @@ async def test_time_budget_fails_unfinished_steps_and_still_solves() -> None:
     llm = ScriptedProvider(replies=[plan, "What I have."])
     result = await Agent("rewoo", llm=llm, tools=make_tools(), settings={"timeout_s": 0.1}).run("q")
     assert result.stop_reason == "timeout" and result.content == "What I have."
-    outcome = {s.action_input: (s.error or {}).get("error", "ok") for s in result.steps}
+    outcome = {s.planned_input: (s.error or {}).get("error", "ok") for s in result.steps}  # by the plan's text
     assert "time budget" in outcome['{"key": "a", "seconds": 30}']
     assert "needs #E1" in outcome["#E1"] and outcome["c"] == "ok"
     assert result.usage.llm_calls == 2  # no replan once the time is up

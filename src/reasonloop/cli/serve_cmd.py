@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Annotated
@@ -9,6 +10,7 @@ from typing import Annotated
 import typer
 
 from reasonloop.cli.app import app, err_console, state
+from reasonloop.config import Settings
 
 
 @app.command("serve")
@@ -39,6 +41,7 @@ def serve(
             'note: several workers share the SQLite run store by polling; use \\[runs] store = "redis" to scale out',
             style="yellow",
         )
+    asyncio.run(_check_run_store(settings))
     options = {
         "host": server.host,
         "port": server.port,
@@ -62,3 +65,18 @@ def serve(
     served = create_app(settings)
     tune_for_serving()
     uvicorn.run(served, **options)
+
+
+async def _check_run_store(settings: Settings) -> None:
+    """Open and close the run store once before serving: a store that cannot be reached stops
+    the command with one line naming it (the server's start-up would fail on it anyway, with
+    every worker's traceback).
+
+    Raises:
+        RunStoreUnavailable: the store cannot be reached or opened.
+    """
+    from reasonloop.runs.stores import open_store
+
+    store = open_store(settings)
+    await store.open()
+    await store.close()

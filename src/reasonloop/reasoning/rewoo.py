@@ -12,7 +12,7 @@ different models.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import Field
 
@@ -130,6 +130,8 @@ class ReWOOReasoning(Reasoning):
     async def _work(self, plan: Plan, attempt: int, results: dict[str, StepResult]) -> AsyncIterator[Event]:
         ctx, settings = self.ctx, self.settings
         outputs: dict[str, ToolOutput] = {}
+        received: dict[str, dict[str, Any]] = {}
+        """Step id -> the arguments its tool was given (the plan's input with evidence put in)."""
 
         async def run_step(step: PlanStep, text: str) -> str:
             tool = ctx.tools[step.tool]
@@ -139,9 +141,8 @@ class ReWOOReasoning(Reasoning):
                 )
                 raise StepFailed(outputs[step.id].error["error"])  # type: ignore[index]
             tally(ctx, self.tracker, tool)
-            out = outputs[step.id] = await tool.invoke(
-                coerce_input(tool, text), ctx.tool_context(self._cid(attempt, step))
-            )
+            arguments = received[step.id] = coerce_input(tool, text)
+            out = outputs[step.id] = await tool.invoke(arguments, ctx.tool_context(self._cid(attempt, step)))
             tally(ctx, self.tracker, tool, out)
             if out.error is not None:
                 raise StepFailed(out.error["error"])
@@ -167,7 +168,13 @@ class ReWOOReasoning(Reasoning):
                 continue
             step = update.step
             results[step.id] = update
-            call = PlannedCall(call_id=self._cid(attempt, step), tool=step.tool, raw_input=step.input)
+            call = PlannedCall(
+                call_id=self._cid(attempt, step),
+                tool=step.tool,
+                arguments=received.get(step.id, {}),
+                raw_input=None if step.id in received else step.input,  # not run: the plan's input is all there is
+                planned_input=step.input,
+            )
             out = outputs.get(step.id)
             if out is None:  # failed without running: problem, cycle, failed dependency, timeout
                 if "time budget" in (update.error or ""):

@@ -41,6 +41,8 @@ class PlannedCall:
     arguments: dict[str, Any] = field(default_factory=dict)
     raw_input: Any = None
     """What the model wrote, kept for the steps (defaults to ``arguments``)."""
+    planned_input: Any = None
+    """The input as a plan wrote it, when the call comes from one (kept beside what the tool got)."""
     invalid: str | None = None
     """Why the arguments could not be read (the call is answered with this error)."""
 
@@ -289,6 +291,7 @@ def record_result(ctx: RunContext, call: PlannedCall, out: ToolOutput, observati
             action_input=call.raw_input if call.raw_input is not None else call.arguments,
             observation=out.text,
             error=out.error,
+            planned_input=call.planned_input,
         )
     )
     return ToolResult(

@@ -55,6 +55,7 @@ from reasonloop.runs.recording.journal import Journal
 from reasonloop.runs.recording.recorder import EventRecorder
 from reasonloop.runs.stores.protocol import RunStore, together
 from reasonloop.runs.upkeep import Upkeep
+from reasonloop.unicode_text import lone_surrogate
 
 __all__ = ["RunManager", "Runner"]
 
@@ -304,6 +305,8 @@ class RunManager:
             RunNotFound: no such run, or it belongs to another tenant.
         """
         run = self._executing.get(run_id)
+        if run is None and lone_surrogate(run_id) is not None:  # no store could hold such an id
+            raise RunNotFound(f"no run {run_id!r}", run_id=run_id)
         if run is not None:
             record = run.record.model_copy()
             if not record.finished:  # what readers have, not what is still being recorded

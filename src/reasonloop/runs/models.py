@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunMeta, RunResult, Step, ToolCall, ToolResult
 from reasonloop.llm.base import Message
 from reasonloop.llm.sampling import Sampling
+from reasonloop.unicode_text import CheckedText
 
 __all__ = [
     "MAX_SEQ",
@@ -78,7 +79,7 @@ def is_terminal_event(event: Event) -> bool:
     return isinstance(event, (Answer, ErrorEvent)) and event.depth == 0  # a tuple: a union checks slower
 
 
-class RunAsk(BaseModel):
+class RunAsk(CheckedText):
     """What a caller asks for: the body of ``POST /v1/runs`` and of a WebSocket ``ask`` frame."""
 
     question: str = Field(min_length=1)

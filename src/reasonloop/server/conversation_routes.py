@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from reasonloop.errors import ConversationNotFound
 from reasonloop.runs.models import ConversationRecord
 from reasonloop.server.auth import Principal
+from reasonloop.unicode_text import CheckedText
 from reasonloop.server.deps import principal, server_state
 
 __all__ = ["router"]
@@ -63,7 +64,7 @@ async def delete_conversation(
     return Response(status_code=204)
 
 
-class Feedback(BaseModel):
+class Feedback(CheckedText):
     """A judgement of one answer."""
 
     run_id: str

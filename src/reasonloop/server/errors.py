@@ -9,6 +9,7 @@ shape, its ``error`` naming the first invalid field.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -69,6 +70,17 @@ def status_for(exc: ReasonLoopError) -> int:
     return 500
 
 
+class ErrorJSON(JSONResponse):
+    """JSON that always encodes: the text of an error may quote what a client sent, lone
+    surrogates included (see :mod:`reasonloop.unicode_text`), which only escaped JSON can carry."""
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:
+            return json.dumps(content, separators=(",", ":")).encode("ascii")
+
+
 def error_response(exc: ReasonLoopError) -> JSONResponse:
     """The JSON response for ``exc`` (with Retry-After for rate limits and a full queue)."""
     status = status_for(exc)
@@ -83,7 +95,7 @@ def error_response(exc: ReasonLoopError) -> JSONResponse:
         headers["Retry-After"] = "1"
     if isinstance(exc, AuthError) and not isinstance(exc, CrossSiteRefused):  # no key would help
         headers["WWW-Authenticate"] = "Bearer"
-    return JSONResponse(body, status_code=status, headers=headers)
+    return ErrorJSON(body, status_code=status, headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -105,4 +117,4 @@ async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
     message = f"{field}: {first.get('msg', 'invalid')}" if field else str(first.get("msg", "invalid request"))
     error = RequestInvalid(message, field=field)
     body = {"error": {**error.to_dict(), "type": error.code}, "detail": jsonable_encoder(problems)}
-    return JSONResponse(body, status_code=422)
+    return ErrorJSON(body, status_code=422)

@@ -33,6 +33,7 @@ from reasonloop.llm.sampling import Sampling
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.auth import Principal
+from reasonloop.unicode_text import CheckedText
 from reasonloop.server.deps import principal, server_state
 
 __all__ = ["router"]
@@ -43,7 +44,7 @@ router = APIRouter(prefix="/v1", tags=["openai"])
 DEFAULT_MODELS = ("reasonloop", "default")
 
 
-class ChatMessage(BaseModel):
+class ChatMessage(CheckedText):
     model_config = ConfigDict(extra="allow")
 
     role: str
@@ -60,7 +61,7 @@ class StreamOptions(BaseModel):
     include_usage: bool = False
 
 
-class ChatCompletionRequest(BaseModel):
+class ChatCompletionRequest(CheckedText):
     model_config = ConfigDict(extra="allow")
 
     model: str
