@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field
 from reasonloop.errors import ConversationNotFound
 from reasonloop.runs.models import ConversationRecord
 from reasonloop.server.auth import Principal
-from reasonloop.unicode_text import CheckedText
 from reasonloop.server.deps import principal, server_state
+from reasonloop.unicode_text import CheckedText
 
 __all__ = ["router"]
 

@@ -33,8 +33,8 @@ from reasonloop.llm.sampling import Sampling
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.auth import Principal
-from reasonloop.unicode_text import CheckedText
 from reasonloop.server.deps import principal, server_state
+from reasonloop.unicode_text import CheckedText
 
 __all__ = ["router"]
 
