@@ -1,7 +1,8 @@
 """Real-world schema robustness: every BFCL v4 function spec becomes a tool.
 
-Each spec is normalised into a :class:`SpecTool`, exported to OpenAI, Anthropic and Gemini
-shapes, and every ground-truth call in ``possible_answer/`` is validated through
+Each spec is normalised into a :class:`SpecTool`, put in a request under the names
+:meth:`LLM.stream` sends (:func:`wire_request`) and shaped by the OpenAI, Anthropic and Gemini
+providers' own request builders (what they send), and every ground-truth call in ``possible_answer/`` is validated through
 ``Tool.invoke``. BFCL lists acceptable values per parameter (``""`` = may be omitted); the
 call checked takes, for each parameter, the first listed value the parameter's schema
 accepts (else the first listed value), so a failure means no listed value fits the spec.
@@ -18,8 +19,14 @@ from typing import Any
 import jsonschema
 import pytest
 
+from reasonloop.config import LLMSettings
+from reasonloop.llm.anthropic_provider import AnthropicProvider
+from reasonloop.llm.gemini_provider import GeminiProvider
+from reasonloop.llm.gemini_schema import gemini_schema
+from reasonloop.llm.messages import ChatRequest, Message
+from reasonloop.llm.openai_provider import OpenAIProvider
+from reasonloop.llm.wire_names import wire_request
 from reasonloop.tools.base import ToolContext
-from reasonloop.tools.formats import to_anthropic, to_gemini, to_openai, wire_names
 from reasonloop.tools.schema import coerce_arguments
 from reasonloop.tools.spec_tool import SpecTool
 
@@ -46,6 +53,7 @@ GEMINI_KEYS = {
     "pattern",
     "minProperties",
     "maxProperties",
+    "title",
 }
 GEMINI_TYPES = {"string", "number", "integer", "boolean", "array", "object"}
 OMIT = object()
@@ -81,6 +89,8 @@ def _check_gemini(node: Any, where: str) -> list[str]:
         return [f"{where}: not an object"]
     problems = [f"{where}: key {k!r}" for k in node if k not in GEMINI_KEYS]
     kind = node.get("type")
+    if isinstance(kind, str):
+        kind = kind.lower()  # the SDK's Schema takes OpenAPI's upper-case type names
     if kind is not None and kind not in GEMINI_TYPES:
         problems.append(f"{where}: type {kind!r}")
     if "enum" in node and (kind != "string" or not all(isinstance(v, str) for v in node["enum"])):
@@ -100,28 +110,49 @@ def _check_gemini(node: Any, where: str) -> list[str]:
     return problems
 
 
-def test_every_spec_normalises_and_exports():
+def _providers(monkeypatch: pytest.MonkeyPatch) -> tuple[OpenAIProvider, AnthropicProvider, GeminiProvider]:
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.setenv(name, "test-key")  # the clients are made, never called
+    local = "http://127.0.0.1:9"
+    return (
+        OpenAIProvider(LLMSettings(provider="openai", model="m", base_url=local)),
+        AnthropicProvider(LLMSettings(provider="anthropic", model="m", base_url=local)),
+        GeminiProvider(LLMSettings(provider="gemini", model="m", base_url=local)),
+    )
+
+
+def test_every_spec_normalises_and_goes_out_as_each_provider_sends_it(monkeypatch):
+    openai, anthropic, gemini = _providers(monkeypatch)
     problems: list[str] = []
     items = 0
     functions = 0
     for category, rows in _all_items().items():
         for item in rows:
             items += 1
-            names = wire_names(fn["name"] for fn in item["function"])
-            assert len(set(names.values())) == len(names), item["id"]
-            for fn in item["function"]:
-                functions += 1
-                spec = _tool(fn).spec()
-                params = spec.parameters
-                assert params["type"] == "object" and isinstance(params["properties"], dict)
-                openai = to_openai(spec, names[fn["name"]])
-                anthropic = to_anthropic(spec, names[fn["name"]])
-                gemini = to_gemini(spec, names[fn["name"]])
-                for shape in (openai["function"]["name"], anthropic["name"], gemini["name"]):
-                    assert NAME_RE.match(shape), shape
-                assert openai["function"]["parameters"] == params == anthropic["input_schema"]
-                if "parameters" in gemini:
-                    problems += [f"{category}/{item['id']}: {p}" for p in _check_gemini(gemini["parameters"], "")]
+            specs = [_tool(fn).spec() for fn in item["function"]]
+            functions += len(specs)
+            if not specs:
+                continue
+            for spec in specs:
+                assert spec.parameters["type"] == "object" and isinstance(spec.parameters["properties"], dict)
+            request, _ = wire_request(ChatRequest([Message.user("q")], specs, None, None, None))
+            sent_openai = [t["function"] for t in openai._params(request)["tools"]]
+            sent_anthropic = anthropic._params(request)["tools"]
+            [declarations] = [t.function_declarations for t in gemini._config(request).tools]
+            names = [t["name"] for t in sent_openai]
+            assert len(set(names)) == len(names), item["id"]
+            for shape in (*names, *(t["name"] for t in sent_anthropic), *(d.name for d in declarations)):
+                assert NAME_RE.match(shape), shape
+            for spec, out_openai, out_anthropic, declaration in zip(
+                specs, sent_openai, sent_anthropic, declarations, strict=True
+            ):
+                assert out_openai["parameters"] == spec.parameters == out_anthropic["input_schema"]
+                schema = gemini_schema(spec.parameters)  # what the provider gives the SDK's Schema
+                if not schema.get("properties"):  # a tool that takes nothing is declared without parameters
+                    assert declaration.parameters is None, item["id"]
+                    continue
+                assert declaration.parameters is not None, item["id"]
+                problems += [f"{category}/{item['id']}: {p}" for p in _check_gemini(schema, "")]
     print(f"\nBFCL specs: {items} items, {functions} functions; Gemini subset problems: {len(problems)}")
     assert items == EXPECTED_ITEMS
     assert problems == [], problems[:10]

@@ -30,7 +30,17 @@ from reasonloop._aio import first_step, resume
 from reasonloop.config import LLMSettings
 from reasonloop.errors import LLMBadResponse, LLMError, LLMRateLimited, LLMTimeout
 from reasonloop.llm.deadline import DeadlineReached, WaitDeadline
-from reasonloop.llm.messages import Done, LLMChunk, Message, TextDelta, ToolCallDelta, ToolCallPart, ToolSpec
+from reasonloop.llm.messages import (
+    ChatRequest,
+    Done,
+    LLMChunk,
+    Message,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallPart,
+    ToolSpec,
+)
+from reasonloop.llm.wire_names import wire_request
 from reasonloop.tokens import count_tokens
 
 __all__ = [
@@ -141,17 +151,6 @@ def _spec_tokens(spec: ToolSpec) -> int:
 
 
 # -- provider base ------------------------------------------------------------------------------
-@dataclass(slots=True)
-class ChatRequest:
-    """One call, as the base class hands it to a provider's :meth:`LLM._stream`."""
-
-    messages: list[Message]
-    tools: list[ToolSpec] | None
-    stop: list[str] | None
-    max_tokens: int | None
-    temperature: float | None
-
-
 CALL_HISTORY = 1000
 """How many :class:`CallRecord` an :class:`LLM` keeps."""
 
@@ -223,6 +222,9 @@ class LLM(ABC):
                 which is ``time.monotonic()``): a wait on the provider that reaches it
                 ends the stream with :class:`~reasonloop.llm.deadline.DeadlineReached`.
 
+        Tools whose names a vendor would refuse are sent under wire names and their calls come
+        back under their own (:mod:`reasonloop.llm.wire_names`).
+
         Raises:
             LLMError: a subclass with a stable code for every failure.
             DeadlineReached: ``until`` passed while waiting on the provider.
@@ -234,9 +236,12 @@ class LLM(ABC):
             max_tokens=max_tokens if max_tokens is not None else self.settings.max_tokens,
             temperature=temperature if temperature is not None else self.settings.temperature,
         )
-        return self._attempt(request, until, 1)
+        request, own_names = wire_request(request)
+        return self._attempt(request, until, 1, own_names)
 
-    async def _attempt(self, request: ChatRequest, until: float | None, attempt: int) -> AsyncIterator[LLMChunk]:
+    async def _attempt(
+        self, request: ChatRequest, until: float | None, attempt: int, own_names: dict[str, str] | None = None
+    ) -> AsyncIterator[LLMChunk]:
         """Attempt number ``attempt`` at the provider: its chunks counted, its :class:`Done` given
         usage; after a retryable failure before any output, the next attempt (see :meth:`_retry`).
 
@@ -282,6 +287,8 @@ class LLM(ABC):
                         parts.append(chunk.text)
                     else:
                         parts.append(chunk.arguments)
+                        if own_names is not None and chunk.name is not None:
+                            chunk.name = own_names.get(chunk.name, chunk.name)
                     yielded = True
                     yield chunk
             except TimeoutError as exc:
@@ -300,7 +307,7 @@ class LLM(ABC):
         except LLMError as exc:
             error = exc
         await self._retry(error, attempt, until, yielded)
-        async for chunk in self._attempt(request, until, attempt + 1):
+        async for chunk in self._attempt(request, until, attempt + 1, own_names):
             yield chunk
 
     async def _retry(self, error: LLMError, attempt: int, until: float | None, yielded: bool) -> None:

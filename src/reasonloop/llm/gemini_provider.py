@@ -25,7 +25,17 @@ from pydantic import ValidationError
 
 from reasonloop.config import LLMSettings
 from reasonloop.errors import LLMBadResponse, LLMError
-from reasonloop.llm.base import LLM, Capabilities, ChatRequest, Done, LLMChunk, Message, TextDelta, ToolCallDelta
+from reasonloop.llm.base import (
+    LLM,
+    Capabilities,
+    ChatRequest,
+    Done,
+    LLMChunk,
+    Message,
+    TextDelta,
+    ToolCallDelta,
+    ToolSpec,
+)
 from reasonloop.llm.gemini_schema import gemini_schema
 from reasonloop.llm.http_errors import KEYLESS, api_key, describe, error_for_status, incomplete_stream, transport_error
 
@@ -77,11 +87,7 @@ class GeminiProvider(LLM):
             config.tools = [
                 types.Tool(
                     function_declarations=[
-                        types.FunctionDeclaration(
-                            name=t.name,
-                            description=t.description,
-                            parameters=types.Schema.model_validate(gemini_schema(t.parameters)),
-                        )
+                        types.FunctionDeclaration(name=t.name, description=t.description, parameters=_parameters(t))
                         for t in request.tools
                     ]
                 )
@@ -212,3 +218,9 @@ def _map_error(exc: Exception, provider: str, *, streaming: bool, parsing: bool)
     if parsing and isinstance(exc, ValidationError | ValueError | TypeError | AttributeError | KeyError):
         return LLMBadResponse(f"{provider}: malformed stream chunk ({describe(exc)})", provider=provider)
     return transport_error(exc, provider=provider, streaming=streaming)
+
+
+def _parameters(tool: ToolSpec) -> types.Schema | None:
+    """The tool's parameters in Gemini's Schema; None (left out) for a tool that takes none."""
+    schema = gemini_schema(tool.parameters)
+    return types.Schema.model_validate(schema) if schema.get("properties") else None

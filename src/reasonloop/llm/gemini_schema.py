@@ -2,8 +2,10 @@
 
 Gemini's function declarations take a ``Schema`` (an OpenAPI 3.0 subset): one upper-case
 ``type``, ``nullable`` instead of ``null`` unions, string-only ``enum``, and none of
-``additionalProperties``, ``$schema``, ``default``, ``const``, ``examples``... A schema with
-such keys is rejected with HTTP 400, so :func:`gemini_schema` keeps only what Gemini reads.
+``additionalProperties``, ``$schema``, ``default``, ``const``, ``examples``... and no OBJECT
+without properties. A schema with such keys is rejected with HTTP 400, so :func:`gemini_schema`
+keeps only what Gemini reads: an object that names no properties is left untyped and described
+as a JSON object (the provider leaves a tool's parameters out entirely when it takes none).
 """
 
 from __future__ import annotations
@@ -41,10 +43,10 @@ def gemini_schema(schema: dict[str, Any]) -> dict[str, Any]:
         ...                "properties": {"n": {"type": ["integer", "null"], "default": 3}}})
         {'type': 'OBJECT', 'properties': {'n': {'type': 'INTEGER', 'nullable': True}}}
     """
-    return _convert(schema)
+    return _convert(schema, root=True)
 
 
-def _convert(node: Any) -> dict[str, Any]:
+def _convert(node: Any, root: bool = False) -> dict[str, Any]:
     if not isinstance(node, dict):
         return {}
     out: dict[str, Any] = {}
@@ -80,10 +82,12 @@ def _convert(node: Any) -> dict[str, Any]:
         enum = [node["const"]]
     if isinstance(enum, list):
         strings = [e for e in enum if isinstance(e, str)]
-        if strings and len(strings) == len([e for e in enum if e is not None]):
+        # Gemini takes enums of strings on strings only (``"True"`` on a boolean is refused).
+        if strings and len(strings) == len([e for e in enum if e is not None]) and out.get("type") in (None, "STRING"):
             out["enum"] = strings
             out.setdefault("type", "STRING")
             nullable = nullable or None in enum
+
     props = node.get("properties")
     if isinstance(props, dict):
         out["properties"] = {str(name): _convert(sub) for name, sub in props.items()}
@@ -97,6 +101,11 @@ def _convert(node: Any) -> dict[str, Any]:
     if out.get("type") == "ARRAY" or "items" in node:
         out["items"] = _convert(node.get("items")) or {"type": "STRING"}
         out.setdefault("type", "ARRAY")
+    if not root and out.get("type") == "OBJECT" and not out.get("properties"):
+        # Gemini refuses an OBJECT without properties; an untyped value stays open.
+        del out["type"]
+        out.pop("properties", None)
+        out["description"] = f"{out.get('description', '')} (a JSON object)".strip()
     if nullable:
         out["nullable"] = True
     return out

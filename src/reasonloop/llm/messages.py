@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["Done", "LLMChunk", "Message", "TextDelta", "ToolCallDelta", "ToolCallPart", "ToolSpec"]
+__all__ = ["ChatRequest", "Done", "LLMChunk", "Message", "TextDelta", "ToolCallDelta", "ToolCallPart", "ToolSpec"]
 
 
 # -- messages ---------------------------------------------------------------------------------
@@ -98,6 +98,17 @@ class ToolSpec(BaseModel):
     name: str
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass(slots=True)
+class ChatRequest:
+    """One call, as the base class hands it to a provider's :meth:`LLM._stream`."""
+
+    messages: list[Message]
+    tools: list[ToolSpec] | None
+    stop: list[str] | None
+    max_tokens: int | None
+    temperature: float | None
 
 
 # -- stream chunks ------------------------------------------------------------------------------

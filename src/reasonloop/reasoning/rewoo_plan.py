@@ -56,10 +56,6 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     """Plan-level remarks (duplicate step ids, dropped lines)."""
 
-    def text(self) -> str:
-        """The plan as ``#En = tool[input]`` lines."""
-        return "\n".join(f"#{s.id} = {s.tool}[{s.input}]" for s in self.steps)
-
 
 @dataclass(slots=True)
 class StepStarted:
