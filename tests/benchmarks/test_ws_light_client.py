@@ -47,7 +47,18 @@ async def test_it_talks_to_the_server_and_closes_cleanly(tmp_path):
 
 
 async def test_a_refused_handshake_and_a_fragmented_frame_fail_the_connection():
+    handlers: set[asyncio.Task[None]] = set()
+
     async def server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        handlers.add(task)
+        try:
+            await answer(reader, writer)
+        finally:
+            writer.close()  # also when the test ends first: no socket is left for the collector
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         request = await reader.readuntil(b"\r\n\r\n")
         if b"/refuse" in request:
             writer.write(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
@@ -58,7 +69,6 @@ async def test_a_refused_handshake_and_a_fragmented_frame_fail_the_connection():
             writer.write(b"Sec-WebSocket-Accept: " + accept + b"\r\n\r\n" + bytes((0x01, 3)) + b"abc")  # FIN unset
         await writer.drain()
         await asyncio.sleep(1)
-        writer.close()
 
     listener = await asyncio.start_server(server, "127.0.0.1", 0)
     port = listener.sockets[0].getsockname()[1]
@@ -68,3 +78,6 @@ async def test_a_refused_handshake_and_a_fragmented_frame_fail_the_connection():
         client = await light.connect_light(f"ws://127.0.0.1:{port}/", lambda t, w, m: None)
         with pytest.raises(light.ProtocolFailure, match="fragmented"):
             await asyncio.wait_for(client.closed, 5)
+        for task in handlers:
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)

@@ -11,7 +11,6 @@ from reasonloop.errors import LLMTimeout, LLMUnreachable
 from reasonloop.llm.base import Message, TextDelta
 from reasonloop.llm.deadline import DeadlineReached
 from reasonloop.llm.scripted import ScriptedProvider
-from tests.timers import armed_timers
 
 
 def _llm(timeout_s: float, delay_s: float = 0.0) -> ScriptedProvider:
@@ -65,14 +64,6 @@ async def test_a_deadline_passed_while_the_caller_works_is_reported_at_the_next_
 async def test_the_wait_budget_still_applies_before_the_callers_deadline() -> None:
     with pytest.raises(LLMTimeout):
         await _llm(timeout_s=0.1, delay_s=5.0).complete([Message.user("x")], until=_until(30.0))
-
-
-async def test_ready_chunks_arm_no_timer() -> None:
-    with armed_timers() as armed:
-        text = (await _llm(timeout_s=0.1).complete([Message.user("x")], until=_until(0.5))).text
-    assert text == "one two three four five six" and armed == []
-    with pytest.raises(LLMTimeout):  # and a stream that does wait is still bounded
-        await _llm(timeout_s=0.05, delay_s=5.0).complete([Message.user("x")])
 
 
 async def test_a_retry_that_would_pass_the_callers_deadline_is_not_made() -> None:

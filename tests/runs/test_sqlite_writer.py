@@ -196,25 +196,6 @@ async def test_append_many_fails_whole_when_its_transaction_fails(writer, monkey
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread scheduling policy is set on Linux only")
-async def test_the_writer_and_checkpointer_threads_give_way_to_the_event_loop(tmp_path):
-    store = SQLiteRunStore(RunsSettings(sqlite_path=str(tmp_path / "runs.sqlite")))
-    await store.open()
-    try:
-        threads = [store._writer, store._checkpointer]
-        policy = await store._writer.submit(lambda c: os.sched_getscheduler(threading.get_native_id()))
-        assert policy == os.SCHED_IDLE
-        for thread in threads:  # read from outside: the thread sets it first thing, maybe not yet
-            for _ in range(200):
-                if thread.native_id is not None and os.sched_getscheduler(thread.native_id) == os.SCHED_IDLE:
-                    break
-                await asyncio.sleep(0.01)
-            assert os.sched_getscheduler(thread.native_id) == os.SCHED_IDLE, thread.name
-        assert os.sched_getscheduler(threading.get_native_id()) != os.SCHED_IDLE  # the caller's own is untouched
-    finally:
-        await store.close()
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread scheduling policy is set on Linux only")
 async def test_low_priority_writer_threads_keep_a_share_of_the_cpu(tmp_path):
     store = SQLiteRunStore(RunsSettings(sqlite_path=str(tmp_path / "runs.sqlite"), writer_priority="low"))
     await store.open()

@@ -39,8 +39,9 @@ class ServerProcess:
             ],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
-            stderr=self.log.open("wb"),
+            stderr=(log := self.log.open("wb")),
         )
+        log.close()  # the child has its own copy of the descriptor
 
     async def ready(self) -> None:
         async with httpx.AsyncClient(base_url=self.url, timeout=2) as client:

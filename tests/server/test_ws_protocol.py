@@ -4,7 +4,6 @@ directly, and everything else (or anything it cannot do at once) left to the ASG
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 
 import pytest
@@ -16,8 +15,8 @@ from websockets.server import ServerProtocol
 from websockets.uri import parse_uri
 
 from reasonloop.server import create_app
-from reasonloop.server.transport.ws_protocol import ReasonloopHttpProtocol, ReasonloopWebSocketProtocol, text_frame
-from reasonloop.server.ws import _Reader, _Session
+from reasonloop.server.transport.ws_protocol import ReasonloopWebSocketProtocol, text_frame
+from reasonloop.server.ws import _Session
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
 
@@ -170,57 +169,3 @@ async def test_the_shortcuts_act_only_on_an_accepted_open_socket_that_takes_writ
     proto, transport = _protocol()
     for data in (b'{"type":"ping"', b'"ping"', b'{"type":"pong"}', b'{"type":"ping","x":"' + b"y" * 300 + b'"}'):
         assert not proto.answer_ping(data) and transport.written == [], data
-
-
-async def test_an_accepted_socket_keeps_nothing_of_its_handshake(tmp_path):
-    """The handshake's request and response (a list per header name) are let go once the socket is
-    accepted, not kept as long as it is open; the socket goes on working."""
-    settings = make_settings(tmp_path)
-    headers = {f"X-Extra-{i}": "v" for i in range(5)}
-    async with serve(create_app(settings), settings) as url, connect(ws_url(url), additional_headers=headers) as ws:
-        await ws.send('{"type":"ping"}')
-        assert json.loads(await asyncio.wait_for(ws.recv(), 5)) == {"type": "pong"}
-        [protocol] = [o for o in gc.get_objects() if type(o) is ReasonloopWebSocketProtocol]
-        assert protocol.request is None and protocol.response is None
-        # the parser of websockets keeps the request in its frame while it reads the socket
-        parser_request = protocol.conn.parser.gi_frame.f_locals.get("request")
-        assert parser_request is None or len(parser_request.headers) == 0
-        await ws.send(json.dumps({"type": "ask", "question": "still there?"}))
-        assert json.loads(await asyncio.wait_for(ws.recv(), 5))["type"] == "run"
-
-
-def _alive(cls: type) -> int:
-    """Instances of ``cls`` the collector tracks: alive, or garbage it has yet to collect."""
-    return sum(1 for o in gc.get_objects() if type(o) is cls)
-
-
-@pytest.mark.parametrize("leave_mid_run", [False, True])
-async def test_a_closed_connection_is_freed_without_a_garbage_collection(tmp_path, leave_mid_run):
-    """No reference cycle keeps a connection's objects (protocol, session, buffers) alive after it
-    closes: with thousands of sockets they would pile up for a collection to find, and its pause
-    would land on every open stream."""
-    settings = make_settings(tmp_path)
-    runner = GatedRunner(steps=2)
-    run_id = ""
-    async with serve(create_app(settings, runner=runner), settings) as url:
-        gc.collect()
-        gc.disable()
-        try:
-            assert _alive(ReasonloopWebSocketProtocol) == _alive(_Session) == 0
-            async with connect(ws_url(url)) as ws:
-                await ws.send(json.dumps({"type": "ask", "question": "q"}))
-                run_id = json.loads(await ws.recv())["run_id"]
-                if not leave_mid_run:
-                    runner.finish(run_id)
-                    while json.loads(await asyncio.wait_for(ws.recv(), 10))["event"]["type"] != "answer":
-                        pass
-                assert _alive(ReasonloopWebSocketProtocol) == _alive(_Session) == 1
-                assert _alive(ReasonloopHttpProtocol) == 0  # the HTTP side went at the upgrade
-            for _ in range(200):  # until the server has seen the close and its application returned
-                if _alive(_Session) == 0:
-                    break
-                await asyncio.sleep(0.01)
-            assert _alive(ReasonloopWebSocketProtocol) == _alive(_Session) == _alive(_Reader) == 0
-        finally:
-            gc.enable()
-            runner.finish(run_id)

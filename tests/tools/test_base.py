@@ -14,7 +14,6 @@ from reasonloop.errors import ToolError
 from reasonloop.events import Citation
 from reasonloop.tools.base import FunctionTool, Tool, ToolContext, ToolOutput, tool
 from reasonloop.tools.schema import normalize_schema
-from tests.timers import armed_timers
 
 
 class Unit(str, Enum):  # noqa: UP042  (a str mixin enum is what users write)
@@ -395,17 +394,3 @@ async def test_a_malformed_tool_output_is_an_error_observation(output, fragment)
     out = await broken.invoke({}, ctx_for())
     assert out.error is not None and out.error["code"] == "tool.error"
     assert "malformed ToolOutput" in out.error["error"] and fragment in out.error["error"]
-
-
-async def test_a_tool_that_answers_without_waiting_arms_no_timer():
-    @tool(timeout_s=5)
-    async def waits() -> str:
-        """Wait a moment."""
-        await asyncio.sleep(0)
-        return "done"
-
-    with armed_timers() as armed:
-        assert (await add.invoke({"a": 1, "b": 2}, ctx_for())).text == "3"
-        assert armed == []
-        assert (await waits.invoke({}, ctx_for())).text == "done"
-        assert len(armed) == 1  # the tool waited: its timeout was armed then

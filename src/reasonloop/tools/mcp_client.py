@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from typing import IO, Any
@@ -353,9 +353,10 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def _stderr() -> IO[str]:
+def _stderr() -> Any:
+    """Our stderr for a stdio server's, or nowhere when ours has no descriptor (captured)."""
     try:
         sys.stderr.fileno()
         return sys.stderr
     except (AttributeError, ValueError, OSError):
-        return open(os.devnull, "w")
+        return subprocess.DEVNULL  # taken as is by the process spawn: no file to open and forget
