@@ -113,8 +113,9 @@ class RunContext:
     steps: list[Step] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     error: dict[str, Any] | None = None
-    tool_tally: int = 0
-    """Real tool calls made for this run, those of sub-agents included (what ``require_tool_call`` counts)."""
+    real_tool_calls: int = 0
+    """Real tool calls made for this run, those of sub-agents included (what ``require_tool_call``
+    counts); the one counter of them, kept by :func:`~reasonloop.reasoning.toolexec.tally`."""
     pending: list[Event] = field(default_factory=list)
     """Nested events emitted by tools, waiting to be yielded into the run's stream."""
     _wake: asyncio.Event | None = field(default=None, repr=False)

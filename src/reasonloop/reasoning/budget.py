@@ -21,14 +21,12 @@ class BudgetTracker:
         usage: The run's usage, updated by the LLM and tool helpers (shared, not copied).
     """
 
-    __slots__ = ("budget", "deadline", "last_finish", "real_tool_calls", "rounds", "stop_reason", "usage")
+    __slots__ = ("budget", "deadline", "last_finish", "rounds", "stop_reason", "usage")
 
     def __init__(self, budget: Budget, usage: Usage) -> None:
         self.budget = budget
         self.usage = usage
         self.rounds = 0
-        self.real_tool_calls = 0
-        """Calls of tools that exist (what ``require_tool_call`` looks for)."""
         self.stop_reason: StopReason | None = None
         self.last_finish = "stop"
         """How the run's latest model call ended (``length``: at its output limit)."""

@@ -20,9 +20,9 @@ from reasonloop.tools.docsearch import EvidenceLog
 __all__ = ["close", "forced_answer", "guard_armed"]
 
 
-def guard_armed(settings: Any, tracker: BudgetTracker) -> bool:
+def guard_armed(settings: Any, ctx: RunContext) -> bool:
     """True when an answer now would be replaced by the ``require_tool_call`` guard."""
-    return bool(getattr(settings, "require_tool_call", False)) and tracker.real_tool_calls == 0
+    return bool(getattr(settings, "require_tool_call", False)) and ctx.real_tool_calls == 0
 
 
 def close(
@@ -38,7 +38,7 @@ def close(
     if reason == "final" and tracker.last_finish == "length":  # the answering call ran out of tokens
         reason = "length"
     text = text.strip()
-    if guard_armed(settings, tracker):
+    if guard_armed(settings, ctx):
         error = GuardTripped(
             "the answer was given without calling any tool, and this run requires one", raw_answer=text
         )
@@ -64,7 +64,7 @@ async def forced_answer(
     reason: StopReason = tracker.stop_reason or "max_rounds"
     prompt = [*_flatten(messages), Message.user(render("final", language, reason=reason.replace("_", " ")))]
     turn = Turn()
-    spotter = None if guard_armed(settings, tracker) else AnswerSpotter(direct=True)
+    spotter = None if guard_armed(settings, ctx) else AnswerSpotter(direct=True)
     async for event in llm_turn(llm, prompt, turn, tracker, deltas=spotter.feed if spotter else None, bounded=False):
         yield event
     parsed = parse_react(turn.text)

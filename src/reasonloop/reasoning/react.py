@@ -64,7 +64,7 @@ class ReActReasoning(Reasoning):
         while tracker.exhausted() is None:
             tracker.start_round()
             turn = Turn()
-            spotter = None if guard_armed(settings, tracker) else AnswerSpotter()
+            spotter = None if guard_armed(settings, ctx) else AnswerSpotter()
             early: list[Thought] = []
             prelude = partial(_thought_first, spotter, early) if spotter else None
             async for event in llm_turn(
@@ -88,16 +88,10 @@ class ReActReasoning(Reasoning):
                 raw_input=step.action_input,
             )
             tools = ToolRound(ctx, tracker, [call], settings.max_evidence_tokens)
-            for event in tools.opening():
-                yield event
-            if tools.direct:
-                for event in await tools.run_direct():
+            # aclosing: if our consumer closes us mid-call, the tools are cancelled now, not at GC.
+            async with aclosing(tools.run()) as tool_events:
+                async for event in tool_events:
                     yield event
-            else:
-                # aclosing: if our consumer closes us mid-call, the tools are cancelled now, not at GC.
-                async with aclosing(tools.run_concurrently()) as tool_events:
-                    async for event in tool_events:
-                        yield event
             outputs = tools.outputs
             messages.append(Message.assistant(cut_observation(turn.text).rstrip()))
             messages.append(Message.user(f"Observation: {outputs[0].text}"))

@@ -11,12 +11,14 @@ different models.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
-from typing import Any, ClassVar
+from contextlib import aclosing
+from typing import ClassVar
 
 from pydantic import Field
 
-from reasonloop.errors import PlanStepFailed, ToolBudgetExhausted
+from reasonloop.errors import PlanStepFailed
 from reasonloop.events import Event, Progress, Thought, ToolCall
 from reasonloop.llm.base import Message
 from reasonloop.reasoning.base import LoopSettings, Reasoning
@@ -32,15 +34,13 @@ from reasonloop.reasoning.rewoo_plan import (
     PlanStep,
     StepFailed,
     StepResult,
-    StepStarted,
     execute,
     parse_plan,
     substitute,
 )
-from reasonloop.reasoning.toolexec import PlannedCall, coerce_input, failure, record_result, tally
+from reasonloop.reasoning.toolexec import PlannedCall, ToolRound, coerce_input, failure, record_result
 from reasonloop.registry import PluginInfo
 from reasonloop.tokens import trim_to_tokens
-from reasonloop.tools.base import ToolOutput
 
 __all__ = ["ReWOOReasoning", "ReWOOSettings"]
 
@@ -122,28 +122,36 @@ class ReWOOReasoning(Reasoning):
         user = render("rewoo_solver_user", language, plan="\n\n".join(sections), question=question)
         system = system_prompt("rewoo_solver", language, ctx.instructions)
         async for event in direct_answer(
-            ctx, tracker, solver, system, ctx.history, user, answer, stream=not guard_armed(settings, tracker)
+            ctx, tracker, solver, system, ctx.history, user, answer, stream=not guard_armed(settings, ctx)
         ):
             yield event
         yield close(ctx, settings, tracker, answer.text, language)
 
     async def _work(self, plan: Plan, attempt: int, results: dict[str, StepResult]) -> AsyncIterator[Event]:
+        """Run the plan's steps as the scheduler releases them, each as a one-call
+        :class:`ToolRound`; yield the rounds' events and the failures of steps that never ran.
+
+        The scheduler and the rounds feed one queue, so a step's ToolCall goes out when the
+        step starts and its result when it ends, whichever other steps are running.
+        """
         ctx, settings = self.ctx, self.settings
-        outputs: dict[str, ToolOutput] = {}
-        received: dict[str, dict[str, Any]] = {}
-        """Step id -> the arguments its tool was given (the plan's input with evidence put in)."""
+        queue: asyncio.Queue[Event | StepResult | None] = asyncio.Queue()
+        rounds: dict[str, ToolRound] = {}
+        """Step id -> the round that ran it (steps that never ran have none)."""
 
         async def run_step(step: PlanStep, text: str) -> str:
             tool = ctx.tools[step.tool]
-            if self.tracker.take_tool_slots(1) == 0:
-                outputs[step.id] = failure(
-                    step.tool, ToolBudgetExhausted("not executed: the tool-call budget of this run is spent")
-                )
-                raise StepFailed(outputs[step.id].error["error"])  # type: ignore[index]
-            tally(ctx, self.tracker, tool)
-            arguments = received[step.id] = coerce_input(tool, text)
-            out = outputs[step.id] = await tool.invoke(arguments, ctx.tool_context(self._cid(attempt, step)))
-            tally(ctx, self.tracker, tool, out)
+            call = PlannedCall(
+                call_id=self._cid(attempt, step),
+                tool=step.tool,
+                arguments=coerce_input(tool, text),
+                planned_input=step.input,
+            )
+            tools = rounds[step.id] = ToolRound(ctx, self.tracker, [call], settings.max_evidence_tokens)
+            async with aclosing(tools.run()) as events:
+                async for event in events:
+                    queue.put_nowait(event)
+            [out] = tools.outputs
             if out.error is not None:
                 raise StepFailed(out.error["error"])
             return out.text
@@ -151,39 +159,50 @@ class ReWOOReasoning(Reasoning):
         def resolve(text: str, done: dict[str, str]) -> str:
             return substitute(text, {k: trim_to_tokens(v, settings.reference_tokens) for k, v in done.items()})
 
-        async for update in execute(
-            plan,
-            run_step,
-            max_concurrency=settings.max_concurrency,
-            timeout_s=self.tracker.time_left(),
-            resolve=resolve,
-        ):
-            if isinstance(update, StepStarted):
-                tool = ctx.tools[update.step.tool]
-                yield ToolCall(
-                    call_id=self._cid(attempt, update.step),
-                    tool=update.step.tool,
-                    input=coerce_input(tool, update.input),
-                )
-                continue
-            step = update.step
-            results[step.id] = update
-            call = PlannedCall(
-                call_id=self._cid(attempt, step),
-                tool=step.tool,
-                arguments=received.get(step.id, {}),
-                raw_input=None if step.id in received else step.input,  # not run: the plan's input is all there is
-                planned_input=step.input,
-            )
-            out = outputs.get(step.id)
-            if out is None:  # failed without running: problem, cycle, failed dependency, timeout
-                if "time budget" in (update.error or ""):
+        async def schedule() -> None:
+            try:
+                async for update in execute(
+                    plan,
+                    run_step,
+                    max_concurrency=settings.max_concurrency,
+                    timeout_s=self.tracker.time_left(),
+                    resolve=resolve,
+                ):
+                    if isinstance(update, StepResult):
+                        queue.put_nowait(update)
+            finally:
+                queue.put_nowait(None)
+
+        scheduler = asyncio.create_task(schedule(), name="rewoo-schedule")
+        try:
+            while (item := await queue.get()) is not None:
+                if not isinstance(item, StepResult):
+                    yield item
+                    continue
+                step = item.step
+                results[step.id] = item
+                if item.timed_out:
                     self.tracker.hit("timeout")
-                yield ToolCall(call_id=call.call_id, tool=step.tool, input={"input": step.input})
-                out = failure(step.tool, PlanStepFailed(update.error or "failed"))
-            yield record_result(ctx, call, out, settings.max_evidence_tokens)
-            if out.error is None:
-                update.output = out.text
+                tools = rounds.get(step.id)
+                if tools is not None and tools.done:  # ran: its round gave its result
+                    if item.ok:
+                        item.output = tools.outputs[0].text
+                    continue
+                # Never ran (a problem, a cycle, a failed dependency, the time budget), or stopped mid-call.
+                call = PlannedCall(call_id=self._cid(attempt, step), tool=step.tool, raw_input=step.input)
+                call.planned_input = step.input
+                if tools is None:
+                    yield ToolCall(call_id=call.call_id, tool=step.tool, input={"input": step.input})
+                else:
+                    call.arguments, call.raw_input = tools.calls[0].arguments, None
+                yield record_result(
+                    ctx, call, failure(step.tool, PlanStepFailed(item.error or "failed")), settings.max_evidence_tokens
+                )
+            await scheduler  # its failure, if it failed
+        finally:
+            if not scheduler.done():
+                scheduler.cancel()
+                await asyncio.gather(scheduler, return_exceptions=True)
 
     @staticmethod
     def _cid(attempt: int, step: PlanStep) -> str:

@@ -72,6 +72,8 @@ class StepResult:
     error: str | None = None
     started: float | None = None
     ended: float | None = None
+    timed_out: bool = False
+    """The plan's time budget ran out before the step could finish (it did not fail by itself)."""
 
 
 class StepFailed(Exception):
@@ -203,7 +205,7 @@ async def execute(
     done_ids: set[str] = set()
     pending_results: list[StepResult] = []
 
-    def fail(sid: str, why: str) -> None:
+    def fail(sid: str, why: str, timed_out: bool = False) -> None:
         # Fail a step and, transitively, everything waiting on it.
         stack = [(sid, why)]
         while stack:
@@ -212,7 +214,8 @@ async def execute(
                 continue
             done_ids.add(current)
             waiting.pop(current, None)
-            pending_results.append(StepResult(step=steps[current], ok=False, error=reason))
+            result = StepResult(step=steps[current], ok=False, error=reason, timed_out=timed_out and current == sid)
+            pending_results.append(result)
             for nxt in dependents[current]:
                 if nxt not in done_ids:
                     stack.append((nxt, f"skipped: #{nxt} needs #{current}, which failed"))
@@ -280,9 +283,9 @@ async def execute(
                 yield update
         for task, (sid, _) in list(running.items()):  # the deadline passed
             task.cancel()
-            fail(sid, f"#{sid} stopped: the plan's time budget ran out")
+            fail(sid, f"#{sid} stopped: the plan's time budget ran out", timed_out=True)
         for sid in list(waiting) + ready:
-            fail(sid, f"#{sid} not run: the plan's time budget ran out")
+            fail(sid, f"#{sid} not run: the plan's time budget ran out", timed_out=True)
         ready.clear()
         for update in pending_results:
             yield update

@@ -64,7 +64,7 @@ class ToolCallReasoning(Reasoning):
         while tracker.exhausted() is None:
             tracker.start_round()
             turn = Turn()
-            deltas = None if guard_armed(settings, tracker) else _whole
+            deltas = None if guard_armed(settings, ctx) else _whole
             async for event in llm_turn(ctx.llm, messages, turn, tracker, tools=specs, deltas=deltas):
                 yield event
             if turn.cut_short:
@@ -87,16 +87,10 @@ class ToolCallReasoning(Reasoning):
                 )
             )
             tools = ToolRound(ctx, tracker, turn.calls, settings.max_evidence_tokens)
-            for event in tools.opening():
-                yield event
-            if tools.direct:
-                for event in await tools.run_direct():
+            # aclosing: if our consumer closes us mid-call, the tools are cancelled now, not at GC.
+            async with aclosing(tools.run()) as tool_events:
+                async for event in tool_events:
                     yield event
-            else:
-                # aclosing: if our consumer closes us mid-call, the tools are cancelled now, not at GC.
-                async with aclosing(tools.run_concurrently()) as tool_events:
-                    async for event in tool_events:
-                        yield event
             outputs = tools.outputs
             for call, out in zip(turn.calls, outputs, strict=True):
                 messages.append(Message.tool(call.call_id, out.text, name=call.tool))

@@ -1,8 +1,9 @@
 """Running the tool calls a model asked for: concurrently, within budget, never raising.
 
-A :class:`ToolRound` yields a :class:`~reasonloop.events.ToolCall` per call, the nested
-events tools emit, and a :class:`~reasonloop.events.ToolResult` per call as each finishes;
-the outputs land in call order. Unknown tools, invalid arguments, exceptions and timeouts
+Every strategy runs tools through one :class:`ToolRound` and its one entry point,
+:meth:`ToolRound.run`: a :class:`~reasonloop.events.ToolCall` per call, the nested events tools
+emit, and a :class:`~reasonloop.events.ToolResult` per call as each finishes; the outputs land
+in call order. Unknown tools, invalid arguments, exceptions and timeouts
 become observations ``{tool, error, type}``. Calls beyond the tool budget are not executed:
 their observation tells the model the budget is spent. Cancelling the consumer cancels
 every running tool and waits for it, so no task outlives the run. A tool that delegates (an
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,8 +89,9 @@ def delegates(tool: Tool) -> bool:
     return callable(getattr(tool, "tool_calls_made", None))
 
 
-def tally(ctx: RunContext, tracker: BudgetTracker, tool: Tool, out: ToolOutput | None = None) -> None:
-    """Count real tool calls: 1 when an ordinary ``tool`` starts; a delegating one's report when it ends."""
+def tally(ctx: RunContext, tool: Tool, out: ToolOutput | None = None) -> None:
+    """Count real tool calls in ``ctx.real_tool_calls``: 1 when an ordinary ``tool`` starts; a
+    delegating one's report when it ends."""
     made = getattr(tool, "tool_calls_made", None)
     if made is None:  # an ordinary tool: the call itself is the real call
         n = 1 if out is None else 0
@@ -97,8 +100,7 @@ def tally(ctx: RunContext, tracker: BudgetTracker, tool: Tool, out: ToolOutput |
     else:
         n = int(made(out))
     if n:
-        tracker.real_tool_calls += n
-        ctx.tool_tally += n
+        ctx.real_tool_calls += n
 
 
 def _budget_note(tracker: BudgetTracker) -> str:
@@ -109,29 +111,24 @@ def _budget_note(tracker: BudgetTracker) -> str:
 
 
 class ToolRound:
-    """The tool calls of one model turn: what runs, in what order, and their events.
+    """The tool calls of one model turn (or one plan step): what runs, in what order, and their events.
 
     Building it decides everything that needs no waiting: which calls are unknown, invalid
-    or over the budget (their results are ready at once) and which run. A strategy yields
-    :meth:`opening`, then runs the calls: one lone call is awaited directly
-    (:meth:`run_direct`, no task and no extra generator on the path every step takes);
-    otherwise :meth:`run_concurrently` streams results as calls finish. :attr:`outputs`
-    then holds one output per call, in call order::
+    or over the budget (their results are ready at once) and which run. :meth:`run` yields
+    every event of the round; :attr:`outputs` then holds one output per call, in call order::
 
         tools = ToolRound(ctx, tracker, calls)
-        for event in tools.opening():
-            yield event
-        if tools.direct:
-            for event in await tools.run_direct():
+        # aclosing: if our consumer closes us mid-call, the tools are cancelled now, not at GC.
+        async with aclosing(tools.run()) as events:
+            async for event in events:
                 yield event
-        else:
-            # aclosing: if our consumer closes us mid-call, the tools are cancelled now, not at GC.
-            async with aclosing(tools.run_concurrently()) as events:
-                async for event in events:
-                    yield event
+        outputs = tools.outputs
+
+    A lone call in a run without a deadline whose tool emits no live events is awaited
+    directly (no task); otherwise every call runs as a task and results come as they finish.
     """
 
-    __slots__ = ("_ctx", "_observation_tokens", "_opened", "_results", "_runnable", "_tracker", "calls", "direct")
+    __slots__ = ("_ctx", "_observation_tokens", "_results", "_runnable", "_tracker", "calls", "direct")
 
     def __init__(
         self, ctx: RunContext, tracker: BudgetTracker, calls: Sequence[PlannedCall], observation_tokens: int = 1500
@@ -140,7 +137,6 @@ class ToolRound:
         self._observation_tokens = observation_tokens
         self._results: list[ToolOutput | None] = [None] * len(calls)
         self._runnable: list[tuple[int, Tool]] = []
-        self._opened = False
         tools = ctx.tools
         wanted = 0
         for call in calls:
@@ -164,7 +160,12 @@ class ToolRound:
             and tracker.deadline is None
             and not getattr(self._runnable[0][1], "emits_events", False)
         )
-        """One call to run, no deadline, no live nested events: :meth:`run_direct` applies."""
+        """One call to run, no deadline, no live nested events: it is awaited directly."""
+
+    @property
+    def done(self) -> bool:
+        """Every call has its output (the round ran to its end)."""
+        return None not in self._results
 
     @property
     def outputs(self) -> list[ToolOutput]:
@@ -177,46 +178,45 @@ class ToolRound:
             raise RuntimeError("the tool round has not run all its calls yet")
         return self._results  # type: ignore[return-value]
 
-    def opening(self) -> list[Event]:
-        """A :class:`ToolCall` per call, then the results that need no running (counts the calls that run)."""
+    def run(self) -> AsyncIterator[Event]:
+        """A :class:`ToolCall` per call, the results that need no running, then the nested events
+        and the result of each call that runs, as it finishes."""
+        return self._run()
+
+    async def _run(self) -> AsyncIterator[Event]:
         ctx = self._ctx
         # Each event gets its own copy of the arguments: a consumer that edits an event (a sink
         # redacting a secret) must not rewrite the prompt the assistant message carries.
-        events: list[Event] = []
         for call in self.calls:
-            events.append(ToolCall(call_id=call.call_id, tool=call.tool, input=dict(call.arguments)))
-        self._opened = True
+            yield ToolCall(call_id=call.call_id, tool=call.tool, input=dict(call.arguments))
         for _, tool in self._runnable:
-            tally(ctx, self._tracker, tool)
+            tally(ctx, tool)
         for i, out in enumerate(self._results):
             if out is not None:
-                events.append(record_result(ctx, self.calls[i], out, self._observation_tokens))
-        return events
+                yield record_result(ctx, self.calls[i], out, self._observation_tokens)
+        if not self._runnable:
+            return
+        if self.direct:
+            for event in await self._run_direct():
+                yield event
+            return
+        events = _run_concurrently(
+            ctx, self._tracker, self.calls, self._runnable, self._results, self._observation_tokens
+        )
+        async with aclosing(events):
+            async for event in events:
+                yield event
 
-    async def run_direct(self) -> list[Event]:
+    async def _run_direct(self) -> list[Event]:
         """Await the lone call; its nested events, then its result."""
-        if not self._opened:
-            self._check_opened()
         ctx = self._ctx
         (i, tool), call = self._runnable[0], self.calls[self._runnable[0][0]]
         out = self._results[i] = await tool.invoke(call.arguments, ctx.tool_context(call.call_id))
         if delegates(tool):  # an ordinary tool was counted when it started
-            tally(ctx, self._tracker, tool, out)
+            tally(ctx, tool, out)
         events = ctx.drain() if ctx.pending else []
         events.append(record_result(ctx, call, out, self._observation_tokens))
         return events
-
-    def run_concurrently(self) -> AsyncIterator[Event]:
-        """Run every call as a task; yield nested events and each result as it finishes."""
-        self._check_opened()
-        return _run_concurrently(
-            self._ctx, self._tracker, self.calls, self._runnable, self._results, self._observation_tokens
-        )
-
-    def _check_opened(self) -> None:
-        # opening() counts the calls that run: without it require_tool_call would trip wrongly.
-        if not self._opened:
-            raise RuntimeError("yield ToolRound.opening() before running the calls")
 
 
 async def _run_concurrently(
@@ -254,7 +254,7 @@ async def _run_concurrently(
                     pending.discard(task)
                     i = tasks[task]
                     results[i] = task.result()
-                    tally(ctx, tracker, ctx.tools[calls[i].tool], results[i])
+                    tally(ctx, ctx.tools[calls[i].tool], results[i])
                     yield record_result(ctx, calls[i], results[i], observation_tokens)
         for task in pending:  # the run's deadline passed
             task.cancel()

@@ -192,7 +192,7 @@ class AgentTool(Tool):
             "started_at": started,
             "ended_at": time.time(),
             "elapsed_s": round(time.perf_counter() - clock, 6),
-            "tool_calls": sub.tool_tally,
+            "tool_calls": sub.real_tool_calls,
             "stop_reason": answer.stop_reason if answer is not None else "error",
             "usage": dataclasses.asdict(sub.usage),
             "depth": depth,
