@@ -25,6 +25,7 @@ import logging
 import secrets
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -37,11 +38,11 @@ from reasonloop.events import (
     AnswerDelta,
     ErrorEvent,
     Event,
-    EventStamper,
     Progress,
     RunMeta,
     RunResult,
     RunStarted,
+    stamped,
 )
 from reasonloop.kb.base import Retriever
 from reasonloop.llm.base import LLM, Message
@@ -395,46 +396,39 @@ class Agent:
         (or cancel the consuming task) to stop the run. ``sampling``: see :meth:`context`.
         """
         ctx = self.context(history, run_id=run_id, user_id=user_id, conversation_id=conversation_id, sampling=sampling)
-        return self.events(question, ctx)
+        return stamped(self.events(question, ctx), ctx.run_id)
 
     async def events(self, question: str, ctx: RunContext) -> AsyncIterator[Event]:
-        """Run the strategy in ``ctx`` and stamp its events (for runners that own the context)."""
-        stamp = EventStamper(ctx.run_id)
-        yield stamp(RunStarted(reasoning=self.reasoning_id, question=question, depth=ctx.depth))
+        """Run the strategy in ``ctx``: its events, each with its run's id but not yet numbered
+        (``seq`` is given once, by whoever streams them: :meth:`stream`, the run manager, or the
+        run of which this is a sub-agent). RunStarted first, Answer or ErrorEvent last."""
+        run_id, depth = ctx.run_id, ctx.depth
+        yield RunStarted(reasoning=self.reasoning_id, question=question, depth=depth, run_id=run_id)
         answered = False
-        depth = ctx.depth
         try:
             if self._sources or "feedback" in ctx.services:  # most runs have nothing to prepare
                 async for event in self._before_run(ctx):
-                    yield stamp(event)
+                    event.run_id = run_id
+                    yield event
             strategy = self.strategy(self.settings, ctx)
-            agen = strategy.stream(question)
-            run_id = ctx.run_id
-            try:
-                async for event in agen:
-                    if ctx.pending:
-                        for nested in ctx.drain():
-                            yield stamp(nested)
+            async with aclosing(strategy.stream(question)) as events:
+                async for event in events:
                     if event.depth < depth:  # the strategy's own events, in a sub-run
                         event.depth = depth
-                    # stamp(event), inlined on the path every event of every run takes
-                    stamp.seq = event.seq = stamp.seq + 1
-                    if not event.run_id:
+                    if not event.run_id:  # nested events keep their sub-run's
                         event.run_id = run_id
                     yield event
                     if isinstance(event, Answer) and event.depth == depth:
                         answered = True
                         break
-            finally:
-                await agen.aclose()
             if not answered:
                 raise RunError(f"strategy {self.reasoning_id!r} ended without an answer")
         except ReasonLoopError as exc:
             ctx.error = exc.to_dict()
-            yield stamp(ErrorEvent(code=exc.code, message=exc.message, depth=ctx.depth))
+            yield ErrorEvent(code=exc.code, message=exc.message, depth=depth, run_id=run_id)
         except Exception as exc:  # a defect in a plugin: report it as the run's error
             ctx.error = {"code": RunError.code, "message": f"{type(exc).__name__}: {exc}"}
-            yield stamp(ErrorEvent(code=RunError.code, message=ctx.error["message"], depth=ctx.depth))
+            yield ErrorEvent(code=RunError.code, message=ctx.error["message"], depth=depth, run_id=run_id)
 
     async def run(
         self,

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import copy
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from typing import Any
 
 from pydantic import ValidationError
@@ -189,12 +190,13 @@ class AgentRunner:
                 registry=self.registry,
                 **self._feedback(),
             )
-        async for event in agent.stream(
-            request.question,
-            history=request.history,
+        ctx = agent.context(
+            request.history,
             run_id=request.run_id,
             user_id=request.tenant,
             conversation_id=request.conversation_id,
             sampling=request.sampling,
-        ):
-            yield event
+        )
+        async with aclosing(agent.events(request.question, ctx)) as events:  # the run manager numbers them
+            async for event in events:
+                yield event
