@@ -230,7 +230,7 @@ async def test_context_is_fresh_per_run() -> None:
     assert (first.content, second.content) == ("a", "b")
     assert second.usage.llm_calls == 1 and first.meta.run_id != second.meta.run_id
     ctx = agent.context()
-    assert isinstance(ctx, RunContext) and ctx.services["retrievers"] == [] and ctx.steps == []
+    assert isinstance(ctx, RunContext) and ctx.scope.retrievers == [] and ctx.steps == []
 
 
 async def test_closing_the_stream_early_stops_the_run_and_its_tools() -> None:

@@ -11,7 +11,7 @@ from reasonloop.errors import ConfigError
 from reasonloop.events import Answer, AnswerDelta, Citation, ErrorEvent, RunStarted, ToolCall, ToolResult
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.tools.agent_tool import AgentTool, agent_tools, tool_name_for
-from reasonloop.tools.base import ToolContext, ToolOutput, tool
+from reasonloop.tools.base import RunScope, ToolContext, ToolOutput, tool
 
 
 @tool
@@ -134,7 +134,7 @@ async def test_direct_call_returns_content_meta_and_stack() -> None:
     async def emit(event: object) -> None:
         emitted.append(event)
 
-    ctx = ToolContext(run_id="parent", call_id="c9", depth=0, emit=emit, services={"agent_stack": ("writer",)})
+    ctx = ToolContext(run_id="parent", call_id="c9", depth=0, emit=emit, scope=RunScope(agent_stack=("writer",)))
     out = await AgentTool(sub).invoke({"query": "sky", "context": "the user is a painter"}, ctx)
     assert out.ok and out.text == "The sky is blue."
     data = out.data
@@ -186,7 +186,7 @@ async def test_recursion_is_refused() -> None:
     assert refused.depth == 1 and "a -> b -> a" in refused.error["error"]
     assert len(a_llm.prompts) == 2  # a ran once: its first turn and its answer
     assert events[-1].text == "a done"
-    out = await AgentTool(a).invoke({"query": "q"}, ToolContext(services={"agent_stack": ("a", "x")}))
+    out = await AgentTool(a).invoke({"query": "q"}, ToolContext(scope=RunScope(agent_stack=("a", "x"))))
     assert out.error["code"] == "agent.recursion"
 
 

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from reasonloop.events import Citation
 from reasonloop.kb.base import Filter, Hit
 from reasonloop.tokens import count_tokens
-from reasonloop.tools.base import ToolContext
-from reasonloop.tools.docsearch import DocSearchTool, EvidenceLog, format_evidence, search_all
+from reasonloop.tools.base import RunScope, ToolContext
+from reasonloop.tools.docsearch import DocSearchTool
+from reasonloop.tools.evidence import EvidenceLog, format_evidence, search_all
 
 
 def hit(n: int, text: str = "", **meta) -> Hit:
@@ -37,7 +38,7 @@ class ListRetriever:
 
 
 def ctx(*retrievers, **services) -> ToolContext:
-    return ToolContext(services={"retrievers": list(retrievers), **services})
+    return ToolContext(scope=RunScope(retrievers=list(retrievers), **services))
 
 
 async def test_numbered_evidence_with_full_citations() -> None:
@@ -75,12 +76,12 @@ async def test_one_failing_retriever_is_skipped_but_all_failing_is_an_error() ->
 
 
 async def test_numbers_are_shared_across_searches_of_one_run() -> None:
-    services = {"retrievers": [ListRetriever([hit(2), hit(3)])]}
+    scope = RunScope(retrievers=[ListRetriever([hit(2), hit(3)])])
     tool = DocSearchTool()
-    await tool.invoke({"query": "a", "top_k": 1}, ToolContext(services=services))
-    out = await tool.invoke({"query": "b"}, ToolContext(services=services))
+    await tool.invoke({"query": "a", "top_k": 1}, ToolContext(scope=scope))
+    out = await tool.invoke({"query": "b"}, ToolContext(scope=scope))
     assert out.text.startswith("[1] Doc 2") and "[2] Doc 3" in out.text
-    assert sorted(services["evidence"].citations) == [1, 2]
+    assert sorted(scope.evidence.citations) == [1, 2]
 
 
 async def test_evidence_is_trimmed_to_the_token_budget() -> None:
@@ -93,7 +94,7 @@ async def test_evidence_is_trimmed_to_the_token_budget() -> None:
     assert [c.marker for c in out.citations] == [1]
 
 
-async def test_run_wide_budget_from_services_wins() -> None:
+async def test_run_wide_budget_from_the_run_scope_wins() -> None:
     out = await DocSearchTool().invoke({"query": "q"}, ctx(ListRetriever([hit(1, "x " * 500)]), max_evidence_tokens=60))
     assert count_tokens(out.text) <= 65
 
@@ -115,7 +116,8 @@ def test_format_evidence_and_log() -> None:
     log.add_citation(Citation(marker=9, source="later"))
     log.add_citation(Citation(source="unnumbered"))
     assert log.citations[9].source == "other" and len(log.citations) == 2
-    assert EvidenceLog.of({"evidence": log}) is log
+    scope = RunScope()
+    assert scope.evidence_log() is scope.evidence_log() and scope.evidence is not None  # one per run, made on first use
 
 
 def test_spec_is_what_models_see() -> None:

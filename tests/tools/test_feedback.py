@@ -3,7 +3,7 @@ import asyncio
 import pytest
 
 from reasonloop.config import load_settings
-from reasonloop.tools.base import ToolContext
+from reasonloop.tools.base import RunScope, ToolContext
 from reasonloop.tools.feedback import FeedbackStore, FeedbackTool
 
 
@@ -62,7 +62,7 @@ async def test_concurrent_writers(store):
 
 
 async def test_feedback_tool_records_into_the_shared_store(store):
-    ctx = ToolContext(run_id="run-9", services={"feedback": store, "user": "ann", "conversation": "c7"})
+    ctx = ToolContext(run_id="run-9", scope=RunScope(feedback=store, user="ann", conversation="c7"))
     out = await FeedbackTool().invoke({"rating": "bad", "reason": "wrong date"}, ctx)
     assert out.ok and "judged bad (wrong date)" in out.text
     [item] = await store.recent("ann", "c7")
@@ -75,7 +75,7 @@ async def test_feedback_tool_records_into_the_shared_store(store):
 async def test_feedback_tool_errors(store):
     out = await FeedbackTool().invoke({"rating": "bad"}, ToolContext())
     assert out.error["code"] == "tool.unavailable"
-    bad = await FeedbackTool().invoke({"rating": "awful"}, ToolContext(services={"feedback": store}))
+    bad = await FeedbackTool().invoke({"rating": "awful"}, ToolContext(scope=RunScope(feedback=store)))
     assert bad.error["code"] == "tool.invalid_arguments"
 
 

@@ -1,7 +1,7 @@
 from reasonloop.events import AnswerDelta
 from reasonloop.kb.base import Hit
 from reasonloop.llm.scripted import ScriptedProvider
-from reasonloop.tools.base import ToolContext
+from reasonloop.tools.base import RunScope, ToolContext
 from reasonloop.tools.summarize import SummarizeTool
 
 
@@ -38,7 +38,7 @@ async def test_retrieves_distinct_documents_then_summarises_with_citations():
     )
     r2 = ListRetriever([hit("g1", "gamma", "Gamma says Z.")])
     llm = ScriptedProvider(replies=["Alpha says X [1] while gamma says Z [2]."])
-    ctx = ToolContext(services={"retrievers": [r1, r2], "llm": llm})
+    ctx = ToolContext(scope=RunScope(retrievers=[r1, r2], llm=llm))
     out = await SummarizeTool().invoke({"topic": "letters", "max_docs": 2}, ctx)
     assert out.ok, out.error
     assert out.text == "Alpha says X [1] while gamma says Z [2]."
@@ -52,7 +52,7 @@ async def test_retrieves_distinct_documents_then_summarises_with_citations():
 async def test_numbers_follow_the_run_evidence_log_and_unused_citations_are_dropped():
     r = ListRetriever([hit("a1", "alpha", "A."), hit("b1", "beta", "B.")])
     llm = ScriptedProvider(replies=["Only beta matters [8]."])
-    ctx = ToolContext(services={"retrievers": [r], "llm": llm, "evidence": Numbering(6)})
+    ctx = ToolContext(scope=RunScope(retrievers=[r], llm=llm, evidence=Numbering(6)))
     out = await SummarizeTool().invoke({"topic": "t"}, ctx)
     assert [c.marker for c in out.citations] == [8]
     assert "[7] Alpha" in llm.prompts[0][1].content
@@ -66,7 +66,7 @@ async def test_streams_answer_deltas_when_it_is_the_final_answer():
 
     r = ListRetriever([hit("a1", "alpha", "A.")])
     llm = ScriptedProvider(replies=["A long summary of alpha [1]."], chunk_size=5)
-    ctx = ToolContext(emit=emit, depth=1, services={"retrievers": [r], "llm": llm, "stream_answer": True})
+    ctx = ToolContext(emit=emit, depth=1, scope=RunScope(retrievers=[r], llm=llm, stream_answer=True))
     out = await SummarizeTool().invoke({"topic": "t"}, ctx)
     assert len(events) > 2 and all(isinstance(e, AnswerDelta) and e.depth == 1 for e in events)
     assert "".join(e.text for e in events) == out.text
@@ -80,7 +80,7 @@ async def test_no_streaming_unless_asked():
 
     ctx = ToolContext(
         emit=emit,
-        services={"retrievers": [ListRetriever([hit("a", "a", "x")])], "llm": ScriptedProvider(replies=["s [1]"])},
+        scope=RunScope(retrievers=[ListRetriever([hit("a", "a", "x")])], llm=ScriptedProvider(replies=["s [1]"])),
     )
     assert (await SummarizeTool().invoke({"topic": "t"}, ctx)).ok
     assert events == []
@@ -89,7 +89,7 @@ async def test_no_streaming_unless_asked():
 async def test_nothing_found_skips_the_llm():
     llm = ScriptedProvider(replies=["should not be used"])
     out = await SummarizeTool().invoke(
-        {"topic": "void"}, ToolContext(services={"retrievers": [ListRetriever([])], "llm": llm})
+        {"topic": "void"}, ToolContext(scope=RunScope(retrievers=[ListRetriever([])], llm=llm))
     )
     assert out.ok and out.text == "No documents about 'void' to summarise."
     assert not llm.prompts
@@ -101,14 +101,12 @@ async def test_failures_are_observations():
             raise OSError("index gone")
 
     llm = ScriptedProvider(replies=["x"])
-    no_llm = await SummarizeTool().invoke({"topic": "t"}, ToolContext(services={"retrievers": []}))
+    no_llm = await SummarizeTool().invoke({"topic": "t"}, ToolContext(scope=RunScope(retrievers=[])))
     assert no_llm.error["code"] == "tool.unavailable"
-    broken = await SummarizeTool().invoke({"topic": "t"}, ToolContext(services={"retrievers": [Broken()], "llm": llm}))
+    broken = await SummarizeTool().invoke({"topic": "t"}, ToolContext(scope=RunScope(retrievers=[Broken()], llm=llm)))
     assert broken.error["code"] == "tool.error" and "index gone" in broken.error["error"]
     half = ListRetriever([hit("a", "alpha", "A.")])
-    ok = await SummarizeTool().invoke(
-        {"topic": "t"}, ToolContext(services={"retrievers": [Broken(), half], "llm": llm})
-    )
+    ok = await SummarizeTool().invoke({"topic": "t"}, ToolContext(scope=RunScope(retrievers=[Broken(), half], llm=llm)))
     assert ok.ok
     bad_args = await SummarizeTool().invoke({"topic": "", "max_docs": 0}, ToolContext())
     assert bad_args.error["code"] == "tool.invalid_arguments"
@@ -120,7 +118,7 @@ async def test_its_model_call_counts_in_the_runs_usage():
     llm = ScriptedProvider(replies=["Alpha says X [1]."])
     usage = Usage(llm_calls=2, prompt_tokens=10, completion_tokens=5)
     ctx = ToolContext(
-        services={"retrievers": [ListRetriever([hit("a1", "alpha", "Alpha says X.")])], "llm": llm}, usage=usage
+        scope=RunScope(retrievers=[ListRetriever([hit("a1", "alpha", "Alpha says X.")])], llm=llm), usage=usage
     )
     assert (await SummarizeTool().invoke({"topic": "letters"}, ctx)).ok
     spent = llm.calls[0]

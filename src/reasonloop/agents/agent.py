@@ -49,8 +49,8 @@ from reasonloop.llm.base import LLM, Message
 from reasonloop.llm.sampling import Sampling, with_sampling
 from reasonloop.reasoning.base import Budget, Reasoning, RunContext
 from reasonloop.registry import Registry, resolve
-from reasonloop.tools.agent_tool import STACK_KEY, AgentTool, agent_tools
-from reasonloop.tools.base import Tool
+from reasonloop.tools.agent_tool import AgentTool, agent_tools
+from reasonloop.tools.base import RunScope, Tool
 from reasonloop.tools.docsearch import DocSearchTool
 from reasonloop.tools.feedback import FeedbackStore
 
@@ -170,8 +170,8 @@ class Agent:
         self.language = language
         self.services = dict(services or {})
         stats = _stats_sources(kb)
-        if stats:
-            self.services.setdefault("kb", stats if len(stats) > 1 else stats[0])
+        self._stats: Any = (stats if len(stats) > 1 else stats[0]) if stats else None
+        """What ``kb_stats`` reports on."""
 
     @classmethod
     def from_config(
@@ -293,19 +293,15 @@ class Agent:
             conversation_id=conversation_id,
             run_id=run_id or secrets.token_hex(16),
             depth=depth,
-            services=self._services(user_id, conversation_id),
+            services=dict(self.services),
+            scope=RunScope(
+                kb=self._stats,
+                feedback=self.feedback,
+                user=user_id or "",
+                conversation=conversation_id or "",
+                agent_stack=(self.label,),
+            ),
         )
-
-    def _services(self, user_id: str | None, conversation_id: str | None) -> dict[str, Any]:
-        services = dict(self.services)
-        if user_id is not None or "user" not in services:
-            services["user"] = user_id or ""
-        if conversation_id is not None or "conversation" not in services:
-            services["conversation"] = conversation_id or ""
-        if self.feedback is not None:
-            services.setdefault("feedback", self.feedback)
-        services.setdefault(STACK_KEY, (self.label,))
-        return services
 
     def models(self) -> list[LLM]:
         """The models this agent has resolved so far (reasoning, planner, solver), each once."""
@@ -366,14 +362,10 @@ class Agent:
                 yield Progress(message=note, depth=ctx.depth)
             for tool_name, tool in self.tools.items():
                 ctx.tools.setdefault(tool_name, tool)
-        store = ctx.services.get("feedback")
+        store = ctx.scope.feedback
         if isinstance(store, FeedbackStore) and self.feedback_recent > 0:
             try:
-                text = await store.recent_guidance(
-                    str(ctx.services.get("user") or ""),
-                    str(ctx.services.get("conversation") or "") or None,
-                    self.feedback_recent,
-                )
+                text = await store.recent_guidance(ctx.scope.user, ctx.scope.conversation or None, self.feedback_recent)
             except Exception as exc:  # a broken store must not break the run
                 log.warning("feedback guidance unavailable: %s", exc)
                 text = ""
@@ -406,7 +398,7 @@ class Agent:
         yield RunStarted(reasoning=self.reasoning_id, question=question, depth=depth, run_id=run_id)
         answered = False
         try:
-            if self._sources or "feedback" in ctx.services:  # most runs have nothing to prepare
+            if self._sources or ctx.scope.feedback is not None:  # most runs have nothing to prepare
                 async for event in self._before_run(ctx):
                     event.run_id = run_id
                     yield event

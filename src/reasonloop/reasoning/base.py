@@ -30,7 +30,7 @@ from reasonloop.events import Answer, Citation, Event, Step, StopReason, Usage
 from reasonloop.kb.base import Retriever
 from reasonloop.llm.base import LLM, Message
 from reasonloop.registry import PluginInfo
-from reasonloop.tools.base import Tool, ToolContext
+from reasonloop.tools.base import RunScope, Tool, ToolContext
 
 __all__ = [
     "Budget",
@@ -90,7 +90,8 @@ class RunContext:
         budget: A run-wide cap that overrides the strategy's own budget settings.
         instructions: User instructions appended to the built-in prompts.
         language: ``"en"``, ``"zh"``...; ``None`` follows the question's language.
-        services: Shared resources handed to every tool as ``ToolContext.services``.
+        services: Extra resources handed to every tool as ``ToolContext.services``.
+        scope: What the run shares with its tools (``ToolContext.scope``).
         steps: Actions taken so far (filled by the strategy; read by the runner).
         usage: Consumption so far (filled by the helpers; read by the runner).
         error: A structured error the run ended with (set by the guard).
@@ -110,6 +111,9 @@ class RunContext:
     run_id: str = ""
     depth: int = 0
     services: dict[str, Any] = field(default_factory=dict)
+    """Extra resources the caller shares with its tools by name (``Agent(services=...)``)."""
+    scope: RunScope = field(default_factory=RunScope)
+    """What the run shares with its tools, typed: retrievers, model, evidence, user, ..."""
     steps: list[Step] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     error: dict[str, Any] | None = None
@@ -121,8 +125,10 @@ class RunContext:
     _wake: asyncio.Event | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        self.services.setdefault("retrievers", self.retrievers)
-        self.services.setdefault("llm", self.llm)
+        if not self.scope.retrievers:
+            self.scope.retrievers = self.retrievers
+        if self.scope.llm is None:
+            self.scope.llm = self.llm
 
     async def emit(self, event: Event) -> None:
         """Queue a nested event (from a sub-agent tool) for the run's stream."""
@@ -136,7 +142,7 @@ class RunContext:
         return events
 
     def tool_context(self, call_id: str) -> ToolContext:
-        return ToolContext(self.run_id, call_id, self.depth, self.emit, self.services, self.usage)
+        return ToolContext(self.run_id, call_id, self.depth, self.emit, self.services, self.usage, self.scope)
 
 
 class Reasoning(ABC):
@@ -159,8 +165,8 @@ class Reasoning(ABC):
         self.settings: Any = self.validate_settings(settings)
         self.ctx = ctx
         budget = getattr(self.settings, "max_evidence_tokens", None)
-        if budget is not None:
-            ctx.services.setdefault("max_evidence_tokens", budget)
+        if budget is not None and ctx.scope.max_evidence_tokens is None:
+            ctx.scope.max_evidence_tokens = budget
 
     @classmethod
     def validate_settings(cls, settings: BaseModel | Mapping[str, Any] | None) -> BaseModel:

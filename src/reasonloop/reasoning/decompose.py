@@ -26,7 +26,7 @@ from reasonloop.reasoning.llmcall import Turn, llm_turn
 from reasonloop.reasoning.prompts import render, system_prompt
 from reasonloop.reasoning.retrieval import direct_answer
 from reasonloop.registry import PluginInfo
-from reasonloop.tools.docsearch import EvidenceLog, format_evidence, search_all
+from reasonloop.tools.evidence import format_evidence, search_all
 
 __all__ = ["DecomposeReasoning", "DecomposeSettings", "parse_subquestions"]
 
@@ -130,7 +130,7 @@ class DecomposeReasoning(Reasoning):
     async def _answer_part(self, finding: _Finding) -> _Finding:
         ctx, settings = self.ctx, self.settings
         hits = await search_all(ctx.retrievers, finding.question, settings.top_k)
-        finding.evidence, _ = format_evidence(hits, EvidenceLog.of(ctx.services), settings.max_evidence_tokens)
+        finding.evidence, _ = format_evidence(hits, ctx.scope.evidence_log(), settings.max_evidence_tokens)
         if not finding.evidence:
             finding.answer = render("dont_know", self.language)
             return finding

@@ -15,7 +15,6 @@ from reasonloop.reasoning.citations import cite
 from reasonloop.reasoning.llmcall import Turn, llm_turn
 from reasonloop.reasoning.prompts import render
 from reasonloop.reasoning.react_parser import AnswerSpotter, parse_react
-from reasonloop.tools.docsearch import EvidenceLog
 
 __all__ = ["close", "forced_answer", "guard_armed"]
 
@@ -47,8 +46,8 @@ def close(
         return Answer(text=render("guard", language), usage=ctx.usage.copy(), stop_reason="guard")
     if not text:
         text = render("no_answer", language, reason=reason)
-    log = ctx.services.get("evidence")
-    citations = cite(text, log.citations) if isinstance(log, EvidenceLog) and log.citations else []
+    log = ctx.scope.evidence
+    citations = cite(text, log.citations) if log is not None and log.citations else []
     return Answer(text=text, citations=citations, usage=ctx.usage.copy(), stop_reason=reason)
 
 

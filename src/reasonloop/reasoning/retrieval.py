@@ -16,7 +16,7 @@ from reasonloop.reasoning.base import RunContext
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.llmcall import Turn, llm_turn
 from reasonloop.reasoning.prompts import conversation, render
-from reasonloop.tools.docsearch import EvidenceLog, format_evidence, search_all
+from reasonloop.tools.evidence import format_evidence, search_all
 
 __all__ = ["Evidence", "condense_question", "direct_answer", "retrieve"]
 
@@ -42,7 +42,7 @@ async def retrieve(
     into.query = query
     yield ToolCall(call_id=call_id, tool="docsearch", input={"query": query, "top_k": top_k})
     into.hits = await search_all(ctx.retrievers, query, top_k)
-    into.text, into.citations = format_evidence(into.hits, EvidenceLog.of(ctx.services), budget)
+    into.text, into.citations = format_evidence(into.hits, ctx.scope.evidence_log(), budget)
     observation = into.text or "(no passages found)"
     ctx.steps.append(Step(action="docsearch", action_input={"query": query, "top_k": top_k}, observation=observation))
     yield ToolResult(call_id=call_id, tool="docsearch", output=observation, citations=into.citations)

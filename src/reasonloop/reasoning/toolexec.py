@@ -29,7 +29,6 @@ from reasonloop.reasoning.base import RunContext
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.tokens import trim_to_tokens
 from reasonloop.tools.base import Tool, ToolOutput
-from reasonloop.tools.docsearch import EvidenceLog
 
 __all__ = ["PlannedCall", "ToolRound", "coerce_input", "delegates", "failure", "record_result", "tally"]
 
@@ -282,7 +281,7 @@ def record_result(ctx: RunContext, call: PlannedCall, out: ToolOutput, observati
     if len(out.text) > observation_tokens:  # fewer characters than the budget's tokens always fit
         out.text = trim_to_tokens(out.text, observation_tokens)
     if out.citations:
-        log = EvidenceLog.of(ctx.services)
+        log = ctx.scope.evidence_log()
         for citation in out.citations:
             log.add_citation(citation)
     ctx.steps.append(

@@ -41,7 +41,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from reasonloop.errors import AgentDepthExceeded, AgentRecursion, ConfigError, SubAgentFailed
 from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event
 from reasonloop.tools.base import Tool, ToolContext, ToolOutput
-from reasonloop.tools.docsearch import EvidenceLog
 
 __all__ = ["DEFAULT_MAX_DEPTH", "AgentParams", "AgentTool", "RunnableAgent", "agent_tools", "tool_name_for"]
 
@@ -49,8 +48,6 @@ DEFAULT_MAX_DEPTH = 3
 """Sub-agents may nest three levels below the top-level run (depth 0) by default."""
 DEFAULT_AGENT_TIMEOUT_S = 300.0
 """A sub-agent runs a whole reasoning loop: allow minutes, not the one minute of a plain tool."""
-STACK_KEY = "agent_stack"
-"""``ToolContext.services`` key holding the chain of agent names of the current run."""
 
 
 class RunnableAgent(Protocol):
@@ -136,7 +133,7 @@ class AgentTool(Tool):
         return int(meta.get("tool_calls", 0)) if isinstance(meta, Mapping) else 0
 
     async def run(self, params: AgentParams, ctx: ToolContext) -> ToolOutput:
-        stack = [str(s) for s in ctx.services.get(STACK_KEY) or ()]
+        stack = list(ctx.scope.agent_stack)
         depth = ctx.depth + 1
         if self.agent_name in stack:
             chain = " -> ".join([*stack, self.agent_name])
@@ -154,14 +151,14 @@ class AgentTool(Tool):
             )
         question = params.query if not params.context else f"{params.query}\n\nContext: {params.context}"
         sub = self.agent.context(
-            user_id=_text_or_none(ctx.services.get("user")),
-            conversation_id=_text_or_none(ctx.services.get("conversation")),
+            user_id=ctx.scope.user or None,
+            conversation_id=ctx.scope.conversation or None,
             depth=depth,
         )
         sub_stack = [*stack, self.agent_name]
-        sub.services[STACK_KEY] = tuple(sub_stack)
+        sub.scope.agent_stack = tuple(sub_stack)
         # One evidence numbering for the whole tree: the sub-agent's [n] mean the same to the parent.
-        sub.services["evidence"] = EvidenceLog.of(ctx.services)
+        sub.scope.evidence = ctx.scope.evidence_log()
         started, clock = time.time(), time.perf_counter()
         answer: Answer | None = None
         error: ErrorEvent | None = None
@@ -214,10 +211,6 @@ class AgentTool(Tool):
                 },
             )
         return ToolOutput(text=content, citations=list(answer.citations), data=data)
-
-
-def _text_or_none(value: Any) -> str | None:
-    return str(value) if value else None
 
 
 def agent_tools(

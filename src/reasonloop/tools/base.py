@@ -35,9 +35,10 @@ from reasonloop._aio import first_step, resume
 from reasonloop.errors import ReasonLoopError, ToolArgumentsInvalid, ToolError, ToolTimeout
 from reasonloop.events import Citation, Usage
 from reasonloop.llm.base import ToolSpec
+from reasonloop.tools.evidence import EvidenceLog
 from reasonloop.tools.schema import model_schema
 
-__all__ = ["FunctionTool", "Tool", "ToolContext", "ToolOutput", "tool"]
+__all__ = ["FunctionTool", "RunScope", "Tool", "ToolContext", "ToolOutput", "tool"]
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_OUTPUT_CHARS = 16_000
@@ -60,6 +61,36 @@ class ToolOutput:
 
 
 @dataclass(slots=True)
+class RunScope:
+    """What one run shares with every tool it calls (the same object for all of its calls)."""
+
+    retrievers: list[Any] = field(default_factory=list)
+    """The run's knowledge sources (:class:`~reasonloop.kb.base.Retriever` objects)."""
+    llm: Any = None
+    """The run's model, for tools that call one (``summarize``)."""
+    evidence: EvidenceLog | None = None
+    """The run's evidence numbering (see :meth:`evidence_log`); shared with its sub-agents."""
+    max_evidence_tokens: int | None = None
+    """The strategy's budget for one search's evidence, over a tool's own default."""
+    kb: Any = None
+    """What ``kb_stats`` reports on: an index with ``stats()``, or a list of them."""
+    feedback: Any = None
+    """The :class:`~reasonloop.tools.feedback.FeedbackStore` the ``feedback`` tool writes to."""
+    user: str = ""
+    conversation: str = ""
+    agent_stack: tuple[str, ...] = ()
+    """Names of the agents from the top-level run down to this one (recursion checks)."""
+    stream_answer: bool = False
+    """A tool that writes the answer (``summarize``) also streams it out as answer deltas."""
+
+    def evidence_log(self) -> EvidenceLog:
+        """The run's evidence log (made on first use)."""
+        if self.evidence is None:
+            self.evidence = EvidenceLog()
+        return self.evidence
+
+
+@dataclass(slots=True)
 class ToolContext:
     """What a running tool may use besides its arguments.
 
@@ -73,10 +104,12 @@ class ToolContext:
     emit: Callable[[Any], Awaitable[None]] | None = None
     """Send an event into the run's stream (nested sub-agent events, answer deltas)."""
     services: dict[str, Any] = field(default_factory=dict)
-    """Shared resources by name: ``retrievers``, ``llm``, ``kb``, ``feedback``, ``user``, ..."""
+    """Extra resources the caller shares with its own tools, by name (``Agent(services=...)``)."""
     usage: Usage | None = None
     """The run's usage. A tool that calls models itself adds their calls and tokens here, as
     they happen, so the run's token budget and reported usage include them."""
+    scope: RunScope = field(default_factory=RunScope)
+    """What the run shares with its tools (retrievers, model, evidence, user, ...)."""
 
 
 class Tool:

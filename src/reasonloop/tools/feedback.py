@@ -170,8 +170,8 @@ class FeedbackParams(BaseModel):
 class FeedbackTool(Tool):
     """Record the user's judgement of an answer.
 
-    Needs ``ctx.services["feedback"]`` (a :class:`FeedbackStore`); the user and conversation
-    come from ``ctx.services["user"]`` and ``ctx.services["conversation"]``.
+    Needs ``ctx.scope.feedback`` (a :class:`FeedbackStore`); the user and conversation come
+    from ``ctx.scope.user`` and ``ctx.scope.conversation``.
     """
 
     info: ClassVar[PluginInfo] = PluginInfo(
@@ -185,11 +185,11 @@ class FeedbackTool(Tool):
     Params = FeedbackParams
 
     async def run(self, params: FeedbackParams, ctx: ToolContext) -> ToolOutput:
-        store = ctx.services.get("feedback")
+        store = ctx.scope.feedback
         if not isinstance(store, FeedbackStore):
             raise ToolUnavailable("feedback: no feedback store is configured for this run")
-        user = str(ctx.services.get("user") or "")
-        conversation = str(ctx.services.get("conversation") or "")
+        user = ctx.scope.user
+        conversation = ctx.scope.conversation
         item = await store.add(user, conversation, params.rating, params.reason or "", run_id=ctx.run_id)
         text = f"Recorded: the answer was judged {item.rating}" + (f" ({item.reason})." if item.reason else ".")
         return ToolOutput(text=text, data=item.model_dump())

@@ -1,7 +1,7 @@
 """``kb_stats()``: facts about the knowledge base that retrieval cannot give.
 
 How many documents and chunks, which sources, which embedding model, when it last changed —
-read from ``ctx.services["kb"]`` (an :class:`~reasonloop.kb.base.Index`, or anything with an
+read from ``ctx.scope.kb`` (an :class:`~reasonloop.kb.base.Index`, or anything with an
 async ``stats()``; a list of them is summed).
 """
 
@@ -41,7 +41,7 @@ class KBStatsTool(Tool):
     Params = KBStatsParams
 
     async def run(self, params: KBStatsParams, ctx: ToolContext) -> ToolOutput:
-        kb = ctx.services.get("kb")
+        kb = ctx.scope.kb
         if kb is None:
             raise ToolUnavailable("kb_stats: no knowledge base is attached to this run")
         indexes = kb if isinstance(kb, (list, tuple)) else [kb]

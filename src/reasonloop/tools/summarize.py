@@ -1,13 +1,13 @@
 """``summarize(topic, max_docs=5)``: retrieve on a topic, then summarise what was found.
 
-Two steps: every retriever of the run (``ctx.services["retrievers"]``) is searched for the
+Two steps: every retriever of the run (``ctx.scope.retrievers``) is searched for the
 topic and the best passages of up to ``max_docs`` distinct documents are kept; then a second
-LLM call (``ctx.services["llm"]``) writes a summary that cites them as ``[n]``. Passages are
-numbered through the run's evidence log when there is one (``ctx.services["evidence"]``,
+LLM call (``ctx.scope.llm``) writes a summary that cites them as ``[n]``. Passages are
+numbered through the run's evidence log when there is one (``ctx.scope.evidence``,
 anything with ``add(hit) -> int``), so the numbers match other searches of the same run.
 
 When the strategy will hand this tool's output to the user as the final answer, it sets
-``ctx.services["stream_answer"] = True``; the summary then also streams out as
+``ctx.scope.stream_answer = True``; the summary then also streams out as
 :class:`~reasonloop.events.AnswerDelta` events through ``ctx.emit`` while it is written.
 """
 
@@ -62,13 +62,13 @@ class SummarizeTool(Tool):
     timeout_s = 180.0
 
     async def run(self, params: SummarizeParams, ctx: ToolContext) -> ToolOutput:
-        llm = ctx.services.get("llm")
+        llm = ctx.scope.llm
         if not isinstance(llm, LLM):
             raise ToolUnavailable("summarize: no language model is attached to this run")
-        hits = await _documents(_retrievers(ctx.services.get("retrievers")), params.topic, params.max_docs)
+        hits = await _documents(_retrievers(ctx.scope.retrievers), params.topic, params.max_docs)
         if not hits:
             return ToolOutput(text=f"No documents about {params.topic!r} to summarise.", data={"documents": 0})
-        evidence = ctx.services.get("evidence")
+        evidence = ctx.scope.evidence
         blocks, citations = [], []
         for i, hit in enumerate(hits, 1):
             number = evidence.add(hit) if hasattr(evidence, "add") else i
@@ -80,7 +80,7 @@ class SummarizeTool(Tool):
             Message.system(SYSTEM_PROMPT),
             Message.user(f"Topic: {params.topic}\n\nDocuments:\n\n" + "\n\n".join(blocks)),
         ]
-        stream = bool(ctx.services.get("stream_answer")) and ctx.emit is not None
+        stream = ctx.scope.stream_answer and ctx.emit is not None
         parts: list[str] = []
         async for chunk in llm.stream(messages):
             if isinstance(chunk, Done):
