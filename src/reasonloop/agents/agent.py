@@ -26,13 +26,14 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel
 
 from reasonloop.agents.builder import AgentBuilder
 from reasonloop.agents.resources import AgentResources
-from reasonloop.errors import ConfigError, ReasonLoopError, RunError
+from reasonloop.agents.toolbox import ToolSource, knowledge_sources, load_sources, sort_tools, stats_sources, toolbox
+from reasonloop.errors import ReasonLoopError, RunError
 from reasonloop.events import (
     Answer,
     AnswerDelta,
@@ -44,14 +45,12 @@ from reasonloop.events import (
     RunStarted,
     stamped,
 )
-from reasonloop.kb.base import Retriever
 from reasonloop.llm.base import LLM, Message
 from reasonloop.llm.sampling import Sampling, with_sampling
 from reasonloop.reasoning.base import Budget, Reasoning, RunContext
 from reasonloop.registry import Registry, resolve
 from reasonloop.tools.agent_tool import AgentTool, agent_tools
 from reasonloop.tools.base import RunScope, Tool
-from reasonloop.tools.docsearch import DocSearchTool
 from reasonloop.tools.feedback import FeedbackStore
 
 __all__ = ["Agent", "ToolSource", "ask"]
@@ -59,33 +58,6 @@ __all__ = ["Agent", "ToolSource", "ask"]
 log = logging.getLogger(__name__)
 
 HistoryItem = Message | Mapping[str, Any]
-
-
-class ToolSource(Protocol):
-    """Tools that need I/O to discover (the tools of an MCP server), loaded before a run."""
-
-    label: str
-
-    async def load(self) -> tuple[list[Tool], str | None]:
-        """The tools available now, and a problem to report (``None`` when all is well)."""
-        ...
-
-
-def _retrievers_of(kb: Any) -> list[Retriever]:
-    if kb is None:
-        return []
-    if isinstance(kb, list | tuple):
-        return [r for item in kb for r in _retrievers_of(item)]
-    if callable(getattr(kb, "retriever", None)):
-        return [kb.retriever()]
-    if callable(getattr(kb, "search", None)):
-        return [kb]
-    raise ConfigError(f"kb must be a knowledge base, a retriever or a list of them, not {type(kb).__name__}")
-
-
-def _stats_sources(kb: Any) -> list[Any]:
-    items = kb if isinstance(kb, list | tuple) else [kb] if kb is not None else []
-    return [item for item in items if callable(getattr(item, "stats", None))]
 
 
 def _history(items: Sequence[HistoryItem] | None) -> list[Message]:
@@ -163,13 +135,13 @@ class Agent:
         self.reasoning_id = self.strategy.info.id
         self.settings = self.strategy.validate_settings(settings)
         self._llm, self._planner_llm, self._solver_llm = llm, planner_llm, solver_llm
-        self.retrievers = _retrievers_of(kb)
+        self.retrievers = knowledge_sources(kb)
         self.tools = self._tools(tools)
         self.instructions = [instructions] if isinstance(instructions, str) else list(instructions)
         self.budget = Budget.model_validate(dict(budget)) if isinstance(budget, Mapping) else budget
         self.language = language
         self.services = dict(services or {})
-        stats = _stats_sources(kb)
+        stats = stats_sources(kb)
         self._stats: Any = (stats if len(stats) > 1 else stats[0]) if stats else None
         """What ``kb_stats`` reports on."""
 
@@ -216,26 +188,9 @@ class Agent:
         return self.name or self.reasoning_id
 
     def _tools(self, tools: Sequence[Tool | str | Agent | ToolSource] | None) -> dict[str, Tool]:
-        chosen: list[Tool] = []
-        agents: list[Agent] = []
-        for item in tools or ():
-            if isinstance(item, Agent):
-                agents.append(item)
-                continue
-            if not isinstance(item, str | Tool | type) and callable(getattr(item, "load", None)):
-                self._sources.append(item)
-                continue
-            obj = resolve("tool", item, self.registry) if isinstance(item, str) else item
-            chosen.append(obj() if isinstance(obj, type) else obj)
-        chosen.extend(agent_tools(agents))
-        if self.strategy.uses_tools and self.retrievers and not any(t.name == DocSearchTool.name for t in chosen):
-            chosen.insert(0, DocSearchTool())
-        by_name: dict[str, Tool] = {}
-        for tool in chosen:
-            if tool.name in by_name:
-                raise ConfigError(f"two tools are named {tool.name!r}; tool names must be unique")
-            by_name[tool.name] = tool
-        return by_name
+        chosen, agents, sources = sort_tools(tools, self.registry, lambda item: isinstance(item, Agent))
+        self._sources.extend(sources)
+        return toolbox(chosen, agent_tools(agents), docsearch=self.strategy.uses_tools and bool(self.retrievers))
 
     def _model(self, llm: LLM | str | None) -> LLM | None:
         if llm is None or isinstance(llm, LLM):
@@ -341,18 +296,8 @@ class Agent:
         Returns:
             Problems to report (a server that did not start, a tool name already taken).
         """
-        notes: list[str] = []
         pending, self._sources = self._sources, []
-        for source in pending:
-            tools, problem = await source.load()
-            if problem is not None:
-                notes.append(problem)
-                self._sources.append(source)
-            for tool in tools:
-                if tool.name in self.tools and self.tools[tool.name] is not tool:
-                    notes.append(f"{source.label}: tool name {tool.name!r} is already taken; {tool.name} not offered")
-                    continue
-                self.tools[tool.name] = tool
+        notes, self._sources = await load_sources(pending, self.tools)
         return notes
 
     async def _before_run(self, ctx: RunContext) -> AsyncIterator[Event]:

@@ -24,8 +24,8 @@ import typer
 from rich.markup import escape
 
 from reasonloop.agents import Agent, AgentResources
-from reasonloop.cli.app import app, console, err_console, state
 from reasonloop.cli.llm_cmd import print_local_model_hint
+from reasonloop.cli.root import app, console, err_console, state
 from reasonloop.errors import ConfigError
 from reasonloop.events import (
     Answer,

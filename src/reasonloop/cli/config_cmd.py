@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from reasonloop.cli.app import app, console, state
+from reasonloop.cli.root import app, console, state
 from reasonloop.config import masked_dump
 
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)

@@ -20,7 +20,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from reasonloop.cli.app import app, console, state
+from reasonloop.cli.root import app, console, state
 
 __all__ = ["Judgement"]
 

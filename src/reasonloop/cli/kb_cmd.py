@@ -16,7 +16,7 @@ from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn,
 from rich.table import Table
 from rich.text import Text
 
-from reasonloop.cli.app import app, console, err_console, state
+from reasonloop.cli.root import app, console, err_console, state
 from reasonloop.errors import ConfigError
 from reasonloop.kb.base import Filter, IngestProgress
 from reasonloop.kb.hybrid import SearchMode

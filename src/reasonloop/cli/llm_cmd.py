@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from reasonloop.cli.app import app, err_console, state
+from reasonloop.cli.root import app, err_console, state
 from reasonloop.llm.base import Done, Message, TextDelta, ToolCallDelta
 from reasonloop.llm.resolve import create_llm
 

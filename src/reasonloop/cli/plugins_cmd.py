@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from reasonloop.cli.app import app, console, state
+from reasonloop.cli.root import app, console, state
 from reasonloop.registry import Registry
 
 

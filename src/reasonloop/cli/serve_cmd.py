@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from reasonloop.cli.app import app, err_console, state
+from reasonloop.cli.root import app, err_console, state
 from reasonloop.config import Settings
 
 

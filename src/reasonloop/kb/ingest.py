@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -28,9 +28,6 @@ from reasonloop.kb.cache import embed_with_cache, text_hash
 from reasonloop.kb.fetch import fetch_url, is_url
 from reasonloop.kb.loaders import LoadedDocument, RecordError, load_bytes, walk
 from reasonloop.kb.store import ChunkWrite, DocumentWrite
-
-if TYPE_CHECKING:
-    from reasonloop.kb.local_index import LocalIndex
 
 __all__ = ["Ingestor", "Record", "as_records", "document_id"]
 
@@ -100,10 +97,25 @@ def _read(path: Path) -> tuple[bytes, float | None]:
     return data, mtime
 
 
-class Ingestor:
-    """One ingest run against a :class:`~reasonloop.kb.local_index.LocalIndex`."""
+class IngestTarget(Protocol):
+    """What an ingest run uses of its index (:class:`~reasonloop.kb.local_index.LocalIndex` is one)."""
 
-    def __init__(self, index: LocalIndex, on_progress: ProgressFn | None, *, commit_chunks: int = 64) -> None:
+    path: Any
+    store: Any
+    embedder: Any
+    chunker: Any
+    options: Any
+    content_signature: str
+
+    def ensure_vectors(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def commit_group(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+class Ingestor:
+    """One ingest run against a :class:`~reasonloop.kb.local_index.LocalIndex` (an :class:`IngestTarget`)."""
+
+    def __init__(self, index: IngestTarget, on_progress: ProgressFn | None, *, commit_chunks: int = 64) -> None:
         self.index = index
         self.on_progress = on_progress
         self.commit_chunks = commit_chunks

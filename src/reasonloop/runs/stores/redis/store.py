@@ -24,32 +24,26 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import (
-    ExecAbortError,
-    NoPermissionError,
-    OutOfMemoryError,
-    ReadOnlyError,
     ResponseError,
-    WatchError,
 )
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_adapter
 from reasonloop.runs.instance import instance_alive
-from reasonloop.runs.models import ConversationRecord, RunRecord, check_record_fields, is_terminal_event
+from reasonloop.runs.models import RunRecord, check_record_fields, is_terminal_event
 from reasonloop.runs.stores.event_rows import EventRows
 from reasonloop.runs.stores.protocol import StoreFeatures
+from reasonloop.runs.stores.redis.conversations import RedisConversations
+from reasonloop.runs.stores.redis.guard import guard, refused, shown_url
 from reasonloop.runs.stores.redis.scripts import ADD_MESSAGES, APPEND_EVENTS, CREATE_RUN, UPDATE_RUNS
 
-__all__ = ["RedisRunStore", "shown_url"]
+__all__ = ["RedisRunStore"]
 
 _APPEND_CHUNK = 1000
 """Events per script call: a call runs inside Redis without interruption, so a backlog is
@@ -62,41 +56,6 @@ _LONGEST_RUN_S = 86_400
 """Runs are dropped from their tenant's index ``ttl_s`` plus this long after they were created."""
 _BLOCK_MS = 1000
 """How long a follower blocks on ``XREAD`` before re-checking the run's status."""
-
-
-_REFUSALS = (OutOfMemoryError, ReadOnlyError, ExecAbortError, NoPermissionError)
-_REFUSAL_PREFIXES = ("MISCONF", "MASTERDOWN", "BUSY", "CLUSTERDOWN", "TRYAGAIN", "LOADING")
-
-
-def _refused(exc: ResponseError) -> bool:
-    """Whether Redis refused a command for its own state (memory full, a replica that turned
-    read-only in a failover, a failing disk, no permission), not for the command itself: the
-    store is unavailable until that changes, however the command is written."""
-    return isinstance(exc, _REFUSALS) or str(exc).startswith(_REFUSAL_PREFIXES)
-
-
-def shown_url(url: str) -> str:
-    """``url`` as errors and logs may show it: without its password."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rpartition("@")[2]
-    user = f"{parts.username}:" if parts.username else ":"
-    return urlunsplit(parts._replace(netloc=f"{user}***@{netloc}"))
-
-
-@contextlib.contextmanager
-def _guard(url: str) -> Iterator[None]:
-    """Redis failures as :class:`RunStoreUnavailable`. ``url`` is the one to show (no password)."""
-    try:
-        yield
-    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-        raise RunStoreUnavailable(f"Redis at {url} is unreachable: {exc}", url=url) from exc
-    except ResponseError as exc:
-        if not _refused(exc):
-            raise
-        cause = exc.__context__ if isinstance(exc, ExecAbortError) and exc.__context__ is not None else exc
-        raise RunStoreUnavailable(f"Redis at {url} refused the command: {cause}", url=url) from exc
 
 
 _PLAIN_FIELDS = ("status", "tenant", "instance")
@@ -114,7 +73,7 @@ def _record_from(fields: dict[str, str]) -> RunRecord | None:
     return record.model_copy(update=changed) if changed else record
 
 
-class RedisRunStore:
+class RedisRunStore(RedisConversations):
     """Run store on a Redis server.
 
     Args:
@@ -154,7 +113,7 @@ class RedisRunStore:
         )
         client = aioredis.Redis(connection_pool=pool)
         try:
-            with _guard(self.url):
+            with guard(self.url):
                 await client.ping()
         except RunStoreUnavailable:
             await client.aclose()
@@ -171,7 +130,7 @@ class RedisRunStore:
         """Run one of the store's scripts with ``args`` (its ARGV)."""
         if script is None:
             raise RunStoreUnavailable(f"the Redis run store ({self.url}) is not open")
-        with _guard(self.url):
+        with guard(self.url):
             return await script(args=args)
 
     async def close(self) -> None:
@@ -235,12 +194,12 @@ class RedisRunStore:
             await self._run_script(self._update_script, args)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        with _guard(self.url):
+        with guard(self.url):
             fields = await self.r.hgetall(f"{self.p}run:{run_id}")
         return _record_from(fields)
 
     async def list_runs(self, tenant: str, limit: int = 50) -> list[RunRecord]:
-        with _guard(self.url):
+        with guard(self.url):
             ids = await self.r.zrevrange(f"{self.p}runs:{tenant}", 0, limit - 1)
             pipe = self.r.pipeline(transaction=False)
             for run_id in ids:
@@ -253,7 +212,7 @@ class RedisRunStore:
         return [record for record in records if record is not None]
 
     async def inflight_runs(self, exclude_instance: str | None = None) -> list[RunRecord]:
-        with _guard(self.url):
+        with guard(self.url):
             ids = sorted(await self.r.smembers(f"{self.p}inflight"))
             pipe = self.r.pipeline(transaction=False)  # one round trip, not one per run
             for run_id in ids:
@@ -289,7 +248,7 @@ class RedisRunStore:
             for (key, entry_id, _, fut), result in zip(batch, results, strict=True):
                 if fut.done():
                     continue
-                if isinstance(result, ResponseError) and _refused(result):
+                if isinstance(result, ResponseError) and refused(result):
                     fut.set_exception(
                         RunStoreUnavailable(f"Redis at {self.url} refused the command: {result}", url=self.url)
                     )
@@ -329,7 +288,7 @@ class RedisRunStore:
         results = await self._xadd_all([(f"{p}events:{run_id}", f"0-{seq}", payload) for run_id, seq, payload in rows])
         out: list[Exception | None] = []
         for (run_id, seq, _), result in zip(rows, results, strict=True):
-            if isinstance(result, ResponseError) and _refused(result):
+            if isinstance(result, ResponseError) and refused(result):
                 raise RunStoreUnavailable(f"Redis at {self.url} refused the command: {result}", url=self.url)
             if isinstance(result, ResponseError):
                 out.append(ValueError(f"run {run_id} already has an entry at or after seq {seq}: {result}"))
@@ -340,7 +299,7 @@ class RedisRunStore:
         return out
 
     async def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        with _guard(self.url):
+        with guard(self.url):
             rows = await self.r.xrange(f"{self.p}events:{run_id}", min=f"(0-{after_seq}", max="+")
         return [event_adapter.validate_json(fields["e"]) for _, fields in rows]
 
@@ -353,7 +312,7 @@ class RedisRunStore:
             if is_terminal_event(event):
                 return
         while True:
-            with _guard(self.url):
+            with guard(self.url):
                 reply = await self.rb.xread({stream: f"0-{last}"}, block=_BLOCK_MS, count=500)
             if not reply:
                 record = await self.get_run(run_id)
@@ -374,17 +333,17 @@ class RedisRunStore:
 
     # -- stop requests and liveness ------------------------------------------------------------
     async def request_stop(self, run_id: str) -> None:
-        with _guard(self.url):
+        with guard(self.url):
             await self.r.set(f"{self.p}stop:{run_id}", "1", ex=self.ttl)
             await self.r.publish(f"{self.p}stops", run_id)
 
     async def stop_requests(self, instance: str) -> AsyncIterator[str]:
         pubsub = self.rb.pubsub(ignore_subscribe_messages=True)
         try:
-            with _guard(self.url):
+            with guard(self.url):
                 await pubsub.subscribe(f"{self.p}stops")
             while True:
-                with _guard(self.url):
+                with guard(self.url):
                     message = await pubsub.get_message(timeout=1.0)
                 if message is not None and message.get("type") == "message":
                     yield str(message["data"])
@@ -397,110 +356,23 @@ class RedisRunStore:
         instance was not listening is still found here)."""
         if not run_ids:
             return set()
-        with _guard(self.url):
+        with guard(self.url):
             values = await self.r.mget([f"{self.p}stop:{run_id}" for run_id in run_ids])
         return {run_id for run_id, value in zip(run_ids, values, strict=True) if value is not None}
 
     async def heartbeat(self, instance: str) -> None:
-        with _guard(self.url):
+        with guard(self.url):
             await self.r.set(f"{self.p}instance:{instance}", str(time.time()), ex=_HEARTBEAT_TTL_S)
 
     async def instance_alive(self, instance: str) -> bool:
         local = instance_alive(instance)
         if local is not None:
             return local
-        with _guard(self.url):
+        with guard(self.url):
             return bool(await self.r.exists(f"{self.p}instance:{instance}"))
 
-    # -- conversations and feedback ---------------------------------------------------------------
-    async def create_conversation(self, record: ConversationRecord) -> None:
-        head = record.model_dump_json(exclude={"messages"})
-        with _guard(self.url):
-            pipe = self.r.pipeline(transaction=True)
-            pipe.set(f"{self.p}conv:{record.conversation_id}", head, ex=self.ttl)
-            self._index_conversation(pipe, record.tenant, record.conversation_id, record.updated_at)
-            await pipe.execute()
-
-    def _index_conversation(self, pipe: Any, tenant: str, conversation_id: str, updated_at: float) -> None:
-        """Put the conversation in its tenant's index, which lets go of the conversations that
-        expired (each lives ``ttl_s`` after its last update): the index stays as large as what it lists."""
-        pipe.zadd(f"{self.p}convs:{tenant}", {conversation_id: updated_at})
-        pipe.zremrangebyscore(f"{self.p}convs:{tenant}", "-inf", f"({updated_at - self.ttl}")
-
-    async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
-        with _guard(self.url):
-            head = await self.r.get(f"{self.p}conv:{conversation_id}")
-            if head is None:
-                return None
-            msgs = await self.r.lrange(f"{self.p}conv:{conversation_id}:messages", 0, -1)
-        record = ConversationRecord.model_validate_json(head)
-        record.messages = [json.loads(m) for m in msgs]
-        return record
-
-    async def list_conversations(self, tenant: str, limit: int = 50) -> list[ConversationRecord]:
-        with _guard(self.url):
-            ids = await self.r.zrevrange(f"{self.p}convs:{tenant}", 0, limit - 1)
-            pipe = self.r.pipeline(transaction=False)
-            for conv_id in ids:
-                pipe.get(f"{self.p}conv:{conv_id}")
-            heads = await pipe.execute()
-        return [ConversationRecord.model_validate_json(h) for h in heads if h]
-
-    async def add_messages(self, conversation_id: str, messages: list[dict[str, Any]]) -> None:
-        if not messages:
-            return
-        key = f"{self.p}conv:{conversation_id}"
-        now = time.time()
-        args = [key, f"{key}:messages", self.ttl, repr(now), conversation_id, f"{self.p}convs:", f"({now - self.ttl}"]
-        args += [json.dumps(m, ensure_ascii=False) for m in messages]
-        await self._run_script(self._add_messages_script, args)
-
-    def _append(self, pipe: Any, key: str, record: ConversationRecord, messages: list[dict[str, Any]]) -> None:
-        """Queue on ``pipe`` (a transaction) the writes adding ``messages`` to the conversation."""
-        record.updated_at = time.time()
-        pipe.rpush(f"{key}:messages", *[json.dumps(m, ensure_ascii=False) for m in messages])
-        pipe.set(key, record.model_dump_json(exclude={"messages"}), ex=self.ttl)
-        pipe.expire(f"{key}:messages", self.ttl)
-        self._index_conversation(pipe, record.tenant, record.conversation_id, record.updated_at)
-
-    async def add_turn(self, conversation_id: str, run_id: str, messages: list[dict[str, Any]]) -> bool:
-        key = f"{self.p}conv:{conversation_id}"
-        claim = f"{self.p}turn:{run_id}"
-        with _guard(self.url):
-            async with self.r.pipeline(transaction=True) as pipe:
-                # The first instance to claim the run's turn adds it, in the same transaction: a claim is
-                # never left without its turn. Another instance claiming meanwhile aborts this one.
-                await pipe.watch(claim)
-                head = await pipe.get(key)
-                if head is None or await pipe.exists(claim):
-                    return False
-                history = await pipe.lrange(f"{key}:messages", 0, -1)
-                if any(json.loads(m).get("run_id") == run_id for m in history):
-                    return False
-                pipe.multi()
-                pipe.set(claim, "1", ex=self.ttl)  # lives as long as the run's data
-                self._append(pipe, key, ConversationRecord.model_validate_json(head), messages)
-                try:
-                    await pipe.execute()
-                except WatchError:
-                    return False
-        return True
-
-    async def delete_conversation(self, conversation_id: str) -> bool:
-        key = f"{self.p}conv:{conversation_id}"
-        with _guard(self.url):
-            head = await self.r.get(key)
-            if head is None:
-                return False
-            tenant = ConversationRecord.model_validate_json(head).tenant
-            pipe = self.r.pipeline(transaction=True)
-            pipe.delete(key, f"{key}:messages")
-            pipe.zrem(f"{self.p}convs:{tenant}", conversation_id)
-            await pipe.execute()
-        return True
-
     async def add_feedback(self, feedback: dict[str, Any]) -> None:
-        with _guard(self.url):
+        with guard(self.url):
             # Kept ttl_s like runs and conversations: entries older than that are let go as new ones come.
             oldest = f"{int((time.time() - self.ttl) * 1000)}-0"
             await self.r.xadd(
