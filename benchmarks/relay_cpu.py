@@ -38,6 +38,10 @@ from typing import Any
 STACKS = ("bare", "ours")
 
 
+REASONING = "toolcall"
+"""The strategy of every run: with no tools to offer, it streams the model's reply as the answer."""
+
+
 # -- worker: one stack in a subprocess ------------------------------------------------------------
 class _NoSocket:
     """The outbox's ASGI fallback, never taken here: the direct writer takes every frame."""
@@ -47,9 +51,8 @@ class _NoSocket:
 
 
 async def _ours(args: argparse.Namespace) -> tuple[float, float, int]:
-    from tests.llm_runner import LLMRunner
-
-    from reasonloop.config import RunsSettings
+    from reasonloop.agents import AgentRunner
+    from reasonloop.config import KBSettings, RunsSettings, Settings
     from reasonloop.llm.scripted import ScriptedProvider
     from reasonloop.runs.manager import RunManager
     from reasonloop.runs.models import RunRequest
@@ -70,13 +73,14 @@ async def _ours(args: argparse.Namespace) -> tuple[float, float, int]:
         store = SQLiteRunStore(settings)
         await store.open()
         model = ScriptedProvider(replies=["tok " * args.tokens], chunk_size=4, delay_s=args.delay, repeat_last=True)
-        manager = RunManager(store, LLMRunner(model), settings)
+        # The runner `reasonloop serve` uses, over one model for every run (as it keeps one client).
+        runner = AgentRunner(Settings(kb=KBSettings(path=tmp), runs=settings), llm=model)
+        manager = RunManager(store, runner, settings)
         await manager.open()
 
         async def one() -> None:
-            record = await manager.start(RunRequest(question="q"))
-            live = await manager.live_run(record.run_id)
-            assert live is not None
+            record = await manager.start(RunRequest(question="q", reasoning=REASONING))
+            feed = await manager.read(record.run_id)
             outbox = Outbox(_NoSocket(), None, write)  # type: ignore[arg-type]
             prefix = '{"type":"event","run_id":' + json.dumps(record.run_id) + ',"event":'
             ended = asyncio.get_running_loop().create_future()
@@ -86,7 +90,7 @@ async def _ours(args: argparse.Namespace) -> tuple[float, float, int]:
                 if terminal and not ended.done():
                     ended.set_result(None)
 
-            live.attach(sink, 0)
+            feed.attach(sink)
             await ended
 
         try:

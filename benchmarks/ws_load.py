@@ -1,8 +1,10 @@
 """WebSocket load: many concurrent streaming runs on reasonloop's server beside a bare uvicorn stack.
 
 Each of N clients opens ``/v1/ws``, asks once and reads its run to the end while sending a
-ping every 250 ms. Every run streams a scripted model at a realistic pace: ``--ttft`` seconds
-(0.5) before the first token, then ``--rate`` tokens per second (30) for ``--tokens`` tokens (60).
+ping every 250 ms. Every run goes through the runner ``reasonloop serve`` uses (the Agent API,
+strategy ``toolcall``, which streams the model's reply when it has no tools to offer) over a
+scripted model at a realistic pace: ``--ttft`` seconds (0.5) before the first token, then
+``--rate`` tokens per second (30) for ``--tokens`` tokens (60).
 
 * **relay latency**: client receive time minus the event's ``ts``, which the runner sets when the
   model's token arrives — so it is everything reasonloop adds (stamping, the journal write,
@@ -102,10 +104,15 @@ def record_gc_pauses(data_dir: str) -> None:
     gc.callbacks.append(on_gc)
 
 
+ASK = {"type": "ask", "question": "stream please", "reasoning": "toolcall"}
+"""Every client's question. ``toolcall`` with no tools to offer streams the model's reply as the
+answer (the bare stack ignores the strategy)."""
+
+
 def serve_ours(port: int, args: argparse.Namespace) -> None:
     import uvicorn
-    from tests.llm_runner import LLMRunner
 
+    from reasonloop.agents import AgentRunner
     from reasonloop.config import KBSettings, RunsSettings, ServerSettings, Settings
     from reasonloop.llm.scripted import ScriptedProvider
     from reasonloop.server import create_app
@@ -128,7 +135,7 @@ def serve_ours(port: int, args: argparse.Namespace) -> None:
     model = ScriptedProvider(
         replies=[text], chunk_size=4, delay_s=1.0 / args.rate, first_delay_s=args.ttft, repeat_last=True
     )
-    runner = LLMRunner(model)
+    runner = AgentRunner(settings, llm=model)  # the runner `reasonloop serve` uses
     app = create_app(settings, runner=runner)
     tune_for_serving()  # as `reasonloop serve` does, with its uvicorn options
     record_gc_pauses(args.data_dir)
@@ -267,7 +274,7 @@ async def _one_client(url: str, out: dict[str, Any]) -> None:
     tally = _Tally(out)
     try:
         async with connect(url, max_size=None, ping_interval=None, open_timeout=60) as ws:
-            await ws.send(json.dumps({"type": "ask", "question": "stream please"}))
+            await ws.send(json.dumps(ASK))
 
             async def pinger() -> None:
                 while True:
@@ -309,7 +316,7 @@ async def _one_light_client(url: str, out: dict[str, Any]) -> None:
     except Exception as exc:
         tally.error(f"{type(exc).__name__}: {exc}")
         return
-    client.send_text(json.dumps({"type": "ask", "question": "stream please"}))
+    client.send_text(json.dumps(ASK))
     timer = loop.call_later(PING_EVERY_S, ping)
     try:
         await asyncio.wait({ended, client.closed}, return_when=asyncio.FIRST_COMPLETED)
