@@ -164,7 +164,7 @@ async def test_agents_of_the_agents_file_serve_like_the_others_and_their_setting
             events = event_data(await sse_events(client, f"/v1/runs/{run['run_id']}/events"))
             assert events[-1]["type"] == "answer" and events[-1]["text"] == "Filed answer."
     # One model client per declared agent and tenant, not one per run (each would keep its connections).
-    models = {id(runner._agent(RunRequest(question="q", agent="filed"), None)._llm) for _ in range(3)}
+    models = {id(runner._agent(RunRequest(question="q", agent="filed"), None).llm) for _ in range(3)}
     assert len(models) == 1
 
 

@@ -20,6 +20,8 @@ __all__ = ["MAX_NAME", "wire_name", "wire_names", "wire_request"]
 
 MAX_NAME = 64
 _BAD_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+_SAFE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+"""A name every vendor accepts as it is (what :func:`wire_name` leaves unchanged)."""
 
 
 def wire_name(name: str) -> str:
@@ -51,7 +53,7 @@ def wire_names(names: Iterable[str]) -> dict[str, str]:
 def wire_request(request: ChatRequest) -> tuple[ChatRequest, dict[str, str] | None]:
     """``request`` with its tools under wire names, and wire name -> own name to read the reply
     with; ``(request, None)`` when every name is acceptable already (nearly always)."""
-    if not request.tools or all(wire_name(t.name) == t.name for t in request.tools):
+    if not request.tools or all(_SAFE.fullmatch(t.name) for t in request.tools):
         return request, None
     names = wire_names(t.name for t in request.tools)
     tools = [t.model_copy(update={"name": names[t.name]}) for t in request.tools]

@@ -28,7 +28,7 @@ from reasonloop.events import Event, Step, ToolCall, ToolResult
 from reasonloop.reasoning.base import RunContext
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.tokens import trim_to_tokens
-from reasonloop.tools.base import Tool, ToolOutput
+from reasonloop.tools.base import Tool, ToolOutput, error_output
 
 __all__ = ["PlannedCall", "ToolRound", "coerce_input", "delegates", "failure", "record_result", "tally"]
 
@@ -49,11 +49,9 @@ class PlannedCall:
 
 
 def failure(tool: str, error: ReasonLoopError) -> ToolOutput:
-    """An error observation ``{tool, error, type, code}`` in the shape every strategy shows the model."""
-    return ToolOutput(
-        text=f"Error from {tool}: {error.message}",
-        error={"tool": tool, "error": error.message, "type": type(error).__name__, "code": error.code},
-    )
+    """The observation of a call that never ran (unknown tool, bad arguments, budget spent, a plan
+    step that failed): :func:`~reasonloop.tools.base.error_output`, the one shape of them all."""
+    return error_output(tool, error)
 
 
 def coerce_input(tool: Tool, raw: Any) -> dict[str, Any]:

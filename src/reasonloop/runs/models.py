@@ -59,11 +59,8 @@ def new_id(prefix: str) -> str:
     """An id such as ``run_19ad3c5e2f1b6e0c4a9d27f3e81`` (the prefix says what it names): the
     creation time in milliseconds (11 hex digits), then 64 random bits.
 
-    Ids made in a later millisecond sort later, so the events of the runs in flight sit
-    together at the end of the run store's index rather than scattered through all its
-    history: with random ids, every batch of events rewrites index pages all over the file
-    (with 300,000 stored events, three times the CPU per event and three times the
-    write-ahead log written).
+    Why time first: the events of the runs in flight then sit together at the end of the store's
+    index (benchmarks/README.md, "Design notes: time-ordered ids").
     """
     try:
         random_part = _RANDOM_HEX.pop()  # one atomic step: no two callers (threads) get the same
@@ -74,9 +71,8 @@ def new_id(prefix: str) -> str:
 
 
 _RANDOM_HEX: list[str] = []
-"""64 random bits each, in hex: read from the OS 512 at a time, a system call for 512 ids
-instead of one per id (a run makes two). Emptied in a forked child, which must not reuse
-its parent's."""
+"""64 random bits each, in hex, read from the OS 512 at a time. Emptied in a forked child,
+which must not reuse its parent's."""
 os.register_at_fork(after_in_child=_RANDOM_HEX.clear)
 
 

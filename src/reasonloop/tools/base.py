@@ -38,7 +38,7 @@ from reasonloop.llm.base import ToolSpec
 from reasonloop.tools.evidence import EvidenceLog
 from reasonloop.tools.schema import model_schema
 
-__all__ = ["FunctionTool", "RunScope", "Tool", "ToolContext", "ToolOutput", "tool"]
+__all__ = ["FunctionTool", "RunScope", "Tool", "ToolContext", "ToolOutput", "error_output", "tool"]
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_OUTPUT_CHARS = 16_000
@@ -112,6 +112,18 @@ class ToolContext:
     """What the run shares with its tools (retrievers, model, evidence, user, ...)."""
 
 
+def error_output(tool: str, exc: BaseException, elapsed_s: float = 0.0) -> ToolOutput:
+    """The observation of a failed call, ``{tool, error, type, code}``, in the one shape every
+    strategy shows the model (a failure that is not ours counts as ``tool.error``)."""
+    code = exc.code if isinstance(exc, ReasonLoopError) else ToolError.code
+    message = exc.message if isinstance(exc, ReasonLoopError) else f"{type(exc).__name__}: {exc}"
+    return ToolOutput(
+        text=f"Error from {tool}: {message}",
+        error={"tool": tool, "error": message, "type": type(exc).__name__, "code": code},
+        elapsed_s=elapsed_s,
+    )
+
+
 class Tool:
     """Base class of tools. Subclasses set ``name``, ``description``, ``Params`` and ``run``."""
 
@@ -129,13 +141,7 @@ class Tool:
         return ToolSpec(name=self.name, description=self.description, parameters=model_schema(self.Params))
 
     def _error(self, exc: BaseException, started: float) -> ToolOutput:
-        code = exc.code if isinstance(exc, ReasonLoopError) else ToolError.code
-        message = exc.message if isinstance(exc, ReasonLoopError) else f"{type(exc).__name__}: {exc}"
-        return ToolOutput(
-            text=f"Error from {self.name}: {message}",
-            error={"tool": self.name, "error": message, "type": type(exc).__name__, "code": code},
-            elapsed_s=time.perf_counter() - started,
-        )
+        return error_output(self.name, exc, time.perf_counter() - started)
 
     async def invoke(self, arguments: Mapping[str, Any] | BaseModel, ctx: ToolContext) -> ToolOutput:
         """Validate, run with timeout, cap the output. Never raises except on cancellation.

@@ -24,10 +24,8 @@ return results
 """
 """XADD of each ``key, id, payload`` triple in ARGV; one reply per entry: its id, or its error.
 
-Many events in one command: a pipeline of XADDs costs the client a command to build and a
-reply to parse per event, which at thousands of streamed tokens a second kept the event
-loop of a server busier than everything else it did for those tokens
-(``benchmarks/ws_load.py --store redis``)."""
+Many events in one command: a pipeline of XADDs costs the client a command and a reply per
+event (benchmarks/README.md, "Design notes: Redis appends in one script")."""
 UPDATE_RUNS = """
 local inflight, ttl, i = ARGV[1], ARGV[2], 3
 while i <= #ARGV do

@@ -291,17 +291,9 @@ class Checkpointer(threading.Thread):
     """Copies the WAL back into the database file from its own connection: every ``interval_s``,
     and sooner once the writer has committed ``step_bytes`` of events since the last time.
 
-    A checkpoint is one SQLite call, which cannot stop partway to let the event loop have its
-    core (:func:`~reasonloop._threads.give_way`), and its work grows with the pages
-    written since the last one. At 1,000 streams (``benchmarks/ws_load.py``), a checkpoint a
-    second took up to 12 ms of CPU; one every 512 KiB of events takes about 2 ms (at most
-    2.4), for the same CPU in all. Smaller steps cost more in all for little less each: 256 KiB
-    took 1.5 ms each and a third more CPU.
-
-    Given the writer's ``writing`` lock, it checkpoints only between the writer's transactions.
-    Both threads run at the lowest priority, and a checkpoint that took the core while the
-    writer held the interpreter lock left the event loop waiting for that lock until the
-    checkpoint's turn was over (2.5 to 5 ms, measured with ``perf sched``).
+    Why in small steps and only between the writer's transactions (given its ``writing`` lock): a
+    checkpoint is one SQLite call that cannot stop partway to let the event loop have its core
+    (benchmarks/README.md, "Design notes: SQLite checkpoints between transactions").
     """
 
     def __init__(
