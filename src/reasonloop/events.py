@@ -16,8 +16,6 @@ store is one format::
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -44,7 +42,6 @@ __all__ = [
     "ends_run",
     "event_adapter",
     "event_list_adapter",
-    "stamped",
 ]
 
 StopReason = Literal[
@@ -239,14 +236,6 @@ def ends_run(event: Event, depth: int = 0) -> bool:
     """Whether ``event`` ends the stream of the run at ``depth``: its answer or its error (a
     sub-agent's, at a greater depth, ends only the sub-run)."""
     return isinstance(event, (Answer, ErrorEvent)) and event.depth == depth  # a tuple: a union checks slower
-
-
-async def stamped(events: AsyncIterator[Event], run_id: str) -> AsyncIterator[Event]:
-    """``events`` numbered by an :class:`EventStamper`; closing this closes ``events``."""
-    stamp = EventStamper(run_id)
-    async with aclosing(events):  # type: ignore[type-var]
-        async for event in events:
-            yield stamp(event)
 
 
 class EventStamper:

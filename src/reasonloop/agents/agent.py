@@ -39,11 +39,11 @@ from reasonloop.events import (
     AnswerDelta,
     ErrorEvent,
     Event,
+    EventStamper,
     Progress,
     RunMeta,
     RunResult,
     RunStarted,
-    stamped,
 )
 from reasonloop.llm.base import LLM, Message
 from reasonloop.llm.sampling import Sampling, with_sampling
@@ -333,20 +333,25 @@ class Agent:
         (or cancel the consuming task) to stop the run. ``sampling``: see :meth:`context`.
         """
         ctx = self.context(history, run_id=run_id, user_id=user_id, conversation_id=conversation_id, sampling=sampling)
-        return stamped(self.events(question, ctx), ctx.run_id)
+        return self._events(question, ctx, EventStamper(ctx.run_id))
 
-    async def events(self, question: str, ctx: RunContext) -> AsyncIterator[Event]:
+    def events(self, question: str, ctx: RunContext) -> AsyncIterator[Event]:
         """Run the strategy in ``ctx``: its events, each with its run's id but not yet numbered
         (``seq`` is given once, by whoever streams them: :meth:`stream`, the run manager, or the
         run of which this is a sub-agent). RunStarted first, Answer or ErrorEvent last."""
+        return self._events(question, ctx, None)
+
+    async def _events(self, question: str, ctx: RunContext, stamp: EventStamper | None) -> AsyncIterator[Event]:
+        """:meth:`events`, numbered by ``stamp`` when given (as it goes: no generator of its own)."""
         run_id, depth = ctx.run_id, ctx.depth
-        yield RunStarted(reasoning=self.reasoning_id, question=question, depth=depth, run_id=run_id)
+        started = RunStarted(reasoning=self.reasoning_id, question=question, depth=depth, run_id=run_id)
+        yield started if stamp is None else stamp(started)
         answered = False
         try:
             if self._sources or ctx.scope.feedback is not None:  # most runs have nothing to prepare
                 async for event in self._before_run(ctx):
                     event.run_id = run_id
-                    yield event
+                    yield event if stamp is None else stamp(event)
             strategy = self.strategy(self.settings, ctx)
             async with aclosing(strategy.stream(question)) as events:
                 async for event in events:
@@ -354,7 +359,7 @@ class Agent:
                         event.depth = depth
                     if not event.run_id:  # nested events keep their sub-run's
                         event.run_id = run_id
-                    yield event
+                    yield event if stamp is None else stamp(event)
                     if isinstance(event, Answer) and event.depth == depth:
                         answered = True
                         break
@@ -362,10 +367,12 @@ class Agent:
                 raise RunError(f"strategy {self.reasoning_id!r} ended without an answer")
         except ReasonLoopError as exc:
             ctx.error = exc.to_dict()
-            yield ErrorEvent(code=exc.code, message=exc.message, depth=depth, run_id=run_id)
+            error = ErrorEvent(code=exc.code, message=exc.message, depth=depth, run_id=run_id)
+            yield error if stamp is None else stamp(error)
         except Exception as exc:  # a defect in a plugin: report it as the run's error
             ctx.error = {"code": RunError.code, "message": f"{type(exc).__name__}: {exc}"}
-            yield ErrorEvent(code=RunError.code, message=ctx.error["message"], depth=depth, run_id=run_id)
+            error = ErrorEvent(code=RunError.code, message=ctx.error["message"], depth=depth, run_id=run_id)
+            yield error if stamp is None else stamp(error)
 
     async def run(
         self,
