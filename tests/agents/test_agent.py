@@ -311,3 +311,27 @@ async def test_a_lone_tool_that_emits_events_streams_them_live() -> None:
             if isinstance(event, Progress) and event.depth == 1:
                 seen_nested.set()
     assert seen_nested.is_set()
+
+
+async def test_events_a_tool_emits_outside_a_tool_round_still_reach_the_stream() -> None:
+    @tool
+    async def announce(ctx: ToolContext) -> str:
+        """Say something along the way."""
+        await ctx.emit(Progress(message="from inside the tool", depth=1, parent_call_id=ctx.call_id))
+        return "done"
+
+    class Direct(Reasoning):
+        """A plugin strategy that calls its tool itself, not through a tool round."""
+
+        info = PluginInfo(id="direct", name="Direct", description="calls its tool directly")
+
+        async def stream(self, question: str) -> AsyncIterator[Event]:
+            out = await announce.invoke({}, self.ctx.tool_context("c1"))
+            yield Thought(text=out.text)
+            yield Answer(text="ok")
+
+    events = [e async for e in Agent(Direct, llm=ScriptedProvider(replies=["unused"])).stream("q")]
+    kinds = [(type(e).__name__, getattr(e, "message", getattr(e, "text", ""))) for e in events]
+    assert ("Progress", "from inside the tool") in kinds
+    assert kinds.index(("Progress", "from inside the tool")) < kinds.index(("Thought", "done"))
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))  # numbered once, without gaps

@@ -296,6 +296,28 @@ async def test_closing_the_stream_closes_the_provider_stream_at_once():
     assert closed == [True]
 
 
+async def test_closing_a_retried_stream_closes_the_attempt_that_streams_at_once():
+    closed: list[int] = []
+
+    class Flaky(FakeLLM):
+        async def _stream(self, request):
+            attempt = len(self.requests) + 1
+            self.requests.append(request)
+            try:
+                if attempt == 1:
+                    raise LLMUnreachable("connection refused")
+                yield TextDelta("a")
+                yield TextDelta("b")
+                yield Done()
+            finally:
+                closed.append(attempt)
+
+    stream = Flaky([], max_retries=2).stream(USER)
+    assert (await anext(stream)).text == "a"  # from the second attempt
+    await stream.aclose()
+    assert closed == [1, 2]  # the second attempt's provider stream too, not later by the collector
+
+
 async def test_estimated_usage_counts_tool_schemas_and_call_arguments():
     from reasonloop.llm.base import ToolCallPart, ToolSpec
     from reasonloop.llm.scripted import ScriptedProvider

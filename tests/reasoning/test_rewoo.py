@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from reasonloop.agents import Agent
-from reasonloop.events import Answer, AnswerDelta, Thought, ToolCall, ToolResult
+from reasonloop.events import Answer, AnswerDelta, Progress, Thought, ToolCall, ToolResult
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.tools.base import ToolContext, tool
 from tests.reasoning.helpers import FakeRetriever, Gauge, collect_events, make_tools
 
 
@@ -130,3 +133,35 @@ async def test_time_budget_fails_unfinished_steps_and_still_solves() -> None:
     assert "time budget" in outcome['{"key": "a", "seconds": 30}']
     assert "needs #E1" in outcome["#E1"] and outcome["c"] == "ok"
     assert result.usage.llm_calls == 2  # no replan once the time is up
+
+
+async def test_a_steps_nested_events_arrive_while_it_runs_beside_other_steps() -> None:
+    """Steps run as concurrent tool rounds (a time budget makes them tasks); one that emits while
+    another has already ended still wakes the stream."""
+    release = asyncio.Event()
+
+    @tool
+    async def quick(key: str) -> str:
+        """Answer at once."""
+        return f"quick {key}"
+
+    @tool
+    async def slow(key: str, ctx: ToolContext) -> str:
+        """Say something, then wait to be let go."""
+        await asyncio.sleep(0.05)  # the quick step has ended by now
+        await ctx.emit(Progress(message=f"working on {key}", depth=1, parent_call_id=ctx.call_id))
+        await release.wait()
+        return f"slow {key}"
+
+    llm = ScriptedProvider(replies=["#E1 = quick[a]\n#E2 = slow[b]", "done"])
+    agent = Agent("rewoo", llm=llm, tools=[quick, slow], settings={"timeout_s": 30})
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async for event in agent.stream("q"):
+            seen.append(type(event).__name__)
+            if isinstance(event, Progress) and event.message == "working on b":
+                release.set()  # seen while the step still runs: only then may it end
+
+    await asyncio.wait_for(consume(), 10)
+    assert "Answer" in seen

@@ -625,3 +625,26 @@ async def test_a_redis_that_comes_back_empty_gets_the_whole_run_lost_with_it(mon
         await manager.close()
         await store.close()
         redis.stop()
+
+
+async def test_a_stored_run_whose_reading_fails_tells_the_attached_reader():
+    from reasonloop.errors import ReasonLoopError, RunError
+    from reasonloop.events import RunStarted
+    from reasonloop.runs.reading import RunFeed
+
+    async def broken() -> AsyncIterator[Event]:
+        yield RunStarted(reasoning="qa", question="q", run_id="r", seq=1)
+        raise OSError("the disk went away")
+
+    async def cut_short() -> AsyncIterator[Event]:
+        yield RunStarted(reasoning="qa", question="q", run_id="r", seq=1)
+
+    for events, expected in ((broken(), "OSError: the disk went away"), (cut_short(), "ended before its end")):
+        got: list[str] = []
+        problems: list[ReasonLoopError] = []
+        following = RunFeed(0, stored=events).attach(
+            lambda payload, terminal, got=got: got.append(payload), failed=problems.append
+        )
+        await asyncio.wait_for(following.task, 5)
+        assert len(got) == 1 and len(problems) == 1
+        assert isinstance(problems[0], RunError) and expected in problems[0].message

@@ -59,6 +59,9 @@ log = logging.getLogger(__name__)
 
 HistoryItem = Message | Mapping[str, Any]
 
+_SCOPE_FIELDS = frozenset({"kb", "feedback", "user", "conversation", "stream_answer", "max_evidence_tokens"})
+"""``services`` keys that set the run's :class:`RunScope` (what tools read), as they always did."""
+
 
 def _history(items: Sequence[HistoryItem] | None) -> list[Message]:
     out = []
@@ -249,14 +252,23 @@ class Agent:
             run_id=run_id or secrets.token_hex(16),
             depth=depth,
             services=dict(self.services),
-            scope=RunScope(
-                kb=self._stats,
-                feedback=self.feedback,
-                user=user_id or "",
-                conversation=conversation_id or "",
-                agent_stack=(self.label,),
-            ),
+            scope=self._scope(user_id, conversation_id),
         )
+
+    def _scope(self, user_id: str | None, conversation_id: str | None) -> RunScope:
+        """What the run shares with its tools; ``services`` keys that name scope fields still set
+        them (an explicit user or conversation wins)."""
+        scope = RunScope(**{name: value for name, value in self.services.items() if name in _SCOPE_FIELDS})
+        scope.agent_stack = (self.label,)
+        if scope.kb is None:
+            scope.kb = self._stats
+        if scope.feedback is None:
+            scope.feedback = self.feedback
+        if user_id is not None or "user" not in self.services:
+            scope.user = user_id or ""
+        if conversation_id is not None or "conversation" not in self.services:
+            scope.conversation = conversation_id or ""
+        return scope
 
     def models(self) -> list[LLM]:
         """The models this agent has resolved so far (reasoning, planner, solver), each once."""
@@ -355,6 +367,9 @@ class Agent:
             strategy = self.strategy(self.settings, ctx)
             async with aclosing(strategy.stream(question)) as events:
                 async for event in events:
+                    if ctx.pending:  # emitted outside a tool round (rounds yield their own as they go)
+                        for nested in ctx.drain():
+                            yield nested if stamp is None else stamp(nested)
                     if event.depth < depth:  # the strategy's own events, in a sub-run
                         event.depth = depth
                     if not event.run_id:  # nested events keep their sub-run's

@@ -79,4 +79,4 @@ async def _check_run_store(settings: Settings) -> None:
 
     store = open_store(settings)
     await store.open()
-    await store.close()
+    await store.close()  # (a store that failed to open holds nothing to close)

@@ -23,6 +23,7 @@ import weakref
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
@@ -307,8 +308,9 @@ class LLM(ABC):
         except LLMError as exc:
             error = exc
         await self._retry(error, attempt, until, yielded)
-        async for chunk in self._attempt(request, until, attempt + 1, own_names):
-            yield chunk
+        async with aclosing(self._attempt(request, until, attempt + 1, own_names)) as retried:
+            async for chunk in retried:  # closed with this stream, at once, not by the collector
+                yield chunk
 
     async def _retry(self, error: LLMError, attempt: int, until: float | None, yielded: bool) -> None:
         """Wait out the backoff before the next attempt, or raise ``error`` when there is none:

@@ -123,6 +123,8 @@ class RunContext:
     pending: list[Event] = field(default_factory=list)
     """Nested events emitted by tools, waiting to be yielded into the run's stream."""
     _wake: asyncio.Event | None = field(default=None, repr=False)
+    _wake_users: int = field(default=0, repr=False)
+    """Tool rounds running concurrently on this context (ReWOO's steps) share one wake event."""
 
     def __post_init__(self) -> None:
         if not self.scope.retrievers:

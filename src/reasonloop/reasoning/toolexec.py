@@ -230,7 +230,10 @@ async def _run_concurrently(
     for i, tool in runnable:
         call = calls[i]
         tasks[asyncio.create_task(tool.invoke(call.arguments, ctx.tool_context(call.call_id)))] = i
-    wake = ctx._wake = asyncio.Event()
+    if ctx._wake is None:
+        ctx._wake = asyncio.Event()
+    wake = ctx._wake
+    ctx._wake_users += 1
     # One waiter for nested events, replaced only once it fires (and awaited at the end):
     # a waiter cancelled on every round would outlive the round as a cancelling task.
     waiter = asyncio.create_task(wake.wait())
@@ -260,7 +263,9 @@ async def _run_concurrently(
             results[i] = failure(calls[i].tool, ToolTimeout("stopped: the run's time budget ran out"))
             yield record_result(ctx, calls[i], results[i], observation_tokens)
     finally:
-        ctx._wake = None
+        ctx._wake_users -= 1
+        if ctx._wake_users == 0:
+            ctx._wake = None
         leftovers = [t for t in tasks if not t.done()]
         if not waiter.done():
             leftovers.append(waiter)

@@ -25,7 +25,7 @@ from reasonloop.runs.models import RunRecord, RunRequest, answer_status, convers
 from reasonloop.runs.recording.progress import RunRecording
 from reasonloop.runs.recording.recorder import EventRecorder
 from reasonloop.runs.recovery import ended_fields
-from reasonloop.runs.stores.protocol import RunStore, together
+from reasonloop.runs.stores.protocol import RunStore, features_of, together
 
 __all__ = ["Execution", "RunDriver", "Runner", "Stop"]
 
@@ -167,7 +167,7 @@ class RunDriver:
             writes.append(functools.partial(self.store.add_messages, record.conversation_id, turn))
         fields = {name: getattr(record, name) for name in _END_FIELDS}
         writes.append(functools.partial(self.store.update_run, record.run_id, **fields))
-        if self.store.features.commits_together:
+        if features_of(self.store).commits_together:
             await together([write() for write in writes])
         else:
             for write in writes:

@@ -53,7 +53,7 @@ from reasonloop.runs.models import RunRecord, RunRequest, new_id, result_from_ev
 from reasonloop.runs.reading import RunFeed
 from reasonloop.runs.recording.journal import Journal
 from reasonloop.runs.recording.recorder import EventRecorder
-from reasonloop.runs.stores.protocol import RunStore, together
+from reasonloop.runs.stores.protocol import RunStore, features_of, together
 from reasonloop.runs.upkeep import Upkeep
 from reasonloop.unicode_text import lone_surrogate
 
@@ -88,7 +88,7 @@ class RunManager:
         self._slots = asyncio.Semaphore(self.settings.max_concurrent)
         self._waiting = 0
         self._background: list[asyncio.Task[Any]] = []
-        journaled = self.settings.journal and store.features.local_journal
+        journaled = self.settings.journal and features_of(store).local_journal
         self.journal = Journal(store.journal_dir, self.instance) if journaled else None  # type: ignore[attr-defined]
         """Where events are made durable before readers see them (None: the store, event by event)."""
         self.recorder = EventRecorder(store, self.journal, self.settings.record_interval_s)
@@ -200,7 +200,7 @@ class RunManager:
             question=request.question,
             instance=self.instance,
         )
-        if new_conversation is None and self.store.features.continuing_runs:
+        if new_conversation is None and features_of(self.store).continuing_runs:
             # continues a conversation: other instances may be answering it
             create = self.store.create_continuing_run  # type: ignore[attr-defined]
             recording = asyncio.ensure_future(self._turns.record_continuing(create, record))

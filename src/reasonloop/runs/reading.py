@@ -20,7 +20,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import NamedTuple
 
-from reasonloop.errors import ReasonLoopError
+from reasonloop.errors import ReasonLoopError, RunError
 from reasonloop.events import Event, event_adapter
 from reasonloop.runs.live import LiveRun, Sink
 from reasonloop.runs.models import is_terminal_event
@@ -154,9 +154,11 @@ class RunFeed:
                     return
                 if pace is not None:
                     await pace()
+            problem: ReasonLoopError = RunError("the run's stored events ended before its end")
         except ReasonLoopError as exc:
-            if failed is None:
-                raise
-            failed(exc)
-        except Exception:  # nobody awaits this task: say what went wrong
+            problem = exc
+        except Exception as exc:  # nobody awaits this task: say what went wrong, and to whom
             log.exception("reading run events from the store failed")
+            problem = RunError(f"reading the run's events failed: {type(exc).__name__}: {exc}")
+        if failed is not None:
+            failed(problem)

@@ -19,7 +19,7 @@ from reasonloop.runs.recording.journal import Journal, file_prefix
 from reasonloop.runs.recording.journal_recovery import recover_journals, unrecovered
 from reasonloop.runs.recording.recorder import EventRecorder
 from reasonloop.runs.recovery import recover_interrupted
-from reasonloop.runs.stores.protocol import RunStore
+from reasonloop.runs.stores.protocol import RunStore, features_of
 
 __all__ = ["Upkeep"]
 
@@ -104,7 +104,7 @@ class Upkeep:
 
     async def check_stop_keys(self) -> None:
         """A stop published while this instance was not yet listening is still seen here."""
-        if not self.store.features.stop_keys:
+        if not features_of(self.store).stop_keys:
             return
         waiting = [run for run in self.executing.values() if not run.live.done and not run.stop_requested]
         if not waiting:

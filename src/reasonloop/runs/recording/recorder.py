@@ -146,7 +146,7 @@ class EventRecorder:
         when there is no journal; with one, batches gather for ``record_interval_s``).
 
         A run whose store failed records nothing more: its later events would leave a gap
-        after the last one derunred, and its readers end at the error that follows it.
+        after the last one delivered, and its readers end at the error that follows it.
         """
         journal = self.journal
         loop = asyncio.get_running_loop()

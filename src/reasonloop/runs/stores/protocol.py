@@ -21,7 +21,7 @@ from reasonloop.events import Event, event_adapter
 from reasonloop.runs.models import ConversationRecord, RunRecord
 from reasonloop.runs.stores.event_rows import EventRows
 
-__all__ = ["RunStore", "StoreFeatures", "append_events", "together", "update_runs"]
+__all__ = ["RunStore", "StoreFeatures", "append_events", "features_of", "together", "update_runs"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,16 @@ class StoreFeatures:
     """The store lives on this machine's disk and names a ``journal_dir`` beside it, where the
     recorder may journal events before the store holds them
     (:mod:`reasonloop.runs.recording.journal`)."""
+
+
+def features_of(store: Any) -> StoreFeatures:
+    """What ``store`` can do beyond the contract: its ``features``, or none for a store that
+    states none (a third-party store written before stores had to)."""
+    features = getattr(store, "features", None)
+    return features if isinstance(features, StoreFeatures) else _NO_FEATURES
+
+
+_NO_FEATURES = StoreFeatures()
 
 
 @runtime_checkable
@@ -138,7 +148,7 @@ async def append_events(store: RunStore, rows: EventRows) -> list[Exception | No
     Raises:
         RunStoreUnavailable: the store could not record them.
     """
-    if store.features.batch_appends:
+    if features_of(store).batch_appends:
         return await store.append_events(rows)  # type: ignore[attr-defined]
     out: list[Exception | None] = []
     for run_id, _, payload in rows:
@@ -153,7 +163,7 @@ async def append_events(store: RunStore, rows: EventRows) -> list[Exception | No
 async def update_runs(store: RunStore, updates: Sequence[tuple[str, dict[str, Any]]]) -> None:
     """Set fields of several runs' records: in one call when the store can (``update_runs``),
     else with one ``update_run`` each, started together."""
-    if store.features.batch_updates:
+    if features_of(store).batch_updates:
         await store.update_runs(updates)  # type: ignore[attr-defined]
     else:
         await together([store.update_run(run_id, **fields) for run_id, fields in updates])
