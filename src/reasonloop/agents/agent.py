@@ -32,7 +32,15 @@ from pydantic import BaseModel
 
 from reasonloop.agents.builder import AgentBuilder
 from reasonloop.agents.resources import AgentResources
-from reasonloop.agents.toolbox import ToolSource, knowledge_sources, load_sources, sort_tools, stats_sources, toolbox
+from reasonloop.agents.toolbox import (
+    ToolSource,
+    knowledge_sources,
+    load_sources,
+    run_scope,
+    sort_tools,
+    stats_sources,
+    toolbox,
+)
 from reasonloop.errors import ReasonLoopError, RunError
 from reasonloop.events import (
     Answer,
@@ -50,7 +58,7 @@ from reasonloop.llm.sampling import Sampling, with_sampling
 from reasonloop.reasoning.base import Budget, Reasoning, RunContext
 from reasonloop.registry import Registry, resolve
 from reasonloop.tools.agent_tool import AgentTool, agent_tools
-from reasonloop.tools.base import RunScope, Tool
+from reasonloop.tools.base import Tool
 from reasonloop.tools.feedback import FeedbackStore
 
 __all__ = ["Agent", "ToolSource", "ask"]
@@ -58,9 +66,6 @@ __all__ = ["Agent", "ToolSource", "ask"]
 log = logging.getLogger(__name__)
 
 HistoryItem = Message | Mapping[str, Any]
-
-_SCOPE_FIELDS = frozenset({"kb", "feedback", "user", "conversation", "stream_answer", "max_evidence_tokens"})
-"""``services`` keys that set the run's :class:`RunScope` (what tools read), as they always did."""
 
 
 def _history(items: Sequence[HistoryItem] | None) -> list[Message]:
@@ -252,23 +257,8 @@ class Agent:
             run_id=run_id or secrets.token_hex(16),
             depth=depth,
             services=dict(self.services),
-            scope=self._scope(user_id, conversation_id),
+            scope=run_scope(self.services, self.label, self._stats, self.feedback, user_id, conversation_id),
         )
-
-    def _scope(self, user_id: str | None, conversation_id: str | None) -> RunScope:
-        """What the run shares with its tools; ``services`` keys that name scope fields still set
-        them (an explicit user or conversation wins)."""
-        scope = RunScope(**{name: value for name, value in self.services.items() if name in _SCOPE_FIELDS})
-        scope.agent_stack = (self.label,)
-        if scope.kb is None:
-            scope.kb = self._stats
-        if scope.feedback is None:
-            scope.feedback = self.feedback
-        if user_id is not None or "user" not in self.services:
-            scope.user = user_id or ""
-        if conversation_id is not None or "conversation" not in self.services:
-            scope.conversation = conversation_id or ""
-        return scope
 
     def models(self) -> list[LLM]:
         """The models this agent has resolved so far (reasoning, planner, solver), each once."""

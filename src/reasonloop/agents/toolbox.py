@@ -6,16 +6,19 @@ objects, whose tools need I/O to discover (an MCP server's) and join the toolbox
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from reasonloop.errors import ConfigError
 from reasonloop.kb.base import Retriever
 from reasonloop.registry import Registry, resolve
-from reasonloop.tools.base import Tool
+from reasonloop.tools.base import RunScope, Tool
 from reasonloop.tools.docsearch import DocSearchTool
 
-__all__ = ["ToolSource", "knowledge_sources", "load_sources", "sort_tools", "stats_sources", "toolbox"]
+__all__ = ["ToolSource", "knowledge_sources", "load_sources", "run_scope", "sort_tools", "stats_sources", "toolbox"]
+
+_SCOPE_FIELDS = frozenset({"kb", "feedback", "user", "conversation", "stream_answer", "max_evidence_tokens"})
+"""``services`` keys that set the run's :class:`RunScope` (what tools read), as they always did."""
 
 
 class ToolSource(Protocol):
@@ -110,3 +113,26 @@ async def load_sources(sources: list[ToolSource], tools: dict[str, Tool]) -> tup
                 continue
             tools[tool.name] = tool
     return notes, failed
+
+
+def run_scope(
+    services: Mapping[str, Any],
+    label: str,
+    kb: Any,
+    feedback: Any,
+    user_id: str | None,
+    conversation_id: str | None,
+) -> RunScope:
+    """What one run of the agent ``label`` shares with its tools. ``services`` keys that name scope
+    fields still set them; an explicit user or conversation wins."""
+    scope = RunScope(**{name: value for name, value in services.items() if name in _SCOPE_FIELDS})
+    scope.agent_stack = (label,)
+    if scope.kb is None:
+        scope.kb = kb
+    if scope.feedback is None:
+        scope.feedback = feedback
+    if user_id is not None or "user" not in services:
+        scope.user = user_id or ""
+    if conversation_id is not None or "conversation" not in services:
+        scope.conversation = conversation_id or ""
+    return scope

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from redis.exceptions import WatchError
@@ -24,9 +25,7 @@ class RedisConversations:
     ttl: int
     url: str
     _add_messages_script: Any
-
-    async def _run_script(self, script: Any, args: list[Any]) -> Any:
-        raise NotImplementedError
+    _run_script: Callable[[Any, list[Any]], Awaitable[Any]]
 
     async def create_conversation(self, record: ConversationRecord) -> None:
         head = record.model_dump_json(exclude={"messages"})
