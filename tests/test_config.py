@@ -39,13 +39,13 @@ def test_cwd_file_is_read(tmp_path):
 
 
 def test_env_overrides_file_key_by_key(tmp_path, monkeypatch):
-    write(tmp_path / "reasonloop.toml", '[llm]\nprovider = "openai"\nmodel = "from-file"\ntimeout_s = 5\n')
+    write(tmp_path / "reasonloop.toml", '[llm]\nprovider = "openai"\nmodel = "from-file"\nfirst_token_timeout_s = 5\n')
     monkeypatch.setenv("REASONLOOP_LLM__MODEL", "from-env")
     monkeypatch.setenv("REASONLOOP_KB__PATH", "/data/kb")
     settings = load_settings()
     assert settings.llm.model == "from-env"
     assert settings.llm.provider == "openai"  # untouched file keys survive the nested override
-    assert settings.llm.timeout_s == 5
+    assert settings.llm.first_token_timeout_s == 5
     assert settings.kb.path == "/data/kb"
 
 
@@ -85,10 +85,10 @@ def test_unknown_section_names_the_key(tmp_path):
 
 
 def test_wrong_type_names_key_and_value(tmp_path):
-    write(tmp_path / "reasonloop.toml", '[llm]\ntimeout_s = "soon"\n')
+    write(tmp_path / "reasonloop.toml", '[llm]\nidle_timeout_s = "soon"\n')
     with pytest.raises(ConfigError) as info:
         load_settings()
-    assert "llm.timeout_s" in info.value.message
+    assert "llm.idle_timeout_s" in info.value.message
     assert "'soon'" in info.value.message
 
 
@@ -101,8 +101,8 @@ def test_wrong_type_from_env_names_key(monkeypatch):
 
 
 def test_out_of_range_value_is_rejected(tmp_path):
-    write(tmp_path / "reasonloop.toml", "[llm]\ntimeout_s = 0\n")
-    with pytest.raises(ConfigError, match=r"llm\.timeout_s"):
+    write(tmp_path / "reasonloop.toml", "[llm]\nfirst_token_timeout_s = 0\n")
+    with pytest.raises(ConfigError, match=r"llm\.first_token_timeout_s"):
         load_settings()
 
 
@@ -148,3 +148,10 @@ def test_unknown_nested_key_from_env_names_the_key(monkeypatch):
     monkeypatch.setenv("REASONLOOP_LLM__MODLE", "typo")
     with pytest.raises(ConfigError, match=r"llm\.modle: unknown key"):
         load_settings()
+
+
+def test_the_replaced_whole_response_timeout_names_its_successors(tmp_path):
+    write(tmp_path / "reasonloop.toml", "[llm]\ntimeout_s = 120\n")
+    with pytest.raises(ConfigError) as info:
+        load_settings()
+    assert "first_token_timeout_s" in info.value.message and "idle_timeout_s" in info.value.message

@@ -55,8 +55,14 @@ class LLMSettings(_Section):
     """Endpoint for OpenAI-compatible servers, Ollama, or a proxy."""
     api_key_env: str = ""
     """Name of the environment variable holding the API key (the key itself never goes in the file)."""
-    timeout_s: float = Field(default=120.0, gt=0)
-    """Per-call timeout: connect plus the whole streamed response."""
+    first_token_timeout_s: float | None = Field(default=None, gt=0)
+    """How long the model may stay silent before its first token (connecting and reading the
+    prompt included); unset means the provider's default (120 s for APIs, 600 s for the
+    embedded model on a CPU)."""
+    idle_timeout_s: float | None = Field(default=None, gt=0)
+    """How long the model may stay silent between two tokens once it streams; unset means the
+    provider's default (60 s; 120 s for the embedded model). A response that keeps streaming is
+    never cut by these: a run's own ``timeout_s`` budget bounds its wall time."""
     connect_timeout_s: float = Field(default=10.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
     """Retries on 429 / 5xx / connection errors, with exponential backoff honouring Retry-After."""
@@ -66,6 +72,16 @@ class LLMSettings(_Section):
     """Where ``auto`` looks for a local Ollama server."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Provider-specific options passed through unchanged (e.g. ``api_version`` for Azure)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _replaced_options(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "timeout_s" in data:
+            raise ValueError(
+                "timeout_s was replaced by first_token_timeout_s and idle_timeout_s "
+                "(limits on the model's silence, not on the whole response)"
+            )
+        return data
 
 
 class KBSettings(_Section):

@@ -153,7 +153,7 @@ async def test_no_retry_once_output_was_yielded():
 
 
 async def test_timeout_is_llm_timeout():
-    llm = FakeLLM([["hang"]], timeout_s=0.05, max_retries=0)
+    llm = FakeLLM([["hang"]], first_token_timeout_s=0.05, idle_timeout_s=0.05, max_retries=0)
     with pytest.raises(LLMTimeout) as info:
         await drain(llm)
     assert info.value.code == "llm.timeout"
@@ -162,14 +162,14 @@ async def test_timeout_is_llm_timeout():
 
 
 async def test_timeout_is_retried_like_other_transient_failures():
-    llm = FakeLLM([["hang"], OK], timeout_s=0.05, max_retries=1)
+    llm = FakeLLM([["hang"], OK], first_token_timeout_s=0.05, idle_timeout_s=0.05, max_retries=1)
     chunks = await drain(llm)
     assert isinstance(chunks[-1], Done)
     assert len(llm.requests) == 2
 
 
 async def test_timeout_after_output_is_not_retried():
-    llm = FakeLLM([[TextDelta("par"), "hang"], OK], timeout_s=0.05, max_retries=3)
+    llm = FakeLLM([[TextDelta("par"), "hang"], OK], first_token_timeout_s=0.05, idle_timeout_s=0.05, max_retries=3)
     with pytest.raises(LLMTimeout):
         await drain(llm)
     assert len(llm.requests) == 1
@@ -380,4 +380,6 @@ async def test_a_provider_stream_need_not_be_an_async_generator():
     llm = ClassStreamLLM(FutureChunks(OK))
     assert (await llm.complete(USER)).text == "Hello"
     with pytest.raises(LLMTimeout):  # and its waits are bounded like any other
-        await ClassStreamLLM(FutureChunks(OK, stall=True), timeout_s=0.05).complete(USER)
+        await ClassStreamLLM(FutureChunks(OK, stall=True), first_token_timeout_s=0.05, idle_timeout_s=0.05).complete(
+            USER
+        )

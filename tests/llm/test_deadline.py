@@ -1,4 +1,5 @@
-"""WaitDeadline: only time spent waiting counts, and only its own cancel becomes a timeout."""
+"""WaitDeadline: each wait on the provider is bounded on its own (the first by its own limit), the
+caller's time is never counted, and only its own cancel becomes a timeout."""
 
 from __future__ import annotations
 
@@ -22,24 +23,51 @@ async def waited(deadline: WaitDeadline, seconds: float) -> None:
 
 
 async def test_one_long_wait_expires() -> None:
-    deadline = WaitDeadline(0.05)
+    deadline = WaitDeadline(0.05, 0.05)
     with pytest.raises(TimeoutError):
         await waited(deadline, 5)
     deadline.close()
-    assert deadline.expired
+    assert deadline.expired and deadline.first_wait
 
 
-async def test_waits_add_up() -> None:
-    deadline = WaitDeadline(0.1)
-    await waited(deadline, 0.04)
-    await waited(deadline, 0.04)
-    with pytest.raises(TimeoutError):
-        await waited(deadline, 0.04)
+async def test_many_short_waits_never_add_up_to_a_timeout() -> None:
+    # A response that keeps streaming is healthy however long it takes in all.
+    deadline = WaitDeadline(0.1, 0.1)
+    for _ in range(8):
+        await waited(deadline, 0.03)
     deadline.close()
+    assert not deadline.expired
+
+
+async def test_the_first_wait_has_its_own_limit() -> None:
+    deadline = WaitDeadline(0.3, 0.05)
+    await waited(deadline, 0.15)  # longer than a gap may be, within the first token's limit
+    with pytest.raises(TimeoutError):
+        await waited(deadline, 0.15)  # a gap that long is a stall
+    deadline.close()
+    assert deadline.expired and not deadline.first_wait
+
+
+async def test_a_deadline_started_mid_stream_allows_only_a_gap() -> None:
+    deadline = WaitDeadline(10, 0.05, started=True)
+    with pytest.raises(TimeoutError):
+        await waited(deadline, 5)
+    deadline.close()
+    assert not deadline.first_wait
+
+
+async def test_until_bounds_a_stream_that_keeps_streaming() -> None:
+    loop = asyncio.get_running_loop()
+    deadline = WaitDeadline(10, 10, until=loop.time() + 0.15)
+    with pytest.raises(TimeoutError):
+        for _ in range(20):
+            await waited(deadline, 0.03)
+    deadline.close()
+    assert deadline.passed_until
 
 
 async def test_time_between_waits_is_neither_counted_nor_interrupted() -> None:
-    deadline = WaitDeadline(0.08)
+    deadline = WaitDeadline(0.08, 0.08)
     for _ in range(3):
         await waited(deadline, 0.01)
         await asyncio.sleep(0.1)  # the caller's own work, longer than the whole budget
@@ -48,7 +76,7 @@ async def test_time_between_waits_is_neither_counted_nor_interrupted() -> None:
 
 
 async def test_someone_elses_cancel_stays_a_cancel() -> None:
-    deadline = WaitDeadline(10)
+    deadline = WaitDeadline(10, 10)
     task = asyncio.ensure_future(waited(deadline, 5))
     await asyncio.sleep(0.01)
     task.cancel()
@@ -59,7 +87,7 @@ async def test_someone_elses_cancel_stays_a_cancel() -> None:
 
 
 async def test_closed_deadline_never_fires() -> None:
-    deadline = WaitDeadline(0.02)
+    deadline = WaitDeadline(0.02, 0.02)
     deadline.start_wait()
     deadline.close()
     await asyncio.sleep(0.05)  # would have been cancelled here if the timer were still armed

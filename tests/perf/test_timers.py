@@ -53,13 +53,13 @@ async def test_armed_deadlines_share_one_context_and_still_fire() -> None:
 
     gc.collect()
     before = contexts()
-    deadlines = [WaitDeadline(0.05) for _ in range(50)]
+    deadlines = [WaitDeadline(0.05, 0.05) for _ in range(50)]
     for deadline in deadlines:
         deadline.start_wait()
     assert contexts() - before < 5
     for deadline in deadlines:
         deadline.close()
-    deadline = WaitDeadline(0.05)
+    deadline = WaitDeadline(0.05, 0.05)
     with pytest.raises(TimeoutError):
         await waited(deadline, 1.0)
     assert deadline.expired and marker.get() == "caller"

@@ -56,7 +56,7 @@ class AnthropicProvider(LLM):
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key(self.settings, self.id, "ANTHROPIC_API_KEY") or KEYLESS,
             base_url=self.settings.base_url or None,
-            timeout=anthropic.Timeout(self.settings.timeout_s, connect=self.settings.connect_timeout_s),
+            timeout=anthropic.Timeout(self.read_timeout_s, connect=self.settings.connect_timeout_s),
             max_retries=0,  # the base class retries
         )
 

@@ -2,7 +2,7 @@
 
 Every provider subclasses :class:`LLM` and implements one hook, :meth:`LLM._stream`, which
 turns its SDK's stream into :data:`LLMChunk` values. The base class does what is shared:
-the per-call timeout, retries with exponential backoff (honouring Retry-After) as long as
+timeouts on the model's silence, retries with exponential backoff (honouring Retry-After) as long as
 nothing has been yielded yet, usage estimation when a provider reports none, and a
 per-instance usage log.
 
@@ -177,12 +177,24 @@ class LLM(ABC):
     default_model: ClassVar[str] = ""
     backoff_base_s: ClassVar[float] = 0.5
     backoff_max_s: ClassVar[float] = 20.0
+    default_first_token_timeout_s: ClassVar[float] = 120.0
+    """Silence allowed before the first token when ``[llm] first_token_timeout_s`` is unset."""
+    default_idle_timeout_s: ClassVar[float] = 60.0
+    """Silence allowed between two tokens when ``[llm] idle_timeout_s`` is unset."""
 
     def __init__(self, settings: LLMSettings | None = None) -> None:
         self.settings = settings or LLMSettings(provider=self.id)
         self.model = self.settings.model or self.default_model
         self.calls: deque[CallRecord] = deque(maxlen=CALL_HISTORY)
         """Usage of the most recent calls (bounded: a server shares one provider for good)."""
+        self.first_token_timeout_s = self.settings.first_token_timeout_s or self.default_first_token_timeout_s
+        self.idle_timeout_s = self.settings.idle_timeout_s or self.default_idle_timeout_s
+
+    @property
+    def read_timeout_s(self) -> float:
+        """The longest silence allowed at all: the read timeout to give an HTTP client, as a
+        backstop behind the precise limits this class enforces itself."""
+        return max(self.first_token_timeout_s, self.idle_timeout_s)
 
     @property
     def capabilities(self) -> Capabilities:
@@ -214,9 +226,10 @@ class LLM(ABC):
 
         Retries retryable failures (rate limits, 5xx, connection errors, timeouts) with
         exponential backoff while nothing has been yielded; once output has streamed, a
-        failure is raised (a retry would repeat text the caller already has). Each attempt
-        may wait at most ``timeout_s`` in total for the provider; time the caller spends
-        between chunks does not count and is never interrupted.
+        failure is raised (a retry would repeat text the caller already has). Timeouts are
+        on silence: the provider may take :attr:`first_token_timeout_s` to its first chunk
+        and :attr:`idle_timeout_s` between two chunks, however long the whole response
+        takes; time the caller spends between chunks does not count and is never interrupted.
 
         Args:
             until: The caller's own deadline, on the event loop's clock (``loop.time()``,
@@ -246,7 +259,7 @@ class LLM(ABC):
         """Attempt number ``attempt`` at the provider: its chunks counted, its :class:`Done` given
         usage; after a retryable failure before any output, the next attempt (see :meth:`_retry`).
 
-        Only waiting on the provider counts against ``timeout_s``. The timer is armed at the
+        Only waiting on the provider counts against the silence limits. The timer is armed at the
         first real wait (chunks already there cost none, see :mod:`reasonloop._aio`); once the
         stream has waited, later chunks are awaited under it directly.
         """
@@ -269,7 +282,9 @@ class LLM(ABC):
                             if ready:
                                 chunk = value
                             else:
-                                deadline = WaitDeadline(self.settings.timeout_s, until)
+                                deadline = WaitDeadline(
+                                    self.first_token_timeout_s, self.idle_timeout_s, until, started=yielded
+                                )
                                 deadline.start_wait()
                                 chunk = await resume(*value)
                                 deadline.end_wait()
@@ -295,7 +310,7 @@ class LLM(ABC):
             except TimeoutError as exc:
                 if isinstance(exc, DeadlineReached):
                     raise
-                raise self._timed_out() from exc
+                raise self._timed_out(deadline) from exc
             finally:
                 if deadline is not None:
                     deadline.close()
@@ -329,8 +344,12 @@ class LLM(ABC):
             raise DeadlineReached from error
         await asyncio.sleep(delay)
 
-    def _timed_out(self) -> LLMTimeout:
-        return LLMTimeout(f"{self.name}: no complete response within {self.settings.timeout_s:g}s", provider=self.id)
+    def _timed_out(self, deadline: WaitDeadline | None) -> LLMTimeout:
+        if deadline is None or deadline.first_wait:
+            limit, what = self.first_token_timeout_s, "no first token within"
+        else:
+            limit, what = self.idle_timeout_s, "stopped streaming: no token for"
+        return LLMTimeout(f"{self.name}: {what} {limit:g}s", provider=self.id, silent_s=limit)
 
     def _backoff(self, attempt: int, error: LLMError) -> float:
         delay = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))

@@ -60,7 +60,9 @@ class GeminiProvider(LLM):
         options = types.HttpOptions(
             base_url=self.settings.base_url or None,
             api_version=self.settings.extra.get("api_version"),
-            timeout=int(self.settings.timeout_s * 1000),  # milliseconds
+            # No SDK timeout: it would also be sent as X-Server-Timeout, a limit on the whole
+            # response; the base class bounds the silence instead.
+            timeout=None,
             retry_options=types.HttpRetryOptions(attempts=1),  # the base class retries
         )
         self._client = genai.Client(

@@ -258,6 +258,10 @@ class LocalProvider(LLM):
         "Embedded llama.cpp model, offline (packaged Gemma 3 270M base model: proves the pipeline, answers poorly)"
     )
     default_model: ClassVar[str] = PACKAGED_MODEL
+    # On a CPU the first token waits for the whole prompt to be read (and for the model's one
+    # call at a time): minutes on a loaded machine, and still healthy.
+    default_first_token_timeout_s: ClassVar[float] = 600.0
+    default_idle_timeout_s: ClassVar[float] = 120.0
 
     def __init__(self, settings: LLMSettings | None = None) -> None:
         super().__init__(settings or LLMSettings(provider="local"))

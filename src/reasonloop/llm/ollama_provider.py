@@ -66,7 +66,7 @@ class OllamaProvider(LLM):
         key = api_key(self.settings, self.id, None)
         self._client = ollama.AsyncClient(
             host=self.settings.base_url or self.settings.ollama_url,
-            timeout=httpx.Timeout(self.settings.timeout_s, connect=self.settings.connect_timeout_s),
+            timeout=httpx.Timeout(self.read_timeout_s, connect=self.settings.connect_timeout_s),
             headers={"Authorization": f"Bearer {key}"} if key else None,
             event_hooks={"response": [self._raise_for_status]},
         )

@@ -61,7 +61,7 @@ class OpenAIProvider(LLM):
         extra = self.settings.extra
         common: dict[str, Any] = {
             "api_key": key,
-            "timeout": openai.Timeout(self.settings.timeout_s, connect=self.settings.connect_timeout_s),
+            "timeout": openai.Timeout(self.read_timeout_s, connect=self.settings.connect_timeout_s),
             "max_retries": 0,  # the base class retries, with our backoff and error codes
         }
         if extra.get("api_version") or extra.get("azure_deployment"):
