@@ -199,3 +199,11 @@ def test_text_streamed_before_tool_calls_is_not_taken_for_the_answer(capsys, tmp
     lines = out.splitlines()
     assert code == 0 and "Answer: Let me check." in lines and "Answer: It is k." in lines
     assert lines.index("Answer: Let me check.") < lines.index('→ lookup {"key": "k"}') < lines.index("Answer: It is k.")
+
+
+def test_a_failed_run_still_shows_what_it_consumed(capsys, tmp_path) -> None:
+    # The first reply calls a tool; the script then runs out: the run fails after one real call.
+    code, out, err = run(capsys, "ask", "q", "--llm", script(tmp_path, REPLIES[:1]), "--tools", "lookup")
+    assert code == 1 and "llm.script_exhausted" in err
+    usage = out.splitlines()[-1]
+    assert "2 LLM calls" in usage and "1 tool calls" in usage and "error" in usage

@@ -209,6 +209,8 @@ class ErrorEvent(_EventBase):
     type: Literal["error"] = "error"
     code: str
     message: str
+    usage: Usage = field(default_factory=Usage)
+    """What the run consumed before it failed."""
 
 
 Event = Annotated[

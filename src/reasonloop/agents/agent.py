@@ -372,11 +372,13 @@ class Agent:
                 raise RunError(f"strategy {self.reasoning_id!r} ended without an answer")
         except ReasonLoopError as exc:
             ctx.error = exc.to_dict()
-            error = ErrorEvent(code=exc.code, message=exc.message, depth=depth, run_id=run_id)
+            error = ErrorEvent(code=exc.code, message=exc.message, depth=depth, run_id=run_id, usage=ctx.usage.copy())
             yield error if stamp is None else stamp(error)
         except Exception as exc:  # a defect in a plugin: report it as the run's error
             ctx.error = {"code": RunError.code, "message": f"{type(exc).__name__}: {exc}"}
-            error = ErrorEvent(code=RunError.code, message=ctx.error["message"], depth=depth, run_id=run_id)
+            error = ErrorEvent(
+                code=RunError.code, message=ctx.error["message"], depth=depth, run_id=run_id, usage=ctx.usage.copy()
+            )
             yield error if stamp is None else stamp(error)
 
     async def run(

@@ -22,7 +22,7 @@ from reasonloop.agents.declared import declared_agents
 from reasonloop.agents.resources import AgentResources
 from reasonloop.config import Settings
 from reasonloop.errors import KBUnavailable, LLMNotConfigured, PluginNotFound, RequestInvalid
-from reasonloop.events import Event
+from reasonloop.events import Event, Usage
 from reasonloop.llm.base import LLM
 from reasonloop.registry import Registry, resolve
 from reasonloop.runs.models import RunRequest
@@ -150,8 +150,11 @@ class AgentRunner:
             "feedback_recent": self.settings.tools.feedback.recent,
         }
 
-    def __call__(self, request: RunRequest) -> AsyncIterator[Event]:
-        return self._run(request)
+    counts_usage = True
+    """Takes the run manager's ``usage`` (see :data:`~reasonloop.runs.execution.Runner`)."""
+
+    def __call__(self, request: RunRequest, *, usage: Usage | None = None) -> AsyncIterator[Event]:
+        return self._run(request, usage)
 
     def _agent(self, request: RunRequest, kb: Any, llm: Any = None) -> Agent:
         """The declared agent built (once, with ``llm`` for what names no model) for the request's
@@ -168,7 +171,7 @@ class AgentRunner:
         agent.settings = built.strategy.validate_settings({**built.settings.model_dump(), **request.settings})
         return agent
 
-    async def _run(self, request: RunRequest) -> AsyncIterator[Event]:
+    async def _run(self, request: RunRequest, usage: Usage | None) -> AsyncIterator[Event]:
         kb = None
         if self.kb is not None:
             try:
@@ -197,6 +200,8 @@ class AgentRunner:
             conversation_id=request.conversation_id,
             sampling=request.sampling,
         )
+        if usage is not None:
+            ctx.usage = usage
         async with aclosing(agent.events(request.question, ctx)) as events:  # the run manager numbers them
             async for event in events:
                 yield event

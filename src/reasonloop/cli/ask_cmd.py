@@ -37,6 +37,7 @@ from reasonloop.events import (
     Thought,
     ToolCall,
     ToolResult,
+    Usage,
 )
 from reasonloop.llm.base import Message
 from reasonloop.registry import Registry
@@ -125,6 +126,7 @@ class TraceRenderer:
             self._end_stream()
             self.error = event
             err_console.print(f"[bold red]error[/] {escape(f'[{event.code}] {event.message}')}", highlight=False)
+            self._show_usage(event.usage, "error")
 
     def _show_answer(self, answer: Answer) -> None:
         self.answer = answer
@@ -139,11 +141,13 @@ class TraceRenderer:
                 f"  [blue][{c.marker}][/] {escape(where)} [dim]({escape(c.chunk_id or '')})[/] "
                 f"[dim]{escape(_one_line(c.quote, 80))}[/]"
             )
+        self._show_usage(answer.usage, answer.stop_reason)
+
+    def _show_usage(self, u: Usage, stop_reason: str) -> None:
         if self.show_usage:
-            u = answer.usage
             console.print(
                 f"[dim]{u.llm_calls} LLM calls · {u.prompt_tokens}+{u.completion_tokens} tokens · "
-                f"{u.tool_calls} tool calls · {answer.stop_reason} · {time.monotonic() - self.started:.1f}s[/]"
+                f"{u.tool_calls} tool calls · {stop_reason} · {time.monotonic() - self.started:.1f}s[/]"
             )
 
     def stopped(self) -> None:

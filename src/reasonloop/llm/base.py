@@ -56,6 +56,7 @@ __all__ = [
     "ToolCallPart",
     "ToolSpec",
     "collect",
+    "estimate_prompt_tokens",
 ]
 
 
@@ -149,6 +150,15 @@ def _message_tokens(m: Message) -> int:
 
 def _spec_tokens(spec: ToolSpec) -> int:
     return count_tokens(spec.name) + count_tokens(spec.description) + count_tokens(json.dumps(spec.parameters)) + 8
+
+
+def estimate_prompt_tokens(messages: Sequence[Message], tools: Sequence[ToolSpec] | None = None) -> int:
+    """Offline estimate of what a call sends: message text, earlier tool calls' arguments and the
+    tool schemas (providers bill those as prompt tokens too)."""
+    tokens = _cached_tokens(messages, _message_tokens)
+    if tools:
+        tokens += _cached_tokens(tools, _spec_tokens)
+    return tokens
 
 
 # -- provider base ------------------------------------------------------------------------------
@@ -360,11 +370,7 @@ class LLM(ABC):
 
     def _finish(self, done: Done, request: ChatRequest, parts: list[str], attempts: int) -> Done:
         if not done.prompt_tokens and not done.completion_tokens:
-            # Estimate what the provider was sent: message text, earlier tool calls' arguments
-            # and the tool schemas (providers bill those as prompt tokens too).
-            done.prompt_tokens = _cached_tokens(request.messages, _message_tokens)
-            if request.tools:
-                done.prompt_tokens += _cached_tokens(request.tools, _spec_tokens)
+            done.prompt_tokens = estimate_prompt_tokens(request.messages, request.tools)
             done.completion_tokens = count_tokens("".join(parts))
             done.usage_estimated = True
         self.calls.append(CallRecord(done.prompt_tokens, done.completion_tokens, done.usage_estimated, attempts))

@@ -146,6 +146,12 @@ class RunContext:
     def tool_context(self, call_id: str) -> ToolContext:
         return ToolContext(self.run_id, call_id, self.depth, self.emit, self.services, self.usage, self.scope)
 
+    def searched(self) -> None:
+        """Count a knowledge-base search the strategy made itself, without a tool round (qa's
+        and decompose's docsearch): it is a tool call like any other in the run's usage."""
+        self.usage.tool_calls += 1
+        self.real_tool_calls += 1
+
 
 class Reasoning(ABC):
     """Base class of reasoning strategies (plugins of kind ``reasoning``).

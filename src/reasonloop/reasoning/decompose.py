@@ -129,6 +129,8 @@ class DecomposeReasoning(Reasoning):
 
     async def _answer_part(self, finding: _Finding) -> _Finding:
         ctx, settings = self.ctx, self.settings
+        if ctx.retrievers:
+            ctx.searched()
         hits = await search_all(ctx.retrievers, finding.question, settings.top_k)
         finding.evidence, _ = format_evidence(hits, ctx.scope.evidence_log(), settings.max_evidence_tokens)
         if not finding.evidence:

@@ -17,10 +17,11 @@ from typing import Any
 from pydantic_core import from_json
 
 from reasonloop.events import AnswerDelta, Event
-from reasonloop.llm.base import LLM, Done, Message, TextDelta, ToolSpec
+from reasonloop.llm.base import LLM, Done, Message, TextDelta, ToolSpec, estimate_prompt_tokens
 from reasonloop.llm.deadline import DeadlineReached
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.toolexec import PlannedCall
+from reasonloop.tokens import count_tokens
 
 __all__ = ["Turn", "llm_turn"]
 
@@ -63,6 +64,7 @@ async def llm_turn(
     streamed: list[str] = []
     usage = tracker.usage
     usage.llm_calls += 1
+    reported = False
     left = tracker.time_left() if bounded and tracker.deadline is not None else None
     # The run's deadline ends the turn only while it waits on the model, never while our
     # consumer has the turn (as a wall-clock timeout around the yields would).
@@ -86,6 +88,7 @@ async def llm_turn(
                         streamed.append(piece)
                         yield AnswerDelta(text=piece)
             elif isinstance(chunk, Done):
+                reported = True
                 usage.prompt_tokens += chunk.prompt_tokens
                 usage.completion_tokens += chunk.completion_tokens
                 turn.finish_reason = tracker.last_finish = chunk.finish_reason
@@ -97,6 +100,14 @@ async def llm_turn(
     except DeadlineReached:
         turn.cut_short = True
         tracker.hit("timeout")
+    finally:
+        if not reported and (parts or raw_calls):
+            # Cut off before the provider reported usage (a deadline, a stall, a stop): what
+            # streamed was produced and its prompt was read, so both are counted, estimated.
+            usage.prompt_tokens += estimate_prompt_tokens(messages, tools)
+            usage.completion_tokens += count_tokens("".join(parts)) + sum(
+                count_tokens("".join(slot[2])) for slot in raw_calls.values()
+            )
     turn.text = "".join(parts)
     turn.streamed = "".join(streamed)
     if raw_calls:

@@ -41,6 +41,7 @@ async def retrieve(
     """Search every retriever; number the hits in the run's evidence log; trace it as a docsearch call."""
     into.query = query
     yield ToolCall(call_id=call_id, tool="docsearch", input={"query": query, "top_k": top_k})
+    ctx.searched()
     into.hits = await search_all(ctx.retrievers, query, top_k)
     into.text, into.citations = format_evidence(into.hits, ctx.scope.evidence_log(), budget)
     observation = into.text or "(no passages found)"

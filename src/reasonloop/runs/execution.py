@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from reasonloop.errors import RunStoreUnavailable
-from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunStarted
+from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunStarted, Usage
 from reasonloop.runs.live import LiveRun
 from reasonloop.runs.models import RunRecord, RunRequest, answer_status, conversation_turn, is_terminal_event
 from reasonloop.runs.recording.progress import RunRecording
@@ -32,7 +32,9 @@ __all__ = ["Execution", "RunDriver", "Runner", "Stop"]
 Runner = Callable[[RunRequest], AsyncIterator[Event]]
 """Turns a request into its events (RunStarted first, Answer or ErrorEvent last), unstamped: the
 run manager stamps them. A runner may also have ``validate(request)``, raising
-:class:`~reasonloop.errors.RequestInvalid`."""
+:class:`~reasonloop.errors.RequestInvalid`; and ``counts_usage = True``, when it takes a
+``usage=`` keyword (a :class:`~reasonloop.events.Usage` it counts the run's consumption into),
+so that a run stopped or failed outside the runner still reports what it consumed."""
 
 Notify = Callable[[str, RunRecord, Event | None], None]
 """Tells the run manager's observers: ``("event", record, event)`` or ``("status", record, None)``."""
@@ -65,6 +67,8 @@ class Execution(RunRecording):
     """The seq of the last event stamped (published or not yet)."""
     parts: list[str] = field(default_factory=list)
     """Text of every top-level answer delta stamped (published or not yet)."""
+    usage: Usage | None = None
+    """What the run has consumed so far, when its runner counts into it (``counts_usage``)."""
 
     @classmethod
     def of(cls, record: RunRecord, request: RunRequest) -> Execution:
@@ -101,7 +105,11 @@ class RunDriver:
             Stop: a stop was requested (or the manager is shutting down) between two events.
             RunStoreUnavailable: the store (or journal) failed one of the run's events.
         """
-        stream = runner(run.request)
+        if getattr(runner, "counts_usage", False):
+            run.usage = Usage()
+            stream = runner(run.request, usage=run.usage)  # type: ignore[call-arg]
+        else:
+            stream = runner(run.request)
         try:
             while True:
                 if run.stop_requested or run.shutting_down:
@@ -176,7 +184,7 @@ class RunDriver:
     async def finish_stopped(self, run: Execution) -> None:
         """End a stopped (or, shutting down, interrupted) run with its partial answer."""
         reason = "stopped" if run.stop_requested else "interrupted"
-        answer = Answer(text="".join(run.parts), stop_reason=reason)
+        answer = Answer(text="".join(run.parts), stop_reason=reason, usage=_so_far(run))
         try:
             self.emit(run, answer)
             await self.finish(run, answer)
@@ -185,7 +193,7 @@ class RunDriver:
 
     async def fail(self, run: Execution, code: str, message: str) -> None:
         """End the run with an error."""
-        error = ErrorEvent(code=code, message=message)
+        error = ErrorEvent(code=code, message=message, usage=_so_far(run))
         try:
             self.emit(run, error)
             await self.finish(run, error)
@@ -211,3 +219,7 @@ class RunDriver:
         record.error = {"code": event.code, "message": event.message}
         self.recorder.publish_unrecorded(recording, event, event.to_json())
         self.notify("event", record, event)
+
+
+def _so_far(run: Execution) -> Usage:
+    return Usage() if run.usage is None else run.usage.copy()

@@ -24,6 +24,7 @@ from reasonloop.events import (
     Step,
     ToolCall,
     ToolResult,
+    Usage,
     ends_run,
 )
 from reasonloop.llm.base import Message
@@ -189,6 +190,7 @@ def result_from_events(record: RunRecord, events: list[Event]) -> RunResult:
     calls: dict[str, Step] = {}
     answer: Answer | None = None
     error: dict[str, Any] | None = record.error
+    usage = Usage()
     for event in events:
         if event.depth != 0:
             continue
@@ -205,6 +207,7 @@ def result_from_events(record: RunRecord, events: list[Event]) -> RunResult:
             answer = event
         elif isinstance(event, ErrorEvent):
             error = {"code": event.code, "message": event.message}
+            usage = event.usage
     meta = RunMeta(
         run_id=record.run_id,
         reasoning=record.reasoning,
@@ -222,4 +225,6 @@ def result_from_events(record: RunRecord, events: list[Event]) -> RunResult:
             error=error,
         )
     stop_reason: Any = record.stop_reason or ("error" if error else "final")
-    return RunResult(content=partial_content(events), steps=steps, stop_reason=stop_reason, meta=meta, error=error)
+    return RunResult(
+        content=partial_content(events), steps=steps, usage=usage, stop_reason=stop_reason, meta=meta, error=error
+    )
