@@ -241,10 +241,10 @@ def test_local_model_hint_is_printed_verbatim(capsys, monkeypatch):
 def test_serve_with_workers_gives_sqlite_writers_low_priority_unless_configured(
     capsys, monkeypatch, tmp_path, configured, expected
 ):
-    import uvicorn
+    from reasonloop.cli import serving
 
     started: list[dict] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: started.append({"app": app, **options}))
+    monkeypatch.setattr(serving, "run_server", lambda app, **options: started.append({"app": app, **options}) or True)
     config = tmp_path / "reasonloop.toml"
     config.write_text(f'[runs]\nwriter_priority = "{configured}"\n' if configured else "")
     before = dict(os.environ)
