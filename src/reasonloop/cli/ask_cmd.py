@@ -258,7 +258,9 @@ LLMOpt = Annotated[
 ToolsOpt = Annotated[
     str | None, typer.Option("--tools", help="Comma-separated tool ids (docsearch is added with a KB).")
 ]
-KBOpt = Annotated[str | None, typer.Option("--kb", help="Knowledge base directory (default: [kb] path).")]
+KBOpt = Annotated[
+    str | None, typer.Option("--kb", help="Knowledge base directory (default: [kb] path, i.e. ./.reasonloop).")
+]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Strategy setting key=value (repeatable).")]
 InstrOpt = Annotated[
     list[str] | None, typer.Option("--instruction", "-i", help="Extra instruction for the model (repeatable).")

@@ -19,9 +19,10 @@ app.add_typer(config_app, name="config")
 def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of TOML.")] = False,
 ) -> None:
-    """Print the effective configuration (file + environment), secrets masked.
+    """Print the effective configuration, secrets masked.
 
-    The TOML loads back as it is: save it as reasonloop.toml to start from it.
+    The file and the environment together, as TOML that loads back as it is: save it as
+    reasonloop.toml to start from it.
     """
     if as_json:
         console.print_json(json.dumps(masked_dump(state.settings)))

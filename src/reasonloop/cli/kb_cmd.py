@@ -26,7 +26,7 @@ kb_app = typer.Typer(name="kb", help="Inspect and manage the knowledge base.", n
 app.add_typer(kb_app, name="kb")
 
 KBOption = Annotated[
-    Path | None, typer.Option("--kb", help="Knowledge base directory (default: kb.path, i.e. ./.reasonloop).")
+    Path | None, typer.Option("--kb", help="Knowledge base directory (default: [kb] path, i.e. ./.reasonloop).")
 ]
 
 
@@ -62,7 +62,10 @@ def ingest(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    """Add documents to the knowledge base (unchanged files are skipped)."""
+    """Add files, folders and URLs to the knowledge base.
+
+    Unchanged files are skipped.
+    """
 
     async def run() -> Any:
         kb = _open(kb_dir)
