@@ -288,6 +288,8 @@ def ask(
     events: Annotated[bool, typer.Option("--events", help="Print each event as a JSON line.")] = False,
 ) -> None:
     """Answer QUESTION, streaming the reasoning trace."""
+    if not question.strip():
+        raise typer.BadParameter("the question is empty", param_hint="QUESTION")
 
     async def go() -> int:
         async with AsyncExitStack() as stack:
