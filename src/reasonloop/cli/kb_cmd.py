@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -41,13 +42,14 @@ class _RateETA(ProgressColumn):
     """Embedding rate (chunks/s actually embedded) and the time left for the known chunks."""
 
     def render(self, task: Task) -> Text:
+        from reasonloop.cli.ingest_report import seconds_left
+
         p: IngestProgress | None = task.fields.get("ingest")
-        if p is None or p.seconds <= 0:
+        if p is None or p.embed_seconds <= 0:
             return Text("")
-        rate = p.chunks_done / p.seconds
-        left = p.chunks_total - p.chunks_done
-        eta = f"ETA {left / rate:,.0f}s" if rate > 0 and left > 0 else ""
-        embedded = p.chunks_embedded / p.seconds
+        left = seconds_left(p)
+        eta = f"ETA {left:,.0f}s" if left else ""
+        embedded = p.chunks_embedded / p.embed_seconds
         return Text(f"{embedded:,.1f} emb/s {eta}", style="progress.data.speed")
 
 
@@ -64,14 +66,28 @@ def ingest(
 ) -> None:
     """Add files, folders and URLs to the knowledge base.
 
-    Unchanged files are skipped.
+    Unchanged files are skipped. Exit code: 0 when every source was ingested (or was unchanged),
+    3 when some failed or do not exist, 1 when none could be ingested, 130 when stopped with
+    Ctrl-C (what was committed by then stays).
     """
+    from reasonloop.cli.ingest_report import EXIT_INTERRUPTED, exit_code, interrupted_message, long_ingest_warning
+
+    last: list[IngestProgress] = []
+    warned: list[str] = []
+
+    def seen(p: IngestProgress) -> None:
+        last[:] = [p]
+        if not warned:
+            warning = long_ingest_warning(p)
+            if warning:
+                warned.append(warning)
+                err_console.print(f"[bold yellow]warning[/] {escape(warning)}", highlight=False, soft_wrap=True)
 
     async def run() -> Any:
         kb = _open(kb_dir)
         try:
             if as_json:
-                return await kb.ingest(paths, include=include, exclude=exclude, prune=prune)
+                return await kb.ingest(paths, on_progress=seen, include=include, exclude=exclude, prune=prune)
             columns = (
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),
@@ -84,6 +100,7 @@ def ingest(
                 task = bar.add_task("ingesting", total=1, completed=0, files="0/0", ingest=None)
 
                 def update(p: IngestProgress) -> None:
+                    seen(p)
                     bar.update(
                         task,
                         total=max(p.chunks_total, 1),
@@ -96,17 +113,26 @@ def ingest(
         finally:
             await kb.close()
 
-    report = asyncio.run(run())
+    try:
+        report = asyncio.run(run())
+    except KeyboardInterrupt:
+        err_console.print(f"[yellow]{escape(interrupted_message(last[0] if last else None))}[/]", soft_wrap=True)
+        sys.exit(EXIT_INTERRUPTED)
     if as_json:
         print(report.model_dump_json(indent=2))
-        return
-    console.print(
-        f"added {len(report.added)}, updated {len(report.updated)}, unchanged {len(report.unchanged)}, "
-        f"deleted {len(report.deleted)}, failed {len(report.failed)}; "
-        f"{report.chunks_added} chunks ({report.chunks_embedded} embedded) in {report.seconds:.1f}s"
-    )
+    else:
+        console.print(
+            f"added {len(report.added)}, updated {len(report.updated)}, unchanged {len(report.unchanged)}, "
+            f"deleted {len(report.deleted)}, failed {len(report.failed)}; "
+            f"{report.chunks_added} chunks ({report.chunks_embedded} embedded) in {report.seconds:.1f}s"
+        )
     for source, reason in report.failed.items():
-        err_console.print(f"[yellow]skipped[/] {escape(source)}: {escape(reason)}", highlight=False)
+        err_console.print(f"[yellow]skipped[/] {escape(source)}: {escape(reason)}", highlight=False, soft_wrap=True)
+    for source, warning in report.warnings.items():
+        err_console.print(f"[yellow]warning[/] {escape(source)}: {escape(warning)}", highlight=False, soft_wrap=True)
+    code = exit_code(report)
+    if code:
+        sys.exit(code)  # typer.Exit would be swallowed when the app runs with standalone_mode=False
 
 
 def _parse_filter(raw: str) -> Filter:
