@@ -169,3 +169,35 @@ def run_subprocess(argv, cwd, env):
 
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("columns", [80, 60, 250])
+def test_kb_list_shows_whole_ids_and_sources_at_any_width(tmp_path, monkeypatch, capsys, columns):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    monkeypatch.chdir(tmp_path)
+    deep = tmp_path / "a folder with a long name" / "and another level" / "more"
+    deep.mkdir(parents=True)
+    (deep / "the-quarterly-maintenance-report-2024.md").write_text("# A rather long title for one note\n\nPumps.")
+    (tmp_path / "short.txt").write_text("Filters.")
+    code, _, err = run(["ingest", str(tmp_path), "--kb", "kb"], capsys)
+    assert code == 0, err
+    code, out, _ = run(["kb", "list", "--kb", "kb", "--json"], capsys)
+    listed = json.loads(out)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("REASONLOOP_")}, "COLUMNS": str(columns)}
+    shown = subprocess.run(
+        [str(Path(sys.executable).with_name("reasonloop")), "kb", "list", "--kb", "kb"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    for doc in listed:  # each on a line of its own with its source, whole: what `kb delete` takes
+        assert any(doc["id"] in line and doc["source"] in line for line in lines), shown.stdout
+    assert lines[-1] == "2 documents"

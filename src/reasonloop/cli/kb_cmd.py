@@ -26,6 +26,9 @@ from reasonloop.registry import Registry
 kb_app = typer.Typer(name="kb", help="Inspect and manage the knowledge base.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
 
+TITLE_CHARS = 30
+"""`kb list` cuts titles to this many characters (the id and source are never cut)."""
+
 KBOption = Annotated[
     Path | None, typer.Option("--kb", help="Knowledge base directory (default: [kb] path, i.e. ./.reasonloop).")
 ]
@@ -229,11 +232,38 @@ def list_documents(
     if as_json:
         print(json.dumps([asdict(d) for d in docs], ensure_ascii=False, indent=2))
         return
-    table = Table("id", "source", "title", "chunks", "bytes", "updated")
-    for d in docs:
-        updated = time.strftime("%Y-%m-%d %H:%M", time.localtime(d.updated))
-        table.add_row(d.id, escape(d.source), escape(d.title), str(d.chunks), f"{d.bytes:,}", updated)
-    console.print(table)
+    # The id and the source are what `kb delete` takes: shown whole, however narrow the terminal.
+    rows = [
+        (
+            d.id,
+            d.source,
+            d.title,
+            str(d.chunks),
+            f"{d.bytes:,}",
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(d.updated)),
+        )
+        for d in docs
+    ]
+    headers = ("id", "source", "title", "chunks", "bytes", "updated")
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    widths[2] = min(widths[2], TITLE_CHARS)
+    if sum(widths) + 2 * (len(widths) - 1) <= console.width:
+        table = Table(*headers, box=None, pad_edge=False, padding=(0, 2, 0, 0))
+        for column in table.columns:
+            column.no_wrap = True
+        table.columns[2].max_width = TITLE_CHARS
+        table.columns[3].justify = table.columns[4].justify = "right"
+        for row in rows:
+            table.add_row(*(escape(cell) for cell in row))
+        console.print(table)
+    else:  # one document per two lines: the id and the whole source, then the rest
+        for d_id, source, title, chunks, size, updated in rows:
+            console.print(f"[bold]{d_id}[/]  {escape(source)}", highlight=False, soft_wrap=True)
+            console.print(
+                f"  [dim]{escape(title)} · {chunks} chunks · {size} bytes · {updated}[/]",
+                highlight=False,
+                soft_wrap=True,
+            )
     console.print(f"{len(docs)} documents")
 
 
