@@ -201,3 +201,23 @@ def test_kb_list_shows_whole_ids_and_sources_at_any_width(tmp_path, monkeypatch,
     for doc in listed:  # each on a line of its own with its source, whole: what `kb delete` takes
         assert any(doc["id"] in line and doc["source"] in line for line in lines), shown.stdout
     assert lines[-1] == "2 documents"
+
+
+def test_search_says_what_its_scores_mean(docs, capsys, tmp_path):
+    code, _, _ = run(["ingest", str(docs / "cats.md"), str(docs / "tea.txt")], capsys)
+    assert code == 0
+    code, out, _ = run(["search", "cats sleep"], capsys)
+    lines = out.splitlines()
+    assert lines[0].startswith("score: hybrid search, higher is better;")
+    assert "below 0 a weaker one" in " ".join(out.split())  # why a hybrid score can be negative
+    scores = [float(x) for x in re.findall(r"\.(?:md|txt) (-?\d+\.\d{4})", " ".join(out.split()))]
+    assert len(scores) == 2 and min(scores) < 0  # the case the legend explains
+    code, out, _ = run(["search", "cats sleep", "--mode", "dense"], capsys)
+    assert out.startswith("score: dense search, higher is better; cosine similarity")
+    code, out, _ = run(["search", "cats", "--mode", "lexical"], capsys)
+    assert out.startswith("score: lexical search, higher is better; BM25")
+    (tmp_path / "reasonloop.toml").write_text('[kb.options.retriever]\nfusion = "rrf"\n', encoding="utf-8")
+    code, out, _ = run(["search", "cats sleep"], capsys)
+    assert out.startswith("score: hybrid search, higher is better; reciprocal-rank fusion")
+    code, out, _ = run(["search", "cats sleep", "--json"], capsys)
+    assert "score:" not in out and json.loads(out)  # JSON stays JSON

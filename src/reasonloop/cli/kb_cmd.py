@@ -138,6 +138,25 @@ def ingest(
         sys.exit(code)  # typer.Exit would be swallowed when the app runs with standalone_mode=False
 
 
+SCORE_LEGENDS = {
+    "dense": "cosine similarity of the chunk to the query (1 is identical)",
+    "lexical": "BM25 keyword relevance (0 and up)",
+    "zscore": (
+        "dense and BM25 scores, each standardised over this query's candidates and added: "
+        "relative to this query only, 0 is an average candidate and below 0 a weaker one"
+    ),
+    "minmax": "dense and BM25 scores, each scaled to 0-1 over this query's candidates and added (0 to 2)",
+    "rrf": "reciprocal-rank fusion of the dense and BM25 rankings (small positive numbers; only the order means much)",
+}
+
+
+def score_legend(mode: str, fusion: str | None) -> str:
+    """What the numbers after each hit of ``reasonloop search`` mean (higher is better in every mode)."""
+    key = mode if mode != "hybrid" else (fusion or "")
+    what = SCORE_LEGENDS.get(key, "the retriever's own score")
+    return f"{mode} search, higher is better; {what}"
+
+
 def _parse_filter(raw: str) -> Filter:
     """``field=value`` (equality) or ``field:op=json`` (``year:range=[2000,2010]``)."""
     key, sep, value = raw.partition("=")
@@ -171,17 +190,19 @@ def search(
     async def run() -> Any:
         kb = _open(kb_dir)
         try:
-            return await kb.search(query, top_k=top_k, filters=parsed or None, mode=cast(SearchMode, mode))
+            fusion = getattr(kb.retriever({"mode": mode}), "fusion", None)
+            return await kb.search(query, top_k=top_k, filters=parsed or None, mode=cast(SearchMode, mode)), fusion
         finally:
             await kb.close()
 
-    hits = asyncio.run(run())
+    hits, fusion = asyncio.run(run())
     if as_json:
         print(json.dumps([h.model_dump() for h in hits], ensure_ascii=False, indent=2))
         return
     if not hits:
         console.print("no hits")
         return
+    console.print(f"[dim]score: {escape(score_legend(mode, fusion))}[/]", highlight=False, soft_wrap=True)
     for rank, hit in enumerate(hits, start=1):
         where = hit.source + (f" p.{hit.metadata['page']}" if hit.metadata.get("page") else "")
         console.print(f"[bold]{rank}.[/] [cyan]{escape(where)}[/] [dim]{hit.score:.4f}[/]", highlight=False)
