@@ -35,7 +35,8 @@ class Served:
         )
         self.lines: queue.Queue[str] = queue.Queue()
         self.err: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
     def _read(self) -> None:
         assert self.proc.stderr is not None
@@ -56,9 +57,15 @@ class Served:
         raise AssertionError(f"{text!r} never came: {''.join(self.err)}")
 
     def stop(self) -> tuple[int, str, str]:
+        """Ctrl-C, then everything it printed (stderr is read by this object's thread alone)."""
         self.proc.send_signal(signal.SIGINT)
-        out, _ = self.proc.communicate(timeout=30)
-        time.sleep(0.1)
+        assert self.proc.stdout is not None
+        out = self.proc.stdout.read()
+        self.proc.stdout.close()
+        self.proc.wait(timeout=30)
+        self.reader.join(timeout=30)
+        assert self.proc.stderr is not None
+        self.proc.stderr.close()
         while not self.lines.empty():
             self.err.append(self.lines.get())
         return self.proc.returncode, out, "".join(self.err)
