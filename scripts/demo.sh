@@ -28,7 +28,9 @@ export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
 question="${1:-How does reasonloop keep answers grounded in documents?}"
 shift || true
 
+# Into the default knowledge base (./.reasonloop), so that `reasonloop search`, `ask`, `kb stats`
+# and `serve` run here afterwards work on what the demo ingested.
 echo "== reasonloop ingest docs/"
-"$VENV/bin/reasonloop" ingest docs --kb .reasonloop/demo
+"$VENV/bin/reasonloop" ingest docs
 echo "== reasonloop ask"
-exec "$VENV/bin/reasonloop" ask "$question" --kb .reasonloop/demo --reasoning qa "$@"
+exec "$VENV/bin/reasonloop" ask "$question" --reasoning qa "$@"

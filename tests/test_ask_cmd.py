@@ -125,6 +125,13 @@ def test_ask_errors_are_one_line_with_a_code(capsys, tmp_path) -> None:
     assert code == 1 and "llm.script_exhausted" in err
 
 
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t"])
+def test_an_empty_question_is_refused_before_anything_runs(capsys, tmp_path, blank) -> None:
+    code, out, err = run(capsys, "ask", blank, "--llm", script(tmp_path, ["never sent"]))
+    assert code == 2 and out == ""  # no run started: not even its "reasoning:" line
+    assert "Invalid value for QUESTION: the question is empty" in err
+
+
 def test_empty_kb_degrades_to_no_retrievers(capsys, tmp_path) -> None:
     (tmp_path / "kb").mkdir()
     code, out, err = run(capsys, "ask", "hi", "-r", "qa", "--kb", "kb", "--llm", script(tmp_path, ["Hello!"]))

@@ -12,6 +12,7 @@ import pytest
 
 from reasonloop import __version__
 from reasonloop.cli import main
+from reasonloop.config import load_settings
 from reasonloop.registry import Registry
 
 REASONLOOP = str(Path(sys.executable).with_name("reasonloop"))
@@ -55,14 +56,75 @@ def test_config_show_masks_secrets(capsys, monkeypatch, tmp_path):
     assert code == 0
     assert "[llm]" in out
     assert 'provider = "openai"' in out
-    assert 'api_key_env = "MY_API_KEY (set: ***)"' in out
+    assert 'api_key_env = "MY_API_KEY" # set' in out  # the variable's name is no secret
+    assert 'api_key = "***" # masked' in out
     assert "sk-live-123" not in out
     assert "inline-secret" not in out
+    saved = tmp_path / "shown.toml"
+    saved.write_text(out, encoding="utf-8")  # masked, and still a file reasonloop accepts
+    assert load_settings(saved).llm.extra == {"api_key": "***"}
 
     code, out, _ = run(capsys, "config", "show", "--json")
     data = json.loads(out)
     assert data["llm"]["api_key_env"] == "MY_API_KEY (set: ***)"
     assert data["llm"]["extra"]["api_key"] == "***"
+
+
+CONFIG_WITH_EVERYTHING = """
+log_level = "info"
+[llm]
+provider = "openai"
+model = "gpt-4o-mini"
+api_key_env = "UNSET_KEY_FOR_TEST"
+temperature = 0.2
+[llm.extra]
+api_version = "2024-06-01"
+extra_body = { "seed" = 7, "options" = { "num_ctx" = 4096 } }
+[kb]
+path = "elsewhere/kb"
+[kb.options]
+chunk_tokens = 150
+[kb.options.retriever]
+fusion = "rrf"
+rrf_k = 30
+[plugins.paths]
+tool = ["my_tools:WeatherTool", "more_tools:ClockTool"]
+[[tools.mcp_servers]]
+name = "files"
+command = "python"
+args = ["-m", "my_mcp_server", "--root", "/data with spaces"]
+allow = ["read_file"]
+[tools.mcp_servers.env]
+"ROOT.DIR" = "/data"
+[[server.api_keys]]
+sha256 = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+tenant = "team-a"
+rate_per_minute = 120
+[[server.api_keys]]
+sha256 = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+tenant = "team-b"
+[agents.researcher]
+reasoning = "react"
+tools = ["docsearch"]
+instructions = "Cite every claim. Quote \\"exactly\\".\\nNew line [not markup]."
+"""
+
+
+def test_config_show_prints_a_file_that_loads_back_to_the_same_settings(capsys, monkeypatch, tmp_path):
+    (tmp_path / "reasonloop.toml").write_text(CONFIG_WITH_EVERYTHING, encoding="utf-8")
+    monkeypatch.setenv("REASONLOOP_RUNS__MAX_CONCURRENT", "3")  # the environment is part of what is shown
+    monkeypatch.setenv("COLUMNS", "40")  # long lines are not wrapped
+    expected = load_settings()
+    assert expected.llm.temperature == 0.2 and expected.llm.max_tokens is None  # an unset value in it
+    code, out, err = run(capsys, "config", "show")
+    assert code == 0, err
+    saved = tmp_path / "saved" / "reasonloop.toml"
+    saved.parent.mkdir()
+    saved.write_text(out, encoding="utf-8")
+    monkeypatch.delenv("REASONLOOP_RUNS__MAX_CONCURRENT")
+    assert "null" not in out
+    assert load_settings(saved) == expected
+    assert 'api_key_env = "UNSET_KEY_FOR_TEST" # not set' in out
 
 
 def test_config_option_selects_the_file(capsys, tmp_path):
@@ -179,10 +241,10 @@ def test_local_model_hint_is_printed_verbatim(capsys, monkeypatch):
 def test_serve_with_workers_gives_sqlite_writers_low_priority_unless_configured(
     capsys, monkeypatch, tmp_path, configured, expected
 ):
-    import uvicorn
+    from reasonloop.cli import serving
 
     started: list[dict] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **options: started.append({"app": app, **options}))
+    monkeypatch.setattr(serving, "run_server", lambda app, **options: started.append({"app": app, **options}) or True)
     config = tmp_path / "reasonloop.toml"
     config.write_text(f'[runs]\nwriter_priority = "{configured}"\n' if configured else "")
     before = dict(os.environ)

@@ -44,6 +44,15 @@ def make_pdf(pages: Sequence[str]) -> bytes:
     return buf.getvalue()
 
 
+def make_damaged_pdf(pages: Sequence[str]) -> bytes:
+    """A PDF whose cross-reference offsets are wrong: pypdf reads it, repairing as it goes (and
+    logging each repair as a warning)."""
+    data = make_pdf(pages)
+    damaged = re.sub(rb"startxref\n(\d+)", lambda m: b"startxref\n" + str(int(m.group(1)) + 7).encode(), data)
+    assert damaged != data
+    return damaged
+
+
 def make_docx(paragraphs: Sequence[str], title: str = "") -> bytes:
     import docx
 

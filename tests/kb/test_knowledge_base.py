@@ -45,6 +45,37 @@ async def test_ingest_folder_and_search_every_mode(make_kb, corpus):
     await kb.close()
 
 
+async def test_progress_says_which_sources_are_committed_as_it_goes(make_kb, corpus):
+    """At every progress report, the sources it calls finished are in the index (or needed nothing),
+    and the first one it calls pending is the next in reading order."""
+    (corpus / "binary.txt").write_bytes(bytes(range(256)) * 8)  # fails: finished, with nothing to commit
+    (corpus / "records.jsonl").write_text(
+        "\n".join(json.dumps({"id": str(i), "text": f"record {i} text"}) for i in range(5)), encoding="utf-8"
+    )
+    kb = make_kb(commit_chunks=2)
+    seen = []
+
+    def check(p):
+        stored = {d.source for d in kb.index.store.documents()}
+        order = kb_order[0]
+        for source in order[: p.files_committed]:
+            if source.endswith("records.jsonl"):
+                assert {f"{source}#{i}" for i in range(5)} <= stored
+            elif not source.endswith("binary.txt"):
+                assert source in stored, (source, p)
+        assert p.first_pending == (order[p.files_committed] if p.files_committed < len(order) else "")
+        seen.append(p)
+
+    kb_order = [sorted(str(f) for f in corpus.rglob("*") if f.is_file())]
+    report = await kb.ingest(str(corpus), on_progress=check)
+    assert [p.files_committed for p in seen] == sorted(p.files_committed for p in seen)
+    assert seen[0].files_committed > 0 or seen[0].first_pending == kb_order[0][0]
+    assert seen[-1].files_committed == seen[-1].files_total == 7 and seen[-1].first_pending == ""
+    assert seen[-1].failed == len(report.failed) == 1
+    assert seen[-1].embed_seconds > 0
+    await kb.close()
+
+
 async def test_pdf_pages_and_offsets_in_hits(make_kb, tmp_path):
     (tmp_path / "d").mkdir()
     pages = [f"Page {n} sentence about topic{n}. " * 40 for n in (1, 2, 3)]

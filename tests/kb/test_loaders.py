@@ -1,12 +1,15 @@
 import json
+import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from reasonloop.errors import KBLoadError
-from reasonloop.kb.loaders import LoadedDocument, RecordError, load_bytes, load_file, walk
+from reasonloop.kb.loaders import DAMAGED_PDF, LoadedDocument, RecordError, load_bytes, load_file, walk
 
-from .helpers import make_docx, make_pdf
+from .helpers import make_damaged_pdf, make_docx, make_pdf
 
 
 def _one(path: Path) -> LoadedDocument:
@@ -66,6 +69,34 @@ def test_truncated_pdf_is_a_load_error(tmp_path):
         load_file(tmp_path / "bad.pdf")
     assert info.value.code == "kb.load_error"
     assert "bad.pdf" in info.value.message
+
+
+def test_a_damaged_pdf_is_read_with_a_warning_in_our_words(tmp_path, caplog):
+    (tmp_path / "damaged.pdf").write_bytes(make_damaged_pdf(["Install the pump before the filter."]))
+    with caplog.at_level(logging.DEBUG):
+        doc = _one(tmp_path / "damaged.pdf")
+    assert doc.text == "Install the pump before the filter."
+    assert doc.warnings == [DAMAGED_PDF]
+    ours = [r for r in caplog.records if r.name == "reasonloop.kb.loaders"]
+    assert ours and all(r.levelno == logging.DEBUG and "damaged.pdf" in r.getMessage() for r in ours)
+    assert _one_pdf_is_clean(tmp_path)
+
+
+def _one_pdf_is_clean(tmp_path) -> bool:
+    (tmp_path / "clean.pdf").write_bytes(make_pdf(["Fine."]))
+    return _one(tmp_path / "clean.pdf").warnings == []
+
+
+def test_pypdf_says_nothing_on_stderr_of_a_process_reading_a_damaged_pdf(tmp_path):
+    path = tmp_path / "damaged.pdf"
+    path.write_bytes(make_damaged_pdf(["Replace the filter every month."]))
+    code = (
+        "import sys; from pathlib import Path; from reasonloop.kb.loaders import load_file\n"
+        "_, docs = load_file(Path(sys.argv[1])); print(docs[0].text); print(docs[0].warnings)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith("Replace the filter every month.\n") and "damaged PDF" in done.stdout
 
 
 def test_pdf_without_text_is_a_load_error(tmp_path):

@@ -121,6 +121,11 @@ async def test_invalid_requests_are_422_naming_the_field(tmp_path):
         assert missing.status_code == 422 and missing.json()["detail"][0]["loc"] == ["body", "question"]
         assert missing.json()["error"]["field"] == "question"  # the shape every other error has
         assert missing.json()["error"]["code"] == "request.invalid"
+        for blank in ("", " \n\t "):
+            refused = await client.post("/v1/runs", json={"question": blank})
+            assert refused.status_code == 422, blank
+            assert refused.json()["error"]["message"] == "question: Value error, the question is empty"
+        assert (await client.get("/v1/runs")).json() == []  # nothing was started
         bad_setting = await client.post(
             "/v1/runs", json={"question": "q", "reasoning": "qa", "settings": {"top_k": 500}}
         )

@@ -118,9 +118,10 @@ async def test_malformed_frames_get_error_frames_and_the_socket_stays_open(gated
             await ws.send(bad)
             frame = await recv(ws)
             assert frame["type"] == "error" and frame["code"] == code, bad
-        invalid_ask = json.dumps({"type": "ask", "question": ""})
-        await ws.send(invalid_ask)
-        assert (await recv(ws))["field"] == "question"
+        for blank in ("", "  \n "):
+            await ws.send(json.dumps({"type": "ask", "question": blank}))
+            refused = await recv(ws)
+            assert refused["field"] == "question" and "the question is empty" in refused["message"], blank
         await ws.send(json.dumps({"type": "ping"}))
         assert await recv(ws) == {"type": "pong"}
         for ref in (7, 'é"}', {"n": [1, None], "s": "\u2603"}):  # any JSON id comes back intact

@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     _register_commands()
     try:
-        app(args=argv, standalone_mode=False)
+        # Without standalone mode, click returns the code of a typer.Exit (Ctrl-C is Exit(130)).
+        code = app(args=argv, standalone_mode=False)
     except ReasonLoopError as exc:
         if state.debug:
             raise
@@ -60,3 +61,7 @@ def main(argv: list[str] | None = None) -> None:
             soft_wrap=True,
         )
         sys.exit(1)
+    if isinstance(code, int) and code:
+        if code == 130:
+            err_console.print("interrupted")
+        sys.exit(code)

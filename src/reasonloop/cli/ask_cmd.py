@@ -262,7 +262,9 @@ LLMOpt = Annotated[
 ToolsOpt = Annotated[
     str | None, typer.Option("--tools", help="Comma-separated tool ids (docsearch is added with a KB).")
 ]
-KBOpt = Annotated[str | None, typer.Option("--kb", help="Knowledge base directory (default: [kb] path).")]
+KBOpt = Annotated[
+    str | None, typer.Option("--kb", help="Knowledge base directory (default: [kb] path, i.e. ./.reasonloop).")
+]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Strategy setting key=value (repeatable).")]
 InstrOpt = Annotated[
     list[str] | None, typer.Option("--instruction", "-i", help="Extra instruction for the model (repeatable).")
@@ -290,6 +292,8 @@ def ask(
     events: Annotated[bool, typer.Option("--events", help="Print each event as a JSON line.")] = False,
 ) -> None:
     """Answer QUESTION, streaming the reasoning trace."""
+    if not question.strip():
+        raise typer.BadParameter("the question is empty", param_hint="QUESTION")
 
     async def go() -> int:
         async with AsyncExitStack() as stack:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import tomllib  # noqa: F401  (documented format of the output)
+import sys
 from typing import Annotated
 
 import typer
@@ -17,18 +17,16 @@ app.add_typer(config_app, name="config")
 
 @config_app.command("show")
 def show(
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of TOML-like text.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of TOML.")] = False,
 ) -> None:
-    """Print the effective configuration (file + environment), secrets masked."""
-    data = masked_dump(state.settings)
+    """Print the effective configuration, secrets masked.
+
+    The file and the environment together, as TOML that loads back as it is: save it as
+    reasonloop.toml to start from it.
+    """
     if as_json:
-        console.print_json(json.dumps(data))
+        console.print_json(json.dumps(masked_dump(state.settings)))
         return
-    for section, values in data.items():
-        if isinstance(values, dict):
-            console.print(f"[bold]\\[{section}][/]")
-            for key, value in values.items():
-                console.print(f"{key} = {json.dumps(value, ensure_ascii=False)}", highlight=False)
-            console.print()
-        else:
-            console.print(f"{section} = {json.dumps(values)}", highlight=False)
+    from reasonloop.cli.config_toml import settings_toml
+
+    sys.stdout.write(settings_toml(state.settings))  # not through rich: no markup, no wrapping

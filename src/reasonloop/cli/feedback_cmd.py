@@ -39,7 +39,10 @@ def feedback(
     run_id: Annotated[str, typer.Option("--run", help="Id of the run that gave the answer.")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print the stored judgement as JSON.")] = False,
 ) -> None:
-    """Record a judgement of an answer; it guides later answers for the same user and conversation."""
+    """Record a judgement of an answer, to guide later answers.
+
+    It guides the answers for the same user and conversation.
+    """
     from reasonloop.tools.feedback import FeedbackStore
 
     store = FeedbackStore.from_settings(state.settings)

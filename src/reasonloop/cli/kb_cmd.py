@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -25,8 +26,11 @@ from reasonloop.registry import Registry
 kb_app = typer.Typer(name="kb", help="Inspect and manage the knowledge base.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
 
+TITLE_CHARS = 30
+"""`kb list` cuts titles to this many characters (the id and source are never cut)."""
+
 KBOption = Annotated[
-    Path | None, typer.Option("--kb", help="Knowledge base directory (default: kb.path, i.e. ./.reasonloop).")
+    Path | None, typer.Option("--kb", help="Knowledge base directory (default: [kb] path, i.e. ./.reasonloop).")
 ]
 
 
@@ -41,13 +45,14 @@ class _RateETA(ProgressColumn):
     """Embedding rate (chunks/s actually embedded) and the time left for the known chunks."""
 
     def render(self, task: Task) -> Text:
+        from reasonloop.cli.ingest_report import seconds_left
+
         p: IngestProgress | None = task.fields.get("ingest")
-        if p is None or p.seconds <= 0:
+        if p is None or p.embed_seconds <= 0:
             return Text("")
-        rate = p.chunks_done / p.seconds
-        left = p.chunks_total - p.chunks_done
-        eta = f"ETA {left / rate:,.0f}s" if rate > 0 and left > 0 else ""
-        embedded = p.chunks_embedded / p.seconds
+        left = seconds_left(p)
+        eta = f"ETA {left:,.0f}s" if left else ""
+        embedded = p.chunks_embedded / p.embed_seconds
         return Text(f"{embedded:,.1f} emb/s {eta}", style="progress.data.speed")
 
 
@@ -62,13 +67,30 @@ def ingest(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    """Add documents to the knowledge base (unchanged files are skipped)."""
+    """Add files, folders and URLs to the knowledge base.
+
+    Unchanged files are skipped. Exit code: 0 when every source was ingested (or was unchanged),
+    3 when some failed or do not exist, 1 when none could be ingested, 130 when stopped with
+    Ctrl-C (what was committed by then stays).
+    """
+    from reasonloop.cli.ingest_report import EXIT_INTERRUPTED, exit_code, interrupted_message, long_ingest_warning
+
+    last: list[IngestProgress] = []
+    warned: list[str] = []
+
+    def seen(p: IngestProgress) -> None:
+        last[:] = [p]
+        if not warned:
+            warning = long_ingest_warning(p)
+            if warning:
+                warned.append(warning)
+                err_console.print(f"[bold yellow]warning[/] {escape(warning)}", highlight=False, soft_wrap=True)
 
     async def run() -> Any:
         kb = _open(kb_dir)
         try:
             if as_json:
-                return await kb.ingest(paths, include=include, exclude=exclude, prune=prune)
+                return await kb.ingest(paths, on_progress=seen, include=include, exclude=exclude, prune=prune)
             columns = (
                 TextColumn("[bold]{task.description}"),
                 BarColumn(),
@@ -81,6 +103,7 @@ def ingest(
                 task = bar.add_task("ingesting", total=1, completed=0, files="0/0", ingest=None)
 
                 def update(p: IngestProgress) -> None:
+                    seen(p)
                     bar.update(
                         task,
                         total=max(p.chunks_total, 1),
@@ -93,17 +116,45 @@ def ingest(
         finally:
             await kb.close()
 
-    report = asyncio.run(run())
+    try:
+        report = asyncio.run(run())
+    except KeyboardInterrupt:
+        err_console.print(f"[yellow]{escape(interrupted_message(last[0] if last else None))}[/]", soft_wrap=True)
+        sys.exit(EXIT_INTERRUPTED)
     if as_json:
         print(report.model_dump_json(indent=2))
-        return
-    console.print(
-        f"added {len(report.added)}, updated {len(report.updated)}, unchanged {len(report.unchanged)}, "
-        f"deleted {len(report.deleted)}, failed {len(report.failed)}; "
-        f"{report.chunks_added} chunks ({report.chunks_embedded} embedded) in {report.seconds:.1f}s"
-    )
+    else:
+        console.print(
+            f"added {len(report.added)}, updated {len(report.updated)}, unchanged {len(report.unchanged)}, "
+            f"deleted {len(report.deleted)}, failed {len(report.failed)}; "
+            f"{report.chunks_added} chunks ({report.chunks_embedded} embedded) in {report.seconds:.1f}s"
+        )
     for source, reason in report.failed.items():
-        err_console.print(f"[yellow]skipped[/] {escape(source)}: {escape(reason)}", highlight=False)
+        err_console.print(f"[yellow]skipped[/] {escape(source)}: {escape(reason)}", highlight=False, soft_wrap=True)
+    for source, warning in report.warnings.items():
+        err_console.print(f"[yellow]warning[/] {escape(source)}: {escape(warning)}", highlight=False, soft_wrap=True)
+    code = exit_code(report)
+    if code:
+        sys.exit(code)  # typer.Exit would be swallowed when the app runs with standalone_mode=False
+
+
+SCORE_LEGENDS = {
+    "dense": "cosine similarity of the chunk to the query (1 is identical)",
+    "lexical": "BM25 keyword relevance (0 and up)",
+    "zscore": (
+        "dense and BM25 scores, each standardised over this query's candidates and added: "
+        "relative to this query only, 0 is an average candidate and below 0 a weaker one"
+    ),
+    "minmax": "dense and BM25 scores, each scaled to 0-1 over this query's candidates and added (0 to 2)",
+    "rrf": "reciprocal-rank fusion of the dense and BM25 rankings (small positive numbers; only the order means much)",
+}
+
+
+def score_legend(mode: str, fusion: str | None) -> str:
+    """What the numbers after each hit of ``reasonloop search`` mean (higher is better in every mode)."""
+    key = mode if mode != "hybrid" else (fusion or "")
+    what = SCORE_LEGENDS.get(key, "the retriever's own score")
+    return f"{mode} search, higher is better; {what}"
 
 
 def _parse_filter(raw: str) -> Filter:
@@ -139,17 +190,19 @@ def search(
     async def run() -> Any:
         kb = _open(kb_dir)
         try:
-            return await kb.search(query, top_k=top_k, filters=parsed or None, mode=cast(SearchMode, mode))
+            fusion = getattr(kb.retriever({"mode": mode}), "fusion", None)
+            return await kb.search(query, top_k=top_k, filters=parsed or None, mode=cast(SearchMode, mode)), fusion
         finally:
             await kb.close()
 
-    hits = asyncio.run(run())
+    hits, fusion = asyncio.run(run())
     if as_json:
         print(json.dumps([h.model_dump() for h in hits], ensure_ascii=False, indent=2))
         return
     if not hits:
         console.print("no hits")
         return
+    console.print(f"[dim]score: {escape(score_legend(mode, fusion))}[/]", highlight=False, soft_wrap=True)
     for rank, hit in enumerate(hits, start=1):
         where = hit.source + (f" p.{hit.metadata['page']}" if hit.metadata.get("page") else "")
         console.print(f"[bold]{rank}.[/] [cyan]{escape(where)}[/] [dim]{hit.score:.4f}[/]", highlight=False)
@@ -200,11 +253,38 @@ def list_documents(
     if as_json:
         print(json.dumps([asdict(d) for d in docs], ensure_ascii=False, indent=2))
         return
-    table = Table("id", "source", "title", "chunks", "bytes", "updated")
-    for d in docs:
-        updated = time.strftime("%Y-%m-%d %H:%M", time.localtime(d.updated))
-        table.add_row(d.id, escape(d.source), escape(d.title), str(d.chunks), f"{d.bytes:,}", updated)
-    console.print(table)
+    # The id and the source are what `kb delete` takes: shown whole, however narrow the terminal.
+    rows = [
+        (
+            d.id,
+            d.source,
+            d.title,
+            str(d.chunks),
+            f"{d.bytes:,}",
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(d.updated)),
+        )
+        for d in docs
+    ]
+    headers = ("id", "source", "title", "chunks", "bytes", "updated")
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    widths[2] = min(widths[2], TITLE_CHARS)
+    if sum(widths) + 2 * (len(widths) - 1) <= console.width:
+        table = Table(*headers, box=None, pad_edge=False, padding=(0, 2, 0, 0))
+        for column in table.columns:
+            column.no_wrap = True
+        table.columns[2].max_width = TITLE_CHARS
+        table.columns[3].justify = table.columns[4].justify = "right"
+        for row in rows:
+            table.add_row(*(escape(cell) for cell in row))
+        console.print(table)
+    else:  # one document per two lines: the id and the whole source, then the rest
+        for d_id, source, title, chunks, size, updated in rows:
+            console.print(f"[bold]{d_id}[/]  {escape(source)}", highlight=False, soft_wrap=True)
+            console.print(
+                f"  [dim]{escape(title)} · {chunks} chunks · {size} bytes · {updated}[/]",
+                highlight=False,
+                soft_wrap=True,
+            )
     console.print(f"{len(docs)} documents")
 
 

@@ -32,7 +32,7 @@ def llm(
     max_tokens: Annotated[int | None, typer.Option("--max-tokens")] = None,
     temperature: Annotated[float | None, typer.Option("--temperature")] = None,
 ) -> None:
-    """Stream a completion for PROMPT, then print token usage on stderr."""
+    """Stream a completion for PROMPT (token usage goes to stderr)."""
     model = create_llm(llm_spec, state.settings)
     if model.id == "local":
         print_local_model_hint()

@@ -22,6 +22,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # help as written: it quotes TOML sections ([kb] path) that markup would swallow
 )
 console = Console()
 err_console = Console(stderr=True)

@@ -63,6 +63,7 @@ class Retriever(Protocol):
 
 class IngestProgress(BaseModel):
     files_done: int = 0
+    """Sources read and chunked (or found unchanged, or failed)."""
     files_total: int = 0
     chunks_done: int = 0
     chunks_total: int = 0
@@ -71,6 +72,15 @@ class IngestProgress(BaseModel):
     """Chunks actually sent to the embedder (cache hits excluded), for an embedding rate."""
     seconds: float = 0.0
     """Time since the ingest started."""
+    embed_seconds: float = 0.0
+    """Time spent getting the vectors of the chunks done so far (what an embedding rate is measured over)."""
+    files_committed: int = 0
+    """Sources finished for good, in the order they are read: every document of theirs committed
+    (searchable, and kept if the ingest stops now), or nothing to do (unchanged, or failed)."""
+    first_pending: str = ""
+    """The first source, in that order, that is not finished yet (empty when all are)."""
+    failed: int = 0
+    """Sources (or records of a JSON/JSONL file) that could not be read, so far."""
 
 
 class IngestReport(BaseModel):
@@ -79,6 +89,8 @@ class IngestReport(BaseModel):
     unchanged: list[str] = Field(default_factory=list)
     failed: dict[str, str] = Field(default_factory=dict)
     """Source -> reason, for files that could not be read; the rest of the batch still ingests."""
+    warnings: dict[str, str] = Field(default_factory=dict)
+    """Source -> what was wrong with it, for sources ingested in spite of a problem (a damaged PDF)."""
     deleted: list[str] = Field(default_factory=list)
     """Sources removed because they disappeared from an ingested folder (``prune``)."""
     chunks_added: int = 0

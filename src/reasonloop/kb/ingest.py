@@ -126,12 +126,17 @@ class Ingestor:
         self.stale: list[str] = []
         """Ids of documents whose record disappeared from a re-read file (deleted after the run)."""
         self._last_lexical_commit = self.started
+        self._order: list[str] = []
+        """The sources in the order they are read (for :attr:`IngestProgress.first_pending`)."""
+        self._finished_pending = 0
+        """Sources whose documents are all read but not all committed yet."""
 
     # -- progress ---------------------------------------------------------------------------------
     def _tick(self, current: str | None = None) -> None:
         if current is not None:
             self.progress.current = current
         self.progress.seconds = time.perf_counter() - self.started
+        self.progress.failed = len(self.report.failed)
         if self.on_progress is not None:
             self.on_progress(self.progress.model_copy())
 
@@ -209,7 +214,11 @@ class Ingestor:
         return _Prepared(write, embed_texts, lexical_texts, updated=stored is not None)
 
     async def produce_files(self, items: Sequence[str], queue: asyncio.Queue[Any]) -> None:
+        """Read, parse and chunk each of ``items`` in turn; after each, a ``None`` marker: the
+        source has nothing more in the queue."""
         self.progress.files_total = len(items)
+        self._order = list(items)
+        self.progress.first_pending = self._order[0] if self._order else ""
         for item in items:
             self._tick(item)
             try:
@@ -217,17 +226,21 @@ class Ingestor:
             except KBLoadError as exc:
                 self.report.failed[item] = exc.message.removeprefix(f"{item}: ")
                 self.progress.files_done += 1
+                await queue.put(None)
                 continue
             if loaded is None:
                 self.seen_sources.add(item)
                 self.report.unchanged.append(item)
                 self.progress.files_done += 1
+                await queue.put(None)
                 continue
             docs, content_hash, size, mtime = loaded
             for doc in docs:
                 if isinstance(doc, RecordError):
                     self.report.failed[doc.source] = doc.reason
                     continue
+                if doc.warnings:
+                    self.report.warnings[doc.source] = "; ".join(doc.warnings)
                 record_hash = content_hash
                 if len(docs) > 1 or doc.source != item:
                     payload = json.dumps([doc.title, doc.text, doc.metadata], ensure_ascii=False, sort_keys=True)
@@ -263,8 +276,7 @@ class Ingestor:
             if prepared is not None:
                 self.progress.chunks_total += len(prepared.write.chunks)
                 await queue.put(prepared)
-            else:
-                await queue.put(None)
+            await queue.put(None)
         await queue.put(_DONE)
 
     # -- consuming --------------------------------------------------------------------------------
@@ -275,7 +287,11 @@ class Ingestor:
             item = await queue.get()
             if item is _DONE:
                 break
-            if item is None:
+            if item is None:  # a source is read: finished once what it queued is committed
+                if pending:
+                    self._finished_pending += 1
+                else:
+                    self._finished(1)
                 self._tick()
                 continue
             pending.append(item)
@@ -287,12 +303,19 @@ class Ingestor:
             await self._flush(pending)
         self._tick("")
 
+    def _finished(self, count: int) -> None:
+        self.progress.files_committed += count
+        done = self.progress.files_committed
+        self.progress.first_pending = self._order[done] if done < len(self._order) else ""
+
     async def _flush(self, docs: list[_Prepared]) -> None:
         texts = [t for d in docs for t in d.embed_texts]
         vectors_parts: list[np.ndarray] = []
         step = max(self.index.embedder.max_batch, 16) * 2
         for i in range(0, len(texts), step):
+            began = time.perf_counter()
             part, embedded = await embed_with_cache(self.index.embedder, self.index.store.vectors, texts[i : i + step])
+            self.progress.embed_seconds += time.perf_counter() - began
             vectors_parts.append(part)
             self.progress.chunks_done += len(part)
             self.progress.chunks_embedded += embedded
@@ -309,13 +332,28 @@ class Ingestor:
             self._last_lexical_commit = now
         # The commit point, then the derived indexes, in one worker-thread call: jieba, tantivy
         # and HNSW are CPU work, and a cancelled ingest must not leave this half done.
-        new_keys = await asyncio.to_thread(
-            self.index.commit_group,
-            [d.write for d in docs],
-            [d.lexical_texts for d in docs],
-            vectors,
-            commit_lexical=commit_lexical,
+        commit = asyncio.ensure_future(
+            asyncio.to_thread(
+                self.index.commit_group,
+                [d.write for d in docs],
+                [d.lexical_texts for d in docs],
+                vectors,
+                commit_lexical=commit_lexical,
+            )
         )
+        try:
+            new_keys = await asyncio.shield(commit)
+        except asyncio.CancelledError:
+            # The thread commits anyway: count what it commits, so that an interrupted ingest
+            # reports what is in the index.
+            self._committed(docs, await commit)
+            raise
+        self._committed(docs, new_keys)
+
+    def _committed(self, docs: list[_Prepared], new_keys: list[list[int]]) -> None:
         for d, keys in zip(docs, new_keys, strict=True):
             (self.report.updated if d.updated else self.report.added).append(d.write.source)
             self.report.chunks_added += len(keys)
+        self._finished(self._finished_pending)
+        self._finished_pending = 0
+        self._tick()

@@ -7,8 +7,14 @@ carry a ``text`` field and optionally ``title``, ``id`` and any other fields (ke
 
 A source that cannot be read raises :class:`~reasonloop.errors.KBLoadError` with a reason a
 person can act on (empty, binary, not UTF-8, corrupt PDF, ...); callers report it per source and
-go on with the rest. All functions here are synchronous and CPU/IO bound: run them in a worker
-thread.
+go on with the rest. A source read in spite of a problem carries a warning saying so
+(:attr:`LoadedDocument.warnings`). All functions here are synchronous and CPU/IO bound: run
+them in a worker thread.
+
+pypdf logs the repairs it makes to damaged files on its own ``pypdf`` logger, which without a
+logging configuration would print them raw on stderr. Once a PDF is loaded here that logger
+hands its records to this module instead: each becomes a debug message of
+``reasonloop.kb.loaders`` naming the file, and the file gets one warning in our words.
 """
 
 from __future__ import annotations
@@ -16,8 +22,11 @@ from __future__ import annotations
 import fnmatch
 import io
 import json
+import logging
 import re
+import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -50,6 +59,12 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (".*", "node_modules", "__pycache__")
 """Folder walks skip hidden files and folders (including the ``.reasonloop`` index) and these."""
 
 _MARKDOWN_HEADING = re.compile(r"^\s{0,3}#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+log = logging.getLogger(__name__)
+
+DAMAGED_PDF = (
+    "damaged PDF: its text was recovered, but parts may be missing or out of order "
+    "(--debug shows what the PDF reader repaired)"
+)
 
 
 @dataclass
@@ -65,6 +80,8 @@ class LoadedDocument:
     metadata: dict[str, Any] = field(default_factory=dict)
     doc_id: str | None = None
     """Explicit id (JSON records with ``id``); otherwise derived from ``source``."""
+    warnings: list[str] = field(default_factory=list)
+    """What was wrong with the source though it could be read (a damaged PDF, ...)."""
 
 
 @dataclass
@@ -194,7 +211,56 @@ def _decode(data: bytes, source: str) -> str:
         raise KBLoadError(f"{source}: not valid UTF-8 (byte {exc.start}); convert it to UTF-8", source=source) from exc
 
 
+class _PdfMessages(logging.Handler):
+    """The ``pypdf`` logger's records: to our log at debug level, and to the PDF being read by
+    the thread that logged them (PDFs may be read in several threads at once)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.local = threading.local()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        found: list[str] | None = getattr(self.local, "found", None)
+        message = record.getMessage()
+        if found is not None:
+            found.append(message)
+        log.debug("PDF reader on %s: %s", getattr(self.local, "source", "a PDF"), message)
+
+    @contextmanager
+    def collect(self, source: str) -> Iterator[list[str]]:
+        found: list[str] = []
+        self.local.found, self.local.source = found, source
+        try:
+            yield found
+        finally:
+            self.local.found = self.local.source = None
+
+
+_pdf_messages: _PdfMessages | None = None
+_pdf_messages_lock = threading.Lock()
+
+
+def _pdf_log() -> _PdfMessages:
+    """The handler taking over the ``pypdf`` logger (installed once)."""
+    global _pdf_messages
+    with _pdf_messages_lock:
+        if _pdf_messages is None:
+            _pdf_messages = _PdfMessages()
+            pypdf_log = logging.getLogger("pypdf")
+            pypdf_log.addHandler(_pdf_messages)
+            pypdf_log.propagate = False
+        return _pdf_messages
+
+
 def _load_pdf(data: bytes, source: str, title: str) -> LoadedDocument:
+    with _pdf_log().collect(source) as repairs:
+        doc = _read_pdf(data, source, title)
+    if repairs:
+        doc.warnings.append(DAMAGED_PDF)
+    return doc
+
+
+def _read_pdf(data: bytes, source: str, title: str) -> LoadedDocument:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 

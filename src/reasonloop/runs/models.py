@@ -12,7 +12,7 @@ import secrets
 import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from reasonloop.events import (
     Answer,
@@ -89,7 +89,8 @@ is_terminal_event = ends_run
 class RunAsk(CheckedText):
     """What a caller asks for: the body of ``POST /v1/runs`` and of a WebSocket ``ask`` frame."""
 
-    question: str = Field(min_length=1)
+    question: str = Field(json_schema_extra={"minLength": 1, "pattern": r"\S"})
+    """Refused when empty or only whitespace."""
     reasoning: str | None = None
     """Strategy id; ``None`` lets the runner choose its default."""
     agent: str | None = None
@@ -100,6 +101,13 @@ class RunAsk(CheckedText):
     """Continue this conversation (its messages become the history); ``None`` starts one."""
     sampling: Sampling | None = None
     """The run's own ``max_tokens`` / ``temperature`` for its model calls (unset: the model's configuration)."""
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the question is empty")
+        return value
 
 
 class RunRequest(RunAsk):

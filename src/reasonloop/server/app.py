@@ -32,6 +32,7 @@ from reasonloop.server import catalog_routes, conversation_routes, kb_routes, op
 from reasonloop.server.auth import Authenticator, auth_warning
 from reasonloop.server.cross_site import CrossSiteGuard
 from reasonloop.server.deps import ServerState
+from reasonloop.server.docs_routes import install_docs
 from reasonloop.server.errors import install_error_handlers
 from reasonloop.server.kb_routes import KBProvider, UploadSizeGuard
 from reasonloop.server.transport.outbox import Outbox
@@ -131,6 +132,8 @@ def create_app(
         version=__version__,
         description="Answer questions over your own documents with pluggable reasoning.",
         lifespan=lifespan,
+        docs_url=None,  # FastAPI's pages load their assets from a CDN: ours are served by the app
+        redoc_url=None,
     )
     app.state.reasonloop = state
     if settings.server.cors_origins:
@@ -148,6 +151,7 @@ def create_app(
     for module in (runs_routes, catalog_routes, kb_routes, conversation_routes, openai_routes, ws):
         app.include_router(module.router)
     _health_routes(app, state)
+    install_docs(app)
     return app
 
 

@@ -1,6 +1,7 @@
 """WebSocket ``/v1/ws``: JSON frames both ways; the receive loop never waits on a run.
 
-Client frames (``id`` is optional and echoed on the reply):
+The frames and their fields are listed in :mod:`reasonloop.server.ws_frames` and described in
+docs/server.md. Client frames (``id`` is optional and echoed on the reply):
 
 * ``{"type": "ping"}`` → ``{"type": "pong"}``
 * ``{"type": "ask", "question": ..., "reasoning"?, "agent"?, "settings"?, "conversation_id"?,
@@ -40,6 +41,7 @@ from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
 from reasonloop.server.cross_site import check_host, check_origin
 from reasonloop.server.deps import ServerState
 from reasonloop.server.ws_frames import (
+    CLIENT_FRAMES,
     DIRECT_TEXT,
     HEARTBEAT,
     HEARTBEAT_FRAME,
@@ -215,7 +217,7 @@ class _Session:
         elif kind == "resume":
             self.spawn(self._resume(frame, ref), ref)
         else:
-            self.error("ws.unknown_type", f"unknown frame type {kind!r} (ping, ask, stop, resume)", ref)
+            self.error("ws.unknown_type", f"unknown frame type {kind!r} ({', '.join(CLIENT_FRAMES)})", ref)
 
     async def _ask(self, frame: dict[str, Any], ref: Any) -> None:
         try:

@@ -10,9 +10,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 __all__ = [
+    "CLIENT_FRAMES",
     "DIRECT_TEXT",
     "HEARTBEAT",
     "HEARTBEAT_FRAME",
+    "SERVER_FRAMES",
     "SOCKET_PATH",
     "AsgiSend",
     "DirectText",
@@ -23,6 +25,27 @@ __all__ = [
 ]
 
 SOCKET_PATH = "/v1/ws"
+
+CLIENT_FRAMES: dict[str, tuple[str, ...]] = {
+    "ping": ("id",),
+    "ask": ("id", "question", "reasoning", "agent", "settings", "conversation_id", "sampling"),
+    "stop": ("id", "run_id"),
+    "resume": ("id", "run_id", "after_seq"),
+}
+"""The frames a client sends, by ``type``, with their fields (``id``, optional on every one, is
+echoed on the reply). ``ask`` carries the fields of ``POST /v1/runs``. docs/server.md describes
+each one; a test keeps the two in step."""
+
+SERVER_FRAMES: dict[str, tuple[str, ...]] = {
+    "pong": ("id",),
+    "run": ("id", "run_id", "conversation_id"),
+    "event": ("run_id", "event"),
+    "stopped": ("id", "run_id", "status"),
+    "error": ("id", "code", "message", "run_id", "field", "status", "retry_after"),
+    "heartbeat": (),
+}
+"""The frames the server sends, by ``type``, with every field they may carry (an ``error`` has
+``code`` and ``message``, and the others only when they apply)."""
 DIRECT_TEXT = "reasonloop.websocket.direct_text"
 """ASGI scope extension: ``write(text) -> bool``, a text frame written by the server's protocol
 at once, or False when it must go through ASGI."""
