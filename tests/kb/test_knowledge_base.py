@@ -450,7 +450,14 @@ async def test_repeated_queries_are_embedded_once(make_kb, tmp_path):
             return await super().embed_queries(texts)
 
     emb = Counting()
-    kb = make_kb(emb=emb, query_cache=2)
+    kb = make_kb(emb=emb)  # the default keeps them
+    await kb.ingest_records([("a", "", "alpha")])
+    for mode in ("dense", "hybrid", "dense"):
+        await kb.search("alpha", mode=mode)
+    assert emb.queries == ["alpha"]
+    await kb.close()
+    emb = Counting()
+    kb = make_kb(path=tmp_path / "kb1", emb=emb, query_cache=2)
     await kb.ingest_records([("a", "", "alpha"), ("b", "", "beta")])
     for q in ["alpha", "alpha", "beta", "alpha", "gamma", "beta"]:
         await kb.search(q, mode="dense")

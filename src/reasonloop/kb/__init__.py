@@ -6,12 +6,10 @@
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
-# numpy's BLAS threads and the embedding engine's threads fight over the cores when both are
-# allowed to use all of them; this only takes effect if numpy is not imported yet.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# Before numpy and the embedding engine load: their thread settings are read once, at load.
+import reasonloop._native_threads  # noqa: F401
 
 if TYPE_CHECKING:
     from reasonloop.kb.cache import CachedEmbedder

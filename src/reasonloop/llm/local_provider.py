@@ -36,6 +36,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
+import reasonloop._native_threads  # noqa: F401  # before llama_cpp loads its OpenMP runtime
 from reasonloop.config import LLMSettings
 from reasonloop.errors import ConfigError, LLMBadRequest, LLMError, LLMNotConfigured
 from reasonloop.llm.base import LLM, Capabilities, ChatRequest, Done, LLMChunk, Message, TextDelta
