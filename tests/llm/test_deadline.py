@@ -48,6 +48,16 @@ async def test_the_first_wait_has_its_own_limit() -> None:
     assert deadline.expired and not deadline.first_wait
 
 
+async def test_a_gap_is_bounded_by_its_own_limit_not_by_the_first_tokens() -> None:
+    deadline = WaitDeadline(3600, 0.05)
+    await waited(deadline, 0.01)
+    async with asyncio.timeout(30):  # a guard against hanging; it is not what expires
+        with pytest.raises(TimeoutError):
+            await waited(deadline, 60)
+    deadline.close()
+    assert deadline.expired and not deadline.first_wait
+
+
 async def test_a_deadline_started_mid_stream_allows_only_a_gap() -> None:
     deadline = WaitDeadline(10, 0.05, started=True)
     with pytest.raises(TimeoutError):

@@ -121,9 +121,9 @@ async def test_local_concurrent_calls_share_the_model_one_at_a_time(local_llm):
 async def test_local_timeout_is_llm_timeout_and_frees_the_model(local_llm):
     from reasonloop.llm.local_provider import LocalProvider
 
-    impatient = LocalProvider(
-        LLMSettings(provider="local", max_retries=0, first_token_timeout_s=0.5, idle_timeout_s=0.5)
-    )
+    # A CPU takes milliseconds per token: a gap of a millisecond is always exceeded.
+
+    impatient = LocalProvider(LLMSettings(provider="local", max_retries=0, idle_timeout_s=0.001))
     await impatient.load()
     with pytest.raises(LLMTimeout):
         await stream(impatient, COUNTING, temperature=0, max_tokens=2000)

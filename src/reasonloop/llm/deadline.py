@@ -14,8 +14,9 @@ between chunks, and would cancel whatever the task is doing when it fires, even 
 own work. :class:`WaitDeadline` only ever cancels a wait on the provider: the caller marks
 each wait with :meth:`~WaitDeadline.start_wait` / :meth:`~WaitDeadline.end_wait`.
 
-It is cheap on fast streams: one timer per deadline, not per chunk. The timer is set for the
-earliest moment the current wait could run out; when it fires early (later chunks arrived
+It is cheap on fast streams: one timer per deadline (two when the first token's limit is the
+longer one), not per chunk. The timer is set for the earliest moment the current wait could
+run out; when it fires early (later chunks arrived
 meanwhile and the wait it now sees began later) it re-arms itself for what is left, and when
 it fires while the caller has the turn it does nothing until the next wait.
 """
@@ -109,7 +110,10 @@ class WaitDeadline:
         """The wait is over (a chunk arrived or the stream ended)."""
         if self._since is not None:
             self._since = None
-            if not self.expired:
+            if self.first_wait and not self.expired:
+                if self._handle is not None and self._gap < self._limit:
+                    self._handle.cancel()  # armed for the first token's longer limit: the next wait re-arms
+                    self._handle = None
                 self._limit, self.first_wait = self._gap, False
 
     def expired_here(self) -> bool:
