@@ -162,13 +162,12 @@ def test_console_script_errors_without_traceback(tmp_path):
 
 
 def test_local_model_hint_is_printed_verbatim(capsys, monkeypatch):
-    from reasonloop.cli import llm_cmd
     from reasonloop.llm.scripted import ScriptedProvider
 
     class LocalLookalike(ScriptedProvider):
         id = "local"
 
-    monkeypatch.setattr(llm_cmd, "create_llm", lambda spec, settings: LocalLookalike(replies=["hi"]))
+    monkeypatch.setattr("reasonloop.llm.resolve.create_llm", lambda spec, settings: LocalLookalike(replies=["hi"]))
     code, out, err = run(capsys, "llm", "hello")
     assert (code, out) == (0, "hi\n")
     assert "not instruction-tuned" in err

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import tomllib  # noqa: F401  (documented format of the output)
 from typing import Annotated
 
 import typer
 
-from reasonloop.cli.root import app, console, state
-from reasonloop.config import masked_dump
+from reasonloop.cli.console import console
+from reasonloop.cli.root import app, state
 
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
@@ -20,6 +19,8 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of TOML-like text.")] = False,
 ) -> None:
     """Print the effective configuration (file + environment), secrets masked."""
+    from reasonloop.config import masked_dump
+
     data = masked_dump(state.settings)
     if as_json:
         console.print_json(json.dumps(data))

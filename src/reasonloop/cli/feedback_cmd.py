@@ -12,7 +12,6 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import json
 from enum import StrEnum
 from typing import Annotated
@@ -20,7 +19,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from reasonloop.cli.root import app, console, state
+from reasonloop.cli.console import console
+from reasonloop.cli.root import app, state
 
 __all__ = ["Judgement"]
 
@@ -50,6 +50,8 @@ def feedback(
         return item.model_dump_json(), guidance
 
     try:
+        import asyncio
+
         stored, guidance = asyncio.run(go())
     finally:
         store.close()

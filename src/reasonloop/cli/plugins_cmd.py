@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from reasonloop.cli.root import app, console, state
-from reasonloop.registry import Registry
+from reasonloop.cli.console import console
+from reasonloop.cli.root import app, state
 
 
 @app.command("plugins")
@@ -18,6 +18,8 @@ def plugins(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """List every registered plugin (broken ones with their error)."""
+    from reasonloop.registry import Registry
+
     registry = Registry(state.settings.plugins.paths)
     Registry.set_default(registry)
     rows = [

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reasonloop.cli.root import app, err_console, state
-from reasonloop.config import Settings
+from reasonloop.cli.console import err_console
+from reasonloop.cli.root import app, state
+
+if TYPE_CHECKING:
+    from reasonloop.config import Settings
 
 
 @app.command("serve")
@@ -41,6 +43,8 @@ def serve(
             'note: several workers share the SQLite run store by polling; use \\[runs] store = "redis" to scale out',
             style="yellow",
         )
+    import asyncio
+
     asyncio.run(_check_run_store(settings))
     options = {
         "host": server.host,
