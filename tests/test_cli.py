@@ -12,7 +12,9 @@ import pytest
 
 from reasonloop import __version__
 from reasonloop.cli import main
-from reasonloop.registry import Registry
+from reasonloop.registry import BUILTINS, Registry
+from tests.fresh_process import run_fresh
+from tests.test_registry import make_dist, make_module
 
 REASONLOOP = str(Path(sys.executable).with_name("reasonloop"))
 
@@ -104,6 +106,35 @@ def test_plugins_reports_a_broken_dotted_plugin_and_lists_the_rest(capsys, tmp_p
     broken = rows[("tool", "no_such_module_for_cli:Thing")]
     assert broken["error"]["code"] == "plugin.load_failed"
     assert rows[("llm", "scripted")]["error"] is None
+
+
+def test_plugins_describes_every_plugin_without_importing_them(tmp_path):
+    out, modules = run_fresh(tmp_path, "plugins", "--json")
+    rows = {(r["kind"], r["id"]): r for r in json.loads(out)}
+    for kind, table in BUILTINS.items():
+        for plugin_id in table:
+            assert rows[(kind, plugin_id)]["description"], (kind, plugin_id)
+            assert rows[(kind, plugin_id)]["error"] is None
+    sdks = {"anthropic", "openai", "google.genai", "ollama", "llama_cpp", "fastapi", "uvicorn", "redis", "mcp"}
+    assert sorted(sdks & modules) == []
+    assert not any(m.startswith(("reasonloop.llm.", "reasonloop.reasoning.", "reasonloop.tools.")) for m in modules)
+
+
+def test_plugins_check_imports_them_and_shows_the_broken_ones(capsys, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    broken = make_module(tmp_path, "raise RuntimeError('kaboom at import')\n")
+    table = make_module(tmp_path, f"TABLE = {{'{broken}:Thing': 'Does a thing'}}\n")
+    make_dist(
+        tmp_path,
+        {"reasonloop.tool": {"thing": f"{broken}:Thing"}, "reasonloop.descriptions": {"t": f"{table}:TABLE"}},
+    )
+    code, out, _ = run(capsys, "plugins", "--kind", "tool", "--json")
+    row = next(r for r in json.loads(out) if r["id"] == "thing")
+    assert (code, row["description"], row["error"]) == (0, "Does a thing", None)
+    code, out, _ = run(capsys, "plugins", "--kind", "tool", "--json", "--check")
+    row = next(r for r in json.loads(out) if r["id"] == "thing")
+    assert (code, row["error"]["code"]) == (0, "plugin.load_failed")
+    assert "kaboom at import" in row["error"]["message"]
 
 
 def test_plugins_table(capsys):

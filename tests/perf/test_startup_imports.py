@@ -48,6 +48,12 @@ def test_help_lists_every_command_without_their_stacks(tmp_path):
     assert not any(m.startswith(("reasonloop.agents", "reasonloop.kb.", "reasonloop.llm.")) for m in modules)
 
 
+def test_plugins_imports_no_plugin(tmp_path):
+    out, modules = run_fresh(tmp_path, "plugins")
+    assert "anthropic" in out
+    assert found(modules, SERVER_AND_MODELS | ENGINES) == []
+
+
 async def test_search_imports_the_knowledge_base_and_nothing_of_runs_or_models(tmp_path):
     kb = KnowledgeBase.open(tmp_path / "kb", settings=Settings())
     try:
