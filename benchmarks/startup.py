@@ -17,9 +17,10 @@ Rows, each a whole process timed from spawn to exit (wall clock):
 
 Every command runs ``--repeat`` times in interleaved rounds (one run of each row per round,
 after one warm-up round), so a change in the machine's load is shared by all rows; the table
-shows the median, min and max. The processes run in a scratch directory with their own
-``TMPDIR`` and ``XDG_CACHE_HOME`` (where jieba's cache goes), no ``reasonloop.toml`` and no
-``REASONLOOP_*`` variables.
+shows the median, min and max of wall time and the median CPU time (user + system). The
+processes run in a scratch directory with their own ``TMPDIR`` and ``XDG_CACHE_HOME`` (where
+jieba's cache goes), no ``reasonloop.toml``, no ``REASONLOOP_*`` variables, and with bytecode
+writing on (``PYTHONDONTWRITEBYTECODE`` dropped), as an installed package runs.
 
 Usage::
 
@@ -115,6 +116,9 @@ def _reasonloop(python: str) -> list[str]:
 
 def _environment(scratch: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLOOP_")}
+    # Bytecode as an installed package has it: the warm-up round writes what is missing, so no
+    # counted run compiles a module from source.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     for name in ("tmp", "cache"):
         (scratch / name).mkdir(exist_ok=True)
     env["TMPDIR"] = str(scratch / "tmp")
