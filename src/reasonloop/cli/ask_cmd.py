@@ -338,12 +338,12 @@ def chat(
     conversation: ConversationOpt = "",
 ) -> None:
     """Talk with your documents; the conversation is kept. /reset forgets it, /exit (or Ctrl-D) leaves."""
+    import asyncio
+
     from reasonloop.agents import AgentResources
     from reasonloop.llm.base import Message
 
     history: list[Message] = []
-    import asyncio
-
     with asyncio.Runner() as runner:
         stack = AsyncExitStack()
         try:

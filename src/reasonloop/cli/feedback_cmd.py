@@ -49,9 +49,9 @@ def feedback(
         guidance = await store.recent_guidance(user, conversation or None, state.settings.tools.feedback.recent)
         return item.model_dump_json(), guidance
 
-    try:
-        import asyncio
+    import asyncio
 
+    try:
         stored, guidance = asyncio.run(go())
     finally:
         store.close()
