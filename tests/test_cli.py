@@ -13,7 +13,9 @@ import pytest
 from reasonloop import __version__
 from reasonloop.cli import main
 from reasonloop.config import load_settings
-from reasonloop.registry import Registry
+from reasonloop.registry import BUILTINS, Registry
+from tests.fresh_process import run_fresh
+from tests.test_registry import make_dist, make_module
 
 REASONLOOP = str(Path(sys.executable).with_name("reasonloop"))
 
@@ -168,6 +170,35 @@ def test_plugins_reports_a_broken_dotted_plugin_and_lists_the_rest(capsys, tmp_p
     assert rows[("llm", "scripted")]["error"] is None
 
 
+def test_plugins_describes_every_plugin_without_importing_them(tmp_path):
+    out, modules = run_fresh(tmp_path, "plugins", "--json")
+    rows = {(r["kind"], r["id"]): r for r in json.loads(out)}
+    for kind, table in BUILTINS.items():
+        for plugin_id in table:
+            assert rows[(kind, plugin_id)]["description"], (kind, plugin_id)
+            assert rows[(kind, plugin_id)]["error"] is None
+    sdks = {"anthropic", "openai", "google.genai", "ollama", "llama_cpp", "fastapi", "uvicorn", "redis", "mcp"}
+    assert sorted(sdks & modules) == []
+    assert not any(m.startswith(("reasonloop.llm.", "reasonloop.reasoning.", "reasonloop.tools.")) for m in modules)
+
+
+def test_plugins_check_imports_them_and_shows_the_broken_ones(capsys, tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    broken = make_module(tmp_path, "raise RuntimeError('kaboom at import')\n")
+    table = make_module(tmp_path, f"TABLE = {{'{broken}:Thing': 'Does a thing'}}\n")
+    make_dist(
+        tmp_path,
+        {"reasonloop.tool": {"thing": f"{broken}:Thing"}, "reasonloop.descriptions": {"t": f"{table}:TABLE"}},
+    )
+    code, out, _ = run(capsys, "plugins", "--kind", "tool", "--json")
+    row = next(r for r in json.loads(out) if r["id"] == "thing")
+    assert (code, row["description"], row["error"]) == (0, "Does a thing", None)
+    code, out, _ = run(capsys, "plugins", "--kind", "tool", "--json", "--check")
+    row = next(r for r in json.loads(out) if r["id"] == "thing")
+    assert (code, row["error"]["code"]) == (0, "plugin.load_failed")
+    assert "kaboom at import" in row["error"]["message"]
+
+
 def test_plugins_table(capsys):
     code, out, _ = run(capsys, "plugins", "--kind", "llm")
     assert code == 0
@@ -224,13 +255,12 @@ def test_console_script_errors_without_traceback(tmp_path):
 
 
 def test_local_model_hint_is_printed_verbatim(capsys, monkeypatch):
-    from reasonloop.cli import llm_cmd
     from reasonloop.llm.scripted import ScriptedProvider
 
     class LocalLookalike(ScriptedProvider):
         id = "local"
 
-    monkeypatch.setattr(llm_cmd, "create_llm", lambda spec, settings: LocalLookalike(replies=["hi"]))
+    monkeypatch.setattr("reasonloop.llm.resolve.create_llm", lambda spec, settings: LocalLookalike(replies=["hi"]))
     code, out, err = run(capsys, "llm", "hello")
     assert (code, out) == (0, "hi\n")
     assert "not instruction-tuned" in err

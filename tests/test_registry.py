@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 import tomllib
 from itertools import count
@@ -10,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from reasonloop.errors import DuplicatePlugin, PluginLoadFailed, PluginNotFound
-from reasonloop.registry import BUILTINS, KINDS, PluginInfo, Registry, describe, load_dotted
+from reasonloop.plugin_descriptions import DESCRIPTIONS
+from reasonloop.registry import BUILTINS, DESCRIPTIONS_GROUP, KINDS, PluginInfo, Registry, describe, load_dotted
 
 _unique = count()
 
@@ -238,3 +240,56 @@ def test_describe_prefers_info_then_description_then_docstring():
 def test_builtin_providers_are_registered_as_entry_points():
     assert {"scripted", "local", "openai"} <= set(Registry().ids("llm"))
     assert Registry().get("llm", "scripted").id == "scripted"
+
+
+# -- listing without importing -------------------------------------------------------------------
+def test_listing_describes_declared_plugins_without_importing_them(plugin_dir):
+    mod = make_module(plugin_dir, "raise RuntimeError('this plugin was imported')\n")
+    table = make_module(plugin_dir, f"TABLE = {{'{mod}:Weather': 'Current weather by city'}}\n")
+    make_dist(
+        plugin_dir,
+        {"reasonloop.tool": {"weather": f"{mod}:Weather"}, "reasonloop.descriptions": {"mine": f"{table}:TABLE"}},
+    )
+    registry = Registry()
+    [entry] = [e for e in registry.listing("tool") if e.id == "weather"]
+    assert (entry.description, entry.loaded, entry.error) == ("Current weather by city", False, None)
+    assert mod not in sys.modules
+    [entry] = [e for e in registry.entries("tool") if e.id == "weather"]  # loading still finds it broken
+    assert "this plugin was imported" in entry.error.message
+
+
+def test_listing_imports_the_plugins_no_table_describes(plugin_dir):
+    mod = make_module(plugin_dir, GOOD_TOOL)
+    make_dist(plugin_dir, {"reasonloop.tool": {"weather": f"{mod}:Weather"}})
+    [entry] = [e for e in Registry().listing("tool") if e.id == "weather"]
+    assert (entry.description, entry.loaded) == ("Current weather by city", True)
+
+
+def test_a_broken_description_table_is_skipped_with_a_warning(plugin_dir, caplog):
+    mod = make_module(plugin_dir, GOOD_TOOL)
+    not_a_table = make_module(plugin_dir, "TABLE = ['a', 'list']\n")
+    make_dist(
+        plugin_dir,
+        {
+            "reasonloop.tool": {"weather": f"{mod}:Weather"},
+            "reasonloop.descriptions": {"gone": "no_such_module_rl_table:TABLE", "odd": f"{not_a_table}:TABLE"},
+        },
+    )
+    with caplog.at_level("WARNING", logger="reasonloop.registry"):
+        entries = {e.id: e for e in Registry().listing("tool")}
+    assert entries["weather"].description == "Current weather by city"  # imported to describe it
+    assert entries["docsearch"].description.startswith("Search the knowledge base")  # ours still declared
+    assert "no_such_module_rl_table" in caplog.text and "not a mapping" in caplog.text
+
+
+def test_the_packages_description_table_says_what_each_plugin_says_of_itself():
+    targets = {target for table in BUILTINS.values() for target in table.values()}
+    assert set(DESCRIPTIONS) == targets
+    for target in sorted(targets):
+        assert DESCRIPTIONS[target] == describe(load_dotted(target)), target
+
+
+def test_the_package_declares_its_description_table():
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    [target] = pyproject["project"]["entry-points"][DESCRIPTIONS_GROUP].values()
+    assert load_dotted(target) is DESCRIPTIONS

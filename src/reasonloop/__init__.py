@@ -1,36 +1,65 @@
 """reasonloop: answer questions over your own documents with pluggable reasoning."""
 
-from reasonloop.events import (
-    Answer,
-    AnswerDelta,
-    Citation,
-    ErrorEvent,
-    Event,
-    Progress,
-    RunResult,
-    RunStarted,
-    Step,
-    Thought,
-    ToolCall,
-    ToolResult,
-    Usage,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from reasonloop.agents.agent import Agent
+    from reasonloop.events import (
+        Answer,
+        AnswerDelta,
+        Citation,
+        ErrorEvent,
+        Event,
+        Progress,
+        RunResult,
+        RunStarted,
+        Step,
+        Thought,
+        ToolCall,
+        ToolResult,
+        Usage,
+    )
+    from reasonloop.kb.knowledge_base import KnowledgeBase
 
 __version__ = "0.1.0"
 
+# Every public name is imported on first use: the events pull in pydantic, Agent and
+# KnowledgeBase the model and index stacks, and `import reasonloop` (which every command
+# line start and every plugin import pays) needs none of them.
+_LAZY = {
+    "Agent": "reasonloop.agents.agent",
+    "KnowledgeBase": "reasonloop.kb.knowledge_base",
+    **dict.fromkeys(
+        (
+            "Answer",
+            "AnswerDelta",
+            "Citation",
+            "ErrorEvent",
+            "Event",
+            "Progress",
+            "RunResult",
+            "RunStarted",
+            "Step",
+            "Thought",
+            "ToolCall",
+            "ToolResult",
+            "Usage",
+        ),
+        "reasonloop.events",
+    ),
+}
+
 
 def __getattr__(name: str) -> object:
-    # Agent and KnowledgeBase pull in the model and index stacks: import them on first use so
-    # `import reasonloop` (and the CLI's start-up) stays cheap.
-    if name == "Agent":
-        from reasonloop.agents.agent import Agent
-
-        return Agent
-    if name == "KnowledgeBase":
-        from reasonloop.kb.knowledge_base import KnowledgeBase
-
-        return KnowledgeBase
-    raise AttributeError(f"module 'reasonloop' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'reasonloop' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [

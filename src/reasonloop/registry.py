@@ -7,10 +7,17 @@ same table. Entries are loaded lazily: asking for one plugin imports only that p
 a plugin that fails to import is reported by name (:attr:`PluginEntry.error`) without
 taking the others down.
 
+Listing plugins need not import them: a package may declare, in the entry-point group
+``reasonloop.descriptions``, a mapping from its plugins' targets to their one-line
+descriptions (see :mod:`reasonloop.plugin_descriptions`, the package's own), and
+:meth:`Registry.listing` describes every plugin so declared from it, importing only the others.
+
 Example::
 
     reg = Registry.default()
     Provider = reg.get("llm", "openai")
+    for entry in reg.listing():          # described without importing them
+        print(entry.kind, entry.id, entry.description)
     for entry in reg.entries():          # loads everything, broken ones keep their error
         print(entry.kind, entry.id, entry.description, entry.error)
 """
@@ -19,20 +26,36 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import logging
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
 from reasonloop.errors import DuplicatePlugin, PluginLoadFailed, PluginNotFound, ReasonLoopError
+from reasonloop.plugin_descriptions import DESCRIPTIONS
 
-__all__ = ["BUILTINS", "KINDS", "PluginEntry", "PluginInfo", "Registry", "load_dotted", "resolve"]
+__all__ = [
+    "BUILTINS",
+    "DESCRIPTIONS_GROUP",
+    "KINDS",
+    "PluginEntry",
+    "PluginInfo",
+    "Registry",
+    "load_dotted",
+    "resolve",
+]
+
+log = logging.getLogger(__name__)
 
 KINDS: tuple[str, ...] = ("reasoning", "tool", "index", "llm", "embedder", "run_store")
 """Every kind of plugin; the entry-point group of kind ``k`` is ``reasonloop.k``."""
+
+DESCRIPTIONS_GROUP = "reasonloop.descriptions"
+"""Entry-point group of description tables: each names a mapping of plugin target -> description."""
 
 BUILTINS: dict[str, dict[str, str]] = {
     "reasoning": {
@@ -96,11 +119,16 @@ class PluginEntry:
     obj: Any = None
     error: ReasonLoopError | None = None
     loaded: bool = False
+    declared_description: str | None = None
+    """The description a description table gives the target, set by :meth:`Registry.listing`."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def description(self) -> str:
-        return describe(self.obj) if self.obj is not None else ""
+        """What the loaded plugin says of itself; before it is loaded, what its description table says."""
+        if self.obj is not None:
+            return describe(self.obj)
+        return self.declared_description or ""
 
 
 def describe(obj: Any) -> str:
@@ -166,10 +194,14 @@ class Registry:
         self._entries: dict[str, dict[str, PluginEntry]] = {kind: {} for kind in KINDS}
         self.problems: list[PluginEntry] = []
         """Entries that could not be added (duplicates, bad kinds); listed beside the loaded ones."""
+        self._description_tables: list[EntryPoint] = []
+        self._descriptions: dict[str, str] | None = None
         if use_entry_points:
+            found = entry_points()  # one scan of the installed packages for every group
             for kind in KINDS:
-                for ep in entry_points(group=f"reasonloop.{kind}"):
+                for ep in found.select(group=f"reasonloop.{kind}"):
                     self._add(PluginEntry(kind=kind, id=ep.name, target=ep.value, source="entry_point"))
+            self._description_tables = list(found.select(group=DESCRIPTIONS_GROUP))
         for kind, paths in (dotted_paths or {}).items():
             for path in paths:
                 self._add_dotted(kind, path)
@@ -304,6 +336,47 @@ class Registry:
                 out.append(entry)
         out.extend(p for p in self.problems if kind is None or p.kind == kind)
         return out
+
+    def listing(self, kind: str | None = None) -> list[PluginEntry]:
+        """Every entry (of one kind, or all), described without importing it where a description
+        table describes its target; the others are loaded as :meth:`entries` loads them. Problems
+        (duplicates, bad kinds) are listed too. An entry described this way is not imported, so a
+        plugin that would fail to import shows no error here: :meth:`entries` finds it.
+        """
+        kinds = [kind] if kind else list(KINDS)
+        declared = self._declared_descriptions()
+        out: list[PluginEntry] = []
+        for k in kinds:
+            self._check_kind(k)
+            for entry in self._entries[k].values():
+                if not entry.loaded:
+                    entry.declared_description = declared.get(entry.target)
+                    if entry.declared_description is None:
+                        self._load(entry)
+                out.append(entry)
+        out.extend(p for p in self.problems if kind is None or p.kind == kind)
+        return out
+
+    def _declared_descriptions(self) -> dict[str, str]:
+        """Target -> description from the package's own table and every installed one.
+
+        A table that fails to load or is not a mapping of strings is skipped with a warning:
+        the plugins it meant to describe are then imported to describe them.
+        """
+        if self._descriptions is None:
+            merged = dict(DESCRIPTIONS)
+            for ep in self._description_tables:
+                try:
+                    table = ep.load()
+                except Exception as exc:
+                    log.warning("description table %s (%s) failed to load: %s", ep.name, ep.value, exc)
+                    continue
+                if not isinstance(table, Mapping):
+                    log.warning("description table %s (%s) is not a mapping", ep.name, ep.value)
+                    continue
+                merged.update((k, v) for k, v in table.items() if isinstance(k, str) and isinstance(v, str))
+            self._descriptions = merged
+        return self._descriptions
 
     def available(self, kind: str) -> dict[str, Any]:
         """Id -> object for every plugin of ``kind`` that loads (broken ones left out)."""

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 import typer
-from rich.markup import escape
 
-from reasonloop.cli.root import app, err_console, state
+from reasonloop.cli.root import RootGroup, app, state
 from reasonloop.errors import ReasonLoopError
 
 __all__ = ["app", "main"]
 
 
 def _register_commands() -> None:
-    # Command modules register themselves on `app` when imported.
+    # Command modules register themselves on `app` when imported; the root group calls this
+    # the first time it needs its commands.
     from reasonloop.cli import config_cmd, llm_cmd, plugins_cmd  # noqa: F401
 
     for optional in ("kb_cmd", "ask_cmd", "serve_cmd", "feedback_cmd"):
@@ -26,23 +25,32 @@ def _register_commands() -> None:
                 raise
 
 
+RootGroup.load_commands = _register_commands
+
+
+def _print_error(text: str, **options: bool) -> None:
+    from reasonloop.cli.console import err_console
+
+    err_console.print(text, **options)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI; a ReasonLoopError prints one line (code + message) and exits 1."""
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    _register_commands()
+    import reasonloop._native_threads  # noqa: F401  # the engines' thread defaults, before anything loads them
+
     try:
         # Without standalone mode, click returns the code of a typer.Exit (Ctrl-C is Exit(130)).
         code = app(args=argv, standalone_mode=False)
     except ReasonLoopError as exc:
         if state.debug:
             raise
+        from rich.markup import escape
+
         # soft_wrap: one line however narrow the terminal (or a pipe's assumed 80 columns).
-        err_console.print(
-            f"[bold red]error[/] {escape(f'[{exc.code}] {exc.message}')}", highlight=False, soft_wrap=True
-        )
+        _print_error(f"[bold red]error[/] {escape(f'[{exc.code}] {exc.message}')}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
-        err_console.print("interrupted")
+        _print_error("interrupted")
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -56,12 +64,14 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(exit_code)
         if state.debug:
             raise
-        err_console.print(
+        from rich.markup import escape
+
+        _print_error(
             f"[bold red]error[/] {escape(f'{type(exc).__name__}: {exc}')} (run with --debug for details)",
             soft_wrap=True,
         )
         sys.exit(1)
     if isinstance(code, int) and code:
         if code == 130:
-            err_console.print("interrupted")
+            _print_error("interrupted")
         sys.exit(code)

@@ -12,35 +12,27 @@ answer is printed.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from reasonloop.agents import Agent, AgentResources
+from reasonloop.cli.console import console, err_console
 from reasonloop.cli.llm_cmd import print_local_model_hint
-from reasonloop.cli.root import app, console, err_console, state
+from reasonloop.cli.root import app, state
 from reasonloop.errors import ConfigError
-from reasonloop.events import (
-    Answer,
-    AnswerDelta,
-    ErrorEvent,
-    Event,
-    Progress,
-    RunStarted,
-    Thought,
-    ToolCall,
-    ToolResult,
-    Usage,
-)
-from reasonloop.llm.base import Message
-from reasonloop.registry import Registry
+
+# asyncio, the agent stack, the events and the model types are imported where a run starts:
+# the command line starts without them (benchmarks/startup.py).
+if TYPE_CHECKING:
+    from reasonloop.agents import Agent, AgentResources
+    from reasonloop.events import Answer, ErrorEvent, Event, Usage
+    from reasonloop.llm.base import Message
 
 __all__ = ["TraceRenderer", "parse_sets"]
 
@@ -86,6 +78,17 @@ class TraceRenderer:
             console.print()
 
     def handle(self, event: Event) -> None:
+        from reasonloop.events import (
+            Answer,
+            AnswerDelta,
+            ErrorEvent,
+            Progress,
+            RunStarted,
+            Thought,
+            ToolCall,
+            ToolResult,
+        )
+
         indent = "  " * event.depth
         if isinstance(event, RunStarted):
             if event.depth == 0:
@@ -188,7 +191,9 @@ def _build_agent(
     agent_name: str | None,
     resources: AgentResources,
 ) -> Agent:
+    from reasonloop.agents import Agent
     from reasonloop.llm.resolve import create_llm
+    from reasonloop.registry import Registry
 
     registry = Registry(state.settings.plugins.paths)
     Registry.set_default(registry)
@@ -231,6 +236,10 @@ async def consume(
     conversation_id: str | None = None,
 ) -> tuple[str, bool]:
     """Stream one run to the terminal; returns (answer or partial text, whether it was stopped)."""
+    import asyncio
+
+    from reasonloop.events import Answer, AnswerDelta, ErrorEvent
+
     renderer = renderer or TraceRenderer()
     try:
         async for event in agent.stream(question, history=history, user_id=user_id, conversation_id=conversation_id):
@@ -296,6 +305,8 @@ def ask(
         raise typer.BadParameter("the question is empty", param_hint="QUESTION")
 
     async def go() -> int:
+        from reasonloop.agents import AgentResources
+
         async with AsyncExitStack() as stack:
             kb = await _open_kb(kb_dir, stack)
             resources = AgentResources()
@@ -312,6 +323,8 @@ def ask(
             if stopped:
                 return 130
             return 1 if renderer.error else 0
+
+    import asyncio
 
     with asyncio.Runner() as runner:
         code = runner.run(go())
@@ -332,6 +345,11 @@ def chat(
     conversation: ConversationOpt = "",
 ) -> None:
     """Talk with your documents; the conversation is kept. /reset forgets it, /exit (or Ctrl-D) leaves."""
+    import asyncio
+
+    from reasonloop.agents import AgentResources
+    from reasonloop.llm.base import Message
+
     history: list[Message] = []
     with asyncio.Runner() as runner:
         stack = AsyncExitStack()

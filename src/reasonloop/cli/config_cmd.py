@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from reasonloop.cli.root import app, console, state
-from reasonloop.config import masked_dump
+from reasonloop.cli.console import console
+from reasonloop.cli.root import app, state
 
 config_app = typer.Typer(help="Inspect the effective configuration.", no_args_is_help=True)
 app.add_typer(config_app, name="config")
@@ -24,6 +24,8 @@ def show(
     The file and the environment together, as TOML that loads back as it is: save it as
     reasonloop.toml to start from it.
     """
+    from reasonloop.config import masked_dump
+
     if as_json:
         console.print_json(json.dumps(masked_dump(state.settings)))
         return

@@ -12,7 +12,6 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import json
 from enum import StrEnum
 from typing import Annotated
@@ -20,7 +19,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from reasonloop.cli.root import app, console, state
+from reasonloop.cli.console import console
+from reasonloop.cli.root import app, state
 
 __all__ = ["Judgement"]
 
@@ -51,6 +51,8 @@ def feedback(
         item = await store.add(user, conversation, rating.value, reason, run_id=run_id)
         guidance = await store.recent_guidance(user, conversation or None, state.settings.tools.feedback.recent)
         return item.model_dump_json(), guidance
+
+    import asyncio
 
     try:
         stored, guidance = asyncio.run(go())

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.markup import escape
@@ -17,11 +16,15 @@ from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn,
 from rich.table import Table
 from rich.text import Text
 
-from reasonloop.cli.root import app, console, err_console, state
+from reasonloop.cli.console import console, err_console
+from reasonloop.cli.root import app, state
 from reasonloop.errors import ConfigError
-from reasonloop.kb.base import Filter, IngestProgress
-from reasonloop.kb.hybrid import SearchMode
-from reasonloop.registry import Registry
+
+# asyncio and the knowledge base's models and engines are imported by the commands that open
+# it: the command line starts without them (benchmarks/startup.py).
+if TYPE_CHECKING:
+    from reasonloop.kb.base import Filter, IngestProgress
+    from reasonloop.kb.hybrid import SearchMode
 
 kb_app = typer.Typer(name="kb", help="Inspect and manage the knowledge base.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")
@@ -36,6 +39,7 @@ KBOption = Annotated[
 
 def _open(kb_dir: Path | None) -> Any:
     from reasonloop.kb.knowledge_base import KnowledgeBase
+    from reasonloop.registry import Registry
 
     settings = state.settings
     return KnowledgeBase.open(kb_dir, settings=settings, registry=Registry(settings.plugins.paths))
@@ -116,6 +120,8 @@ def ingest(
         finally:
             await kb.close()
 
+    import asyncio
+
     try:
         report = asyncio.run(run())
     except KeyboardInterrupt:
@@ -159,6 +165,8 @@ def score_legend(mode: str, fusion: str | None) -> str:
 
 def _parse_filter(raw: str) -> Filter:
     """``field=value`` (equality) or ``field:op=json`` (``year:range=[2000,2010]``)."""
+    from reasonloop.kb.base import Filter
+
     key, sep, value = raw.partition("=")
     if not sep or not key:
         raise ConfigError(f"--filter {raw!r}: expected field=value or field:op=value")
@@ -191,9 +199,11 @@ def search(
         kb = _open(kb_dir)
         try:
             fusion = getattr(kb.retriever({"mode": mode}), "fusion", None)
-            return await kb.search(query, top_k=top_k, filters=parsed or None, mode=cast(SearchMode, mode)), fusion
+            return await kb.search(query, top_k=top_k, filters=parsed or None, mode=cast("SearchMode", mode)), fusion
         finally:
             await kb.close()
+
+    import asyncio
 
     hits, fusion = asyncio.run(run())
     if as_json:
@@ -223,6 +233,8 @@ def stats(
         finally:
             await kb.close()
 
+    import asyncio
+
     path, s = asyncio.run(run())
     if as_json:
         print(json.dumps({"path": str(path), **s.model_dump()}, ensure_ascii=False, indent=2))
@@ -248,6 +260,8 @@ def list_documents(
             return await kb.documents()
         finally:
             await kb.close()
+
+    import asyncio
 
     docs = asyncio.run(run())
     if as_json:
@@ -304,6 +318,8 @@ def delete(
         finally:
             await kb.close()
         return removed
+
+    import asyncio
 
     removed = asyncio.run(run())
     for source in removed:

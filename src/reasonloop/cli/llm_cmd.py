@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 from typing import Annotated
 
 import typer
 
-from reasonloop.cli.root import app, err_console, state
-from reasonloop.llm.base import Done, Message, TextDelta, ToolCallDelta
-from reasonloop.llm.resolve import create_llm
+from reasonloop.cli.console import err_console
+from reasonloop.cli.root import app, state
 
 LOCAL_MODEL_HINT = (
     "note: answering with the embedded Gemma 3 270M base model. It runs offline to prove the pipeline; "
@@ -33,6 +31,9 @@ def llm(
     temperature: Annotated[float | None, typer.Option("--temperature")] = None,
 ) -> None:
     """Stream a completion for PROMPT (token usage goes to stderr)."""
+    from reasonloop.llm.base import Done, Message, TextDelta, ToolCallDelta
+    from reasonloop.llm.resolve import create_llm
+
     model = create_llm(llm_spec, state.settings)
     if model.id == "local":
         print_local_model_hint()
@@ -56,5 +57,7 @@ def llm(
                     )
         finally:
             await model.aclose()
+
+    import asyncio
 
     asyncio.run(go())

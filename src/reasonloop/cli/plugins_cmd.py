@@ -8,18 +8,25 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from reasonloop.cli.root import app, console, state
-from reasonloop.registry import Registry
+from reasonloop.cli.console import console
+from reasonloop.cli.root import app, state
 
 
 @app.command("plugins")
 def plugins(
     kind: Annotated[str | None, typer.Option("--kind", help="Only this kind.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    check: Annotated[
+        bool, typer.Option("--check", help="Import every plugin, to show the ones that fail to load.")
+    ] = False,
 ) -> None:
-    """List every registered plugin (broken ones with their error)."""
+    """List every registered plugin by kind, id and description."""
+    from reasonloop.registry import Registry
+
     registry = Registry(state.settings.plugins.paths)
     Registry.set_default(registry)
+    # Plugins with a declared description are listed without importing them (and their SDKs).
+    listed = registry.entries(kind) if check else registry.listing(kind)
     rows = [
         {
             "kind": e.kind,
@@ -29,7 +36,7 @@ def plugins(
             "target": e.target,
             "error": e.error.to_dict() if e.error else None,
         }
-        for e in registry.entries(kind)
+        for e in listed
     ]
     if as_json:
         print(json.dumps(rows, ensure_ascii=False, indent=2))

@@ -1,31 +1,68 @@
-"""The root command: the typer app and its global options, and what every command shares (the
-consoles and the CLI's state). Command modules register themselves on :data:`app`."""
+"""The root command: the typer app and its global options, and the CLI's state, which every
+command shares. Command modules register themselves on :data:`app`; the consoles they print to
+are in :mod:`reasonloop.cli.console`.
+
+The root command's group imports the command modules only when click first looks a command up
+or lists them (to run one, or for ``--help``), so ``reasonloop --version`` imports none of them
+(benchmarks/startup.py).
+"""
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, ClassVar
 
 import typer
-from rich.console import Console
+from typer.core import TyperGroup
 
 from reasonloop import __version__
-from reasonloop.config import Settings, load_settings
 
-__all__ = ["CLIState", "app", "console", "err_console", "state"]
+if TYPE_CHECKING:
+    import click
+
+    from reasonloop.config import Settings
+
+__all__ = ["CLIState", "RootGroup", "app", "state"]
+
+
+class RootGroup(TyperGroup):
+    """The root command's group, whose commands are built on first need."""
+
+    load_commands: ClassVar[Callable[[], None] | None] = None
+    """Imports the command modules, which register on :data:`app`; set by :mod:`reasonloop.cli.app`."""
+
+    _built = False
+
+    def _build(self) -> None:
+        load = RootGroup.load_commands
+        if self._built or load is None:
+            return
+        self._built = True
+        load()
+        built = typer.main.get_command(app)
+        assert isinstance(built, TyperGroup)
+        self.commands.update(built.commands)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._build()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        self._build()
+        return super().get_command(ctx, cmd_name)
+
 
 app = typer.Typer(
     name="reasonloop",
+    cls=RootGroup,
     help="Answer questions over your own documents with pluggable reasoning.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
     rich_markup_mode=None,  # help as written: it quotes TOML sections ([kb] path) that markup would swallow
 )
-console = Console()
-err_console = Console(stderr=True)
 
 
 @dataclass
@@ -37,6 +74,8 @@ class CLIState:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
+            from reasonloop.config import load_settings  # pydantic-settings: only for commands that read settings
+
             self._settings = load_settings(self.config_path)
         return self._settings
 
@@ -46,7 +85,7 @@ state = CLIState()
 
 def _version(value: bool) -> None:
     if value:
-        console.print(f"reasonloop {__version__}")
+        typer.echo(f"reasonloop {__version__}")
         raise typer.Exit()
 
 
@@ -64,4 +103,6 @@ def _root(
     state.debug = debug
     state._settings = None
     if debug:
+        import logging
+
         logging.basicConfig(level=logging.DEBUG)

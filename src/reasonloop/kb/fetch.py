@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-import httpx
-
 from reasonloop.errors import KBLoadError
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["MAX_BYTES", "fetch_url", "is_url"]
 
@@ -35,6 +37,8 @@ async def fetch_url(
     Raises:
         KBLoadError: connection failure, timeout, HTTP error status, or a body over ``max_bytes``.
     """
+    import httpx  # only ingesting a URL needs it, not every user of is_url
+
     own = client is None
     client = client or httpx.AsyncClient(follow_redirects=True, timeout=httpx.Timeout(timeout_s))
     try:

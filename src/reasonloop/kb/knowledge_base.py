@@ -14,17 +14,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reasonloop.config import Settings, load_settings
 from reasonloop.errors import KBError
 from reasonloop.kb.base import Filter, Hit, IngestReport, KBStats
 from reasonloop.kb.embedding import Embedder, create_embedder
 from reasonloop.kb.hybrid import HybridRetriever, Reranker, SearchMode
-from reasonloop.kb.ingest import Record
 from reasonloop.kb.local_index import LocalIndex, ProgressFn
 from reasonloop.kb.store import DocumentRow
 from reasonloop.registry import Registry, resolve
+
+if TYPE_CHECKING:
+    from reasonloop.kb.ingest import Record
 
 __all__ = ["KnowledgeBase", "as_filters"]
 

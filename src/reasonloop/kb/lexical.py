@@ -17,32 +17,22 @@ from pathlib import Path
 import tantivy
 
 from reasonloop.errors import KBError
+from reasonloop.kb import _jieba
 
 __all__ = ["LexicalIndex", "segment"]
 
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _ANALYZER = "rl_text"
-_jieba_lock = threading.Lock()
-_jieba = None
-
-
-def _jieba_module():
-    global _jieba
-    with _jieba_lock:
-        if _jieba is None:
-            import jieba
-
-            jieba.setLogLevel(60)
-            jieba.initialize()
-            _jieba = jieba
-    return _jieba
 
 
 def segment(text: str) -> str:
-    """``text`` with every CJK run split into space-separated words (other text unchanged)."""
+    """``text`` with every CJK run split into space-separated words (other text unchanged).
+
+    jieba is imported, and its dictionary loaded, only for text that has CJK characters.
+    """
     if not _CJK_RUN.search(text):
         return text
-    jieba = _jieba_module()
+    jieba = _jieba.tokenizer()
     return _CJK_RUN.sub(lambda m: " " + " ".join(jieba.cut_for_search(m.group())) + " ", text)
 
 

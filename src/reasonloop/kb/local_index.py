@@ -27,7 +27,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -38,13 +38,17 @@ from reasonloop.kb.chunking import Chunker
 from reasonloop.kb.embedding import Embedder
 from reasonloop.kb.fetch import is_url
 from reasonloop.kb.hybrid import HybridRetriever, Reranker
-from reasonloop.kb.ingest import Ingestor, Record, as_records
 from reasonloop.kb.lexical import LexicalIndex
 from reasonloop.kb.locking import WriterLock
 from reasonloop.kb.settings import LocalIndexOptions, parse_options, parse_retriever_settings
 from reasonloop.kb.store import DocumentRow, DocumentWrite, MetadataStore
 from reasonloop.kb.vector import LocalVectorStore, VectorStore
 from reasonloop.registry import PluginInfo
+
+if TYPE_CHECKING:
+    # The ingestion pipeline (loaders, fetching, the vector cache) loads when something is
+    # ingested: opening an index to search does not need it.
+    from reasonloop.kb.ingest import Ingestor, Record
 
 __all__ = ["LocalIndex", "LocalIndexOptions"]
 
@@ -265,6 +269,8 @@ class LocalIndex:
             exclude: Globs of files or folders to skip.
             prune: Delete indexed documents under an ingested folder whose file is gone.
         """
+        from reasonloop.kb.ingest import Ingestor
+
         ingestor = Ingestor(self, on_progress, commit_chunks=self.options.commit_chunks)
         items = await asyncio.to_thread(ingestor.expand, sources, include, exclude)
 
@@ -301,6 +307,8 @@ class LocalIndex:
         Dicts carry ``id`` (or BEIR's ``_id``), ``text``, optional ``title``, ``source``,
         ``metadata``; any other key joins the metadata.
         """
+        from reasonloop.kb.ingest import Ingestor, as_records
+
         ingestor = Ingestor(self, on_progress, commit_chunks=self.options.commit_chunks)
 
         async def produce(queue: asyncio.Queue[Any]) -> None:
