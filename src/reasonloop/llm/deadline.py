@@ -14,10 +14,10 @@ between chunks, and would cancel whatever the task is doing when it fires, even 
 own work. :class:`WaitDeadline` only ever cancels a wait on the provider: the caller marks
 each wait with :meth:`~WaitDeadline.start_wait` / :meth:`~WaitDeadline.end_wait`.
 
-It is cheap on fast streams: one timer per deadline (two when the first token's limit is the
-longer one), not per chunk. The timer is set for the earliest moment the current wait could
-run out; when it fires early (later chunks arrived
-meanwhile and the wait it now sees began later) it re-arms itself for what is left, and when
+It is cheap on fast streams: one timer per deadline, not per chunk. The timer is set for the
+earliest moment the current wait could run out, and never further ahead than one gap, so that
+whatever wait comes next it is not late; when it fires early (later chunks arrived meanwhile,
+or the first token is allowed longer than a gap) it re-arms itself for what is left, and when
 it fires while the caller has the turn it does nothing until the next wait.
 """
 
@@ -102,7 +102,7 @@ class WaitDeadline:
         self._since = now
         self._task = asyncio.current_task(self._loop)  # the loop given: one lookup fewer per chunk
         if self._handle is None:
-            when = now + self._limit
+            when = now + min(self._limit, self._gap)
             when = when if self._until is None else min(when, self._until)
             self._handle = self._loop.call_at(when, self._fire, context=_TIMER_CONTEXT)
 
@@ -111,9 +111,6 @@ class WaitDeadline:
         if self._since is not None:
             self._since = None
             if self.first_wait and not self.expired:
-                if self._handle is not None and self._gap < self._limit:
-                    self._handle.cancel()  # armed for the first token's longer limit: the next wait re-arms
-                    self._handle = None
                 self._limit, self.first_wait = self._gap, False
 
     def expired_here(self) -> bool:
@@ -138,7 +135,8 @@ class WaitDeadline:
         left = self._since + self._limit - now
         until_left = left if self._until is None else self._until - now
         if left > 0 and until_left > 0:  # armed for an earlier wait: this one runs out later
-            self._handle = self._loop.call_at(now + min(left, until_left), self._fire, context=_TIMER_CONTEXT)
+            when = now + min(left, until_left, self._gap)
+            self._handle = self._loop.call_at(when, self._fire, context=_TIMER_CONTEXT)
             return
         self.expired = True
         self.passed_until = self._until is not None and until_left <= 0
