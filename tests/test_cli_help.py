@@ -11,6 +11,7 @@ import pytest
 import typer
 
 from reasonloop.cli import app, main
+from reasonloop.cli.app import COMMAND_MODULES
 
 
 def _all() -> list[tuple[list[str], Any]]:
@@ -76,3 +77,57 @@ def test_the_bracketed_texts_users_reported_are_whole(capsys, monkeypatch):
     assert "Run the agent declared as [agents.NAME] in the config." in shown
     shown = flat(render_help(capsys, monkeypatch, []))
     assert "--debug Show tracebacks and debug logs." in shown
+
+
+ONE_THEN_HELP = """
+import contextlib, io, json, sys
+import typer
+from reasonloop.cli import main
+from reasonloop.cli.app import COMMAND_MODULES, app
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    main(["search", "--help"])  # imports kb_cmd alone first
+with contextlib.redirect_stdout(io.StringIO()) as shown, contextlib.suppress(SystemExit):
+    main(["--help"])
+print(json.dumps(shown.getvalue()))
+"""
+
+
+def test_help_lists_the_commands_in_one_order_whichever_ran_first(capsys, monkeypatch):
+    import json
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("COLUMNS", "80")
+    after_search = json.loads(
+        subprocess.run([sys.executable, "-c", ONE_THEN_HELP], capture_output=True, text=True, check=True).stdout
+    )
+    listed = re.findall(r"^  (\w+)\s", after_search.split("Commands:")[1], re.MULTILINE)
+    assert listed == list(COMMAND_MODULES)
+    same_process = render_help(capsys, monkeypatch, [])
+    assert after_search.split("\n", 1)[1] == same_process.split("\n", 1)[1]  # past the program name
+
+
+def test_every_command_is_in_the_table_of_command_modules():
+    """Each module registers exactly the commands the table gives it (built here in a new process)."""
+    import json
+    import subprocess
+    import sys
+
+    probe = (
+        "import json, importlib, typer\n"
+        "from reasonloop.cli.app import COMMAND_MODULES, app\n"
+        "seen, out = set(), {}\n"
+        "for module in dict.fromkeys(COMMAND_MODULES.values()):\n"
+        "    importlib.import_module('reasonloop.cli.' + module)\n"
+        "    names = set(typer.main.get_command(app).commands)\n"
+        "    out[module] = sorted(names - seen)\n"
+        "    seen |= names\n"
+        "print(json.dumps(out))\n"
+    )
+    registered = json.loads(
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    )
+    expected: dict[str, list[str]] = {}
+    for name, module in COMMAND_MODULES.items():
+        expected.setdefault(module, []).append(name)
+    assert registered == {m: sorted(n) for m, n in expected.items()}

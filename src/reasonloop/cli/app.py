@@ -12,20 +12,41 @@ from reasonloop.errors import ReasonLoopError
 __all__ = ["app", "main"]
 
 
-def _register_commands() -> None:
-    # Command modules register themselves on `app` when imported; the root group calls this
-    # the first time it needs its commands.
-    from reasonloop.cli import config_cmd, llm_cmd, plugins_cmd  # noqa: F401
+COMMAND_MODULES = {
+    "llm": "llm_cmd",
+    "plugins": "plugins_cmd",
+    "ingest": "kb_cmd",
+    "search": "kb_cmd",
+    "ask": "ask_cmd",
+    "chat": "ask_cmd",
+    "serve": "serve_cmd",
+    "feedback": "feedback_cmd",
+    "config": "config_cmd",
+    "kb": "kb_cmd",
+}
+"""The module that registers each command, in the order ``--help`` lists them: running a
+command imports its own module and no other (benchmarks/startup.py)."""
 
-    for optional in ("kb_cmd", "ask_cmd", "serve_cmd", "feedback_cmd"):
+OPTIONAL_MODULES = {"kb_cmd", "ask_cmd", "serve_cmd", "feedback_cmd"}
+"""Command modules a trimmed install may leave out."""
+
+
+def _register_commands(name: str | None = None) -> None:
+    # Command modules register themselves on `app` when imported; the root group calls this
+    # the first time it needs a command (``name``) or all of them (None).
+    modules = sorted(set(COMMAND_MODULES.values())) if name is None else [COMMAND_MODULES.get(name)]
+    for module in modules:
+        if module is None:
+            continue
         try:
-            __import__(f"reasonloop.cli.{optional}")
+            __import__(f"reasonloop.cli.{module}")
         except ModuleNotFoundError as exc:
-            if exc.name != f"reasonloop.cli.{optional}":
+            if module not in OPTIONAL_MODULES or exc.name != f"reasonloop.cli.{module}":
                 raise
 
 
 RootGroup.load_commands = _register_commands
+RootGroup.command_order = tuple(COMMAND_MODULES)
 
 
 def _print_error(text: str, **options: bool) -> None:

@@ -2,8 +2,9 @@
 command shares. Command modules register themselves on :data:`app`; the consoles they print to
 are in :mod:`reasonloop.cli.console`.
 
-The root command's group imports the command modules only when click first looks a command up
-or lists them (to run one, or for ``--help``), so ``reasonloop --version`` imports none of them
+The root command's group imports a command's module only when click first looks the command up
+(to run it), and every command module only when it lists them (``--help``), so
+``reasonloop --version`` imports none of them and ``reasonloop search`` only its own
 (benchmarks/startup.py).
 """
 
@@ -30,27 +31,36 @@ __all__ = ["CLIState", "RootGroup", "app", "state"]
 class RootGroup(TyperGroup):
     """The root command's group, whose commands are built on first need."""
 
-    load_commands: ClassVar[Callable[[], None] | None] = None
-    """Imports the command modules, which register on :data:`app`; set by :mod:`reasonloop.cli.app`."""
+    load_commands: ClassVar[Callable[[str | None], None] | None] = None
+    """Imports the module registering a command (every module for None), which registers on
+    :data:`app`; set by :mod:`reasonloop.cli.app`."""
 
-    _built = False
+    command_order: ClassVar[tuple[str, ...]] = ()
+    """The commands in the order ``--help`` lists them, whichever module was imported first."""
 
-    def _build(self) -> None:
+    _built_all = False
+
+    def _build(self, name: str | None) -> None:
         load = RootGroup.load_commands
-        if self._built or load is None:
+        if self._built_all or load is None or (name is not None and name in self.commands):
             return
-        self._built = True
-        load()
+        load(name)
         built = typer.main.get_command(app)
         assert isinstance(built, TyperGroup)
-        self.commands.update(built.commands)
+        for cmd_name, command in built.commands.items():
+            self.commands.setdefault(cmd_name, command)
+        if name is None:
+            self._built_all = True
+            rank = {n: i for i, n in enumerate(RootGroup.command_order)}
+            ordered = sorted(self.commands.items(), key=lambda item: rank.get(item[0], len(rank)))
+            self.commands = dict(ordered)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        self._build()
+        self._build(None)
         return super().list_commands(ctx)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        self._build()
+        self._build(cmd_name)
         return super().get_command(ctx, cmd_name)
 
 
