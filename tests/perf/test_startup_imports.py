@@ -43,7 +43,7 @@ def test_version_imports_only_the_command_line_framework(tmp_path):
 def test_help_lists_every_command_without_their_stacks(tmp_path):
     out, modules = run_fresh(tmp_path, "--help")
     assert "ingest" in out and "serve" in out and "kb" in out
-    heavy = {"pydantic", "asyncio", "httpx", "reasonloop.config", "reasonloop.events", "reasonloop.registry"}
+    heavy = {"pydantic", "rich", "asyncio", "httpx", "reasonloop.config", "reasonloop.events", "reasonloop.registry"}
     assert found(modules, SERVER_AND_MODELS | ENGINES | heavy) == []
     assert not any(m.startswith(("reasonloop.agents", "reasonloop.kb.", "reasonloop.llm.")) for m in modules)
 

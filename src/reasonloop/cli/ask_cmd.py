@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 
-from reasonloop.cli.console import console, err_console
+from reasonloop.cli.console import console, err_console, escape
 from reasonloop.cli.llm_cmd import print_local_model_hint
 from reasonloop.cli.root import app, state
 from reasonloop.errors import ConfigError

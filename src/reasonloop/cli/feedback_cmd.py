@@ -17,9 +17,8 @@ from enum import StrEnum
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 
-from reasonloop.cli.console import console
+from reasonloop.cli.console import console, escape
 from reasonloop.cli.root import app, state
 
 __all__ = ["Judgement"]

@@ -11,12 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
-from rich.markup import escape
-from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from rich.text import Text
 
-from reasonloop.cli.console import console, err_console
+from reasonloop.cli.console import console, err_console, escape, rich_console
 from reasonloop.cli.root import app, state
 from reasonloop.errors import ConfigError
 
@@ -43,21 +39,6 @@ def _open(kb_dir: Path | None) -> Any:
 
     settings = state.settings
     return KnowledgeBase.open(kb_dir, settings=settings, registry=Registry(settings.plugins.paths))
-
-
-class _RateETA(ProgressColumn):
-    """Embedding rate (chunks/s actually embedded) and the time left for the known chunks."""
-
-    def render(self, task: Task) -> Text:
-        from reasonloop.cli.ingest_report import seconds_left
-
-        p: IngestProgress | None = task.fields.get("ingest")
-        if p is None or p.embed_seconds <= 0:
-            return Text("")
-        left = seconds_left(p)
-        eta = f"ETA {left:,.0f}s" if left else ""
-        embedded = p.chunks_embedded / p.embed_seconds
-        return Text(f"{embedded:,.1f} emb/s {eta}", style="progress.data.speed")
 
 
 @app.command("ingest")
@@ -95,15 +76,11 @@ def ingest(
         try:
             if as_json:
                 return await kb.ingest(paths, on_progress=seen, include=include, exclude=exclude, prune=prune)
-            columns = (
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                TextColumn("files {task.fields[files]}"),
-                TextColumn("chunks {task.completed:,.0f}/{task.total:,.0f}"),
-                _RateETA(),
-                TimeElapsedColumn(),
-            )
-            with Progress(*columns, console=err_console, transient=False) as bar:
+            from rich.progress import Progress
+
+            from reasonloop.cli.ingest_progress import ingest_columns
+
+            with Progress(*ingest_columns(), console=rich_console(err_console), transient=False) as bar:
                 task = bar.add_task("ingesting", total=1, completed=0, files="0/0", ingest=None)
 
                 def update(p: IngestProgress) -> None:
@@ -283,6 +260,8 @@ def list_documents(
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
     widths[2] = min(widths[2], TITLE_CHARS)
     if sum(widths) + 2 * (len(widths) - 1) <= console.width:
+        from rich.table import Table
+
         table = Table(*headers, box=None, pad_edge=False, padding=(0, 2, 0, 0))
         for column in table.columns:
             column.no_wrap = True

@@ -6,7 +6,6 @@ import json
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from reasonloop.cli.console import console
 from reasonloop.cli.root import app, state
@@ -41,6 +40,8 @@ def plugins(
     if as_json:
         print(json.dumps(rows, ensure_ascii=False, indent=2))
         return
+    from rich.table import Table
+
     table = Table("kind", "id", "description", "source")
     for row in rows:
         desc = row["description"] if not row["error"] else f"[red]{row['error']['code']}: {row['error']['message']}[/]"

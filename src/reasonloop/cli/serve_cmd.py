@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.markup import escape
 
-from reasonloop.cli.console import err_console
+from reasonloop.cli.console import err_console, escape
 from reasonloop.cli.root import app, state
 
 if TYPE_CHECKING:
