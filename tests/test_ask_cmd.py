@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from reasonloop.agents import Agent
-from reasonloop.cli import main
 from reasonloop.cli.ask_cmd import TraceRenderer, consume, parse_sets
 from reasonloop.errors import ConfigError
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.registry import Registry
+from tests.cli_run import run_cli as run
 
 REPLIES = [
     'Thought: I should look this up.\nAction: lookup\nAction Input: {"key": "sky"}',
@@ -72,16 +72,6 @@ def script(tmp_path: Path, replies: list) -> str:
     path = tmp_path / "replies.json"
     path.write_text(json.dumps(replies), encoding="utf-8")
     return f"scripted:{path}"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_ask_streams_the_trace(capsys, tmp_path) -> None:

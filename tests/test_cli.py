@@ -14,6 +14,7 @@ from reasonloop import __version__
 from reasonloop.cli import main
 from reasonloop.config import load_settings
 from reasonloop.registry import BUILTINS, Registry
+from tests.cli_run import run_cli as run
 from tests.fresh_process import run_fresh
 from tests.test_registry import make_dist, make_module
 
@@ -30,17 +31,6 @@ def isolated(monkeypatch, tmp_path):
     saved = Registry._default
     yield
     Registry.set_default(saved)
-
-
-def run(capsys, *argv):
-    """Run the CLI in-process; returns (exit code, stdout, stderr)."""
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_version(capsys):

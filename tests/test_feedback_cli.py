@@ -9,11 +9,11 @@ import os
 import pytest
 
 from reasonloop.agents import Agent, AgentResources
-from reasonloop.cli import main
 from reasonloop.config import load_settings
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.registry import Registry
 from reasonloop.tools.feedback import FeedbackStore, FeedbackTool
+from tests.cli_run import run_cli as cli
 
 
 @pytest.fixture(autouse=True)
@@ -29,16 +29,6 @@ def isolated(monkeypatch, tmp_path):
     saved = Registry._default
     yield
     Registry.set_default(saved)
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def stored(tmp_path, user: str, conversation: str) -> list:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from reasonloop.cli import main
 from reasonloop.registry import Registry
+from tests.cli_run import run_cli as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "scripts" / "demo.sh"
@@ -44,16 +44,6 @@ def project(tmp_path, monkeypatch):
     saved = Registry._default
     yield tmp_path
     Registry.set_default(saved)
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_the_demo_ingests_into_the_knowledge_base_the_next_commands_use(project, capsys):

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from reasonloop.agents import Agent, AgentResources, check_agents, declared_agents
-from reasonloop.cli import main
 from reasonloop.config import Settings, load_settings
 from reasonloop.errors import AgentConfigError, ConfigError
 from reasonloop.events import Progress, RunStarted, ToolCall, ToolResult
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.registry import Registry
 from reasonloop.tools.base import tool
+from tests.cli_run import run_cli as cli
 
 MCP_SERVER = Path(__file__).parent.parent / "tools" / "mcp_servers" / "catalog_server.py"
 
@@ -253,16 +253,6 @@ PLUGIN = textwrap.dedent('''
         """Look a key up."""
         return f"value of {key}"
 ''')
-
-
-def cli(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        main(list(argv))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def write_cli_config(tmp_path: Path, monkeypatch) -> None:
