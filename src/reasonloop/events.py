@@ -155,6 +155,8 @@ class Progress(_EventBase):
 
     type: Literal["progress"] = "progress"
     message: str
+    level: Literal["info", "warning"] = "info"
+    """``warning``: something went wrong and the run went on without it (a reranker that failed)."""
 
 
 @dataclass(slots=True, kw_only=True)

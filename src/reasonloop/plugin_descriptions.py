@@ -32,6 +32,10 @@ DESCRIPTIONS: dict[str, str] = {
     "reasonloop.tools.wikipedia:WikipediaTool": "Look topics up on Wikipedia or another MediaWiki",
     # knowledge indexes
     "reasonloop.kb.local_index:LocalIndex": "Embedded hybrid index (sqlite, tantivy BM25, usearch HNSW).",
+    # rerankers
+    "reasonloop.kb.rerankers.http:HTTPReranker": "A rerank endpoint: Hugging Face TEI or the /v1/rerank shape",
+    "reasonloop.kb.rerankers.llm:LLMReranker": "Listwise reranking by any configured chat model",
+    "reasonloop.kb.rerankers.llama_cpp:LlamaCppReranker": "A local GGUF reranker model through llama-cpp-python",
     # model providers
     "reasonloop.llm.openai_provider:OpenAIProvider": "OpenAI and any OpenAI-compatible endpoint (vLLM, llama.cpp, LM Studio, Azure, ...)",
     "reasonloop.llm.anthropic_provider:AnthropicProvider": "Anthropic Claude models (Messages API, streaming, native tool use)",

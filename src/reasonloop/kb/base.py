@@ -26,6 +26,9 @@ class Hit(BaseModel):
     title: str = ""
     text: str
     score: float = 0.0
+    """The retrieval score (fused, dense or BM25, by the search mode)."""
+    rerank_score: float | None = None
+    """The reranker's score, when a reranker ordered the hits (``None`` otherwise)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """``page``, ``start``, ``end`` (character offsets) and whatever the loader kept."""
 

@@ -15,7 +15,8 @@ the other scores the same as the reverse), so ties are broken deliberately: best
 first, then the earlier ranking (dense by default) wins, then the smaller key.
 
 :class:`HybridRetriever` applies metadata filters *before* top-k: the backend turns the filters
-into the set of allowed chunk keys, and both retrievers search only among those.
+into what it can search under (the local index: the set of allowed chunk keys; Milvus: an
+expression it evaluates itself), and both retrievers search only among those.
 """
 
 from __future__ import annotations
@@ -134,11 +135,14 @@ def _sortable(item: Any) -> tuple[int, Any]:
 class SearchBackend(Protocol):
     """What a hybrid retriever needs from an index (integer chunk keys throughout)."""
 
-    async def dense_search(self, query: str, k: int, allowed: set[int] | None) -> list[tuple[int, float]]: ...
+    async def dense_search(self, query: str, k: int, allowed: Any) -> list[tuple[int, float]]: ...
 
-    def lexical_search(self, query: str, k: int, allowed: set[int] | None) -> list[tuple[int, float]]: ...
+    def lexical_search(self, query: str, k: int, allowed: Any) -> list[tuple[int, float]]: ...
 
-    def allowed_keys(self, filters: Sequence[Filter]) -> set[int]: ...
+    def allowed_keys(self, filters: Sequence[Filter]) -> Any:
+        """What the filters allow, in the backend's own terms (the local index: a set of chunk
+        keys; Milvus: an expression), given back to both searches; empty when nothing matches."""
+        ...
 
     def hydrate(self, scored: Sequence[tuple[int, float]]) -> list[Hit]: ...
 
@@ -197,9 +201,18 @@ class HybridRetriever:
         filters: Sequence[Filter] | None = None,
         *,
         mode: SearchMode | None = None,
+        rerank: bool | None = None,
+        candidates: int | None = None,
     ) -> list[Hit]:
-        """Best ``top_k`` chunks for ``query`` among those matching every filter."""
+        """Best ``top_k`` chunks for ``query`` among those matching every filter.
+
+        Args:
+            rerank: ``False`` skips this retriever's reranker for this search (``None``/``True`` use it).
+            candidates: How many fused candidates the reranker sees (default ``rerank_depth``).
+        """
         top_k = self.top_k if top_k is None else top_k
+        reranker = None if rerank is False else self.reranker
+        depth = self.rerank_depth if candidates is None else max(1, candidates)
         mode = mode or self.mode
         if mode not in ("hybrid", "dense", "lexical"):
             raise ValueError(f"search mode must be hybrid, dense or lexical, got {mode!r}")
@@ -208,16 +221,16 @@ class HybridRetriever:
         allowed = self.backend.allowed_keys(filters) if filters else None
         if allowed is not None and not allowed:
             return []
-        pool = max(top_k, self.rerank_depth) if self.reranker else top_k
+        pool = max(top_k, depth) if reranker else top_k
         if mode == "dense":
             scored = await self.backend.dense_search(query, pool, allowed)
         elif mode == "lexical":
             scored = self.backend.lexical_search(query, pool, allowed)
         else:
-            depth = max(self.candidates, pool)
-            dense_task = asyncio.ensure_future(self.backend.dense_search(query, depth, allowed))
+            fetch = max(self.candidates, pool)
+            dense_task = asyncio.ensure_future(self.backend.dense_search(query, fetch, allowed))
             try:
-                lexical = self.backend.lexical_search(query, depth, allowed)
+                lexical = self.backend.lexical_search(query, fetch, allowed)
             except BaseException:
                 dense_task.cancel()
                 raise
@@ -231,7 +244,7 @@ class HybridRetriever:
                 fused = score_fuse([dense, lexical], weights=weights, how=self.fusion)
             scored = fused[:pool]
         hits = self.backend.hydrate(scored)
-        if self.reranker is not None and hits:
-            result = self.reranker(query, hits)
+        if reranker is not None and hits:
+            result = reranker(query, hits)
             hits = await result if inspect.isawaitable(result) else result
         return hits[:top_k]

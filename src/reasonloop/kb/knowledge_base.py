@@ -130,6 +130,8 @@ class KnowledgeBase:
         mode: SearchMode = "hybrid",
         *,
         reranker: Reranker | None = None,
+        rerank: bool | None = None,
+        candidates: int | None = None,
         per_document: bool = False,
     ) -> list[Hit]:
         """The ``top_k`` best chunks for ``query`` (``[]`` on an empty knowledge base).
@@ -138,12 +140,23 @@ class KnowledgeBase:
             query: Free text, any language the embedder handles.
             top_k: Number of hits.
             filters: Metadata conditions applied before ranking (unknown fields match nothing).
-            mode: ``hybrid`` (RRF of dense and BM25), ``dense`` or ``lexical``.
-            reranker: Optional hook re-ordering the fused candidates.
+            mode: ``hybrid`` (dense and BM25 fused), ``dense`` or ``lexical``.
+            reranker: A hook re-ordering the fused candidates instead of the configured reranker.
+            rerank: Use the reranker (``[kb.options.reranker]``, or ``reranker``): ``None`` follows
+                ``[kb.options.retriever] rerank`` (on when one is configured), ``False`` never.
+            candidates: How many fused candidates the reranker orders (default ``rerank_depth``).
             per_document: Return the best chunk of each of the ``top_k`` best documents instead
                 (document-level ranking, as retrieval benchmarks score it).
+
+        Raises:
+            ConfigError: ``rerank=True`` with no reranker configured, or bad ``candidates``.
         """
-        retriever = self.index.retriever({"mode": mode, "top_k": max(top_k, 1)}, reranker=reranker)
+        settings: dict[str, Any] = {"mode": mode, "top_k": max(top_k, 1)}
+        if rerank is not None:
+            settings["rerank"] = rerank
+        if candidates is not None:
+            settings["rerank_depth"] = candidates
+        retriever = self.index.retriever(settings, reranker=reranker)
         if not per_document:
             return await retriever.search(query, top_k, as_filters(filters))
         hits = await retriever.search(query, top_k * PER_DOCUMENT_FETCH, as_filters(filters))

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import numpy as np
 
 from reasonloop.config import secret
-from reasonloop.errors import KBError, KBModelMismatch
+from reasonloop.errors import ConfigError, KBError, KBModelMismatch
 from reasonloop.kb.base import Filter, Hit, IngestProgress, IngestReport, KBStats
 from reasonloop.kb.chunking import Chunker
 from reasonloop.kb.embedding import Embedder
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     # The ingestion pipeline (loaders, fetching, the vector cache) loads when something is
     # ingested: opening an index to search does not need it.
     from reasonloop.kb.ingest import Ingestor, Record
+    from reasonloop.kb.rerankers.base import RerankStep
 
 __all__ = ["LocalIndex", "LocalIndexOptions"]
 
@@ -89,11 +90,9 @@ class LocalIndex:
         except KBModelMismatch:
             self.store.close()
             raise
-        self.lexical = self._derived(lambda: LexicalIndex(self.path / "lexical"), [self.path / "lexical"])
         self.vectors: VectorStore | None = None
-        dim = self.store.get_meta("embedding_dim")
-        if dim:
-            self.ensure_vectors(int(dim))
+        self._open_search()
+        self._reranker: RerankStep | None = None
         self._write_lock = asyncio.Lock()
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._mutate = threading.RLock()  # sqlite commits + derived-index updates, vs. repairs
@@ -120,6 +119,13 @@ class LocalIndex:
                 stored=stored,
                 configured=self.embedder.name,
             )
+
+    def _open_search(self) -> None:
+        """Open what search reads (BM25 here; the vectors once their size is known)."""
+        self.lexical = self._derived(lambda: LexicalIndex(self.path / "lexical"), [self.path / "lexical"])
+        dim = self.store.get_meta("embedding_dim")
+        if dim:
+            self.ensure_vectors(int(dim))
 
     def ensure_vectors(self, dim: int) -> VectorStore:
         """The vector store, created on first use once the embedding size is known."""
@@ -250,6 +256,12 @@ class LocalIndex:
             if len(keys):
                 self.vectors.add(keys, vectors)
 
+    def _settle(self) -> None:
+        """Make what was applied durable and searchable (BM25 commit, vector flush)."""
+        self.lexical.commit()
+        if self.vectors is not None:
+            self.vectors.flush()
+
     # -- ingest ---------------------------------------------------------------------------------------
     async def ingest(
         self,
@@ -340,9 +352,7 @@ class LocalIndex:
                     # Under _mutate: a consumer cancelled while its commit ran in a worker thread
                     # returns at once, but the thread finishes that commit; settle after it.
                     with self._mutate:
-                        self.lexical.commit()
-                        if self.vectors is not None:
-                            self.vectors.flush()
+                        self._settle()
                         if ok:
                             self.store.dirty = False
                         else:
@@ -383,8 +393,7 @@ class LocalIndex:
                     self.store.dirty = True
                     removed = self.store.delete_documents([d.id for d in docs])
                     self.apply(removed, [], [], np.zeros((0, 0), np.float32))
-                    if self.vectors is not None:
-                        self.vectors.flush()
+                    self._settle()
                     self.store.dirty = False
             finally:
                 self._writer.release()
@@ -406,9 +415,8 @@ class LocalIndex:
         )
 
     # -- search backend -------------------------------------------------------------------------------
-    async def dense_search(self, query: str, k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
-        if self.vectors is None or len(self.vectors) == 0:
-            return []
+    async def query_vector(self, query: str) -> np.ndarray:
+        """The embedding of ``query``, from the recent-queries cache when it is there."""
         vector = self._query_vectors.get(query)
         if vector is None:
             vector = (await self.embedder.embed_queries([query]))[0]
@@ -418,7 +426,12 @@ class LocalIndex:
                     self._query_vectors.popitem(last=False)
         else:
             self._query_vectors.move_to_end(query)
-        return self.vectors.search(vector, k, allowed)
+        return vector
+
+    async def dense_search(self, query: str, k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
+        if self.vectors is None or len(self.vectors) == 0:
+            return []
+        return self.vectors.search(await self.query_vector(query), k, allowed)
 
     def lexical_search(self, query: str, k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
         return self.lexical.search(query, k, allowed)
@@ -446,9 +459,31 @@ class LocalIndex:
             )
         return hits
 
+    def reranker(self) -> RerankStep | None:
+        """The reranker of ``[kb.options.reranker]`` (opened on first use, shared), or ``None``."""
+        if self._reranker is None and self.options.reranker:
+            from reasonloop.kb.rerankers.base import RerankStep, create_reranker
+
+            made = create_reranker(self.options.reranker)
+            self._reranker = RerankStep(made) if made is not None else None
+        return self._reranker
+
     def retriever(self, settings: dict[str, Any] | None = None, *, reranker: Reranker | None = None) -> HybridRetriever:
-        """A retriever over this index (``settings``: :class:`RetrieverSettings` fields)."""
+        """A retriever over this index (``settings``: :class:`RetrieverSettings` fields).
+
+        With ``rerank`` on, the configured reranker (or ``reranker``) orders the best
+        ``rerank_depth`` fused candidates; with it off, ``reranker`` is ignored too.
+
+        Raises:
+            ConfigError: invalid settings, or ``rerank`` on with no reranker configured.
+        """
         s = parse_retriever_settings(self.options.retriever, settings)
+        if s.rerank is False:
+            reranker = None
+        elif reranker is None:
+            reranker = self.reranker()
+            if reranker is None and s.rerank:
+                raise ConfigError("rerank is on but no reranker is configured ([kb.options.reranker])")
         return HybridRetriever(
             self,
             mode=s.mode,
@@ -463,7 +498,13 @@ class LocalIndex:
 
     async def close(self) -> None:
         async with self._write_lock:
-            self.lexical.close()
-            if self.vectors is not None:
-                self.vectors.close()
+            self._close_search()
             self.store.close()
+        if self._reranker is not None:
+            await self._reranker.reranker.aclose()
+            self._reranker = None
+
+    def _close_search(self) -> None:
+        self.lexical.close()
+        if self.vectors is not None:
+            self.vectors.close()

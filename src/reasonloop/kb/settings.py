@@ -43,6 +43,9 @@ class LocalIndexOptions(BaseModel):
     """Options passed to the embedder (``model``, ``base_url``, ``api_key_env``, ...)."""
     retriever: dict[str, Any] = Field(default_factory=dict)
     """Default :class:`RetrieverSettings`."""
+    reranker: dict[str, Any] = Field(default_factory=dict)
+    """The reranker of this knowledge base: ``id`` (``http``, ``llm``, ``llama_cpp``) and its options;
+    empty for none."""
 
 
 class RetrieverSettings(BaseModel):
@@ -58,7 +61,12 @@ class RetrieverSettings(BaseModel):
     dense_weight: float = Field(default=1.0, ge=0)
     lexical_weight: float = Field(default=1.0, ge=0)
     candidates: int = Field(default=100, ge=1)
+    """Depth fetched from each of dense and BM25 search before fusing."""
+    rerank: bool | None = None
+    """Reorder the best fused candidates with the reranker: ``None`` does when the knowledge base
+    has one, ``True`` requires one, ``False`` never reranks."""
     rerank_depth: int = Field(default=50, ge=1)
+    """How many fused candidates the reranker sees."""
 
 
 def parse_options(raw: dict[str, Any] | LocalIndexOptions | None) -> LocalIndexOptions:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import weakref
 from abc import ABC, abstractmethod
 from collections import deque
@@ -29,8 +28,9 @@ from typing import Any, ClassVar, NamedTuple
 
 from reasonloop._aio import first_step, resume
 from reasonloop.config import LLMSettings
-from reasonloop.errors import LLMBadResponse, LLMError, LLMRateLimited, LLMTimeout
+from reasonloop.errors import LLMBadResponse, LLMError, LLMTimeout
 from reasonloop.llm.deadline import DeadlineReached, WaitDeadline
+from reasonloop.llm.http_errors import backoff_delay
 from reasonloop.llm.messages import (
     ChatRequest,
     Done,
@@ -362,11 +362,7 @@ class LLM(ABC):
         return LLMTimeout(f"{self.name}: {what} {limit:g}s", provider=self.id, silent_s=limit)
 
     def _backoff(self, attempt: int, error: LLMError) -> float:
-        delay = min(self.backoff_max_s, self.backoff_base_s * 2 ** (attempt - 1))
-        delay *= 0.5 + random.random() / 2  # jitter so many clients do not retry in step
-        if isinstance(error, LLMRateLimited) and error.retry_after is not None:
-            delay = max(delay, min(error.retry_after, 60.0))
-        return delay
+        return backoff_delay(attempt, error, base_s=self.backoff_base_s, max_s=self.backoff_max_s)
 
     def _finish(self, done: Done, request: ChatRequest, parts: list[str], attempts: int) -> Done:
         if not done.prompt_tokens and not done.completion_tokens:

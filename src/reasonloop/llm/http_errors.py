@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import email.utils
 import importlib
+import random
 import re
 import time
 from collections.abc import Mapping
@@ -32,6 +33,7 @@ from reasonloop.errors import (
 __all__ = [
     "KEYLESS",
     "api_key",
+    "backoff_delay",
     "connection_error",
     "describe",
     "error_for_status",
@@ -92,6 +94,16 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def backoff_delay(attempt: int, error: LLMError, *, base_s: float = 0.5, max_s: float = 20.0) -> float:
+    """Seconds to wait before retry number ``attempt`` (1 first): exponential with jitter, at least
+    what a rate limit's ``Retry-After`` asks (up to a minute)."""
+    delay = min(max_s, base_s * 2 ** (attempt - 1))
+    delay *= 0.5 + random.random() / 2  # jitter so many clients do not retry in step
+    if isinstance(error, LLMRateLimited) and error.retry_after is not None:
+        delay = max(delay, min(error.retry_after, 60.0))
+    return delay
 
 
 def error_for_status(

@@ -9,7 +9,9 @@ both map to :class:`~reasonloop.events.Citation` objects.
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Sequence
+from typing import Any
 
 from reasonloop.events import Citation
 from reasonloop.kb.base import Hit, Retriever
@@ -42,11 +44,23 @@ class EvidenceLog:
             self.citations.setdefault(citation.marker, citation)
 
 
-async def search_all(retrievers: Sequence[Retriever], query: str, top_k: int) -> list[Hit]:
+def _accepts(retriever: Retriever, options: dict[str, Any]) -> dict[str, Any]:
+    """The ``options`` the retriever's ``search`` takes (a plain :class:`Retriever` takes none)."""
+    if not options:
+        return options
+    try:
+        params = inspect.signature(retriever.search).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {k: v for k, v in options.items() if k in params}
+
+
+async def search_all(retrievers: Sequence[Retriever], query: str, top_k: int, **options: Any) -> list[Hit]:
     """Search every retriever concurrently; merge by rank (round-robin), drop repeated chunks.
 
     Scores of different retrievers are not comparable, so hits are interleaved by their
-    rank in each list. A failing retriever is skipped unless all of them fail.
+    rank in each list. A failing retriever is skipped unless all of them fail. ``options``
+    (``mode``, ``rerank``, ``candidates``) go to the retrievers whose ``search`` takes them.
 
     Raises:
         Exception: the first retriever's error, when every retriever failed.
@@ -54,8 +68,10 @@ async def search_all(retrievers: Sequence[Retriever], query: str, top_k: int) ->
     if not retrievers:
         return []
     if len(retrievers) == 1:
-        return list(await retrievers[0].search(query, top_k=top_k))[:top_k]
-    results = await asyncio.gather(*(r.search(query, top_k=top_k) for r in retrievers), return_exceptions=True)
+        return list(await retrievers[0].search(query, top_k=top_k, **_accepts(retrievers[0], options)))[:top_k]
+    results = await asyncio.gather(
+        *(r.search(query, top_k=top_k, **_accepts(r, options)) for r in retrievers), return_exceptions=True
+    )
     lists = [r for r in results if not isinstance(r, BaseException)]
     if not lists:
         first = results[0]
