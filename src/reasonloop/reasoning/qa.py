@@ -1,7 +1,8 @@
 """Retrieval-QA: retrieve, number the evidence, answer once with citations.
 
 The classic retrieve-then-read pipeline: a follow-up question is first rewritten into a
-standalone query; the hits of every knowledge source become numbered evidence; one
+standalone query (and, as ``settings.retrieval`` asks, rephrased or answered hypothetically to
+search better: :mod:`reasonloop.reasoning.query_transforms`); the hits of every knowledge source become numbered evidence; one
 streamed answer cites it as ``[n]``. With no evidence (and no conversation to draw on) the
 strategy says it doesn't know without asking the model to guess. Greetings, small talk,
 translation and creative writing are answered directly.
@@ -10,9 +11,9 @@ translation and creative writing are answered directly.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from reasonloop.events import Event
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings
@@ -22,7 +23,9 @@ from reasonloop.reasoning.intent import needs_no_retrieval
 from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn
 from reasonloop.reasoning.prompts import render, system_prompt
-from reasonloop.reasoning.retrieval import Evidence, condense_question, direct_answer, retrieve
+from reasonloop.reasoning.query_transforms import condense_question
+from reasonloop.reasoning.retrieval import Evidence, direct_answer, retrieve
+from reasonloop.reasoning.retrieval_settings import RetrievalSettings
 from reasonloop.registry import PluginInfo
 
 __all__ = ["QAReasoning", "QASettings"]
@@ -31,8 +34,19 @@ __all__ = ["QAReasoning", "QASettings"]
 class QASettings(ReasoningSettings):
     top_k: int = Field(default=5, ge=1, le=50)
     """Passages retrieved for the question."""
-    rewrite_followups: bool = True
-    """Rewrite a follow-up question into a standalone query before searching."""
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    """Query transforms (condensing follow-ups, multi-query, HyDE) and reranking for this run."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_names(cls, data: Any) -> Any:
+        # ``rewrite_followups`` is now the retrieval step's ``condense`` transform.
+        if isinstance(data, dict) and "rewrite_followups" in data:
+            data = dict(data)
+            retrieval = dict(data.get("retrieval") or {})
+            retrieval.setdefault("condense", data.pop("rewrite_followups"))
+            data["retrieval"] = retrieval
+        return data
 
 
 class QAReasoning(Reasoning):
@@ -61,7 +75,7 @@ class QAReasoning(Reasoning):
         evidence = Evidence()
         if ctx.retrievers:
             query: list[str] = []
-            if settings.rewrite_followups:
+            if settings.retrieval.condense:
                 async for event in condense_question(ctx, tracker, question, language, query):
                     yield event
             async for event in retrieve(
@@ -71,6 +85,9 @@ class QAReasoning(Reasoning):
                 settings.max_evidence_tokens,
                 evidence,
                 "retrieve_1",
+                tracker=tracker,
+                settings=settings.retrieval,
+                language=language,
             ):
                 yield event
 

@@ -6,16 +6,25 @@ a strategy stays a readable sequence of ``async for event in step(...): yield ev
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
-from reasonloop.events import Citation, Event, Step, ToolCall, ToolResult
+from reasonloop.events import Citation, Event, Progress, Step, ToolCall, ToolResult
 from reasonloop.kb.base import Hit
+from reasonloop.kb.rerankers.base import collect_reports
 from reasonloop.llm.base import LLM, Message
 from reasonloop.reasoning.base import RunContext
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.llmcall import Turn, llm_turn
-from reasonloop.reasoning.prompts import conversation, render
+from reasonloop.reasoning.prompts import conversation
+from reasonloop.reasoning.query_transforms import (
+    condense_question,
+    fuse_hit_lists,
+    hypothetical_answer,
+    rewrite_queries,
+)
+from reasonloop.reasoning.retrieval_settings import RetrievalSettings
 from reasonloop.tools.evidence import format_evidence, search_all
 
 __all__ = ["Evidence", "condense_question", "direct_answer", "retrieve"]
@@ -36,32 +45,57 @@ def _whole(text: str) -> str:
 
 
 async def retrieve(
-    ctx: RunContext, query: str, top_k: int, budget: int, into: Evidence, call_id: str
+    ctx: RunContext,
+    query: str,
+    top_k: int,
+    budget: int,
+    into: Evidence,
+    call_id: str,
+    *,
+    tracker: BudgetTracker | None = None,
+    settings: RetrievalSettings | None = None,
+    language: str = "en",
 ) -> AsyncIterator[Event]:
-    """Search every retriever; number the hits in the run's evidence log; trace it as a docsearch call."""
+    """Search every retriever; number the hits in the run's evidence log; trace it as a docsearch call.
+
+    With ``settings`` (and a ``tracker`` for the model calls), the query transforms run first:
+    other phrasings (multi-query) and a hypothetical answer (HyDE) are searched beside the query
+    and the hit lists fused. Each rerank step of the search is traced as a progress line with its
+    cost; a reranker that failed is a warning, and the retrieval order stands.
+    """
+    settings = settings or RetrievalSettings()
     into.query = query
-    yield ToolCall(call_id=call_id, tool="docsearch", input={"query": query, "top_k": top_k})
+    phrasings: list[str] = []
+    passages: list[str] = []
+    if tracker is not None and settings.multi_query:
+        async for event in rewrite_queries(ctx, tracker, query, settings.multi_query, language, phrasings):
+            yield event
+    if tracker is not None and settings.hyde:
+        async for event in hypothetical_answer(ctx, tracker, query, language, passages):
+            yield event
+    shown: dict[str, object] = {"query": query, "top_k": top_k}
+    if phrasings:
+        shown["queries"] = phrasings
+    if passages:
+        shown["hyde"] = passages[0]
+    yield ToolCall(call_id=call_id, tool="docsearch", input=shown)
     ctx.searched()
-    into.hits = await search_all(ctx.retrievers, query, top_k)
+    options: dict[str, object] = {}
+    if settings.rerank is not None:
+        options["rerank"] = settings.rerank
+    if settings.rerank_candidates is not None:
+        options["candidates"] = settings.rerank_candidates
+    searches = [search_all(ctx.retrievers, q, top_k, **options) for q in [query, *phrasings]]
+    searches += [search_all(ctx.retrievers, p, top_k, mode="dense", **options) for p in passages]
+    with collect_reports() as reports:
+        lists = await asyncio.gather(*searches)
+    for report in reports:
+        yield Progress(message=report.summary(), level="warning" if report.warning else "info")
+    into.hits = fuse_hit_lists(lists, top_k)
     into.text, into.citations = format_evidence(into.hits, ctx.scope.evidence_log(), budget)
     observation = into.text or "(no passages found)"
-    ctx.steps.append(Step(action="docsearch", action_input={"query": query, "top_k": top_k}, observation=observation))
+    ctx.steps.append(Step(action="docsearch", action_input=shown, observation=observation))
     yield ToolResult(call_id=call_id, tool="docsearch", output=observation, citations=into.citations)
-
-
-async def condense_question(
-    ctx: RunContext, tracker: BudgetTracker, question: str, language: str, into: list[str]
-) -> AsyncIterator[Event]:
-    """A standalone search query for a follow-up question (the question itself without history)."""
-    if not ctx.history:
-        into.append(question)
-        return
-    turn = Turn()
-    messages = [Message.system(render("condense", language)), *ctx.history, Message.user(question)]
-    async for event in llm_turn(ctx.llm, messages, turn, tracker):
-        yield event
-    query = turn.text.strip().strip('"').strip()
-    into.append(query.splitlines()[0] if query else question)
 
 
 async def direct_answer(
