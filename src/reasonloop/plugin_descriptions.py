@@ -32,6 +32,7 @@ DESCRIPTIONS: dict[str, str] = {
     "reasonloop.tools.wikipedia:WikipediaTool": "Look topics up on Wikipedia or another MediaWiki",
     # knowledge indexes
     "reasonloop.kb.local_index:LocalIndex": "Embedded hybrid index (sqlite, tantivy BM25, usearch HNSW).",
+    "reasonloop.kb.milvus:MilvusIndex": "Milvus (Lite file, standalone or cluster): dense + BM25 hybrid.",
     # rerankers
     "reasonloop.kb.rerankers.http:HTTPReranker": "A rerank endpoint: Hugging Face TEI or the /v1/rerank shape",
     "reasonloop.kb.rerankers.llm:LLMReranker": "Listwise reranking by any configured chat model",

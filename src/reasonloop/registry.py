@@ -74,7 +74,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "web_search": "reasonloop.tools.web_search:WebSearchTool",
         "wikipedia": "reasonloop.tools.wikipedia:WikipediaTool",
     },
-    "index": {"local": "reasonloop.kb.local_index:LocalIndex"},
+    "index": {"local": "reasonloop.kb.local_index:LocalIndex", "milvus": "reasonloop.kb.milvus:MilvusIndex"},
     "llm": {
         "openai": "reasonloop.llm.openai_provider:OpenAIProvider",
         "anthropic": "reasonloop.llm.anthropic_provider:AnthropicProvider",
