@@ -142,3 +142,14 @@ async def test_an_oversized_body_is_refused_before_it_is_read(client):
         headers={**A, "Content-Type": "multipart/form-data; boundary=zzz"},
     )
     assert response.status_code == 413 and response.json()["error"]["code"] == "kb.upload_too_large"
+
+
+async def test_search_takes_the_rerank_options(client):
+    http, _ = client
+    await http.post("/v1/kb/documents", files={"files": ("ships.txt", DOC, "text/plain")}, headers=A)
+    hits = (await http.get("/v1/kb/search", params={"q": "ships", "rerank": "false"}, headers=A)).json()
+    assert hits and hits[0]["rerank_score"] is None and "score" in hits[0]
+    refused = await http.get("/v1/kb/search", params={"q": "ships", "rerank": "true"}, headers=A)
+    assert refused.status_code == 422 and "no reranker is configured" in refused.json()["error"]["message"]
+    bad = await http.get("/v1/kb/search", params={"q": "ships", "candidates": 0}, headers=A)
+    assert bad.status_code == 422

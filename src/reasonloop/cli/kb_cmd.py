@@ -166,6 +166,12 @@ def search(
     ] = None,
     kb_dir: KBOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
+    rerank: Annotated[
+        bool | None, typer.Option("--rerank/--no-rerank", help="Use the configured reranker (default: if any).")
+    ] = None,
+    candidates: Annotated[
+        int | None, typer.Option("--candidates", min=1, help="Fused candidates the reranker orders.")
+    ] = None,
 ) -> None:
     """Search the knowledge base without an LLM."""
     if mode not in ("hybrid", "dense", "lexical"):
@@ -176,7 +182,15 @@ def search(
         kb = _open(kb_dir)
         try:
             fusion = getattr(kb.retriever({"mode": mode}), "fusion", None)
-            return await kb.search(query, top_k=top_k, filters=parsed or None, mode=cast("SearchMode", mode)), fusion
+            hits = await kb.search(
+                query,
+                top_k=top_k,
+                filters=parsed or None,
+                mode=cast("SearchMode", mode),
+                rerank=rerank,
+                candidates=candidates,
+            )
+            return hits, fusion
         finally:
             await kb.close()
 
@@ -192,7 +206,8 @@ def search(
     console.print(f"[dim]score: {escape(score_legend(mode, fusion))}[/]", highlight=False, soft_wrap=True)
     for rank, hit in enumerate(hits, start=1):
         where = hit.source + (f" p.{hit.metadata['page']}" if hit.metadata.get("page") else "")
-        console.print(f"[bold]{rank}.[/] [cyan]{escape(where)}[/] [dim]{hit.score:.4f}[/]", highlight=False)
+        scores = f"{hit.score:.4f}" + (f" rerank {hit.rerank_score:.4f}" if hit.rerank_score is not None else "")
+        console.print(f"[bold]{rank}.[/] [cyan]{escape(where)}[/] [dim]{scores}[/]", highlight=False)
         snippet = " ".join(hit.text.split())
         console.print("   " + escape(snippet[:300] + ("…" if len(snippet) > 300 else "")), highlight=False)
 

@@ -20,7 +20,7 @@ from fastapi import APIRouter, Depends, File, Query, Request, UploadFile
 from fastapi.encoders import jsonable_encoder
 
 from reasonloop.config import Settings
-from reasonloop.errors import DocumentNotFound, KBError, KBUnavailable, UploadTooLarge
+from reasonloop.errors import ConfigError, DocumentNotFound, KBError, KBUnavailable, RequestInvalid, UploadTooLarge
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
 from reasonloop.server.errors import error_response
@@ -279,7 +279,14 @@ async def search(
     who: Annotated[Principal, Depends(principal)],
     q: str = Query(min_length=1),
     top_k: int = Query(5, ge=1, le=100),
+    rerank: bool | None = Query(None, description="false: skip the knowledge base's reranker; true: require one"),
+    candidates: int | None = Query(None, ge=1, le=500, description="fused candidates the reranker orders"),
 ) -> Any:
     """Search the tenant's knowledge base."""
     kb = await _kb(request).get(who.tenant)
-    return jsonable_encoder(await _call(kb.search, q, top_k))
+    options = {k: v for k, v in {"rerank": rerank, "candidates": candidates}.items() if v is not None}
+    try:
+        hits = await _call(kb.search, q, top_k, **options)
+    except ConfigError as exc:  # rerank=true on a knowledge base without a reranker: the request's fault
+        raise RequestInvalid(exc.message, field="rerank") from exc
+    return jsonable_encoder(hits)
