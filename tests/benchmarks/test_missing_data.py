@@ -10,7 +10,7 @@ import pytest
 from tests.benchmarks.loading import BENCHMARKS
 
 
-@pytest.mark.parametrize("script", ["retrieval.py", "prompt_growth.py"])
+@pytest.mark.parametrize("script", ["retrieval.py", "prompt_growth.py", "milvus_index.py"])
 def test_missing_data_is_one_line_not_a_traceback(script, tmp_path):
     missing = tmp_path / "no-data"
     proc = subprocess.run(

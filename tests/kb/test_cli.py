@@ -221,3 +221,30 @@ def test_search_says_what_its_scores_mean(docs, capsys, tmp_path):
     assert out.startswith("score: hybrid search, higher is better; reciprocal-rank fusion")
     code, out, _ = run(["search", "cats sleep", "--json"], capsys)
     assert "score:" not in out and json.loads(out)  # JSON stays JSON
+
+
+def test_search_reranks_with_the_configured_reranker_unless_told_not_to(docs, capsys, tmp_path):
+    from .helpers import LoopbackServer, reply
+
+    def prefer_later(handler):
+        texts = json.loads(handler.rfile.read(int(handler.headers["Content-Length"])))["texts"]
+        reply(
+            handler,
+            json.dumps([{"index": i, "score": float(i)} for i in range(len(texts))]).encode(),
+            "application/json",
+        )
+
+    with LoopbackServer({"/rerank": prefer_later}) as server:
+        (tmp_path / "reasonloop.toml").write_text(
+            f'[kb.options.reranker]\nid = "http"\nbase_url = "{server.url}"\nformat = "tei"\n', encoding="utf-8"
+        )
+        assert run(["ingest", str(docs / "cats.md"), str(docs / "tea.txt")], capsys)[0] == 0
+        code, out, _ = run(["search", "how long do cats sleep", "--json", "--no-rerank"], capsys)
+        plain = json.loads(out)
+        assert code == 0 and [h["rerank_score"] for h in plain] == [None, None]
+        code, out, _ = run(["search", "how long do cats sleep", "--json"], capsys)
+        reranked = json.loads(out)
+        assert [h["chunk_id"] for h in reranked] == [h["chunk_id"] for h in plain][::-1]
+        assert [h["rerank_score"] for h in reranked] == [1.0, 0.0]
+        code, out, _ = run(["search", "how long do cats sleep", "--candidates", "1", "--top-k", "1"], capsys)
+        assert code == 0 and "rerank 0.0000" in out and "cats.md" in out

@@ -166,9 +166,7 @@ def search(
     ] = None,
     kb_dir: KBOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print hits as JSON.")] = False,
-    rerank: Annotated[
-        bool | None, typer.Option("--rerank/--no-rerank", help="Use the configured reranker (default: if any).")
-    ] = None,
+    no_rerank: Annotated[bool, typer.Option("--no-rerank", help="Skip the configured reranker.")] = False,
     candidates: Annotated[
         int | None, typer.Option("--candidates", min=1, help="Fused candidates the reranker orders.")
     ] = None,
@@ -187,7 +185,7 @@ def search(
                 top_k=top_k,
                 filters=parsed or None,
                 mode=cast("SearchMode", mode),
-                rerank=rerank,
+                rerank=False if no_rerank else None,
                 candidates=candidates,
             )
             return hits, fusion

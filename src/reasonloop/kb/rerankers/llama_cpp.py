@@ -3,7 +3,10 @@
 A cross-encoder reranker converted to GGUF (a bge-reranker, for one) is opened by llama-cpp-python
 in ranking mode (``embedding=True``, rank pooling): the model's classification head then gives
 one relevance score per input sequence, read as the first value of that sequence's output. Each
-candidate is scored as the pair ``query``/``document`` joined by ``separator``. The model file is
+candidate is scored as the pair ``query``/``document`` joined by ``separator`` as text:
+llama-cpp-python's ``embed`` tokenises plain text, so the pair does not get the model's special
+separator tokens the way llama.cpp's own server builds it, and scores can differ from that server's
+(the order is what counts here). The model file is
 the user's (``model_path``); nothing is downloaded. It is opened on first use and scored in a
 worker thread, one call at a time (a llama.cpp context is not shared between threads).
 """
