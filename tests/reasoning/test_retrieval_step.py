@@ -156,3 +156,31 @@ async def test_a_reranker_that_is_down_is_a_warning_and_the_run_goes_on(tmp_path
     answer = events[-1]
     assert isinstance(answer, Answer) and answer.text == "Paris is the capital [1]."
     assert [c.chunk_id for c in answer.citations] == [plain[0].chunk_id]
+
+
+async def test_decompose_transforms_each_sub_question_and_passes_rerank_options() -> None:
+    def reply(messages: list[Message], tools) -> str:
+        system, last = messages[0].content, messages[-1].content
+        if "sub-questions" in system and "Split" in system:
+            return "1. What is the capital of France?\n2. How tall is the Eiffel Tower?"
+        if "different search queries" in system:
+            return "Eiffel Tower metres" if "Eiffel" in last else "Paris France capital"
+        if last.startswith("Sub-questions"):
+            return "Paris [1]; 330 m [2]."
+        return "sub answer"
+
+    retriever = ModeRetriever()
+    settings = {"retrieval": {"multi_query": 1, "rerank": False}}
+    result = await Agent("decompose", llm=ScriptedProvider(replies=reply), kb=retriever, settings=settings).run(
+        "Capital of France and the height of its tower?"
+    )
+    assert sorted(retriever.queries) == sorted(
+        [
+            "What is the capital of France?",
+            "Paris France capital",
+            "How tall is the Eiffel Tower?",
+            "Eiffel Tower metres",
+        ]
+    )
+    assert {o["rerank"] for o in retriever.options} == {False}
+    assert result.usage.llm_calls == 6  # split, two phrasings, two sub-answers, synthesis

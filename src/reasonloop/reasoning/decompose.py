@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from pydantic import Field
@@ -24,9 +24,10 @@ from reasonloop.reasoning.intent import needs_no_retrieval
 from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn, llm_turn
 from reasonloop.reasoning.prompts import render, system_prompt
-from reasonloop.reasoning.retrieval import direct_answer
+from reasonloop.reasoning.retrieval import Search, direct_answer, run_search, transform
+from reasonloop.reasoning.retrieval_settings import RetrievalSettings
 from reasonloop.registry import PluginInfo
-from reasonloop.tools.evidence import format_evidence, search_all
+from reasonloop.tools.evidence import format_evidence
 
 __all__ = ["DecomposeReasoning", "DecomposeSettings", "parse_subquestions"]
 
@@ -51,6 +52,9 @@ class DecomposeSettings(ReasoningSettings):
     """Most sub-questions the question is split into."""
     top_k: int = Field(default=4, ge=1, le=20)
     """Passages retrieved per sub-question."""
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    """Query transforms (multi-query, HyDE: per sub-question) and reranking for this run; a
+    sub-question is standalone already, so ``condense`` does not apply."""
 
 
 @dataclass
@@ -59,6 +63,8 @@ class _Finding:
     question: str
     evidence: str = ""
     answer: str = ""
+    notes: list[Event] = field(default_factory=list)
+    """The rerank steps of its search, for the trace."""
 
 
 class DecomposeReasoning(Reasoning):
@@ -104,6 +110,8 @@ class DecomposeReasoning(Reasoning):
             for next_done in asyncio.as_completed(tasks):
                 f = await next_done
                 ctx.steps.append(Step(action="subquestion", action_input=f.question, observation=f.answer))
+                for note in f.notes:
+                    yield note
                 yield ToolResult(call_id=f"sub_{f.index}", tool="docsearch", output=f.evidence or "(no passages found)")
                 yield Thought(text=f"{f.question}\n{f.answer}")
         finally:
@@ -131,8 +139,12 @@ class DecomposeReasoning(Reasoning):
         ctx, settings = self.ctx, self.settings
         if ctx.retrievers:
             ctx.searched()
-        hits = await search_all(ctx.retrievers, finding.question, settings.top_k)
-        finding.evidence, _ = format_evidence(hits, ctx.scope.evidence_log(), settings.max_evidence_tokens)
+        found = Search(query=finding.question)
+        async for _ in transform(ctx, self.tracker, finding.question, settings.retrieval, self.language, found):
+            pass
+        await run_search(ctx, settings.top_k, settings.retrieval, found)
+        finding.notes = list(found.notes())
+        finding.evidence, _ = format_evidence(found.hits, ctx.scope.evidence_log(), settings.max_evidence_tokens)
         if not finding.evidence:
             finding.answer = render("dont_know", self.language)
             return finding

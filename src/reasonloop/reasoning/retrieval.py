@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from reasonloop.events import Citation, Event, Progress, Step, ToolCall, ToolResult
 from reasonloop.kb.base import Hit
-from reasonloop.kb.rerankers.base import collect_reports
+from reasonloop.kb.rerankers.base import RerankReport, collect_reports
 from reasonloop.llm.base import LLM, Message
 from reasonloop.reasoning.base import RunContext
 from reasonloop.reasoning.budget import BudgetTracker
@@ -27,7 +27,7 @@ from reasonloop.reasoning.query_transforms import (
 from reasonloop.reasoning.retrieval_settings import RetrievalSettings
 from reasonloop.tools.evidence import format_evidence, search_all
 
-__all__ = ["Evidence", "condense_question", "direct_answer", "retrieve"]
+__all__ = ["Evidence", "Search", "condense_question", "direct_answer", "retrieve", "run_search", "transform"]
 
 
 @dataclass
@@ -44,6 +44,66 @@ def _whole(text: str) -> str:
     return text
 
 
+@dataclass
+class Search:
+    """One search of a run: the queries the transforms made, then what they found."""
+
+    query: str = ""
+    phrasings: list[str] = field(default_factory=list)
+    passages: list[str] = field(default_factory=list)
+    """Hypothetical answers (HyDE), searched by their embedding."""
+    hits: list[Hit] = field(default_factory=list)
+    reports: list[RerankReport] = field(default_factory=list)
+    """The rerank steps of the searches."""
+
+    def shown(self, top_k: int) -> dict[str, object]:
+        """The search as a trace shows it: the query, ``top_k``, the phrasings and the hypothetical answer."""
+        out: dict[str, object] = {"query": self.query, "top_k": top_k}
+        if self.phrasings:
+            out["queries"] = self.phrasings
+        if self.passages:
+            out["hyde"] = self.passages[0]
+        return out
+
+    def notes(self) -> list[Progress]:
+        """The rerank steps as progress lines (a failed one at level ``warning``)."""
+        return [Progress(message=r.summary(), level="warning" if r.warning else "info") for r in self.reports]
+
+
+async def transform(
+    ctx: RunContext,
+    tracker: BudgetTracker,
+    query: str,
+    settings: RetrievalSettings,
+    language: str,
+    into: Search,
+) -> AsyncIterator[Event]:
+    """The query transforms ``settings`` ask for: other phrasings, a hypothetical answer."""
+    into.query = query
+    if settings.multi_query:
+        async for event in rewrite_queries(ctx, tracker, query, settings.multi_query, language, into.phrasings):
+            yield event
+    if settings.hyde:
+        async for event in hypothetical_answer(ctx, tracker, query, language, into.passages):
+            yield event
+
+
+async def run_search(ctx: RunContext, top_k: int, settings: RetrievalSettings, into: Search) -> None:
+    """Every search of ``into`` at once (the query, its phrasings, the hypothetical answers by their
+    embedding), the hit lists fused; reranking follows the run's overrides."""
+    options: dict[str, object] = {}
+    if settings.rerank is not None:
+        options["rerank"] = settings.rerank
+    if settings.rerank_candidates is not None:
+        options["candidates"] = settings.rerank_candidates
+    searches = [search_all(ctx.retrievers, q, top_k, **options) for q in [into.query, *into.phrasings]]
+    searches += [search_all(ctx.retrievers, p, top_k, mode="dense", **options) for p in into.passages]
+    with collect_reports() as reports:
+        lists = await asyncio.gather(*searches)
+    into.reports = reports
+    into.hits = fuse_hit_lists(lists, top_k)
+
+
 async def retrieve(
     ctx: RunContext,
     query: str,
@@ -58,40 +118,24 @@ async def retrieve(
 ) -> AsyncIterator[Event]:
     """Search every retriever; number the hits in the run's evidence log; trace it as a docsearch call.
 
-    With ``settings`` (and a ``tracker`` for the model calls), the query transforms run first:
-    other phrasings (multi-query) and a hypothetical answer (HyDE) are searched beside the query
-    and the hit lists fused. Each rerank step of the search is traced as a progress line with its
-    cost; a reranker that failed is a warning, and the retrieval order stands.
+    With ``settings`` (and a ``tracker`` for their model calls), the query transforms run first,
+    and every query they make is searched, the hit lists fused. Each rerank step of the search is
+    traced as a progress line with its cost; a reranker that failed is a warning, and the
+    retrieval order stands.
     """
     settings = settings or RetrievalSettings()
     into.query = query
-    phrasings: list[str] = []
-    passages: list[str] = []
-    if tracker is not None and settings.multi_query:
-        async for event in rewrite_queries(ctx, tracker, query, settings.multi_query, language, phrasings):
+    found = Search(query=query)
+    if tracker is not None:
+        async for event in transform(ctx, tracker, query, settings, language, found):
             yield event
-    if tracker is not None and settings.hyde:
-        async for event in hypothetical_answer(ctx, tracker, query, language, passages):
-            yield event
-    shown: dict[str, object] = {"query": query, "top_k": top_k}
-    if phrasings:
-        shown["queries"] = phrasings
-    if passages:
-        shown["hyde"] = passages[0]
+    shown = found.shown(top_k)
     yield ToolCall(call_id=call_id, tool="docsearch", input=shown)
     ctx.searched()
-    options: dict[str, object] = {}
-    if settings.rerank is not None:
-        options["rerank"] = settings.rerank
-    if settings.rerank_candidates is not None:
-        options["candidates"] = settings.rerank_candidates
-    searches = [search_all(ctx.retrievers, q, top_k, **options) for q in [query, *phrasings]]
-    searches += [search_all(ctx.retrievers, p, top_k, mode="dense", **options) for p in passages]
-    with collect_reports() as reports:
-        lists = await asyncio.gather(*searches)
-    for report in reports:
-        yield Progress(message=report.summary(), level="warning" if report.warning else "info")
-    into.hits = fuse_hit_lists(lists, top_k)
+    await run_search(ctx, top_k, settings, found)
+    for note in found.notes():
+        yield note
+    into.hits = found.hits
     into.text, into.citations = format_evidence(into.hits, ctx.scope.evidence_log(), budget)
     observation = into.text or "(no passages found)"
     ctx.steps.append(Step(action="docsearch", action_input=shown, observation=observation))
