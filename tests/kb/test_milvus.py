@@ -88,3 +88,23 @@ def test_bad_milvus_options_are_config_errors(tmp_path):
         _open(tmp_path / "kb", milvus_collection="no spaces please")
     with pytest.raises(ConfigError, match="milvus_timeout_s"):
         _open(tmp_path / "kb", milvus_timeout_s=0)
+
+
+async def test_searches_wait_on_milvus_off_the_event_loop(tmp_path, monkeypatch):
+    import threading
+
+    kb = _open(tmp_path / "kb")
+    await kb.ingest_records(RECORDS)
+    index = kb.index
+    assert isinstance(index, MilvusIndex)
+    seen: list[bool] = []
+    search = index._search
+
+    def recording(*args, **kwargs):
+        seen.append(threading.current_thread() is threading.main_thread())
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(index, "_search", recording)
+    hits = await kb.search("cats sleep", top_k=2)
+    assert hits[0].document_id == "cats" and seen == [False, False]  # dense and BM25, both in worker threads
+    await kb.close()

@@ -128,6 +128,10 @@ def score_fuse(
     return sorted(fused.items(), key=lambda kv: (-kv[1], order[kv[0]]))
 
 
+async def _maybe(result: Any) -> Any:
+    return await result if inspect.isawaitable(result) else result
+
+
 def _sortable(item: Any) -> tuple[int, Any]:
     return (0, item) if isinstance(item, int | float) else (1, str(item))
 
@@ -137,7 +141,11 @@ class SearchBackend(Protocol):
 
     async def dense_search(self, query: str, k: int, allowed: Any) -> list[tuple[int, float]]: ...
 
-    def lexical_search(self, query: str, k: int, allowed: Any) -> list[tuple[int, float]]: ...
+    def lexical_search(
+        self, query: str, k: int, allowed: Any
+    ) -> list[tuple[int, float]] | Awaitable[list[tuple[int, float]]]:
+        """BM25 results; a backend whose search waits on I/O (a server) returns an awaitable."""
+        ...
 
     def allowed_keys(self, filters: Sequence[Filter]) -> Any:
         """What the filters allow, in the backend's own terms (the local index: a set of chunk
@@ -225,12 +233,12 @@ class HybridRetriever:
         if mode == "dense":
             scored = await self.backend.dense_search(query, pool, allowed)
         elif mode == "lexical":
-            scored = self.backend.lexical_search(query, pool, allowed)
+            scored = await _maybe(self.backend.lexical_search(query, pool, allowed))
         else:
             fetch = max(self.candidates, pool)
             dense_task = asyncio.ensure_future(self.backend.dense_search(query, fetch, allowed))
             try:
-                lexical = self.backend.lexical_search(query, fetch, allowed)
+                lexical = await _maybe(self.backend.lexical_search(query, fetch, allowed))
             except BaseException:
                 dense_task.cancel()
                 raise

@@ -22,6 +22,7 @@ Milvus disagrees with) reconciles the two, from the cached vectors.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -380,12 +381,14 @@ class MilvusIndex(LocalIndex):
         if self._dim is None:
             return []
         vector = await self.query_vector(query)
-        return self._search(np.asarray(vector, dtype=np.float32).tolist(), "dense", k, allowed)
+        dense = np.asarray(vector, dtype=np.float32).tolist()
+        return await asyncio.to_thread(self._search, dense, "dense", k, allowed)
 
-    def lexical_search(self, query: str, k: int, allowed: Any) -> list[tuple[int, float]]:
+    async def lexical_search(self, query: str, k: int, allowed: Any) -> list[tuple[int, float]]:  # type: ignore[override]
+        """BM25 inside Milvus, in a worker thread: the call waits on Milvus, not on the event loop."""
         if not query.strip():
             return []
-        return self._search(query, "sparse", k, allowed)
+        return await asyncio.to_thread(self._search, query, "sparse", k, allowed)
 
     # -- closing --------------------------------------------------------------------------------------
     def _close_search(self) -> None:
