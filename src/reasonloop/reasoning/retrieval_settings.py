@@ -19,6 +19,7 @@ class RetrievalSettings(BaseModel):
     hyde: bool = False
     """Also search the embedding of a hypothetical answer the model writes."""
     rerank: bool | None = None
-    """``False`` skips the knowledge base's reranker for this run; ``None`` follows its configuration."""
+    """``False`` skips the knowledge base's reranker for this run; ``None`` (or ``True``) uses it where
+    one is configured."""
     rerank_candidates: int | None = Field(default=None, ge=1, le=500)
     """How many fused candidates the reranker orders (default: the knowledge base's ``rerank_depth``)."""
