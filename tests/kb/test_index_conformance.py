@@ -24,7 +24,6 @@ INDEXES = ["local", "milvus"]
 
 @pytest.fixture(scope="module")
 def milvus_file(tmp_path_factory) -> Path:
-    pytest.importorskip("milvus_lite", reason="the milvus index tests need the dev extra (milvus-lite)")
     return tmp_path_factory.mktemp("milvus") / "shared.db"
 
 

@@ -14,8 +14,6 @@ from reasonloop.kb.milvus import MilvusIndex
 
 from .helpers import HashEmbedder
 
-pytest.importorskip("milvus_lite", reason="the milvus index tests need the dev extra (milvus-lite)")
-
 RECORDS = [
     ("cats", "Cats", "Cats sleep up to sixteen hours a day."),
     ("pump", "Pump", "Install the pump before the filter."),
