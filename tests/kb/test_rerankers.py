@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from reasonloop.errors import ConfigError
+from reasonloop.errors import ConfigError, LLMNotConfigured
 from reasonloop.kb.base import Hit
 from reasonloop.kb.rerankers.base import RerankStep, collect_reports, create_reranker
 from reasonloop.kb.rerankers.http import HTTPReranker
@@ -157,7 +157,7 @@ def test_bad_options_are_config_errors(monkeypatch):
     with pytest.raises(ConfigError, match="needs an id"):
         create_reranker({"base_url": "http://x"})
     monkeypatch.delenv("RL_UNSET_KEY", raising=False)
-    with pytest.raises(Exception, match="RL_UNSET_KEY"):
+    with pytest.raises(LLMNotConfigured, match="RL_UNSET_KEY"):
         HTTPReranker({"base_url": "http://x", "api_key_env": "RL_UNSET_KEY"})
 
 
