@@ -35,7 +35,9 @@ def _get_engine() -> Any:
 
         # Detection on the image as it is, only shrunk past 2000 pixels: the default scales the
         # short side up to 736, which makes a line-high strip of text a huge, slow image.
-        _engine = RapidOCR(det_limit_type="max", det_limit_side_len=2000)
+        # One onnxruntime thread: OCR runs beside the embedder during an ingest, and extra
+        # threads spin (1.7x the CPU per page for no gain on a busy machine, benchmarks/ocr.py).
+        _engine = RapidOCR(det_limit_type="max", det_limit_side_len=2000, intra_op_num_threads=1)
     return _engine
 
 
