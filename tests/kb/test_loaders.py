@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from reasonloop.errors import KBLoadError
-from reasonloop.kb.loaders import DAMAGED_PDF, LoadedDocument, RecordError, load_bytes, load_file, walk
+from reasonloop.kb.loaders import DAMAGED_PDF, LoadedDocument, Page, RecordError, load_bytes, load_file, walk
 
 from .helpers import make_damaged_pdf, make_docx, make_pdf
 
@@ -58,7 +58,7 @@ def test_pdf_keeps_page_numbers(tmp_path):
     (tmp_path / "d.pdf").write_bytes(make_pdf(["First page text", "", "Third page text"]))
     doc = _one(tmp_path / "d.pdf")
     assert doc.text == "First page text\n\nThird page text"
-    assert doc.pages == [(0, 1), (17, 3)]
+    assert doc.pages == [Page(1, "First page text"), Page(3, "Third page text")]
     assert doc.metadata["pages"] == 3
 
 

@@ -30,7 +30,8 @@ class Hit(BaseModel):
     rerank_score: float | None = None
     """The reranker's score, when a reranker ordered the hits (``None`` otherwise)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
-    """``page``, ``start``, ``end`` (character offsets) and whatever the loader kept."""
+    """``page``, ``start``, ``end`` (character offsets in the page's text, or in the document's
+    text when it has no pages) and whatever the loader kept."""
 
     def citation(self, marker: int | None = None, quote_chars: int = 300) -> Citation:
         """This hit as a citation (quote trimmed to ``quote_chars``)."""
@@ -80,6 +81,9 @@ class IngestProgress(BaseModel):
     """Time since the ingest started."""
     embed_seconds: float = 0.0
     """Time spent getting the vectors of the chunks done so far (what an embedding rate is measured over)."""
+    pages_done: int = 0
+    """Pages read of the paged file being read (PDF pages, slides, sheets, chapters)."""
+    pages_total: int = 0
     files_committed: int = 0
     """Sources finished for good, in the order they are read: every document of theirs committed
     (searchable, and kept if the ingest stops now), or nothing to do (unchanged, or failed)."""

@@ -5,8 +5,8 @@ budget, otherwise their sentences (English ``. ! ?`` followed by a space, Chines
 ``。！？；`` anywhere), otherwise word runs, otherwise fixed character windows. Units are
 packed greedily into chunks of at most ``chunk_tokens`` tokens; a new chunk starts with the
 trailing units of the previous one worth up to ``overlap_tokens``. Every chunk is an exact
-slice of the document text, so its ``start``/``end`` character offsets (and the page it starts
-on) cite the original.
+slice of the document text, so its ``start``/``end`` character offsets cite the original;
+:meth:`Chunker.split_pages` cuts a paged document page by page, with offsets in its page.
 
 Example::
 
@@ -88,7 +88,7 @@ class Chunker:
     @property
     def signature(self) -> str:
         """Identifies the chunking parameters (part of a document's content hash)."""
-        return f"chunker/v1/{self.chunk_tokens}/{self.overlap_tokens}"
+        return f"chunker/v2/{self.chunk_tokens}/{self.overlap_tokens}"
 
     def split(self, text: str, pages: Sequence[tuple[int, int]] | None = None) -> list[Chunk]:
         """Chunks of ``text``.
@@ -118,6 +118,19 @@ class Chunker:
         if fresh:
             chunks.append(self._make(text, current, len(chunks), pages, page_starts))
         return chunks
+
+    def split_pages(self, pages: Sequence[tuple[int, str]]) -> list[Chunk]:
+        """Chunks of a paged document, each page cut on its own: a chunk never spans two pages,
+        and its ``start``/``end`` are offsets in its page's text (``page_text[start:end] == text``).
+
+        Args:
+            pages: ``(page_number, page_text)`` in order.
+        """
+        out: list[Chunk] = []
+        for number, page_text in pages:
+            for c in self.split(page_text):
+                out.append(Chunk(len(out), c.text, c.start, c.end, number, c.tokens))
+        return out
 
     def _overlap_tail(self, units: list[tuple[int, int, int]], incoming: int) -> tuple[list[tuple[int, int, int]], int]:
         budget = min(self.overlap_tokens, self.chunk_tokens - incoming)

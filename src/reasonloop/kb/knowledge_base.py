@@ -12,12 +12,13 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from reasonloop.config import Settings, load_settings
-from reasonloop.errors import KBError
+from reasonloop.errors import DocumentNotFound, KBError
 from reasonloop.kb.base import Filter, Hit, IngestReport, KBStats
 from reasonloop.kb.embedding import Embedder, create_embedder
 from reasonloop.kb.hybrid import HybridRetriever, Reranker, SearchMode
@@ -175,6 +176,24 @@ class KnowledgeBase:
     async def documents(self) -> list[DocumentRow]:
         """Every document: id, source, title, content hash, bytes, mtime, last update, chunk count."""
         return await self.index.documents()
+
+    async def page(self, doc_id_or_source: str, number: int) -> tuple[DocumentRow, str, list[int]]:
+        """Page ``number`` of a document: its row, the page's text (what chunk offsets point
+        into) and the numbers of all its pages with text.
+
+        Raises:
+            DocumentNotFound: no such document, or no such page of it.
+        """
+        store = self.index.store
+        doc = await asyncio.to_thread(store.document, doc_id_or_source)
+        if doc is None:
+            raise DocumentNotFound(f"no document with id or source {doc_id_or_source!r}", document=doc_id_or_source)
+        text = await asyncio.to_thread(store.page, doc.id, number)
+        numbers = await asyncio.to_thread(store.page_numbers, doc.id)
+        if text is None:
+            has = f"its pages with text: {numbers[0]}-{numbers[-1]}" if numbers else "re-ingest it to store its pages"
+            raise DocumentNotFound(f"document {doc.id!r} has no page {number} ({has})", document=doc.id, page=number)
+        return doc, text, numbers
 
     async def delete(self, doc_id_or_source: str) -> list[str]:
         """Delete a document by id or source (a folder or JSON file removes everything under it).

@@ -53,6 +53,12 @@ CREATE TABLE IF NOT EXISTS chunks (
     metadata TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
+CREATE TABLE IF NOT EXISTS pages (
+    doc_id TEXT NOT NULL,
+    page INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY (doc_id, page)
+) WITHOUT ROWID;
 """
 
 
@@ -74,6 +80,8 @@ class DocumentWrite:
     mtime: float | None
     metadata: dict[str, Any]
     chunks: list[ChunkWrite] = field(default_factory=list)
+    pages: list[tuple[int, str]] = field(default_factory=list)
+    """``(page_number, text)``: the texts chunk offsets point into (a document without pages is page 1)."""
 
 
 @dataclass
@@ -165,7 +173,15 @@ class MetadataStore:
                         "DELETE FROM chunks WHERE doc_id IN (SELECT id FROM documents WHERE id = ? OR source = ?)",
                         (doc.id, doc.source),
                     )
+                    self.conn.execute(
+                        "DELETE FROM pages WHERE doc_id IN (SELECT id FROM documents WHERE id = ? OR source = ?)",
+                        (doc.id, doc.source),
+                    )
                     self.conn.execute("DELETE FROM documents WHERE id = ? OR source = ?", (doc.id, doc.source))
+                    self.conn.executemany(
+                        "INSERT INTO pages (doc_id, page, text) VALUES (?, ?, ?)",
+                        [(doc.id, number, text) for number, text in doc.pages],
+                    )
                     self.conn.execute(
                         "INSERT INTO documents (id, source, title, content_hash, bytes, mtime, updated, chunks, metadata)"
                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -216,6 +232,7 @@ class MetadataStore:
                         r[0] for r in self.conn.execute("SELECT key FROM chunks WHERE doc_id = ?", (doc_id,))
                     )
                     self.conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
+                    self.conn.execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
                     self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
                 self.conn.execute(
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_update', ?)", (str(time.time()),)
@@ -248,6 +265,18 @@ class MetadataStore:
         with self.lock:
             rows = self.conn.execute(sql + " ORDER BY source", args).fetchall()
         return [self._doc(r) for r in rows]
+
+    def page(self, doc_id: str, number: int) -> str | None:
+        """The text of page ``number`` of document ``doc_id`` (``None``: no such page stored)."""
+        with self.lock:
+            row = self.conn.execute("SELECT text FROM pages WHERE doc_id = ? AND page = ?", (doc_id, number)).fetchone()
+        return row[0] if row else None
+
+    def page_numbers(self, doc_id: str) -> list[int]:
+        """The numbers of the pages of ``doc_id`` that have text, in order."""
+        with self.lock:
+            rows = self.conn.execute("SELECT page FROM pages WHERE doc_id = ? ORDER BY page", (doc_id,)).fetchall()
+        return [r[0] for r in rows]
 
     def content_hashes(self, sources: Sequence[str]) -> dict[str, str]:
         """Source -> stored content hash, for the sources that are indexed."""

@@ -28,7 +28,15 @@ from reasonloop.config import Settings, load_settings
 from reasonloop.registry import Registry
 from reasonloop.runs.manager import RunManager, Runner
 from reasonloop.runs.stores import RunStore, open_store
-from reasonloop.server import catalog_routes, conversation_routes, kb_routes, openai_routes, runs_routes, ws
+from reasonloop.server import (
+    catalog_routes,
+    conversation_routes,
+    kb_routes,
+    openai_routes,
+    pages_routes,
+    runs_routes,
+    ws,
+)
 from reasonloop.server.auth import Authenticator, auth_warning
 from reasonloop.server.cross_site import CrossSiteGuard
 from reasonloop.server.deps import ServerState
@@ -148,7 +156,7 @@ def create_app(
     if not state.auth.enabled:  # with keys, the key decides (see reasonloop.server.cross_site)
         app.add_middleware(CrossSiteGuard, allowed=settings.server.cors_origins, allowed_hosts=state.allowed_hosts)
     install_error_handlers(app)
-    for module in (runs_routes, catalog_routes, kb_routes, conversation_routes, openai_routes, ws):
+    for module in (runs_routes, catalog_routes, kb_routes, pages_routes, conversation_routes, openai_routes, ws):
         app.include_router(module.router)
     _health_routes(app, state)
     install_docs(app)

@@ -1,0 +1,35 @@
+"""Images ``.png`` ``.jpg`` ``.tiff``, OCR'd (:mod:`.ocr`): a page per frame (multi-page TIFF)."""
+
+from __future__ import annotations
+
+import io
+
+from reasonloop.errors import KBLoadError
+from reasonloop.kb.loaders.document import LoadedDocument, Page, PageFn
+
+__all__ = ["load_image"]
+
+
+def load_image(data: bytes, source: str, title: str, on_page: PageFn | None = None) -> LoadedDocument:
+    from PIL import Image, ImageSequence, UnidentifiedImageError
+
+    from reasonloop.kb.loaders.ocr import recognize
+
+    try:
+        image = Image.open(io.BytesIO(data))
+        frames = getattr(image, "n_frames", 1)
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise KBLoadError(f"{source}: not a readable image ({exc})", source=source) from exc
+    pages: list[Page] = []
+    try:
+        for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
+            lines = recognize(frame)
+            pages.append(Page(number, "\n".join(line.text for line in lines)))
+            if on_page is not None:
+                on_page(number, frames)
+    except OSError as exc:  # a truncated file fails when its pixels are read
+        raise KBLoadError(f"{source}: damaged image ({exc})", source=source) from exc
+    doc = LoadedDocument.paged(source, title, pages, metadata={"type": "image", "pages": frames})
+    if not doc.pages:
+        raise KBLoadError(f"{source}: no text found in the image (OCR recognised none)", source=source)
+    return doc
