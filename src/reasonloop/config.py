@@ -159,6 +159,9 @@ class MCPServerSettings(_Section):
     """Per tool call."""
     connect_timeout_s: float = Field(default=20.0, gt=0)
     """Start, handshake and tool discovery."""
+    retry_interval_s: float = Field(default=30.0, gt=0)
+    """After a failed start, runs go on without the server and it is tried again in the
+    background, at most once per this many seconds."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerSettings:

@@ -86,6 +86,7 @@ def create_app(
         read_agents=lambda: declared_agents(settings),
         new_outbox=Outbox,
         feedback=lambda: resources.feedback_store(settings),
+        mcp=(lambda: resources.mcp_manager(settings)) if settings.tools.mcp_servers else None,
     )
     state.kb = KBProvider(settings, kb_opener)
 
