@@ -170,6 +170,23 @@ class MCPServerSettings(_Section):
         return self
 
 
+class MCPSettings(_Section):
+    """reasonloop as an MCP server: ``reasonloop mcp`` (stdio) and ``/mcp`` on ``reasonloop serve``."""
+
+    http: bool = True
+    """Mount the streamable-HTTP endpoint on ``reasonloop serve`` (behind the same API keys)."""
+    path: str = Field(default="/mcp", pattern=r"^/[\w\-/]*$")
+    ingest_roots: list[str] = Field(default_factory=lambda: ["."])
+    """Directories the ``ingest`` tool may read (with everything below them); relative ones start
+    at the working directory. Empty: no local paths."""
+    ingest_urls: bool = False
+    """Let ``ingest`` fetch http(s) URLs."""
+    ingest_over_http: bool = False
+    """Offer ``ingest`` over HTTP as well (stdio always offers it)."""
+    allow_delete: bool = False
+    """Offer ``delete_document``."""
+
+
 class FeedbackSettings(_Section):
     """Where feedback on answers is kept and how much of it guides later prompts."""
 
@@ -336,6 +353,7 @@ class Settings(BaseSettings):
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     runs: RunsSettings = Field(default_factory=RunsSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    mcp: MCPSettings = Field(default_factory=MCPSettings)
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     agents: dict[str, AgentSettings] = Field(default_factory=dict)
     """Declared agents by name (``[agents.NAME]`` tables)."""

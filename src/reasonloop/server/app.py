@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,13 @@ class ReasonloopAPI(FastAPI):
 
     unwrapped = UnwrappedSockets(lambda socket, send: ws.serve_socket(socket, send))
 
+    mcp: Any = None
+    """The MCP endpoint (:class:`~reasonloop.server.mcp_http.MCPEndpoint`), served the same way."""
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.mcp is not None and self.mcp.takes(scope):
+            await self.mcp(scope, receive, send)
+            return
         if self.unwrapped.takes(scope):
             scope["app"] = self
             await self.unwrapped(scope, receive, send)
@@ -117,7 +123,10 @@ def create_app(
         state.metrics = _metrics(manager)
         state.ready = True
         try:
-            yield
+            async with AsyncExitStack() as serving:
+                if app.mcp is not None:
+                    await serving.enter_async_context(app.mcp.serving(state))
+                yield
         finally:
             state.ready = False
             await manager.close()
@@ -137,6 +146,10 @@ def create_app(
         redoc_url=None,
     )
     app.state.reasonloop = state
+    if settings.mcp.http:
+        from reasonloop.server.mcp_http import MCPEndpoint
+
+        app.mcp = MCPEndpoint(settings.mcp.path)
     if settings.server.cors_origins:
         app.add_middleware(
             CORSMiddleware,
