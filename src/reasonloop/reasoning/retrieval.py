@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
+from reasonloop import telemetry
 from reasonloop.events import Citation, Event, Step, ToolCall, ToolResult
 from reasonloop.kb.base import Hit
 from reasonloop.llm.base import LLM, Message
@@ -42,7 +43,12 @@ async def retrieve(
     into.query = query
     yield ToolCall(call_id=call_id, tool="docsearch", input={"query": query, "top_k": top_k})
     ctx.searched()
-    into.hits = await search_all(ctx.retrievers, query, top_k)
+    traced = telemetry.tracing
+    searching = search_all(ctx.retrievers, query, top_k)
+    if traced is None:
+        into.hits = await searching
+    else:
+        into.hits = await traced.tool("docsearch", call_id, {"query": query, "top_k": top_k}, searching)
     into.text, into.citations = format_evidence(into.hits, ctx.scope.evidence_log(), budget)
     observation = into.text or "(no passages found)"
     ctx.steps.append(Step(action="docsearch", action_input={"query": query, "top_k": top_k}, observation=observation))

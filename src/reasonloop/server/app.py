@@ -22,7 +22,7 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 
-from reasonloop import __version__
+from reasonloop import __version__, telemetry
 from reasonloop.agents import AgentResources, AgentRunner, declared_agents
 from reasonloop.config import Settings, load_settings
 from reasonloop.registry import Registry
@@ -121,6 +121,11 @@ def create_app(
             if isinstance(run_store, RedisRunStore):
                 state.auth.shared = RedisTokenBuckets(run_store.r, run_store.p).take
         state.metrics = _metrics(manager)
+        # One tracing per process: this app turns it on (and off at its end) unless it is on already.
+        own_tracing = telemetry.configure(settings) if telemetry.tracing is None else None
+        tracing = telemetry.tracing
+        if tracing is not None and state.metrics is not None:
+            tracing.observers.append(state.metrics.observe_genai)
         state.ready = True
         try:
             async with AsyncExitStack() as serving:
@@ -129,6 +134,10 @@ def create_app(
                 yield
         finally:
             state.ready = False
+            if tracing is not None and state.metrics is not None:
+                tracing.observers.remove(state.metrics.observe_genai)
+            if own_tracing is not None and telemetry.tracing is own_tracing:
+                telemetry.shutdown()
             await manager.close()
             close_runner = getattr(chosen, "aclose", None)
             if close_runner is not None:  # its models' connections

@@ -38,6 +38,7 @@ from reasonloop.events import Answer, Citation, ErrorEvent, Event, Progress, Too
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import ServerState
+from reasonloop.telemetry import trace_headers
 
 __all__ = ["DOCUMENT_URI", "build_mcp_server"]
 
@@ -197,7 +198,12 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
         """Answer a question from the user's documents, with citations; progress is reported while it runs."""
         who = _who()
         request = RunRequest(
-            question=question, reasoning=reasoning, agent=agent, settings=settings or {}, tenant=who.tenant
+            question=question,
+            reasoning=reasoning,
+            agent=agent,
+            settings=settings or {},
+            tenant=who.tenant,
+            trace_context=trace_headers(ctx.headers),
         )
         record = await _guarded(state.runs.start(request))
         return await _guarded(_follow(state, record.run_id, who.tenant, ctx))

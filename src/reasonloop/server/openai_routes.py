@@ -37,6 +37,7 @@ from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
+from reasonloop.telemetry import trace_headers
 from reasonloop.unicode_text import CheckedText
 
 __all__ = ["router"]
@@ -90,7 +91,9 @@ _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant"
 """OpenAI roles kept in the history, as ours (``developer`` is the newer name of ``system``)."""
 
 
-def _run_request(body: ChatCompletionRequest, tenant: str, agents: Collection[str]) -> RunRequest:
+def _run_request(
+    body: ChatCompletionRequest, tenant: str, agents: Collection[str], trace_context: dict[str, str] | None = None
+) -> RunRequest:
     messages = [m for m in body.messages if m.role in _ROLES]
     if not messages or messages[-1].role != "user" or not messages[-1].text().strip():
         raise RequestInvalid("the last message must be a non-empty user message", field="messages")
@@ -104,6 +107,7 @@ def _run_request(body: ChatCompletionRequest, tenant: str, agents: Collection[st
         history=history,
         sampling=body.sampling(),
         tenant=tenant,
+        trace_context=trace_context,
     )
 
 
@@ -166,7 +170,8 @@ async def chat_completions(
 ) -> Any:
     state = server_state(request)
     try:
-        record = await state.runs.start(_run_request(body, who.tenant, state.agents))
+        asked = _run_request(body, who.tenant, state.agents, trace_headers(request.headers))
+        record = await state.runs.start(asked)
     except RequestInvalid as exc:
         if exc.details.get("field") not in ("reasoning", "agent"):
             raise
