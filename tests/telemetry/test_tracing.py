@@ -132,7 +132,7 @@ TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
 
 
-@pytest.mark.parametrize("route", ["rest", "openai"])
+@pytest.mark.parametrize("route", ["rest", "openai", "websocket"])
 async def test_a_traceparent_header_makes_the_run_a_child_of_the_callers_trace(spans, tmp_path, route):
     replies = tmp_path / "replies.json"
     replies.write_text(json.dumps(["Final Answer: traced"]), encoding="utf-8")
@@ -145,9 +145,15 @@ async def test_a_traceparent_header_makes_the_run_a_child_of_the_callers_trace(s
             run_id = (
                 await client.post("/v1/runs", json={"question": "q", "reasoning": "react"}, headers=headers)
             ).json()["run_id"]
-        else:
+        elif route == "openai":
             body = {"model": "react", "messages": [{"role": "user", "content": "q"}]}
             run_id = (await client.post("/v1/chat/completions", json=body, headers=headers)).headers["x-run-id"]
+        else:
+            from websockets.asyncio.client import connect
+
+            async with connect(url.replace("http://", "ws://") + "/v1/ws", additional_headers=headers) as ws:
+                await ws.send(json.dumps({"type": "ask", "question": "q", "reasoning": "react"}))
+                run_id = json.loads(await ws.recv())["run_id"]
         for _ in range(200):
             if any(s.name.startswith("invoke_agent") for s in spans.get_finished_spans()):
                 break
@@ -220,3 +226,32 @@ async def test_an_unreachable_collector_leaves_runs_alone_and_is_logged_once(cap
     warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert [r.name for r in warnings] == ["reasonloop.telemetry"]
     assert "cannot export traces" in warnings[0].getMessage()
+
+
+async def test_spans_reach_a_loopback_otlp_grpc_receiver():
+    from concurrent import futures
+
+    import grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+    received: list[ExportTraceServiceRequest] = []
+
+    class Receiver(trace_service_pb2_grpc.TraceServiceServicer):
+        def Export(self, request, context):
+            received.append(request)
+            return trace_service_pb2.ExportTraceServiceResponse()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Receiver(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        settings = {"enabled": True, "endpoint": f"http://127.0.0.1:{port}", "protocol": "grpc", "metrics": False}
+        telemetry.configure(load_settings(telemetry=settings), set_global=False)
+        llm = ScriptedProvider(replies=[react("lookup", "alpha"), "Final Answer: one"])
+        await Agent("react", llm=llm, tools=make_tools()).run("q")
+        await asyncio.to_thread(telemetry.shutdown)  # flushes the batch
+    finally:
+        server.stop(grace=None)
+    names = [s.name for r in received for rs in r.resource_spans for ss in rs.scope_spans for s in ss.spans]
+    assert sorted(names) == ["chat unknown", "chat unknown", "execute_tool lookup", "invoke_agent react"]
