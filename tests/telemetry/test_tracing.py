@@ -255,3 +255,28 @@ async def test_spans_reach_a_loopback_otlp_grpc_receiver():
         server.stop(grace=None)
     names = [s.name for r in received for rs in r.resource_spans for ss in rs.scope_spans for s in ss.spans]
     assert sorted(names) == ["chat unknown", "chat unknown", "execute_tool lookup", "invoke_agent react"]
+
+
+def test_reasonloop_ask_traces_its_run_when_otel_asks(capsys, tmp_path, monkeypatch):
+    from tests.cli_run import run_cli
+
+    received: list[ExportTraceServiceRequest] = []
+    server = HTTPServer(("127.0.0.1", 0), type("Receiver", (_Receiver,), {"received": received}))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps(["Final Answer: from the command line"]), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OTEL_TRACES_EXPORTER", "otlp")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+    try:
+        code, out, _ = run_cli(capsys, "ask", "--llm", f"scripted:{replies}", "--reasoning", "react", "hello")
+    finally:
+        server.shutdown()
+        thread.join()
+        server.server_close()
+    assert code == 0 and "from the command line" in out
+    names = [s.name for r in received for rs in r.resource_spans for ss in rs.scope_spans for s in ss.spans]
+    assert "invoke_agent react" in names and any(n.startswith("chat ") for n in names)
+    assert telemetry.tracing is None  # shut down (flushed) with the command

@@ -2,7 +2,8 @@
 
 ``[telemetry]`` values win; what it leaves empty the SDK reads from the standard environment
 (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``OTEL_EXPORTER_OTLP_PROTOCOL``, ``OTEL_EXPORTER_OTLP_HEADERS``,
-``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``...). Spans leave in batches from a thread of
+``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``...); ``OTEL_TRACES_EXPORTER`` and
+``OTEL_METRICS_EXPORTER`` may be ``console`` (or ``none`` for metrics). Spans leave in batches from a thread of
 the SDK's, so an export never waits in a run; a collector that cannot be reached is logged once
 (the exporters' own per-batch messages are silenced) and the runs go on.
 """
@@ -73,7 +74,7 @@ def build(
     else:
         provider.add_span_processor(BatchSpanProcessor(_logged_once(_span_exporter(settings), "traces")))
     meter_provider = None
-    if settings.metrics:
+    if settings.metrics and os.environ.get("OTEL_METRICS_EXPORTER", "").strip().lower() != "none":
         reader = metric_reader or PeriodicExportingMetricReader(_logged_once(_metric_exporter(settings), "metrics"))
         meter_provider = MeterProvider(resource=resource, metric_readers=[reader])
     if set_global:
@@ -119,6 +120,10 @@ def _span_exporter(settings: TelemetrySettings) -> Any:
 
 
 def _metric_exporter(settings: TelemetrySettings) -> Any:
+    if os.environ.get("OTEL_METRICS_EXPORTER", "").strip().lower() == "console":
+        from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
+
+        return ConsoleMetricExporter()
     options = {"endpoint": _endpoint(settings, "metrics"), "timeout": settings.export_timeout_s}
     try:
         if _protocol(settings) == "grpc":
