@@ -19,6 +19,10 @@ Usage::
     python benchmarks/overhead.py                          # 200 timed runs each, in 4 rounds
     python benchmarks/overhead.py --quick                  # 30 timed runs each, 1 round
     python benchmarks/overhead.py --python /work/benchenv/bin/python --only smolagents,reasonloop-toolcall
+    python benchmarks/overhead.py --quick --only reasonloop-toolcall,reasonloop-toolcall/traced,reasonloop-react,reasonloop-react/traced
+
+The ``/traced`` rows run with OpenTelemetry tracing on (spans to the SDK's in-memory exporter); the
+table ends with what tracing adds per tool step beside the same strategy with it off.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ sys.path.insert(0, str(HERE))
 from overhead_frameworks import ANSWER, BUILDERS, Script  # noqa: E402
 
 OURS = ("reasonloop-toolcall", "reasonloop-react", "reasonloop-toolcall/min-llm", "reasonloop-react/min-llm")
+TRACED = {"reasonloop-toolcall/traced": "reasonloop-toolcall", "reasonloop-react/traced": "reasonloop-react"}
+"""Runs with OpenTelemetry tracing on (in-memory exporter), beside the same runs with it off."""
 FLOORS = ("plain", "plain-async")
 PEERS = ("smolagents", "langgraph", "pydantic-ai", "llamaindex")
 DEFAULT_PEER_PYTHON = Path("/work/benchenv/bin/python")
@@ -210,6 +216,12 @@ def _table(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
             if name in timed:
                 verdict = "met" if timed[name]["median_us"] < limit else "NOT met"
                 out.append(f"  {name}: {timed[name]['median_us']:.1f} µs/step -> {verdict}")
+    pairs = [(on, off) for on, off in TRACED.items() if on in timed and off in timed]
+    if pairs:
+        out.append("tracing (OpenTelemetry, in-memory exporter): off -> on, µs per tool step")
+        for on, off in pairs:
+            before, after = timed[off]["median_us"], timed[on]["median_us"]
+            out.append(f"  {off}: {before:.1f} -> {after:.1f} (+{after - before:.1f} µs, {after / before:.2f}x)")
     return "\n".join(out)
 
 
@@ -234,7 +246,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
         help="wall: elapsed time (default); cpu: CPU time of the framework's process, all threads "
         "(steadier on a busy machine, but blind to time spent waiting)",
     )
-    parser.add_argument("--only", help="comma-separated frameworks: " + ", ".join((*OURS, *FLOORS, *PEERS)))
+    parser.add_argument("--only", help="comma-separated frameworks: " + ", ".join((*OURS, *TRACED, *FLOORS, *PEERS)))
     parser.add_argument("--json", type=Path, help="also write every sample to this file")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per framework")
     parser.add_argument(
@@ -261,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.worker:
         return _worker(args)
     peer_python = args.python or (str(DEFAULT_PEER_PYTHON) if DEFAULT_PEER_PYTHON.exists() else sys.executable)
-    names = [*OURS, *FLOORS, *PEERS]
+    names = [*OURS, *TRACED, *FLOORS, *PEERS]
     if args.only:
         wanted = [n.strip() for n in args.only.split(",") if n.strip()]
         unknown = sorted(set(wanted) - set(names))

@@ -241,12 +241,15 @@ def _pydantic_ai(script: Script) -> Built:
     return run, lambda: script.tool_runs
 
 
-def _reasonloop(strategy: str, minimal_llm: bool = False) -> Callable[[Script], Built]:
+def _reasonloop(strategy: str, minimal_llm: bool = False, traced: bool = False) -> Callable[[Script], Built]:
     """reasonloop's ``Agent``; the whole event stream is consumed.
 
     The model is ``ScriptedProvider`` (which records every prompt it is sent, for tests) or,
     with ``minimal_llm``, the smallest :class:`~reasonloop.llm.base.LLM` subclass, like the
-    peers' fakes: one chunk per reply and reported usage, so no usage estimate is made.
+    peers' fakes: one chunk per reply and reported usage, so no usage estimate is made. With
+    ``traced``, OpenTelemetry tracing is on, its spans going in batches (as OTLP gets them) to the
+    SDK's in-memory exporter, emptied between runs, and its GenAI metrics to an in-memory reader:
+    what tracing itself adds.
     """
 
     def build(script: Script) -> Built:
@@ -294,6 +297,18 @@ def _reasonloop(strategy: str, minimal_llm: bool = False) -> Callable[[Script], 
                 llm.stops_seen.clear()
 
         script.on_reset.append(forget)
+        if traced:
+            from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+            from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+            from reasonloop import telemetry
+            from reasonloop.config import Settings
+
+            exporter = InMemorySpanExporter()
+            telemetry.configure(
+                Settings(), span_exporter=exporter, metric_reader=InMemoryMetricReader(), set_global=False, batch=True
+            )
+            script.on_reset.append(exporter.clear)
         budget = {"max_rounds": script.steps + 5, "max_tool_calls": script.steps + 5}
         agent = Agent(reasoning=strategy, llm=llm, tools=[noop], settings=budget)
 
@@ -312,6 +327,8 @@ BUILDERS: dict[str, tuple[str, Callable[[Script], Built]]] = {
     "reasonloop-react": ("reasonloop", _reasonloop("react")),
     "reasonloop-toolcall/min-llm": ("reasonloop", _reasonloop("toolcall", minimal_llm=True)),
     "reasonloop-react/min-llm": ("reasonloop", _reasonloop("react", minimal_llm=True)),
+    "reasonloop-toolcall/traced": ("reasonloop", _reasonloop("toolcall", traced=True)),
+    "reasonloop-react/traced": ("reasonloop", _reasonloop("react", traced=True)),
     "plain": ("", _plain),
     "plain-async": ("", _plain_async),
     "langgraph": ("langgraph", _langgraph),

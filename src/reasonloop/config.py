@@ -30,6 +30,7 @@ __all__ = [
     "RunsSettings",
     "ServerSettings",
     "Settings",
+    "TelemetrySettings",
     "ToolsSettings",
     "load_settings",
     "masked_dump",
@@ -159,12 +160,53 @@ class MCPServerSettings(_Section):
     """Per tool call."""
     connect_timeout_s: float = Field(default=20.0, gt=0)
     """Start, handshake and tool discovery."""
+    retry_interval_s: float = Field(default=30.0, gt=0)
+    """After a failed start, runs go on without the server and it is tried again in the
+    background, at most once per this many seconds."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerSettings:
         if bool(self.command) == bool(self.url):
             raise ValueError(f"MCP server {self.name!r} needs exactly one of 'command' (stdio) or 'url' (HTTP)")
         return self
+
+
+class MCPSettings(_Section):
+    """reasonloop as an MCP server: ``reasonloop mcp`` (stdio) and ``/mcp`` on ``reasonloop serve``."""
+
+    http: bool = True
+    """Mount the streamable-HTTP endpoint on ``reasonloop serve`` (behind the same API keys)."""
+    path: str = Field(default="/mcp", pattern=r"^/[\w\-/]*$")
+    ingest_roots: list[str] = Field(default_factory=lambda: ["."])
+    """Directories the ``ingest`` tool may read (with everything below them); relative ones start
+    at the working directory. Empty: no local paths."""
+    ingest_urls: bool = False
+    """Let ``ingest`` fetch http(s) URLs."""
+    ingest_over_http: bool = False
+    """Offer ``ingest`` over HTTP as well (stdio always offers it)."""
+    allow_delete: bool = False
+    """Offer ``delete_document``."""
+
+
+class TelemetrySettings(_Section):
+    """OpenTelemetry traces and GenAI metrics (needs the ``telemetry`` extra). Off by default; what
+    is left empty here comes from the standard ``OTEL_*`` environment variables."""
+
+    enabled: bool = False
+    """Trace every run (``OTEL_TRACES_EXPORTER=otlp`` turns it on too; ``OTEL_SDK_DISABLED=true`` off)."""
+    endpoint: str = ""
+    """Collector base URL (``http://127.0.0.1:4318`` for OTLP/HTTP, ``http://127.0.0.1:4317`` for gRPC);
+    empty: ``OTEL_EXPORTER_OTLP_ENDPOINT`` or the SDK's default."""
+    protocol: Literal["", "http/protobuf", "grpc"] = ""
+    """Empty: ``OTEL_EXPORTER_OTLP_PROTOCOL``, else ``http/protobuf``."""
+    service_name: str = ""
+    """Empty: ``OTEL_SERVICE_NAME``, else ``reasonloop``."""
+    capture_content: bool = False
+    """Record prompts, completions, tool arguments and results on the spans (they can hold private data)."""
+    metrics: bool = True
+    """Export ``gen_ai.client.token.usage`` and ``gen_ai.client.operation.duration`` over OTLP too."""
+    export_timeout_s: float = Field(default=5.0, gt=0)
+    """How long one export may take before it counts as failed (in the exporter's thread, never a run's)."""
 
 
 class FeedbackSettings(_Section):
@@ -333,6 +375,8 @@ class Settings(BaseSettings):
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     runs: RunsSettings = Field(default_factory=RunsSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    mcp: MCPSettings = Field(default_factory=MCPSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
     log_level: Literal["debug", "info", "warning", "error"] = "warning"
     agents: dict[str, AgentSettings] = Field(default_factory=dict)
     """Declared agents by name (``[agents.NAME]`` tables)."""

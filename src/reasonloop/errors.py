@@ -69,6 +69,7 @@ __all__ = [
     "DocumentNotFound",
     "DuplicatePlugin",
     "GuardTripped",
+    "KBEmpty",
     "KBError",
     "KBLoadError",
     "KBModelMismatch",
@@ -251,6 +252,12 @@ class ToolUnavailable(ToolError):
 
 class KBError(ReasonLoopError):
     code = "kb.error"
+
+
+class KBEmpty(KBError):
+    """A search of a knowledge base that holds no documents yet."""
+
+    code = "kb.empty"
 
 
 class KBModelMismatch(KBError):

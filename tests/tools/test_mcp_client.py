@@ -155,9 +155,11 @@ async def test_allowlist_and_name_clashes(manager_factory):
 async def test_discovery_is_cached_until_refreshed(manager_factory):
     manager = await manager_factory(stdio())
     first = await manager.tools()
-    assert await manager.tools() is first
+    again = await manager.tools()
+    assert len(again) == len(first) and all(a is b for a, b in zip(again, first, strict=True))
     refreshed = await manager.tools(refresh=True)
-    assert refreshed is not first and {t.name for t in refreshed} == {t.name for t in first}
+    assert not set(map(id, refreshed)) & set(map(id, first))
+    assert {t.name for t in refreshed} == {t.name for t in first}
 
 
 def _free_port() -> int:

@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from reasonloop import telemetry
 from reasonloop.agents.builder import AgentBuilder
 from reasonloop.agents.resources import AgentResources
 from reasonloop.agents.toolbox import (
@@ -335,13 +336,43 @@ class Agent:
         (or cancel the consuming task) to stop the run. ``sampling``: see :meth:`context`.
         """
         ctx = self.context(history, run_id=run_id, user_id=user_id, conversation_id=conversation_id, sampling=sampling)
-        return self._events(question, ctx, EventStamper(ctx.run_id))
+        return self._traced(self._events(question, ctx, EventStamper(ctx.run_id)), ctx, None, None)
 
-    def events(self, question: str, ctx: RunContext) -> AsyncIterator[Event]:
+    def events(
+        self,
+        question: str,
+        ctx: RunContext,
+        *,
+        tenant: str | None = None,
+        trace_parent: Mapping[str, str] | None = None,
+    ) -> AsyncIterator[Event]:
         """Run the strategy in ``ctx``: its events, each with its run's id but not yet numbered
         (``seq`` is given once, by whoever streams them: :meth:`stream`, the run manager, or the
-        run of which this is a sub-agent). RunStarted first, Answer or ErrorEvent last."""
-        return self._events(question, ctx, None)
+        run of which this is a sub-agent). RunStarted first, Answer or ErrorEvent last.
+
+        While tracing is on (:mod:`reasonloop.telemetry`), a top-level run is one span, a child of
+        ``trace_parent`` (the caller's W3C trace headers) when given, labelled with ``tenant``."""
+        return self._traced(self._events(question, ctx, None), ctx, tenant, trace_parent)
+
+    def _traced(
+        self,
+        events: AsyncIterator[Event],
+        ctx: RunContext,
+        tenant: str | None,
+        parent: Mapping[str, str] | None,
+    ) -> AsyncIterator[Event]:
+        traced = telemetry.tracing
+        if traced is None or ctx.depth:  # a sub-agent's calls nest below its tool call's span
+            return events
+        return traced.run(
+            events,
+            run_id=ctx.run_id,
+            strategy=self.reasoning_id,
+            agent=self.name or "",
+            conversation_id=ctx.scope.conversation or None,
+            tenant=tenant,
+            parent=parent,
+        )
 
     async def _events(self, question: str, ctx: RunContext, stamp: EventStamper | None) -> AsyncIterator[Event]:
         """:meth:`events`, numbered by ``stamp`` when given (as it goes: no generator of its own)."""

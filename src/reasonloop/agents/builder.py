@@ -33,6 +33,9 @@ __all__ = ["AgentBuilder", "MCPServerTools"]
 class MCPServerTools:
     """The tools of one MCP server, discovered when a run first needs them (a ``ToolSource``).
 
+    Only this server is waited on; once it failed, later loads answer at once while the MCP
+    client retries it in the background (:meth:`~reasonloop.tools.mcp_client.MCPManager.server_tools`).
+
     Args:
         resources: Holds the MCP client shared by every agent of its owner.
         settings: Settings holding ``[[tools.mcp_servers]]``.
@@ -44,13 +47,10 @@ class MCPServerTools:
         self.settings = settings
         self.server = server
         self.label = f"mcp:{server}"
-        self._attempts = 0
 
     async def load(self) -> tuple[list[Tool], str | None]:
         manager = self.resources.mcp_manager(self.settings)
-        self._attempts += 1
-        tools = await manager.tools(refresh=self._attempts > 1 and self.server in manager.errors)
-        mine: list[Tool] = [t for t in tools if t.connection.name == self.server]
+        mine: list[Tool] = list(await manager.server_tools(self.server))
         problem = manager.errors.get(self.server)
         if problem is not None:
             return mine, f"MCP server {self.server!r} offers no tools: {problem}"

@@ -202,6 +202,7 @@ class AgentRunner:
         )
         if usage is not None:
             ctx.usage = usage
-        async with aclosing(agent.events(request.question, ctx)) as events:  # the run manager numbers them
+        events = agent.events(request.question, ctx, tenant=request.tenant, trace_parent=request.trace_context)
+        async with aclosing(events):  # the run manager numbers them
             async for event in events:
                 yield event

@@ -6,6 +6,7 @@ objects, whose tools need I/O to discover (an MCP server's) and join the toolbox
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -98,12 +99,13 @@ def toolbox(tools: list[Tool], agent_tools: list[Tool], *, docsearch: bool) -> d
 async def load_sources(sources: list[ToolSource], tools: dict[str, Tool]) -> tuple[list[str], list[ToolSource]]:
     """Load ``sources`` into ``tools``; the problems to report, and the sources to try again later.
 
-    A tool whose name is already taken is not offered (and reported).
+    The sources load concurrently (each MCP server's start costs its own time, not the sum);
+    a tool whose name is already taken is not offered (and reported).
     """
     notes: list[str] = []
     failed: list[ToolSource] = []
-    for source in sources:
-        loaded, problem = await source.load()
+    results = await asyncio.gather(*(source.load() for source in sources))
+    for source, (loaded, problem) in zip(sources, results, strict=True):
         if problem is not None:
             notes.append(problem)
             failed.append(source)

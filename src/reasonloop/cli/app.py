@@ -20,6 +20,7 @@ COMMAND_MODULES = {
     "ask": "ask_cmd",
     "chat": "ask_cmd",
     "serve": "serve_cmd",
+    "mcp": "mcp_cmd",
     "feedback": "feedback_cmd",
     "config": "config_cmd",
     "kb": "kb_cmd",
@@ -27,7 +28,7 @@ COMMAND_MODULES = {
 """The module that registers each command, in the order ``--help`` lists them: running a
 command imports its own module and no other (benchmarks/startup.py)."""
 
-OPTIONAL_MODULES = {"kb_cmd", "ask_cmd", "serve_cmd", "feedback_cmd"}
+OPTIONAL_MODULES = {"kb_cmd", "ask_cmd", "serve_cmd", "feedback_cmd", "mcp_cmd"}
 """Command modules a trimmed install may leave out."""
 
 

@@ -12,9 +12,11 @@ answer is printed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -219,6 +221,19 @@ def _build_agent(
     return agent
 
 
+@contextlib.contextmanager
+def _tracing() -> Iterator[None]:
+    """OpenTelemetry tracing for the command's runs, when ``[telemetry]`` or ``OTEL_*`` ask for it
+    (flushed when the command ends)."""
+    from reasonloop import telemetry
+
+    telemetry.configure(state.settings)
+    try:
+        yield
+    finally:
+        telemetry.shutdown()
+
+
 async def _close(agent: Agent, resources: AgentResources) -> None:
     await agent.aclose()
     await resources.aclose()
@@ -325,7 +340,7 @@ def ask(
 
     import asyncio
 
-    with asyncio.Runner() as runner:
+    with _tracing(), asyncio.Runner() as runner:
         code = runner.run(go())
     if code:
         sys.exit(code)  # typer.Exit would be swallowed when the app runs with standalone_mode=False
@@ -350,7 +365,7 @@ def chat(
     from reasonloop.llm.base import Message
 
     history: list[Message] = []
-    with asyncio.Runner() as runner:
+    with _tracing(), asyncio.Runner() as runner:
         stack = AsyncExitStack()
         try:
             kb = runner.run(_open_kb(kb_dir, stack))

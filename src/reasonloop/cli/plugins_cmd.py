@@ -1,4 +1,5 @@
-"""``reasonloop plugins``: every registered plugin by kind, id and description."""
+"""``reasonloop plugins``: every registered plugin by kind, id and description, and the tools of
+the configured MCP servers (each server is started to list them)."""
 
 from __future__ import annotations
 
@@ -37,13 +38,49 @@ def plugins(
         }
         for e in listed
     ]
+    if kind in (None, "tool") and state.settings.tools.mcp_servers:
+        rows.extend(_mcp_rows())
     if as_json:
         print(json.dumps(rows, ensure_ascii=False, indent=2))
         return
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table("kind", "id", "description", "source")
     for row in rows:
-        desc = row["description"] if not row["error"] else f"[red]{row['error']['code']}: {row['error']['message']}[/]"
-        table.add_row(row["kind"], row["id"], desc, row["source"])
+        desc = escape(row["description"])
+        if row["error"]:
+            desc = f"[red]{escape(row['error']['code'] + ': ' + row['error']['message'])}[/]"
+        source = row["source"] if "status" not in row else f"{row['source']} ({row['status']})"
+        table.add_row(row["kind"], row["id"], desc, source)
     console.print(table)
+
+
+def _mcp_rows() -> list[dict[str, object]]:
+    """The tools of every ``[[tools.mcp_servers]]`` entry (or its error), as rows."""
+    import asyncio
+
+    from reasonloop.tools.mcp_client import MCPManager
+
+    async def listing() -> list[dict[str, object]]:
+        manager = MCPManager(state.settings.tools.mcp_servers)
+        try:
+            await manager.start()
+            return manager.catalog()
+        finally:
+            await manager.aclose()
+
+    return [
+        {
+            "kind": "tool",
+            "id": row["name"],
+            "description": row["description"],
+            "source": f"mcp:{row['server']}",
+            "target": "",
+            "error": {"code": "tool.unavailable", "message": row["error"]} if row["error"] else None,
+            "server": row["server"],
+            "status": row["status"],
+            "schema": row["schema"],
+        }
+        for row in asyncio.run(listing())
+    ]

@@ -10,12 +10,14 @@ with an error observation.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic_core import from_json
 
+from reasonloop import telemetry
 from reasonloop.events import AnswerDelta, Event
 from reasonloop.llm.base import LLM, Done, Message, TextDelta, ToolSpec, estimate_prompt_tokens
 from reasonloop.llm.deadline import DeadlineReached
@@ -64,6 +66,9 @@ async def llm_turn(
     streamed: list[str] = []
     usage = tracker.usage
     usage.llm_calls += 1
+    traced = telemetry.tracing
+    call = None if traced is None else traced.chat(llm, messages, tools)
+    counted = (usage.prompt_tokens, usage.completion_tokens)
     reported = False
     left = tracker.time_left() if bounded and tracker.deadline is not None else None
     # The run's deadline ends the turn only while it waits on the model, never while our
@@ -107,6 +112,14 @@ async def llm_turn(
             usage.prompt_tokens += estimate_prompt_tokens(messages, tools)
             usage.completion_tokens += count_tokens("".join(parts)) + sum(
                 count_tokens("".join(slot[2])) for slot in raw_calls.values()
+            )
+        if call is not None:
+            call.end(
+                usage.prompt_tokens - counted[0],
+                usage.completion_tokens - counted[1],
+                turn.finish_reason,
+                "".join(parts),
+                sys.exc_info()[1],
             )
     turn.text = "".join(parts)
     turn.streamed = "".join(streamed)

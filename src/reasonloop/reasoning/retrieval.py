@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
+from reasonloop import telemetry
 from reasonloop.events import Citation, Event, Progress, Step, ToolCall, ToolResult
 from reasonloop.kb.base import Hit
 from reasonloop.kb.rerankers.base import RerankReport, collect_reports
@@ -132,7 +133,12 @@ async def retrieve(
     shown = found.shown(top_k)
     yield ToolCall(call_id=call_id, tool="docsearch", input=shown)
     ctx.searched()
-    await run_search(ctx, top_k, settings, found)
+    traced = telemetry.tracing
+    searching = run_search(ctx, top_k, settings, found)
+    if traced is None:
+        await searching
+    else:
+        await traced.tool("docsearch", call_id, shown, searching)
     for note in found.notes():
         yield note
     into.hits = found.hits

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
+from reasonloop import telemetry
 from reasonloop.errors import ReasonLoopError, ToolArgumentsInvalid, ToolBudgetExhausted, ToolNotFound, ToolTimeout
 from reasonloop.events import Event, Step, ToolCall, ToolResult
 from reasonloop.reasoning.base import RunContext
@@ -208,7 +209,7 @@ class ToolRound:
         """Await the lone call; its nested events, then its result."""
         ctx = self._ctx
         (i, tool), call = self._runnable[0], self.calls[self._runnable[0][0]]
-        out = self._results[i] = await tool.invoke(call.arguments, ctx.tool_context(call.call_id))
+        out = self._results[i] = await _invoke(tool, call, ctx)
         if delegates(tool):  # an ordinary tool was counted when it started
             tally(ctx, tool, out)
         events = ctx.drain() if ctx.pending else []
@@ -229,7 +230,7 @@ async def _run_concurrently(
     tasks: dict[asyncio.Task[ToolOutput], int] = {}
     for i, tool in runnable:
         call = calls[i]
-        tasks[asyncio.create_task(tool.invoke(call.arguments, ctx.tool_context(call.call_id)))] = i
+        tasks[asyncio.create_task(_invoke(tool, call, ctx))] = i
     if ctx._wake is None:
         ctx._wake = asyncio.Event()
     wake = ctx._wake
@@ -275,6 +276,13 @@ async def _run_concurrently(
             await asyncio.gather(*leftovers, return_exceptions=True)
     for event in ctx.drain():
         yield event
+
+
+def _invoke(tool: Tool, call: PlannedCall, ctx: RunContext) -> Awaitable[ToolOutput]:
+    """The tool call, inside its span while tracing is on."""
+    work = tool.invoke(call.arguments, ctx.tool_context(call.call_id))
+    traced = telemetry.tracing
+    return work if traced is None else traced.tool(tool.name, call.call_id, call.arguments, work)
 
 
 def record_result(ctx: RunContext, call: PlannedCall, out: ToolOutput, observation_tokens: int) -> ToolResult:

@@ -116,6 +116,9 @@ class RunRequest(RunAsk):
     run_id: str = ""
     tenant: str = "default"
     history: list[Message] = Field(default_factory=list)
+    trace_context: dict[str, str] | None = None
+    """The W3C trace headers (``traceparent``, ``tracestate``) of the request that asked: a traced
+    run is a child of the caller's trace."""
 
 
 class RunRecord(BaseModel):

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 
-from reasonloop import __version__
+from reasonloop import __version__, telemetry
 from reasonloop.agents import AgentResources, AgentRunner, declared_agents
 from reasonloop.config import Settings, load_settings
 from reasonloop.registry import Registry
@@ -59,7 +59,13 @@ class ReasonloopAPI(FastAPI):
 
     unwrapped = UnwrappedSockets(lambda socket, send: ws.serve_socket(socket, send))
 
+    mcp: Any = None
+    """The MCP endpoint (:class:`~reasonloop.server.mcp_http.MCPEndpoint`), served the same way."""
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.mcp is not None and self.mcp.takes(scope):
+            await self.mcp(scope, receive, send)
+            return
         if self.unwrapped.takes(scope):
             scope["app"] = self
             await self.unwrapped(scope, receive, send)
@@ -94,6 +100,7 @@ def create_app(
         read_agents=lambda: declared_agents(settings),
         new_outbox=Outbox,
         feedback=lambda: resources.feedback_store(settings),
+        mcp=(lambda: resources.mcp_manager(settings)) if settings.tools.mcp_servers else None,
     )
     state.kb = KBProvider(settings, kb_opener)
 
@@ -122,11 +129,23 @@ def create_app(
             if isinstance(run_store, RedisRunStore):
                 state.auth.shared = RedisTokenBuckets(run_store.r, run_store.p).take
         state.metrics = _metrics(manager)
+        # One tracing per process: this app turns it on (and off at its end) unless it is on already.
+        own_tracing = telemetry.configure(settings) if telemetry.tracing is None else None
+        tracing = telemetry.tracing
+        if tracing is not None and state.metrics is not None:
+            tracing.observers.append(state.metrics.observe_genai)
         state.ready = True
         try:
-            yield
+            async with AsyncExitStack() as serving:
+                if app.mcp is not None:
+                    await serving.enter_async_context(app.mcp.serving(state))
+                yield
         finally:
             state.ready = False
+            if tracing is not None and state.metrics is not None:
+                tracing.observers.remove(state.metrics.observe_genai)
+            if own_tracing is not None and telemetry.tracing is own_tracing:
+                telemetry.shutdown()
             await manager.close()
             close_runner = getattr(chosen, "aclose", None)
             if close_runner is not None:  # its models' connections
@@ -144,6 +163,10 @@ def create_app(
         redoc_url=None,
     )
     app.state.reasonloop = state
+    if settings.mcp.http:
+        from reasonloop.server.mcp_http import MCPEndpoint
+
+        app.mcp = MCPEndpoint(settings.mcp.path)
     if settings.server.cors_origins:
         app.add_middleware(
             CORSMiddleware,

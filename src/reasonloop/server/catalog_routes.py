@@ -1,7 +1,9 @@
 """Catalogs: the reasoning strategies, tools and agents a client can choose, with settings schemas.
 
 A web UI renders each plugin's settings form from ``settings_schema`` (JSON Schema). Plugins
-that fail to load are listed with their error rather than hidden.
+that fail to load are listed with their error rather than hidden. The tools of configured MCP
+servers are listed too, each with its ``server`` and that server's ``status``; a server that
+offers none is one entry, ``mcp:SERVER``, with its error.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ class PluginView(BaseModel):
     description: str = ""
     settings_schema: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
+    server: str | None = None
+    """The MCP server offering the tool (MCP tools only)."""
+    status: str | None = None
+    """That server's status: ``ok``, ``unavailable`` or ``not started`` (MCP tools only)."""
 
 
 def _schema(obj: Any, attr: str) -> dict[str, Any] | None:
@@ -56,8 +62,29 @@ async def list_reasoning(request: Request, who: Annotated[Principal, Depends(pri
 
 @router.get("/tools", response_model=list[PluginView])
 async def list_tools(request: Request, who: Annotated[Principal, Depends(principal)]) -> list[PluginView]:
-    """Tools with the JSON schema of their parameters."""
-    return [_view(e, "Params") for e in server_state(request).registry.entries("tool")]
+    """Tools with the JSON schema of their parameters, then the tools of the MCP servers."""
+    state = server_state(request)
+    views = [_view(e, "Params") for e in state.registry.entries("tool")]
+    if state.mcp is not None:
+        manager = state.mcp()
+        await manager.tools()  # a server that failed answers at once (it is retried behind)
+        views.extend(_mcp_view(row) for row in manager.catalog())
+    return views
+
+
+def _mcp_view(row: dict[str, Any]) -> PluginView:
+    error = None
+    if row["error"] is not None:
+        error = {"code": "tool.unavailable", "message": row["error"]}
+    return PluginView(
+        id=row["name"],
+        name=row["name"],
+        description=row["description"],
+        settings_schema=row["schema"],
+        error=error,
+        server=row["server"],
+        status=row["status"],
+    )
 
 
 @router.get("/agents", response_model=list[PluginView])

@@ -36,6 +36,10 @@ class ServerState:
     extras: dict[str, Any] = field(default_factory=dict)
     new_outbox: OutboxFactory | None = None
     """Makes each WebSocket's outbox (the transport's); set by the app."""
+    mcp: Callable[[], Any] | None = None
+    """Gives the client of the configured MCP servers (a
+    :class:`~reasonloop.tools.mcp_client.MCPManager`, shared with the runs); None when none is
+    configured."""
     read_agents: Callable[[], dict[str, Any]] = dict
     """Reads the declared agents (``[agents.*]`` and the ``agents_file``); set by the app."""
     feedback: Callable[[], Any] | None = None

@@ -20,6 +20,9 @@ from reasonloop.runs.models import TERMINAL, RunRecord
 __all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
 
 _LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+# The bucket boundaries the GenAI semantic conventions advise for these two histograms.
+_TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
+_GENAI_SECONDS_BUCKETS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)
 
 
 class Metrics:
@@ -41,6 +44,22 @@ class Metrics:
         )
         self.tokens = Counter("reasonloop_llm_tokens", "LLM tokens used by runs", ["kind"], registry=r)
         self.tool_calls = Counter("reasonloop_tool_calls", "Tool calls made by runs", ["tool"], registry=r)
+        # The OpenTelemetry GenAI client metrics, fed while tracing is on (observe_genai), as they go to OTLP.
+        genai = ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model"]
+        self.genai_tokens = Histogram(
+            "gen_ai_client_token_usage",
+            "Tokens used by each model call (gen_ai.client.token.usage)",
+            [*genai, "gen_ai_token_type"],
+            buckets=_TOKEN_BUCKETS,
+            registry=r,
+        )
+        self.genai_seconds = Histogram(
+            "gen_ai_client_operation_duration_seconds",
+            "Duration of each model call (gen_ai.client.operation.duration)",
+            genai,
+            buckets=_GENAI_SECONDS_BUCKETS,
+            registry=r,
+        )
         # Each label's child, looked up once: ``labels()`` checks and converts its values and takes
         # a lock each time, some twenty calls, and a run reports several counts.
         self._prompt_tokens = self.tokens.labels("prompt")
@@ -70,6 +89,14 @@ class Metrics:
             _child(self._finished, self.runs_finished, record.status).inc()
             if record.started_at:
                 self.run_seconds.observe((record.ended_at or time.time()) - record.started_at)
+
+    def observe_genai(
+        self, operation: str, provider: str, model: str, input_tokens: int, output_tokens: int, seconds: float
+    ) -> None:
+        """One model call, as :class:`reasonloop.telemetry.otel.Tracing` reports it."""
+        self.genai_tokens.labels(operation, provider, model, "input").observe(input_tokens)
+        self.genai_tokens.labels(operation, provider, model, "output").observe(output_tokens)
+        self.genai_seconds.labels(operation, provider, model).observe(seconds)
 
     def render(self) -> bytes:
         if self._manager is not None:

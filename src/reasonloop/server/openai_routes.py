@@ -5,7 +5,10 @@ server's default); ``GET /v1/models`` lists them, and an unknown one is a 404 as
 history. The answer streams as ``content`` deltas; the reasoning lane (progress, thoughts,
 tool calls) streams as ``reasoning_content`` deltas, which OpenAI clients ignore or show as
 reasoning. The run id is returned in the ``X-Run-Id`` header, so the full trace can be read
-from ``/v1/runs/{id}``. ``max_tokens`` (or ``max_completion_tokens``) and ``temperature`` apply to
+from ``/v1/runs/{id}``. The answer's evidence rides in one extension field, ``citations`` (a list of
+:class:`~reasonloop.events.Citation` objects), at the top level of the completion and of the streamed
+chunk that carries the ``finish_reason``; clients that do not know it ignore it, and the official
+``openai`` SDK exposes it as ``completion.model_extra["citations"]``. ``max_tokens`` (or ``max_completion_tokens``) and ``temperature`` apply to
 every model call of the run; ``n`` must be 1; other options (``top_p``, ``tools``...) are accepted
 and ignored: the strategy decides which tools the run uses. A completion whose
 client leaves before the end, streamed or not, stops its run (``[server] chat_stop_on_disconnect``):
@@ -34,6 +37,7 @@ from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
+from reasonloop.telemetry import trace_headers
 from reasonloop.unicode_text import CheckedText
 
 __all__ = ["router"]
@@ -87,7 +91,9 @@ _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant"
 """OpenAI roles kept in the history, as ours (``developer`` is the newer name of ``system``)."""
 
 
-def _run_request(body: ChatCompletionRequest, tenant: str, agents: Collection[str]) -> RunRequest:
+def _run_request(
+    body: ChatCompletionRequest, tenant: str, agents: Collection[str], trace_context: dict[str, str] | None = None
+) -> RunRequest:
     messages = [m for m in body.messages if m.role in _ROLES]
     if not messages or messages[-1].role != "user" or not messages[-1].text().strip():
         raise RequestInvalid("the last message must be a non-empty user message", field="messages")
@@ -101,6 +107,7 @@ def _run_request(body: ChatCompletionRequest, tenant: str, agents: Collection[st
         history=history,
         sampling=body.sampling(),
         tenant=tenant,
+        trace_context=trace_context,
     )
 
 
@@ -163,7 +170,8 @@ async def chat_completions(
 ) -> Any:
     state = server_state(request)
     try:
-        record = await state.runs.start(_run_request(body, who.tenant, state.agents))
+        asked = _run_request(body, who.tenant, state.agents, trace_headers(request.headers))
+        record = await state.runs.start(asked)
     except RequestInvalid as exc:
         if exc.details.get("field") not in ("reasoning", "agent"):
             raise
@@ -218,9 +226,15 @@ async def chat_completions(
                 }
             ],
             "usage": _usage(answer),
+            "citations": _citations(answer),
         },
         headers=headers,
     )
+
+
+def _citations(answer: Answer | None) -> list[dict[str, Any]]:
+    """The answer's citations as JSON data (the ``citations`` extension field)."""
+    return [c.model_dump(mode="json") for c in answer.citations] if answer is not None else []
 
 
 def _finish(answer: Answer | None) -> str:
@@ -292,7 +306,7 @@ async def _stream(
                     ended = True
                     if not streamed and event.text:
                         yield chunk({"content": event.text})
-                    yield chunk({}, _finish(event))
+                    yield chunk({}, _finish(event), citations=_citations(event))
                     if include_usage:
                         data = {
                             "id": completion_id,

@@ -16,6 +16,7 @@ from reasonloop.runs.models import MAX_SEQ, RunAsk, RunRecord, RunRequest
 from reasonloop.runs.reading import RunFeed
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
+from reasonloop.telemetry import trace_headers
 
 __all__ = ["router", "sse_frames"]
 
@@ -32,7 +33,7 @@ class RunView(BaseModel):
 @router.post("", status_code=201, response_model=RunRecord)
 async def start_run(body: RunAsk, request: Request, who: Annotated[Principal, Depends(principal)]) -> RunRecord:
     """Start a run; it executes in the background. Stream it from ``/v1/runs/{id}/events``."""
-    run_req = RunRequest(**body.model_dump(), tenant=who.tenant)
+    run_req = RunRequest(**body.model_dump(), tenant=who.tenant, trace_context=trace_headers(request.headers))
     return await server_state(request).runs.start(run_req)
 
 

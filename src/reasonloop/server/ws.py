@@ -51,6 +51,7 @@ from reasonloop.server.ws_frames import (
     encode_frame,
     pong_frame,
 )
+from reasonloop.telemetry import trace_headers
 
 __all__ = ["router", "serve_socket"]
 
@@ -229,7 +230,8 @@ class _Session:
         runs = self.state.runs
         try:
             await self.state.auth.check_rate(self.who)
-            record = await runs.start(RunRequest(**ask.model_dump(), tenant=self.who.tenant))
+            traced = trace_headers(_trace_headers(self.ws.scope))  # the upgrade request's trace context
+            record = await runs.start(RunRequest(**ask.model_dump(), tenant=self.who.tenant, trace_context=traced))
             feed = await runs.read(record.run_id, 0, self.who.tenant)
         except ReasonLoopError as exc:
             return self.error(exc.code, exc.message, ref, **_extra(exc))
@@ -326,3 +328,12 @@ def serve_socket(ws: WebSocket, send: AsgiSend | None = None) -> Coroutine[Any, 
     state: ServerState = ws.scope["app"].state.reasonloop
     direct = (ws.scope.get("extensions") or {}).get(DIRECT_TEXT) if send is not None else None
     return _Session(ws, state, None, state.new_outbox(ws, send, direct)).serve()
+
+
+def _trace_headers(scope: dict[str, Any]) -> dict[str, str]:
+    """The upgrade request's W3C trace headers, read from the raw scope (no header object per socket)."""
+    return {
+        name.decode("latin-1"): value.decode("latin-1")
+        for name, value in scope.get("headers") or ()
+        if name in (b"traceparent", b"tracestate")
+    }

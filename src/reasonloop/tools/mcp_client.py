@@ -1,21 +1,22 @@
 """Tools of MCP servers, through the official ``mcp`` SDK.
 
 Each configured server (``[[tools.mcp_servers]]``: a stdio ``command`` or a streamable-HTTP
-``url``) gets one :class:`MCPConnection`: a task of its own enters the SDK client's context
-managers and holds the session open, so every run shares one long-lived session (the SDK's
-anyio scopes must be entered and left in the same task). When the server dies, the call in
-flight fails with ``tool.unavailable`` and the next call starts a new session.
+``url``) gets one :class:`~reasonloop.tools.mcp_connection.MCPConnection` holding one
+long-lived session that every run shares.
 
-:class:`MCPManager` starts all servers concurrently; one that fails to start is reported in
-:attr:`MCPManager.errors` and the others still work. Discovered tools are cached until
-:meth:`MCPManager.tools` is asked to refresh. Each becomes an :class:`MCPTool` whose
-arguments are validated against the server's JSON schema before the call is sent.
+:class:`MCPManager` lists each server's tools when something first asks for that server
+(:meth:`MCPManager.server_tools`), so an agent waits only on the servers it names, and
+concurrent askers share one attempt. A server that fails is reported in
+:attr:`MCPManager.errors` and costs its ``connect_timeout_s`` once: later asks answer at once
+with the failure while an attempt in the background, at most once per ``retry_interval_s``,
+brings its tools back. Each tool becomes an :class:`MCPTool` whose arguments are validated
+against the server's JSON schema before the call is sent.
 
 Example::
 
     manager = MCPManager(settings.tools.mcp_servers)
-    await manager.start()
-    tools = await manager.tools()          # list[MCPTool]
+    await manager.start()                   # every server, now (optional)
+    tools = await manager.server_tools("catalog")   # list[MCPTool]
     ...
     await manager.aclose()
 """
@@ -24,204 +25,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import subprocess
-import sys
+import time
 from collections.abc import Sequence
 from typing import IO, Any
 
 import mcp_types
-from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
-from reasonloop.config import MCPServerSettings, secret
-from reasonloop.errors import ToolError, ToolTimeout, ToolUnavailable
+from reasonloop.config import MCPServerSettings
+from reasonloop.errors import ToolError
 from reasonloop.tools.base import ToolContext, ToolOutput
+from reasonloop.tools.mcp_connection import MCPConnection, describe_error
 from reasonloop.tools.spec_tool import SpecTool
 
 __all__ = ["MCPConnection", "MCPManager", "MCPTool"]
 
 log = logging.getLogger(__name__)
-
-# Failures that mean the session is gone (as opposed to a failed call on a live session).
-_CLOSED_CODES = {mcp_types.CONNECTION_CLOSED}
-_GONE = (EOFError, ConnectionError, OSError)
-
-
-class MCPConnection:
-    """One MCP server and the task that holds its session open.
-
-    Args:
-        settings: The server's ``[[tools.mcp_servers]]`` entry.
-        errlog: Where a stdio server's stderr goes (a file with a descriptor); defaults to
-            this process's stderr.
-    """
-
-    def __init__(self, settings: MCPServerSettings, *, errlog: IO[str] | None = None) -> None:
-        self.settings = settings
-        self.name = settings.name
-        self.errlog = errlog
-        self.error: str | None = None
-        """Why the last connection attempt failed (``None`` while healthy)."""
-        self.connects = 0
-        """How many sessions have been opened (1 on start, +1 per re-establishment)."""
-        self._client: Client | None = None
-        self._holder: asyncio.Task[None] | None = None
-        self._stop: asyncio.Event | None = None
-        self._lock = asyncio.Lock()
-        self._tools: list[mcp_types.Tool] | None = None
-
-    @property
-    def alive(self) -> bool:
-        return self._client is not None and self._holder is not None and not self._holder.done()
-
-    def _transport(self) -> Any:
-        s = self.settings
-        if s.url:
-            headers = {k: v for k, env in s.headers_env.items() if (v := secret(env))}
-            if headers:
-                import httpx2
-
-                return streamable_http_client(s.url, http_client=httpx2.AsyncClient(headers=headers))
-            return s.url
-        params = StdioServerParameters(command=s.command, args=s.args, env=s.env or None, cwd=s.cwd or None)
-        return stdio_client(params, errlog=self.errlog or _stderr())
-
-    async def connect(self) -> None:
-        """Open a session unless one is alive.
-
-        Raises:
-            ToolUnavailable: the server did not start or answer the handshake in time.
-        """
-        async with self._lock:
-            if self.alive:
-                return
-            await self._drop()
-            ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._stop = asyncio.Event()
-            self._holder = asyncio.create_task(self._hold(ready, self._stop), name=f"mcp:{self.name}")
-            try:
-                async with asyncio.timeout(self.settings.connect_timeout_s):
-                    await asyncio.shield(ready)
-            except BaseException as exc:
-                await self._drop()
-                self.error = _describe(exc) if not isinstance(exc, TimeoutError) else "no handshake in time"
-                if isinstance(exc, asyncio.CancelledError):
-                    raise
-                raise ToolUnavailable(
-                    f"MCP server {self.name!r} is unavailable: {self.error}", server=self.name
-                ) from None
-            self.error = None
-            self.connects += 1
-
-    async def _hold(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
-        try:
-            async with Client(self._transport()) as client:
-                self._client = client
-                ready.set_result(None)
-                await stop.wait()
-        except BaseException as exc:
-            if not ready.done():
-                ready.set_exception(exc if isinstance(exc, Exception) else ToolUnavailable(_describe(exc)))
-            elif not stop.is_set():
-                log.warning("MCP server %r: session ended: %s", self.name, _describe(exc))
-            if isinstance(exc, asyncio.CancelledError):
-                raise
-        finally:
-            self._client = None
-
-    async def _drop(self) -> None:
-        """End the holder task (politely, then by cancelling)."""
-        holder, self._holder = self._holder, None
-        self._client = None
-        if holder is None:
-            return
-        if self._stop is not None:
-            self._stop.set()
-        try:
-            async with asyncio.timeout(5):
-                await asyncio.gather(holder, return_exceptions=True)
-        except TimeoutError:
-            holder.cancel()
-            await asyncio.gather(holder, return_exceptions=True)
-
-    async def list_tools(self, refresh: bool = False) -> list[mcp_types.Tool]:
-        """The server's tools (cached; ``refresh`` asks the server again)."""
-        if self._tools is not None and not refresh:
-            return self._tools
-        await self.connect()
-        generation = self.connects
-        tools: list[mcp_types.Tool] = []
-        cursor: str | None = None
-        try:
-            async with asyncio.timeout(self.settings.connect_timeout_s):
-                while True:
-                    page = await self._live().list_tools(cursor=cursor, cache_mode="refresh")
-                    tools.extend(page.tools)
-                    cursor = page.next_cursor
-                    if not cursor:
-                        break
-        except TimeoutError:
-            raise ToolUnavailable(
-                f"MCP server {self.name!r} did not list its tools in time", server=self.name
-            ) from None
-        except (MCPError, *_GONE) as exc:
-            await self._lost(exc, generation)
-            raise ToolUnavailable(f"MCP server {self.name!r}: {_describe(exc)}", server=self.name) from exc
-        self._tools = tools
-        return tools
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
-        """Call ``name``; reconnects first when the session died since the last call.
-
-        Raises:
-            ToolTimeout: no answer within the server's ``timeout_s``.
-            ToolUnavailable: the server is down (the next call tries to start it again).
-        """
-        await self._ensure_live()
-        timeout = self.settings.timeout_s
-        generation = self.connects
-        try:
-            async with asyncio.timeout(timeout + 1.0):
-                return await self._live().call_tool(name, arguments, read_timeout_seconds=timeout)
-        except TimeoutError:
-            raise ToolTimeout(f"MCP tool {name!r} on {self.name!r} did not answer within {timeout:g}s") from None
-        except MCPError as exc:
-            if exc.code == mcp_types.REQUEST_TIMEOUT:
-                raise ToolTimeout(f"MCP tool {name!r} on {self.name!r} did not answer within {timeout:g}s") from None
-            if exc.code in _CLOSED_CODES:
-                await self._lost(exc, generation)
-                raise ToolUnavailable(f"MCP server {self.name!r} went away during {name!r}", server=self.name) from exc
-            raise ToolError(f"MCP server {self.name!r} refused {name!r}: {exc}", server=self.name) from exc
-        except _GONE as exc:
-            await self._lost(exc, generation)
-            raise ToolUnavailable(f"MCP server {self.name!r} went away during {name!r}", server=self.name) from exc
-
-    async def _ensure_live(self) -> None:
-        """Connect, and reconnect first if the session closed while idle (the server exited)."""
-        await self.connect()
-        if _closed(self._client):
-            await self._lost(ToolUnavailable("the server closed the session"), self.connects)
-            await self.connect()
-
-    def _live(self) -> Client:
-        client = self._client
-        if client is None:
-            raise ToolUnavailable(f"MCP server {self.name!r} is not connected", server=self.name)
-        return client
-
-    async def _lost(self, exc: BaseException, generation: int | None = None) -> None:
-        """Drop the session a failed call used (not a newer one another call opened meanwhile)."""
-        async with self._lock:
-            if generation is not None and generation != self.connects:
-                return
-            self.error = _describe(exc)
-            log.warning("MCP server %r lost: %s", self.name, self.error)
-            await self._drop()
-
-    async def aclose(self) -> None:
-        async with self._lock:
-            await self._drop()
 
 
 class MCPTool(SpecTool):
@@ -236,12 +54,14 @@ class MCPTool(SpecTool):
     def __init__(self, connection: MCPConnection, tool: mcp_types.Tool, name: str | None = None) -> None:
         self.connection = connection
         self.remote_name = tool.name
+        self.input_schema: dict[str, Any] = dict(tool.input_schema or {})
+        """The arguments' JSON schema as the server lists it."""
         description = tool.description or tool.title or f"Tool {tool.name} of MCP server {connection.name}."
         settings = connection.settings
         super().__init__(
             name or tool.name,
             description,
-            dict(tool.input_schema or {}),
+            self.input_schema,
             self._call,
             timeout_s=settings.timeout_s + settings.connect_timeout_s + 2.0,
         )
@@ -265,69 +85,147 @@ class MCPManager:
     def __init__(self, servers: Sequence[MCPServerSettings], *, errlog: IO[str] | None = None) -> None:
         self.connections = {s.name: MCPConnection(s, errlog=errlog) for s in servers}
         self.errors: dict[str, str] = {}
-        """Server name -> why it is not offering tools (failed start or discovery)."""
-        self._tools: list[MCPTool] | None = None
+        """Server name (or ``server/tool``) -> why it is not offering tools (failed start or discovery)."""
+        self._listed: dict[str, list[mcp_types.Tool]] = {}
+        self._failed_at: dict[str, float] = {}
+        self._attempts: dict[str, asyncio.Task[None]] = {}
+        self._tools: dict[str, list[MCPTool]] = {}
 
     async def start(self) -> dict[str, str]:
         """Start every server concurrently and discover their tools; returns :attr:`errors`."""
         await self.tools(refresh=True)
         return self.errors
 
-    async def tools(self, refresh: bool = False) -> list[MCPTool]:
-        """The tools of every reachable server, filtered by each server's ``allow`` list.
+    def status(self, server: str) -> str:
+        """``ok`` (its tools are listed), ``unavailable`` (its last attempt failed) or ``not started``."""
+        if server in self._listed:
+            return "ok"
+        return "unavailable" if server in self.errors else "not started"
 
-        Cached; ``refresh`` re-lists every server (and retries servers that failed). A tool
-        name offered by two servers keeps its name on the first and is prefixed with the
-        server name on the others.
+    async def server_tools(self, server: str, *, refresh: bool = False) -> list[MCPTool]:
+        """The tools of ``server``, filtered by its ``allow`` list.
+
+        The first ask starts the server (callers asking meanwhile share that attempt). Once it
+        failed, asks answer at once (an empty list, the reason in :attr:`errors`) and start an
+        attempt in the background when the last one is ``retry_interval_s`` old; ``refresh``
+        asks the server again now.
         """
-        if self._tools is not None and not refresh:
-            return self._tools
-        names = list(self.connections)
-        listed = await asyncio.gather(
-            *(self.connections[n].list_tools(refresh=refresh) for n in names), return_exceptions=True
-        )
+        if refresh or (server not in self._listed and server not in self.errors):
+            await self._attempt(server, refresh)
+        elif server in self.errors:
+            self._retry_later(server)
+        return self._tools.get(server, [])
+
+    async def tools(self, refresh: bool = False) -> list[MCPTool]:
+        """The tools of every reachable server, in configuration order.
+
+        A tool name offered by two servers keeps its name on the one configured first and is
+        prefixed with the server name (``two_whoami``) on the others.
+        """
+        await asyncio.gather(*(self.server_tools(name, refresh=refresh) for name in self.connections))
+        return [tool for name in self.connections for tool in self._tools.get(name, [])]
+
+    async def _attempt(self, server: str, refresh: bool) -> None:
+        """List ``server``'s tools now, or join the attempt in flight."""
+        task = self._attempts.get(server)
+        if task is None:
+            task = asyncio.create_task(self._list(server, refresh), name=f"mcp-list:{server}")
+            self._attempts[server] = task
+            task.add_done_callback(lambda done: self._attempts.pop(server, None) if done is task else None)
+        await asyncio.shield(task)  # one caller cancelled leaves the attempt to the others
+
+    def _retry_later(self, server: str) -> None:
+        interval = self.connections[server].settings.retry_interval_s
+        if server in self._attempts or time.monotonic() - self._failed_at.get(server, 0.0) < interval:
+            return
+        self._failed_at[server] = time.monotonic()  # the rate bound holds while the attempt runs
+        task = asyncio.create_task(self._list(server, True), name=f"mcp-retry:{server}")
+        self._attempts[server] = task
+        task.add_done_callback(lambda done: self._attempts.pop(server, None) if done is task else None)
+
+    async def _list(self, server: str, refresh: bool) -> None:
+        connection = self.connections[server]
+        try:
+            remote = await connection.list_tools(refresh=refresh)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            first = server not in self.errors
+            self.errors[server] = describe_error(exc)
+            self._failed_at[server] = time.monotonic()
+            self._listed.pop(server, None)
+            self._tools.pop(server, None)
+            (log.warning if first else log.debug)("MCP server %r offers no tools: %s", server, self.errors[server])
+            return
+        if server in self.errors:
+            log.info("MCP server %r is back", server)
+        for key in [k for k in self.errors if k == server or k.startswith(f"{server}/")]:
+            del self.errors[key]
+        self._failed_at.pop(server, None)
+        self._listed[server] = remote
+        self._tools[server] = self._wrap(server, remote)
+        order = list(self.connections)
+        for later in order[order.index(server) + 1 :]:  # names an earlier server now takes
+            if later in self._listed:
+                renamed = self._wrap(later, self._listed[later])
+                if [t.name for t in renamed] != [t.name for t in self._tools.get(later, [])]:
+                    self._tools[later] = renamed
+
+    def _wrap(self, server: str, remote: list[mcp_types.Tool]) -> list[MCPTool]:
+        connection = self.connections[server]
+        earlier = list(self.connections)[: list(self.connections).index(server)]
+        taken = {t.name for name in earlier for t in self._tools.get(name, [])}
+        allow = connection.settings.allow
         tools: list[MCPTool] = []
-        taken: set[str] = set()
-        self.errors = {}
-        for name, result in zip(names, listed, strict=True):
-            if isinstance(result, BaseException):
-                if isinstance(result, asyncio.CancelledError):
-                    raise result
-                self.errors[name] = _describe(result)
-                log.warning("MCP server %r offers no tools: %s", name, self.errors[name])
+        for tool in remote:
+            if allow is not None and tool.name not in allow:
                 continue
-            connection = self.connections[name]
-            allow = connection.settings.allow
-            for remote in result:
-                if allow is not None and remote.name not in allow:
-                    continue
-                shown = remote.name if remote.name not in taken else f"{name}_{remote.name}"
-                try:
-                    tools.append(MCPTool(connection, remote, shown))
-                except ToolError as exc:
-                    self.errors[f"{name}/{remote.name}"] = exc.message
-                    continue
-                taken.add(shown)
-        self._tools = tools
+            shown = tool.name if tool.name not in taken else f"{server}_{tool.name}"
+            try:
+                tools.append(MCPTool(connection, tool, shown))
+            except ToolError as exc:
+                self.errors[f"{server}/{tool.name}"] = exc.message
+                continue
+            taken.add(shown)
         return tools
 
+    def catalog(self) -> list[dict[str, Any]]:
+        """What a user is shown of each server: its tools (``name``, ``description``, ``schema``,
+        ``server``, ``status``), or one row with its error when it offers none."""
+        rows: list[dict[str, Any]] = []
+        for server in self.connections:
+            tools = self._tools.get(server)
+            if tools is None:
+                rows.append(
+                    {
+                        "name": f"mcp:{server}",
+                        "description": "",
+                        "schema": None,
+                        "server": server,
+                        "status": self.status(server),
+                        "error": self.errors.get(server),
+                    }
+                )
+                continue
+            for tool in tools:
+                rows.append(
+                    {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "schema": tool.input_schema,
+                        "server": server,
+                        "status": "ok",
+                        "error": None,
+                    }
+                )
+        return rows
+
     async def aclose(self) -> None:
+        attempts = list(self._attempts.values())
+        for task in attempts:
+            task.cancel()
+        await asyncio.gather(*attempts, return_exceptions=True)
         await asyncio.gather(*(c.aclose() for c in self.connections.values()), return_exceptions=True)
-
-
-def _closed(client: Client | None) -> bool:
-    """True when the session's transport has reached end of stream.
-
-    The SDK exposes no public flag; its dispatcher keeps ``_closed``. Without that
-    attribute the session counts as open and a dead server shows on the next call.
-    """
-    if client is None:
-        return True
-    try:
-        dispatcher = client.session._dispatcher
-    except (AttributeError, RuntimeError):
-        return False
-    return bool(getattr(dispatcher, "_closed", False))
 
 
 def _content_text(content: Sequence[Any]) -> str:
@@ -343,20 +241,3 @@ def _content_text(content: Sequence[Any]) -> str:
         elif kind == "resource_link":
             parts.append(f"[resource: {getattr(block, 'uri', '')}]")
     return "\n".join(parts)
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(e) for e in exc.exceptions)
-    if isinstance(exc, ToolError):
-        return exc.message
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-def _stderr() -> Any:
-    """Our stderr for a stdio server's, or nowhere when ours has no descriptor (captured)."""
-    try:
-        sys.stderr.fileno()
-        return sys.stderr
-    except (AttributeError, ValueError, OSError):
-        return subprocess.DEVNULL  # taken as is by the process spawn: no file to open and forget

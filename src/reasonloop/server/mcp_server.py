@@ -1,0 +1,358 @@
+"""reasonloop as an MCP server, on the official ``mcp`` SDK: search, ask and the knowledge base as tools.
+
+One :class:`~mcp.server.mcpserver.MCPServer` serves a :class:`~reasonloop.server.deps.ServerState`
+(the same run manager and knowledge bases as the REST API), over stdio (``reasonloop mcp``) or
+streamable HTTP (``/mcp`` on ``reasonloop serve``, see :mod:`reasonloop.server.mcp_http`). Tools:
+
+- ``search`` — hits with text, source, page, score and a citation id;
+- ``ask`` — a run: the answer, its citations and a short trace; while it runs, each step is an MCP
+  progress notification (the first names the run), and cancelling the request stops the run (it
+  ends ``stopped``);
+- ``ingest`` (paths under ``[mcp] ingest_roots``, URLs when ``ingest_urls``; over HTTP only with
+  ``ingest_over_http``), ``list_documents``, ``kb_stats``, ``delete_document`` (``allow_delete``).
+
+Every document is a resource, ``reasonloop://documents/{document_id}``, read as text. A failure is
+an MCP tool error whose text starts with our stable code (``[kb.document_not_found] ...``); the
+session goes on. Over HTTP each request is the tenant of its API key; over stdio, ``default``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Awaitable
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+import anyio
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+from pydantic import BaseModel, Field
+
+from reasonloop import __version__
+from reasonloop.errors import DocumentNotFound, KBEmpty, ReasonLoopError, ToolBlocked
+from reasonloop.events import Answer, Citation, ErrorEvent, Event, Progress, ToolCall, ToolResult
+from reasonloop.runs.models import RunRequest
+from reasonloop.server.auth import Principal
+from reasonloop.server.deps import ServerState
+from reasonloop.telemetry import trace_headers
+
+__all__ = ["DOCUMENT_URI", "build_mcp_server"]
+
+DOCUMENT_URI = "reasonloop://documents/{document_id}"
+"""The resource URI of a document."""
+
+_LOCAL = Principal()
+"""The caller over stdio: the user who started the command, in the ``default`` tenant."""
+_caller: ContextVar[Principal | None] = ContextVar("reasonloop_mcp_caller", default=None)
+"""Who sent the MCP request being handled (set by :class:`_Caller`)."""
+
+_TRACE_LINES = 20
+"""Steps kept in ``ask``'s trace summary (the whole trace is at ``/v1/runs/{id}``)."""
+
+_T = TypeVar("_T")
+
+
+class Hit(BaseModel):
+    citation_id: int = Field(description="Number to cite this hit by, as [1], [2]...")
+    text: str
+    source: str = Field(description="Path or URL of the document")
+    title: str = ""
+    page: int | None = None
+    score: float
+    document_id: str
+    chunk_id: str
+
+
+class SearchResult(BaseModel):
+    hits: list[Hit]
+
+
+class AskResult(BaseModel):
+    answer: str
+    citations: list[Citation]
+    run_id: str = Field(description="The run; its whole trace is at /v1/runs/{run_id} of the HTTP API")
+    stop_reason: str
+    trace: list[str] = Field(description="What the run did, one line per step (the first steps)")
+
+
+class Document(BaseModel):
+    id: str
+    source: str
+    title: str
+    chunks: int
+    uri: str = Field(description="The document as an MCP resource")
+
+
+class DocumentList(BaseModel):
+    documents: list[Document]
+
+
+class _Caller:
+    """Server middleware: each request runs as the principal of its HTTP request's API key (the
+    ``default`` tenant over stdio, which has no headers)."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        headers = getattr(ctx.request, "headers", None)
+        who = _LOCAL if headers is None else self.state.auth.from_bearer(headers.get("authorization"))
+        token = _caller.set(who)
+        try:
+            return await call_next(ctx)
+        finally:
+            _caller.reset(token)
+
+
+def _who() -> Principal:
+    return _caller.get() or _LOCAL
+
+
+async def _guarded(work: Awaitable[_T]) -> _T:
+    """Our errors as MCP tool errors, their code first."""
+    try:
+        return await work
+    except ReasonLoopError as exc:
+        raise ToolError(str(exc)) from exc
+
+
+def _summary(event: Event) -> str | None:
+    if isinstance(event, Progress):
+        return event.message
+    if isinstance(event, ToolCall):
+        return f"{event.tool}({json.dumps(event.input, ensure_ascii=False)[:200]})"
+    if isinstance(event, ToolResult):
+        return f"{event.tool}: {'error' if event.error else 'ok'}"
+    return None
+
+
+def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"]) -> MCPServer:
+    """The MCP server over ``state`` (its run manager and knowledge bases must be open when called)."""
+    settings = state.settings.mcp
+    server = MCPServer(
+        "reasonloop",
+        version=__version__,
+        instructions=(
+            "Answers questions over the user's own documents. Use `search` to find passages and "
+            "`ask` for an answer with citations."
+        ),
+        log_level="WARNING",
+        middleware=[_Caller(state)],
+    )
+
+    async def tenant_kb() -> Any:
+        return await state.kb.get(_who().tenant)
+
+    @server.tool()
+    async def search(
+        query: Annotated[str, Field(min_length=1, description="What to look for, in any language")],
+        top_k: Annotated[int, Field(ge=1, le=50, description="How many hits")] = 5,
+        mode: Annotated[
+            Literal["hybrid", "dense", "lexical"],
+            Field(description="hybrid: meaning and words; dense: meaning only; lexical: words only (BM25)"),
+        ] = "hybrid",
+        filters: Annotated[
+            dict[str, Any] | None,
+            Field(description='Metadata conditions, e.g. {"source": "docs/a.md"} or {"page": {"gte": 3}}'),
+        ] = None,
+    ) -> SearchResult:
+        """Search the user's documents; returns the best passages with their source, page and score."""
+
+        async def work() -> SearchResult:
+            kb = await tenant_kb()
+            if (await kb.stats()).documents == 0:
+                raise KBEmpty("the knowledge base has no documents yet: ingest some first")
+            hits = await kb.search(query, top_k, filters, mode)
+            return SearchResult(
+                hits=[
+                    Hit(
+                        citation_id=n,
+                        text=h.text,
+                        source=h.source,
+                        title=h.title,
+                        page=h.metadata.get("page"),
+                        score=h.score,
+                        document_id=h.document_id,
+                        chunk_id=h.chunk_id,
+                    )
+                    for n, h in enumerate(hits, 1)
+                ]
+            )
+
+        return await _guarded(work())
+
+    @server.tool()
+    async def ask(
+        question: Annotated[str, Field(min_length=1, description="The question, in any language")],
+        ctx: Context,
+        reasoning: Annotated[
+            str | None, Field(description="Strategy: qa, decompose, react, toolcall or rewoo (default: the server's)")
+        ] = None,
+        agent: Annotated[str | None, Field(description="A configured agent to answer instead")] = None,
+        settings: Annotated[dict[str, Any] | None, Field(description="The strategy's settings")] = None,
+    ) -> AskResult:
+        """Answer a question from the user's documents, with citations; progress is reported while it runs."""
+        who = _who()
+        request = RunRequest(
+            question=question,
+            reasoning=reasoning,
+            agent=agent,
+            settings=settings or {},
+            tenant=who.tenant,
+            trace_context=trace_headers(ctx.headers),
+        )
+        record = await _guarded(state.runs.start(request))
+        return await _guarded(_follow(state, record.run_id, who.tenant, ctx))
+
+    if transport == "stdio" or settings.ingest_over_http:
+
+        @server.tool()
+        async def ingest(
+            paths_or_urls: Annotated[
+                list[str], Field(min_length=1, description="Files or folders (under the allowed roots), or URLs")
+            ],
+        ) -> dict[str, Any]:
+            """Add documents to the knowledge base (unchanged ones cost nothing); reports what was added or failed."""
+
+            async def work() -> dict[str, Any]:
+                sources = [_allowed_source(s, settings.ingest_roots, settings.ingest_urls) for s in paths_or_urls]
+                report = await (await tenant_kb()).ingest(sources)
+                return report.model_dump(mode="json")
+
+            return await _guarded(work())
+
+    @server.tool()
+    async def list_documents() -> DocumentList:
+        """The documents in the knowledge base, each with its resource URI."""
+
+        async def work() -> DocumentList:
+            rows = await (await tenant_kb()).documents()
+            return DocumentList(
+                documents=[
+                    Document(
+                        id=r.id,
+                        source=r.source,
+                        title=r.title,
+                        chunks=r.chunks,
+                        uri=DOCUMENT_URI.format(document_id=r.id),
+                    )
+                    for r in rows
+                ]
+            )
+
+        return await _guarded(work())
+
+    @server.tool()
+    async def kb_stats() -> dict[str, Any]:
+        """Size of the knowledge base: documents, chunks, bytes, chunks per source, embedding model."""
+
+        async def work() -> dict[str, Any]:
+            return (await (await tenant_kb()).stats()).model_dump(mode="json")
+
+        return await _guarded(work())
+
+    if settings.allow_delete:
+
+        @server.tool()
+        async def delete_document(
+            document: Annotated[str, Field(min_length=1, description="Document id or source")],
+        ) -> dict[str, list[str]]:
+            """Remove a document (by id or source) from the knowledge base."""
+
+            async def work() -> dict[str, list[str]]:
+                try:
+                    removed = await (await tenant_kb()).delete(document)
+                except ReasonLoopError as exc:
+                    raise DocumentNotFound(exc.message, document=document) from exc
+                return {"deleted": removed}
+
+            return await _guarded(work())
+
+    @server.resource(DOCUMENT_URI, mime_type="text/plain", description="A document of the knowledge base, as text")
+    async def document_text(document_id: str) -> str:
+        kb = await tenant_kb()
+        text = await asyncio.to_thread(_stitched_text, kb, document_id)
+        if text is None:
+            raise ResourceNotFoundError(f"[kb.document_not_found] no document {document_id!r}")
+        return text
+
+    return server
+
+
+async def _follow(state: ServerState, run_id: str, tenant: str, ctx: Context) -> AskResult:
+    """Follow a run to its end, reporting its steps as progress; a cancelled request stops it."""
+    trace: list[str] = []
+    step = 0
+    answer: Answer | None = None
+    try:
+        await ctx.report_progress(0, None, f"run {run_id} started")
+        feed = await state.runs.read(run_id, 0, tenant)
+        async for event in feed.events():
+            if event.depth == 0 and isinstance(event, Answer):
+                answer = event
+            elif event.depth == 0 and isinstance(event, ErrorEvent):
+                raise ToolError(f"[{event.code}] {event.message}")
+            elif (line := _summary(event)) is not None:
+                step += 1
+                if len(trace) < _TRACE_LINES:
+                    trace.append(line)
+                await ctx.report_progress(step, None, line)
+    except BaseException:
+        if answer is None:  # the request was cancelled (or its session ended): the run stops too
+            with anyio.CancelScope(shield=True):
+                await _stop(state, run_id, tenant)
+        raise
+    if answer is None:
+        raise ToolError(f"[run.error] run {run_id} ended without an answer")
+    return AskResult(
+        answer=answer.text, citations=answer.citations, run_id=run_id, stop_reason=answer.stop_reason, trace=trace
+    )
+
+
+async def _stop(state: ServerState, run_id: str, tenant: str) -> None:
+    with contextlib.suppress(ReasonLoopError):  # it ended meanwhile
+        await state.runs.stop(run_id, tenant)
+
+
+def _allowed_source(source: str, roots: list[str], urls: bool) -> str:
+    """``source`` when ingest may read it.
+
+    Raises:
+        ToolBlocked: a URL while URLs are off, or a path outside every allowed root.
+    """
+    if source.startswith(("http://", "https://")):
+        if not urls:
+            raise ToolBlocked(f"ingesting URLs is off ([mcp] ingest_urls): {source}", source=source)
+        return source
+    path = Path(source).expanduser().resolve()
+    for root in roots:
+        if path.is_relative_to(Path(root).expanduser().resolve()):
+            return str(path)
+    raise ToolBlocked(f"{source} is outside the allowed roots ([mcp] ingest_roots: {roots})", source=source)
+
+
+def _stitched_text(kb: Any, document_id: str) -> str | None:
+    """A document's text from its chunks (overlaps removed by their character offsets); None when
+    the knowledge base has no such document."""
+    from reasonloop.kb.knowledge_base import as_filters
+
+    index = kb.index
+    keys = index.allowed_keys(as_filters({"document_id": document_id}))
+    if not keys:
+        return None
+    hits = sorted(index.hydrate([(k, 0.0) for k in keys]), key=lambda h: h.metadata.get("start") or 0)
+    parts: list[str] = []
+    end = 0
+    for hit in hits:
+        start = hit.metadata.get("start")
+        if start is None:
+            parts.append(hit.text)
+            continue
+        skip = max(0, end - start)
+        parts.append(hit.text[skip:])
+        end = max(end, start + len(hit.text))
+    return "".join(parts)
