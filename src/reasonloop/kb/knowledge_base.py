@@ -22,7 +22,7 @@ from reasonloop.kb.base import Filter, Hit, IngestReport, KBStats
 from reasonloop.kb.embedding import Embedder, create_embedder
 from reasonloop.kb.hybrid import HybridRetriever, Reranker, SearchMode
 from reasonloop.kb.local_index import LocalIndex, ProgressFn
-from reasonloop.kb.store import DocumentRow
+from reasonloop.kb.store import ChunkRow, DocumentRow
 from reasonloop.registry import Registry, resolve
 
 if TYPE_CHECKING:
@@ -162,6 +162,10 @@ class KnowledgeBase:
     async def documents(self) -> list[DocumentRow]:
         """Every document: id, source, title, content hash, bytes, mtime, last update, chunk count."""
         return await self.index.documents()
+
+    async def document(self, doc_id_or_source: str) -> tuple[DocumentRow, list[ChunkRow]] | None:
+        """A document (by id or source) and its chunks in order; None when nothing matched."""
+        return await self.index.document(doc_id_or_source)
 
     async def delete(self, doc_id_or_source: str) -> list[str]:
         """Delete a document by id or source (a folder or JSON file removes everything under it).
