@@ -28,7 +28,15 @@ from reasonloop.config import Settings, load_settings
 from reasonloop.registry import Registry
 from reasonloop.runs.manager import RunManager, Runner
 from reasonloop.runs.stores import RunStore, open_store
-from reasonloop.server import catalog_routes, conversation_routes, kb_routes, openai_routes, runs_routes, ws
+from reasonloop.server import (
+    catalog_routes,
+    conversation_routes,
+    document_routes,
+    kb_routes,
+    openai_routes,
+    runs_routes,
+    ws,
+)
 from reasonloop.server.auth import Authenticator, auth_warning
 from reasonloop.server.cross_site import CrossSiteGuard
 from reasonloop.server.deps import ServerState
@@ -37,6 +45,7 @@ from reasonloop.server.errors import install_error_handlers
 from reasonloop.server.kb_routes import KBProvider, UploadSizeGuard
 from reasonloop.server.transport.outbox import Outbox
 from reasonloop.server.transport.unwrapped import UnwrappedSockets
+from reasonloop.server.webui import install_webui
 
 __all__ = ["ReasonloopAPI", "create_app"]
 
@@ -148,10 +157,11 @@ def create_app(
     if not state.auth.enabled:  # with keys, the key decides (see reasonloop.server.cross_site)
         app.add_middleware(CrossSiteGuard, allowed=settings.server.cors_origins, allowed_hosts=state.allowed_hosts)
     install_error_handlers(app)
-    for module in (runs_routes, catalog_routes, kb_routes, conversation_routes, openai_routes, ws):
+    for module in (runs_routes, catalog_routes, kb_routes, document_routes, conversation_routes, openai_routes, ws):
         app.include_router(module.router)
     _health_routes(app, state)
     install_docs(app)
+    install_webui(app)
     return app
 
 
