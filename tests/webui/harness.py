@@ -105,6 +105,7 @@ class Server:
         self.config = write_config(root, self.port, scenarios, api_keys)
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
+        self.reader: threading.Thread | None = None
         self.lines: queue.Queue[str] = queue.Queue()
         self.log: list[str] = []
 
@@ -120,7 +121,8 @@ class Server:
             stderr=subprocess.PIPE,
             text=True,
         )
-        threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
+        self.reader = threading.Thread(target=self._read, args=(self.proc,), daemon=True)
+        self.reader.start()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
@@ -142,13 +144,20 @@ class Server:
             self.lines.put(line)
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.reader is not None:
+            self.reader.join(timeout=15)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+        self.proc = None
 
     def restart(self) -> None:
         self.stop()

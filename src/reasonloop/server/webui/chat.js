@@ -8,6 +8,7 @@ import { t, translate } from "./i18n.js";
 import { RunView } from "./runview.js";
 
 const ACTIVE = "rl.activeRun";
+const CURRENT = "rl.conversation";
 const $ = (id) => document.getElementById(id);
 
 export class Chat {
@@ -31,8 +32,15 @@ export class Chat {
   async start() {
     await this.loadConversations();
     const saved = JSON.parse(sessionStorage.getItem(ACTIVE) || "null");
+    const last = sessionStorage.getItem(CURRENT);
     if (saved && saved.conversation_id) await this.open(saved.conversation_id);
-    else if (this.current) await this.open(this.current);
+    else if (last && this.conversations.some((c) => c.conversation_id === last)) await this.open(last);
+  }
+
+  setCurrent(id) {
+    this.current = id;
+    if (id) sessionStorage.setItem(CURRENT, id);
+    else sessionStorage.removeItem(CURRENT);
   }
 
   async loadConversations() {
@@ -97,7 +105,7 @@ export class Chat {
 
   newConversation() {
     this.detach();
-    this.current = null;
+    this.setCurrent(null);
     $("turns").replaceChildren();
     this.renderList();
     $("question").focus();
@@ -113,7 +121,7 @@ export class Chat {
   async open(conversationId) {
     this.detach();
     const token = ++this.openToken;
-    this.current = conversationId;
+    this.setCurrent(conversationId);
     this.renderList();
     const turns = $("turns");
     turns.replaceChildren();
@@ -121,7 +129,7 @@ export class Chat {
     try {
       conv = await api(`v1/conversations/${encodeURIComponent(conversationId)}`);
     } catch (err) {
-      if (err instanceof ApiError && err.status === 404) { sessionStorage.removeItem(ACTIVE); this.current = null; this.renderList(); return; }
+      if (err instanceof ApiError && err.status === 404) { sessionStorage.removeItem(ACTIVE); this.setCurrent(null); this.renderList(); return; }
       throw err;
     }
     if (token !== this.openToken) return;
@@ -222,7 +230,7 @@ export class Chat {
     }
     if (again === undefined) $("question").value = "";
     const isNew = this.current !== record.conversation_id;
-    this.current = record.conversation_id;
+    this.setCurrent(record.conversation_id);
     sessionStorage.setItem(ACTIVE, JSON.stringify({ run_id: record.run_id, conversation_id: record.conversation_id, question }));
     const view = this.addTurn(question);
     view.traceBox.open = true;
