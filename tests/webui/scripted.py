@@ -6,7 +6,8 @@
 
 A request is answered from the scenario whose keyword appears in the latest message that names
 one (the question, or the prompt that quotes it); each scenario replays its replies in order
-and then repeats its last. ``"fail": true`` streams the reply, then fails the call.
+and then repeats its last. ``"fail": true`` streams the reply, then fails the call; ``"rate": N``
+sends N deltas a second, kept to the clock.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class QuestionScript(ScriptedProvider):
         self.scenarios: dict[str, dict[str, Any]] = json.loads(Path(settings.model).read_text(encoding="utf-8"))
         self.served: dict[str, int] = {}
         self._failing = False
+        self._rate = 0.0
         super().__init__(settings, replies=self._choose, **kwargs)
 
     def _scenario(self, request: ChatRequest) -> tuple[str, dict[str, Any]]:
@@ -57,12 +59,20 @@ class QuestionScript(ScriptedProvider):
         self.chunk_size = int(scenario.get("chunk_size", 8))
         self.delay_s = float(scenario.get("delay_s", 0.0))
         self._failing = bool(scenario.get("fail"))
+        self._rate = float(scenario.get("rate", 0.0))
+        if self._rate:
+            self.delay_s = 0.0  # paced below, against the clock: sleeps alone fall behind the rate
         return replies[min(n, len(replies) - 1)]
 
     async def _stream(self, request: ChatRequest) -> AsyncIterator[LLMChunk]:
+        loop = asyncio.get_running_loop()
+        start, sent = loop.time(), 0
         async for chunk in super()._stream(request):
             if self._failing and type(chunk).__name__ == "Done":
                 raise LLMBadResponse("the model's connection broke off mid-answer")
+            if self._rate and type(chunk).__name__ == "TextDelta":
+                await asyncio.sleep(max(0.0, start + sent / self._rate - loop.time()))
+                sent += 1
             yield chunk
 
 

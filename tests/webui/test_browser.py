@@ -30,7 +30,7 @@ HOSTILE_DOC = (
     "Boats moor at the east quay."
 )
 LONG = " ".join(f"word{i}" for i in range(260))
-RESUME = " ".join(f"tide{i}" for i in range(160))
+RESUME = " ".join(f"tide{i}" for i in range(100))
 HOSTILE_ANSWER = (
     "Careful: <script>window.__pwned = 'answer'</script>\n\n"
     "<img src=x onerror=\"window.__pwned = 'img'\">\n\n"
@@ -44,7 +44,7 @@ SCENARIOS = {
         "replies": [
             "The keeper logs **every ship** that passes the reef [1].\n\n"
             "| ship | hour |\n|---|---|\n| Aurora | 02:10 |\n| Borealis | 03:40 |\n\n"
-            "```\nlog --ships --night\n```\n\n- 北方暗礁的灯塔\n- fog signal every two minutes\n\n" + LONG
+            "```\nlog --ships --night\n```\n\n- 北方暗礁的灯塔\n- fog signal every two minutes\n\n" + LONG[:600]
         ],
         "chunk_size": 6,
         "delay_s": 0.01,
@@ -275,9 +275,9 @@ def test_two_files_upload_with_progress_then_an_answer_cites_one(page, server, t
         } }).observe(document.getElementById('uploads'), {subtree: true, childList: true, characterData: true, attributes: true}); }"""
     )
     quay = tmp_path / "quay rules.txt"
-    quay.write_text(HOSTILE_DOC + " " + " ".join(f"Rule {i}: keep the quay clear." for i in range(120)), "utf-8")
+    quay.write_text(HOSTILE_DOC + " " + " ".join(f"Rule {i}: keep the quay clear." for i in range(50)), "utf-8")
     tides = tmp_path / "tides.md"
-    tides.write_text("# Tides\n\n" + "\n\n".join(f"High water at pier {i} is at dawn." for i in range(80)), "utf-8")
+    tides.write_text("# Tides\n\n" + "\n\n".join(f"High water at pier {i} is at dawn." for i in range(40)), "utf-8")
     big = tmp_path / "huge.txt"
     big.write_text("x" * 30_000, "utf-8")  # over this server's 20,000-byte limit
     page.set_input_files("#file-input", [str(quay), str(tides), str(big)])
@@ -419,6 +419,7 @@ def test_the_page_says_when_the_server_is_unreachable_and_reconnects(page, serve
     page.click("#new-conv")
     ask(page, "q-cite: anyone there?")
     expect(page.locator("#status")).to_have_text("Server unreachable, reconnecting…")
+    expect(page.locator("#composer-error")).to_have_text("Server unreachable, reconnecting…")
     shot(page, "server-unreachable")
     server.start()
     expect(page.locator("#status")).to_have_text("Reconnected", timeout=15_000)

@@ -103,6 +103,8 @@ async function signIn(e) {
 }
 
 async function boot() {
+  const conversations = api("v1/conversations"); // asked for beside the catalogs, not after them
+  conversations.catch(() => {});
   try {
     await loadStrategies();
   } catch (err) {
@@ -115,7 +117,8 @@ async function boot() {
   if (!chat) chat = new Chat({ strategy: chosen, settings, onCite: (c) => showCitation(c).catch(report) });
   started = true;
   route();
-  await chat.start().catch(report);
+  await chat.start(conversations).catch(report);
+  performance.mark("reasonloop:usable"); // strategies, conversations and the composer are there
 }
 
 function init() {
@@ -137,6 +140,7 @@ function init() {
   on("online", () => {
     status(t("net.back"), "ok");
     setTimeout(() => { if ($("status").dataset.kind === "ok") status(""); }, 2000);
+    if ($("composer-error").textContent === t("net.down")) chat?.showComposerError("");
     if (started && chat) chat.loadConversations().catch(report);
   });
   window.addEventListener("hashchange", route);

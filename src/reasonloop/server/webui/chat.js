@@ -29,8 +29,8 @@ export class Chat {
     $("new-conv").addEventListener("click", () => this.newConversation());
   }
 
-  async start() {
-    await this.loadConversations();
+  async start(listed) {
+    await this.loadConversations(listed);
     const saved = JSON.parse(sessionStorage.getItem(ACTIVE) || "null");
     const last = sessionStorage.getItem(CURRENT);
     if (saved && saved.conversation_id) await this.open(saved.conversation_id);
@@ -43,8 +43,8 @@ export class Chat {
     else sessionStorage.removeItem(CURRENT);
   }
 
-  async loadConversations() {
-    this.conversations = await api("v1/conversations");
+  async loadConversations(listed) {
+    this.conversations = await (listed || api("v1/conversations"));
     this.renderList();
   }
 
@@ -224,7 +224,7 @@ export class Chat {
       if (err instanceof ApiError && err.field && err.field.startsWith("settings.") && this.settings.showError(err.field.slice(9), err.message)) {
         this.showComposerError(t("settings.invalid"));
       } else {
-        this.showComposerError(err.message || String(err));
+        this.showComposerError(err instanceof ApiError ? `${err.code}: ${err.message}` : t("net.down"));
       }
       return;
     }

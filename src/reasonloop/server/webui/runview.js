@@ -22,6 +22,16 @@ function pretty(value) {
   try { return JSON.stringify(value, null, 2); } catch { return String(value); }
 }
 
+/** Put `fresh`'s nodes in `box`, keeping the leading ones that did not change: while an answer
+ * streams, only its last block is laid out again, not the whole answer each frame. */
+function patch(box, fresh) {
+  const next = [...fresh.childNodes];
+  let i = 0;
+  while (i < next.length && i < box.childNodes.length && box.childNodes[i].isEqualNode(next[i])) i += 1;
+  while (box.childNodes.length > i) box.lastChild.remove();
+  box.append(...next.slice(i));
+}
+
 export class RunView {
   constructor(turn, { onCite } = {}) {
     this.turn = turn;
@@ -237,7 +247,7 @@ export class RunView {
     this.frame = requestAnimationFrame(() => {
       this.frame = 0;
       const markers = new Set(this.citations.map((c) => c.marker));
-      this.answerBox.replaceChildren(renderMarkdown(this.text, markers));
+      patch(this.answerBox, renderMarkdown(this.text, markers));
       if (perf.enabled && this.pending.length) {
         const now = performance.now();
         for (const at of this.pending) perf.delays.push(now - at);
