@@ -281,12 +281,18 @@ def test_two_files_upload_with_progress_then_an_answer_cites_one(page, server, t
     big = tmp_path / "huge.txt"
     big.write_text("x" * 30_000, "utf-8")  # over this server's 20,000-byte limit
     page.set_input_files("#file-input", [str(quay), str(tides), str(big)])
+    dropped = page.evaluate_handle(
+        "() => { const dt = new DataTransfer(); dt.items.add(new File(['\\u0000\\u0001'], 'tool.bin')); return dt; }"
+    )
+    page.dispatch_event("#drop", "drop", {"dataTransfer": dropped})  # dragged and dropped
     rows = page.locator("#uploads .upload")
-    expect(rows).to_have_count(3)
+    expect(rows).to_have_count(4)
     for name in ("quay rules.txt", "tides.md"):
         expect(rows.filter(has_text=name)).to_have_attribute("data-state", "done", timeout=60_000)
     expect(rows.filter(has_text="huge.txt")).to_have_attribute("data-state", "failed")
     expect(rows.filter(has_text="huge.txt").locator(".state")).to_contain_text("too large")
+    expect(rows.filter(has_text="tool.bin")).to_have_attribute("data-state", "failed")
+    expect(rows.filter(has_text="tool.bin").locator(".state")).to_contain_text("unsupported file type '.bin'")
     states = page.evaluate("() => Object.fromEntries(Object.entries(window.__states).map(([k, v]) => [k, [...v]]))")
     for name in ("quay rules.txt", "tides.md"):
         seen = states[name]
