@@ -73,13 +73,20 @@ max_upload_bytes = 20000
 {keys}
 [plugins.paths]
 llm = ["tests.webui.scripted:QuestionScript"]
-tool = ["tests.webui.scripted:SlowLookup"]
+tool = ["tests.webui.scripted:SlowLookup", "tests.webui.scripted:StuckLookup"]
 
 [agents.planner]
 description = "Plans lookups and runs them in parallel"
 reasoning = "rewoo"
 tools = ["slow_lookup"]
 kb = false
+
+[agents.stuck]
+description = "Looks words up in a dictionary that hangs"
+reasoning = "rewoo"
+tools = ["stuck_lookup"]
+kb = false
+settings = {{ replan = false }}
 
 [agents.researcher]
 description = "Searches the documents"

@@ -91,3 +91,16 @@ class SlowLookup(Tool):
     async def run(self, params: LookupParams, ctx: ToolContext) -> str:
         await asyncio.sleep(1.2)
         return f"{params.input}: found in the slow dictionary"
+
+
+class StuckLookup(SlowLookup):
+    """A lookup that never answers within its time limit."""
+
+    info: ClassVar[PluginInfo] = PluginInfo(id="stuck_lookup", name="Stuck lookup", description="Never answers")
+    name = "stuck_lookup"
+    description = "Look a word up in a dictionary that hangs."
+    timeout_s = 0.3
+
+    async def run(self, params: LookupParams, ctx: ToolContext) -> str:
+        await asyncio.sleep(30)
+        return "never"

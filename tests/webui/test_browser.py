@@ -61,6 +61,7 @@ SCENARIOS = {
             "Alpha and beta were both found.",
         ]
     },
+    "q-stuck": {"replies": ["#E1 = stuck_lookup[gamma]", "The dictionary did not answer."]},
     "q-writer": {
         "replies": [
             {"tool_calls": [{"name": "run_agent", "arguments": {"query": "q-sub: who keeps the log?"}}]},
@@ -203,6 +204,17 @@ def test_a_rewoo_plan_shows_its_steps_running_in_parallel(page):
     expect(turn.locator(".answer")).to_have_text("Alpha and beta were both found.")
 
 
+def test_a_tool_call_that_times_out_is_shown_as_timed_out(page):
+    choose(page, "agent:stuck")
+    ask(page, "q-stuck: look up gamma")
+    turn = wait_done(page)
+    step = turn.locator(".plan-steps .step")
+    expect(step).to_have_attribute("data-status", "timed_out")
+    expect(step.locator(".badge")).to_have_text("timed out")
+    expect(step.locator(".observation pre")).to_contain_text("tool.timeout")
+    expect(turn.locator(".answer")).to_have_text("The dictionary did not answer.")
+
+
 def test_a_sub_agent_s_events_are_nested_under_the_call_that_started_it(page):
     choose(page, "agent:writer")
     ask(page, "q-writer: who keeps the log?")
@@ -308,6 +320,19 @@ def test_two_files_upload_with_progress_then_an_answer_cites_one(page, server, t
     expect(turn.locator(".sources")).to_contain_text("quay")
 
 
+def test_a_document_is_deleted_from_the_list(page):
+    page.click("a[data-view=documents]")
+    rows = page.locator("#doc-rows tr")
+    expect(rows).to_have_count(3)
+    stats = page.locator("#kb-stats").inner_text()
+    page.on("dialog", lambda d: d.accept())
+    rows.filter(has_text="Tides").locator("button").click()
+    expect(rows).to_have_count(2)
+    expect(page.locator("#doc-rows")).not_to_contain_text("Tides")
+    expect(page.locator("#kb-stats")).not_to_have_text(stats)
+    expect(page.locator("#kb-stats")).to_contain_text("2 documents")
+
+
 def test_a_setting_is_honoured_by_the_run(page):
     choose(page, "reasoning:react")
     page.fill("#setting-max_rounds", "1")
@@ -378,10 +403,14 @@ def test_a_failed_run_shows_its_code_and_message_and_keeps_the_partial_answer(pa
     expect(turn.locator(".usage")).to_have_attribute("data-stop-reason", "error")
 
 
-def test_feedback_copy_and_regenerate(page):
+def test_feedback_copy_and_regenerate(page, server):
     choose(page, "reasoning:qa")
     ask(page, "q-cite: who logs the ships?")
     turn = wait_done(page)
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+    turn.locator(".copy").click()
+    expect(turn.locator(".copy")).to_have_text("Copied")
+    assert page.evaluate("() => navigator.clipboard.readText()") == turn.locator(".answer").inner_text()
     with page.expect_response(lambda r: r.url.endswith("/v1/feedback")) as posted:
         turn.locator(".down").click()
         turn.locator(".fb-reason input").fill("too short")

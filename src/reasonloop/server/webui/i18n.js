@@ -37,7 +37,7 @@ const STRINGS = {
     "cite.whole": "Open the whole document", "cite.page": "page {page}", "cite.missing": "The document is no longer in the knowledge base.",
     "auth.title": "API key", "auth.hint": "This server requires an API key. It is kept for this browser tab only.",
     "auth.submit": "Sign in", "auth.logout": "Sign out", "auth.wrong": "The server did not accept this key.",
-    "auth.expired": "Your key was refused; sign in again.", "auth.tenant": "tenant {tenant}",
+    "auth.expired": "Your key was refused; sign in again.",
     "net.down": "Server unreachable, reconnecting…", "net.back": "Reconnected",
   },
   zh: {
@@ -76,7 +76,7 @@ const STRINGS = {
     "cite.whole": "打开整篇文档", "cite.page": "第 {page} 页", "cite.missing": "该文档已不在知识库中。",
     "auth.title": "API 密钥", "auth.hint": "此服务器需要 API 密钥，只在当前标签页中保留。",
     "auth.submit": "登录", "auth.logout": "退出", "auth.wrong": "服务器不接受这个密钥。",
-    "auth.expired": "密钥被拒绝，请重新登录。", "auth.tenant": "租户 {tenant}",
+    "auth.expired": "密钥被拒绝，请重新登录。",
     "net.down": "无法连接服务器，正在重连…", "net.back": "已重新连接",
   },
 };
