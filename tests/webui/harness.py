@@ -150,11 +150,12 @@ class Server:
         for line in proc.stderr:
             self.lines.put(line)
 
-    def stop(self) -> None:
+    def stop(self, *, kill: bool = False) -> None:
+        """Stop the server (``kill``: at once, as a crash would, leaving its runs to recovery)."""
         if self.proc is None:
             return
         if self.proc.poll() is None:
-            self.proc.terminate()
+            self.proc.kill() if kill else self.proc.terminate()
             try:
                 self.proc.wait(timeout=15)
             except subprocess.TimeoutExpired:

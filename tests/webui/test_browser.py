@@ -77,6 +77,7 @@ SCENARIOS = {
     "q-cite": {"replies": ["Every ship that passes the reef is logged by the keeper [1]."]},
     "q-stop": {"replies": [LONG], "chunk_size": 5, "delay_s": 0.05},
     "q-resume": {"replies": [RESUME], "chunk_size": 6, "delay_s": 0.03},
+    "q-restart": {"replies": [LONG], "chunk_size": 5, "delay_s": 0.05},
     "q-budget": {
         "replies": [
             react_step("docsearch", {"query": "reef"}, "search first"),
@@ -460,6 +461,23 @@ def test_the_page_says_when_the_server_is_unreachable_and_reconnects(page, serve
     expect(page.locator("#status")).to_have_text("Reconnected", timeout=15_000)
     page.click("#send")
     wait_done(page)
+
+
+@pytest.mark.parametrize("crash", [False, True], ids=["shut-down", "killed"])
+def test_a_run_cut_off_by_a_server_restart_keeps_its_partial_answer(page, server, crash):
+    choose(page, "reasoning:qa")
+    page.click("#new-conv")
+    ask(page, f"q-restart: a long story ({crash})")
+    answer = last_turn(page).locator(".answer")
+    expect(answer).to_contain_text("word15", timeout=20_000)
+    server.stop(kill=crash)
+    expect(page.locator("#status")).to_have_text("Server unreachable, reconnecting…")
+    server.start()
+    turn = wait_done(page)
+    expect(turn.locator(".usage")).to_have_attribute("data-stop-reason", "interrupted")
+    kept = answer.inner_text()
+    assert kept.startswith("word0 word1") and LONG.startswith(kept) and len(kept) < len(LONG)
+    expect(page.locator("#status")).to_be_hidden(timeout=10_000)
 
 
 def test_the_retrieval_test_shows_three_rankings_with_scores(page):

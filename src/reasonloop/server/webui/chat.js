@@ -254,7 +254,6 @@ export class Chat {
           if (stick) turns.scrollTop = turns.scrollHeight;
         },
       });
-      if (!view.ended && !abort.signal.aborted) await this.settle(runId, view);
     } catch (err) {
       view.handle({ type: "error", code: err.code || "net.error", message: err.message || String(err) });
     }
@@ -264,18 +263,6 @@ export class Chat {
       sessionStorage.removeItem(ACTIVE);
       this.loadConversations();
     }
-  }
-
-  /** A run whose stream ended without its answer (its process died): what its record says. */
-  async settle(runId, view) {
-    const { run, result } = await api(`v1/runs/${encodeURIComponent(runId)}`);
-    view.handle({
-      type: "answer",
-      text: (result && result.content) || view.text,
-      citations: (result && result.citations) || [],
-      usage: (result && result.usage) || {},
-      stop_reason: (result && result.stop_reason) || { completed: "final", failed: "error" }[run.status] || run.status,
-    });
   }
 
   async stop() {
