@@ -85,6 +85,7 @@ SCENARIOS = {
         ]
     },
     "q-hostile": {"replies": [HOSTILE_ANSWER]},
+    "q-guard": {"replies": ["Final Answer: I answer without looking anything up."]},
     "q-upload": {"replies": ["The quay rules say boats moor at the east quay [1]."]},
     "q-fail": {"replies": ["A partial answer before the break"], "fail": True, "chunk_size": 5},
     "q-zh": {"replies": ["灯塔看守人记录每一艘经过北方暗礁的船只 [1]。"]},
@@ -342,6 +343,16 @@ def test_a_setting_is_honoured_by_the_run(page):
     expect(turn.locator(".usage")).to_have_attribute("data-stop-reason", "max_rounds")
     expect(turn.locator(".t-stop")).to_have_text("round budget reached")
     expect(turn.locator(".trace .call")).to_have_count(1)
+    page.click("#settings-reset")
+
+
+def test_a_guard_stop_is_shown_as_such(page):
+    choose(page, "reasoning:react")
+    page.check("#setting-require_tool_call")
+    ask(page, "q-guard: answer from memory")
+    turn = wait_done(page)
+    expect(turn.locator(".usage")).to_have_attribute("data-stop-reason", "guard")
+    expect(turn.locator(".t-stop")).to_have_text("stopped by a guard")
     page.click("#settings-reset")
 
 
