@@ -33,6 +33,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 REPO = Path(__file__).resolve().parents[2]
+EXPECT_TIMEOUT_MS = 15_000
+"""How long an expectation waits for the page: the machines running the tests are often loaded."""
 
 
 def screenshot_dir() -> Path:

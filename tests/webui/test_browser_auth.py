@@ -9,7 +9,9 @@ import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
 from reasonloop.server.auth import hash_key
-from tests.webui.harness import Server, launch_browser, screenshot_dir
+from tests.webui.harness import EXPECT_TIMEOUT_MS, Server, launch_browser, screenshot_dir
+
+expect.set_options(timeout=EXPECT_TIMEOUT_MS)
 
 KEYS = [
     {"sha256": hash_key("key-harbour"), "tenant": "harbour"},
