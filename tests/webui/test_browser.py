@@ -278,6 +278,9 @@ def test_reloading_mid_run_resumes_without_a_gap_or_a_repeat(page):
     assert page.locator("#turns .turn").count() == 1
 
 
+NAMES = ("quay rules.txt", "tides.md", "huge.txt", "tool.bin")
+
+
 def test_two_files_upload_with_progress_then_an_answer_cites_one(page, server, tmp_path):
     page.click("a[data-view=documents]")
     expect(page.locator("#kb-stats")).to_contain_text("documents")
@@ -307,6 +310,8 @@ def test_two_files_upload_with_progress_then_an_answer_cites_one(page, server, t
     expect(rows.filter(has_text="huge.txt").locator(".state")).to_contain_text("too large")
     expect(rows.filter(has_text="tool.bin")).to_have_attribute("data-state", "failed")
     expect(rows.filter(has_text="tool.bin").locator(".state")).to_contain_text("unsupported file type '.bin'")
+    bars = {name: rows.filter(has_text=name).locator("progress").evaluate("p => p.value") for name in NAMES}
+    assert bars == {"quay rules.txt": 1, "tides.md": 1, "huge.txt": 0, "tool.bin": 0}
     states = page.evaluate("() => Object.fromEntries(Object.entries(window.__states).map(([k, v]) => [k, [...v]]))")
     for name in ("quay rules.txt", "tides.md"):
         seen = states[name]

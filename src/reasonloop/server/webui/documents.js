@@ -69,7 +69,7 @@ async function uploadOne(file) {
     });
     const report = done.report || {};
     const failed = Object.values(report.failed || {});
-    bar.value = 1;
+    bar.value = failed.length ? 0 : 1;
     if (failed.length) {
       item.dataset.state = "failed";
       state.textContent = t("up.failed", { reason: failed[0] });
