@@ -4,7 +4,7 @@
 #   bash scripts/test.sh            # everything
 #   bash scripts/test.sh tests/llm  # extra arguments go to pytest
 #
-# Needs redis-server and openssl (installed with apt-get when this user can, or asked for).
+# Needs redis-server, openssl and chromium (installed with apt-get when this user can, or asked for).
 # First run: creates .venv and installs the project with its dev and local extras
 # (llama-cpp-python compiles from source, about 8-15 minutes on 2 cores; pip caches the wheel).
 # Later runs reinstall only when pyproject.toml changed, so they start testing at once.
@@ -19,6 +19,7 @@ VENV="${VENV:-.venv}"
 # The tests start their own redis-server on loopback ports, and make a TLS certificate with openssl.
 rl_require_tools "the Redis run store tests" redis-server=redis-server
 rl_require_tools "the TLS test of the http_request tool" openssl=openssl
+rl_require_tools "the web UI's browser tests" chromium=chromium
 
 if [ ! -x "$VENV/bin/python" ]; then
     echo "== creating $VENV"

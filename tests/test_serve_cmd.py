@@ -121,3 +121,23 @@ def test_serve_logs_no_requests_unless_asked_and_fails_in_one_line_on_a_taken_po
     code, out, err = served.stop()
     assert code == 0 and "stopped serving" in err
     assert "GET /healthz" not in out
+
+
+def test_serve_open_points_the_browser_at_the_web_ui(tmp_path, monkeypatch):
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {opened}\n', encoding="utf-8")
+    browser.chmod(0o755)
+    monkeypatch.setenv("BROWSER", str(browser))  # webbrowser runs $BROWSER with the URL
+    port = free_port()
+    served = Served("--port", str(port), "--open", cwd=tmp_path)
+    assert f"web UI http://127.0.0.1:{port}/ " in served.wait_for("web UI")
+    deadline = time.monotonic() + 30
+    while not (opened.exists() and opened.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    url = opened.read_text()
+    assert url == f"http://127.0.0.1:{port}/"
+    page = httpx.get(url, timeout=10)
+    assert page.status_code == 200 and 'src="ui/app.js"' in page.text
+    code, _, err = served.stop()
+    assert code == 0, err

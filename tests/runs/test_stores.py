@@ -180,6 +180,11 @@ async def test_conversations_and_feedback(any_store):
     assert [m["content"] for m in conv.messages] == ["hi", "yo", "again"] and conv.tenant == "t1"
     assert [c.conversation_id for c in await any_store.list_conversations("t1")] == ["conv_1"]
     assert await any_store.list_conversations("t2") == []
+    assert await any_store.rename_conversation("conv_1", "订单 <b>") is True
+    renamed = await any_store.get_conversation("conv_1")
+    assert renamed.title == "订单 <b>" and [m["content"] for m in renamed.messages] == ["hi", "yo", "again"]
+    assert [c.title for c in await any_store.list_conversations("t1")] == ["订单 <b>"]
+    assert await any_store.rename_conversation("conv_missing", "x") is False
     assert await any_store.delete_conversation("conv_1") is True
     assert await any_store.delete_conversation("conv_1") is False
     assert await any_store.get_conversation("conv_1") is None

@@ -30,6 +30,9 @@ def serve(
     access_log: Annotated[
         bool, typer.Option("--access-log", help="Log every request (client, method, path, status) on stdout.")
     ] = False,
+    open_browser: Annotated[
+        bool, typer.Option("--open", help="Open the web UI in the browser once the server listens.")
+    ] = False,
 ) -> None:
     """Serve REST, SSE, WebSocket and OpenAI-compatible endpoints."""
     from reasonloop.cli.serving import run_server
@@ -72,10 +75,15 @@ def serve(
         many = f" with {server.workers} workers" if server.workers > 1 else ""
         err_console.print(f"reasonloop serving on [bold]{url}[/]{many} (Ctrl-C stops)", highlight=False, soft_wrap=True)
         err_console.print(
-            f"  API docs {url}/docs · WebSocket {ws}/v1/ws · knowledge base {escape(settings.kb.path)}",
+            f"  web UI {url}/ · API docs {url}/docs · WebSocket {ws}/v1/ws · knowledge base {escape(settings.kb.path)}",
             highlight=False,
             soft_wrap=True,
         )
+        if open_browser:  # in a thread: a browser that takes its time to start holds up no request
+            import threading
+            import webbrowser
+
+            threading.Thread(target=webbrowser.open, args=(f"{url}/",), daemon=True).start()
 
     if server.workers > 1:
         if state.config_path is not None:

@@ -23,7 +23,7 @@ from reasonloop.kb.base import Filter, Hit, IngestReport, KBStats
 from reasonloop.kb.embedding import Embedder, create_embedder
 from reasonloop.kb.hybrid import HybridRetriever, Reranker, SearchMode
 from reasonloop.kb.local_index import LocalIndex, ProgressFn
-from reasonloop.kb.store import DocumentRow
+from reasonloop.kb.store import ChunkRow, DocumentRow
 from reasonloop.registry import Registry, resolve
 
 if TYPE_CHECKING:
@@ -176,6 +176,10 @@ class KnowledgeBase:
     async def documents(self) -> list[DocumentRow]:
         """Every document: id, source, title, content hash, bytes, mtime, last update, chunk count."""
         return await self.index.documents()
+
+    async def document(self, doc_id_or_source: str) -> tuple[DocumentRow, list[ChunkRow]] | None:
+        """A document (by id or source) and its chunks in order; None when nothing matched."""
+        return await self.index.document(doc_id_or_source)
 
     async def page(self, doc_id_or_source: str, number: int) -> tuple[DocumentRow, str, list[int]]:
         """Page ``number`` of a document: its row, the page's text (what chunk offsets point

@@ -41,7 +41,7 @@ from reasonloop.kb.hybrid import HybridRetriever, Reranker
 from reasonloop.kb.lexical import LexicalIndex
 from reasonloop.kb.locking import WriterLock
 from reasonloop.kb.settings import LocalIndexOptions, parse_options, parse_retriever_settings
-from reasonloop.kb.store import DocumentRow, DocumentWrite, MetadataStore
+from reasonloop.kb.store import ChunkRow, DocumentRow, DocumentWrite, MetadataStore
 from reasonloop.kb.vector import LocalVectorStore, VectorStore
 from reasonloop.registry import PluginInfo
 
@@ -401,6 +401,11 @@ class LocalIndex:
 
     async def documents(self) -> list[DocumentRow]:
         return self.store.documents()
+
+    async def document(self, doc_id_or_source: str) -> tuple[DocumentRow, list[ChunkRow]] | None:
+        """A document and its chunks in order; None when nothing matched."""
+        row = self.store.document(doc_id_or_source)
+        return None if row is None else (row, self.store.chunks_of(row.id))
 
     async def stats(self) -> KBStats:
         docs, chunks, size = self.store.totals()

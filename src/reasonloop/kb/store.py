@@ -306,6 +306,16 @@ class MetadataStore:
                     out[row[0]] = ChunkRow(*row[:6], metadata=json.loads(row[6]))
         return out
 
+    def chunks_of(self, doc_id: str) -> list[ChunkRow]:
+        """The document's chunks in order."""
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT c.key, c.id, c.doc_id, d.source, d.title, c.text, c.metadata FROM chunks c "
+                "JOIN documents d ON d.id = c.doc_id WHERE c.doc_id = ? ORDER BY c.ordinal",
+                (doc_id,),
+            ).fetchall()
+        return [ChunkRow(*row[:6], metadata=json.loads(row[6])) for row in rows]
+
     def chunk_count(self) -> int:
         with self.lock:
             return int(self.conn.execute("SELECT count(*) FROM chunks").fetchone()[0])

@@ -31,6 +31,7 @@ from reasonloop.runs.stores import RunStore, open_store
 from reasonloop.server import (
     catalog_routes,
     conversation_routes,
+    document_routes,
     kb_routes,
     openai_routes,
     pages_routes,
@@ -45,6 +46,7 @@ from reasonloop.server.errors import install_error_handlers
 from reasonloop.server.kb_routes import KBProvider, UploadSizeGuard
 from reasonloop.server.transport.outbox import Outbox
 from reasonloop.server.transport.unwrapped import UnwrappedSockets
+from reasonloop.server.webui import install_webui
 
 __all__ = ["ReasonloopAPI", "create_app"]
 
@@ -179,10 +181,20 @@ def create_app(
     if not state.auth.enabled:  # with keys, the key decides (see reasonloop.server.cross_site)
         app.add_middleware(CrossSiteGuard, allowed=settings.server.cors_origins, allowed_hosts=state.allowed_hosts)
     install_error_handlers(app)
-    for module in (runs_routes, catalog_routes, kb_routes, pages_routes, conversation_routes, openai_routes, ws):
+    for module in (
+        runs_routes,
+        catalog_routes,
+        kb_routes,
+        document_routes,
+        pages_routes,
+        conversation_routes,
+        openai_routes,
+        ws,
+    ):
         app.include_router(module.router)
     _health_routes(app, state)
     install_docs(app)
+    install_webui(app)
     return app
 
 

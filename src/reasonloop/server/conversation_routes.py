@@ -1,4 +1,4 @@
-"""Conversations (list, read with messages, delete) and feedback on answers."""
+"""Conversations (list, read with messages, rename, delete) and feedback on answers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from reasonloop.errors import ConversationNotFound
 from reasonloop.runs.models import ConversationRecord
@@ -53,6 +53,31 @@ async def get_conversation(
 ) -> ConversationRecord:
     """A conversation with its messages."""
     return await _owned(request, conversation_id, who.tenant)
+
+
+class ConversationRename(CheckedText):
+    """The body of ``PATCH /v1/conversations/{id}``."""
+
+    title: str = Field(min_length=1, max_length=200, json_schema_extra={"pattern": r"\S"})
+
+    @field_validator("title")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the title is empty")
+        return value.strip()
+
+
+@router.patch("/conversations/{conversation_id}", response_model=ConversationSummary)
+async def rename_conversation(
+    conversation_id: str, body: ConversationRename, request: Request, who: Annotated[Principal, Depends(principal)]
+) -> ConversationSummary:
+    """Rename a conversation (its messages are kept)."""
+    conv = await _owned(request, conversation_id, who.tenant)
+    if not await server_state(request).runs.store.rename_conversation(conversation_id, body.title):
+        raise ConversationNotFound(f"no conversation {conversation_id!r}", conversation_id=conversation_id)
+    conv.title = body.title
+    return ConversationSummary.model_validate(conv.model_dump(exclude={"messages"}))
 
 
 @router.delete("/conversations/{conversation_id}", status_code=204)

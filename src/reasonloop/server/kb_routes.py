@@ -1,4 +1,5 @@
-"""Knowledge base over HTTP: upload (multipart), list, delete, stats, search — per tenant.
+"""Knowledge base over HTTP: upload (multipart, with ingest progress on request), list, delete,
+stats, search (hybrid, dense or lexical) — per tenant.
 
 Each tenant has its own knowledge base directory (the ``default`` tenant uses ``[kb] path``
 itself, others ``[kb] path/tenants/<tenant>``), so one tenant never sees another's documents.
@@ -10,22 +11,32 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import json
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, File, Query, Request, UploadFile
 from fastapi.encoders import jsonable_encoder
+from fastapi.responses import StreamingResponse
 
 from reasonloop.config import Settings
-from reasonloop.errors import ConfigError, DocumentNotFound, KBError, KBUnavailable, RequestInvalid, UploadTooLarge
+from reasonloop.errors import (
+    ConfigError,
+    DocumentNotFound,
+    KBError,
+    KBUnavailable,
+    ReasonLoopError,
+    RequestInvalid,
+    UploadTooLarge,
+)
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
 from reasonloop.server.errors import error_response
 
-__all__ = ["KBProvider", "UploadSizeGuard", "router", "safe_filename", "tenant_kb_path"]
+__all__ = ["KBProvider", "UploadSizeGuard", "kb_call", "router", "safe_filename", "tenant_kb_path"]
 
 router = APIRouter(prefix="/v1/kb", tags=["knowledge base"])
 
@@ -140,7 +151,7 @@ def _fit(name: str, limit: int) -> str:
     return cut + suffix if cut else ""
 
 
-async def _call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+async def kb_call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Call a sync or async knowledge-base method without blocking the event loop."""
     if inspect.iscoroutinefunction(fn):
         return await fn(*args, **kwargs)
@@ -176,7 +187,7 @@ class KBProvider:
         for kb in self._open.values():
             close = getattr(kb, "close", None)
             if close is not None:
-                await _call(close)
+                await kb_call(close)
         self._open.clear()
 
     async def get(self, tenant: str) -> Any:
@@ -185,7 +196,7 @@ class KBProvider:
                 opener = self._opener or self._default_opener()
                 path = tenant_kb_path(self.settings, tenant)
                 path.mkdir(parents=True, exist_ok=True)
-                self._open[tenant] = await _call(opener, path)
+                self._open[tenant] = await kb_call(opener, path)
             return self._open[tenant]
 
     def uploads_dir(self, tenant: str) -> Path:
@@ -208,11 +219,20 @@ def _unique(directory: Path, name: str) -> Path:
     return target
 
 
-@router.post("/documents", status_code=201)
+@router.post("/documents", status_code=201, response_model=None)
 async def upload(
-    request: Request, who: Annotated[Principal, Depends(principal)], files: Annotated[list[UploadFile], File()]
-) -> dict[str, Any]:
-    """Upload documents and ingest them. Files over ``[server] max_upload_bytes`` are refused (413)."""
+    request: Request,
+    who: Annotated[Principal, Depends(principal)],
+    files: Annotated[list[UploadFile], File()],
+    progress: bool = Query(False, description="Stream the ingest's progress as NDJSON lines."),
+) -> dict[str, Any] | StreamingResponse:
+    """Upload documents and ingest them. Files over ``[server] max_upload_bytes`` are refused (413).
+
+    With ``progress=true`` the answer (once the files are stored) is ``application/x-ndjson``:
+    ``{"type": "progress", ...}`` lines as chunks are embedded (``chunks_done`` of
+    ``chunks_total``), then ``{"type": "done", "files", "report"}``, or ``{"type": "error",
+    "error": {"code", "message"}}`` when the ingest failed.
+    """
     state = server_state(request)
     limit = state.settings.server.max_upload_bytes
     provider = _kb(request)
@@ -243,15 +263,59 @@ async def upload(
             path.unlink(missing_ok=True)
         raise
     kb = await provider.get(who.tenant)
-    report = await _call(kb.ingest, [str(p) for p in saved])
-    return {"files": [p.name for p in saved], "report": jsonable_encoder(report)}
+    names = [p.name for p in saved]
+    if progress:
+        return StreamingResponse(_ingest_lines(kb, saved, names), status_code=201, media_type="application/x-ndjson")
+    report = await kb_call(kb.ingest, [str(p) for p in saved])
+    return {"files": names, "report": jsonable_encoder(report)}
+
+
+_INGESTS: set[asyncio.Task[Any]] = set()
+"""Ingests whose client stopped reading: they finish all the same (the files are stored)."""
+
+
+async def _ingest_lines(kb: Any, saved: list[Path], names: list[str]) -> AsyncIterator[str]:
+    """NDJSON lines of an ingest's progress, then its report (or its error)."""
+    loop = asyncio.get_running_loop()
+    updates: asyncio.Queue[Any] = asyncio.Queue()
+
+    def on_progress(update: Any) -> None:  # called on the loop, or on an ingest thread
+        line = {"type": "progress", **jsonable_encoder(update)}
+        try:
+            running = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            running = False
+        if running:
+            updates.put_nowait(line)
+        else:
+            loop.call_soon_threadsafe(updates.put_nowait, line)
+
+    async def ingest() -> Any:
+        return await kb.ingest([str(p) for p in saved], on_progress=on_progress)
+
+    task = asyncio.ensure_future(ingest())
+    _INGESTS.add(task)
+    task.add_done_callback(_INGESTS.discard)
+    task.add_done_callback(lambda _: loop.call_soon(updates.put_nowait, None))
+    while (line := await updates.get()) is not None:
+        yield json.dumps(line, ensure_ascii=False) + "\n"
+    try:
+        report = task.result()
+    except ReasonLoopError as exc:
+        yield json.dumps({"type": "error", "error": {"code": exc.code, "message": exc.message}}) + "\n"
+        return
+    except Exception as exc:
+        error = {"code": "kb.error", "message": f"the ingest failed: {exc}"}
+        yield json.dumps({"type": "error", "error": error}, ensure_ascii=False) + "\n"
+        return
+    yield json.dumps({"type": "done", "files": names, "report": jsonable_encoder(report)}, ensure_ascii=False) + "\n"
 
 
 @router.get("/documents")
 async def documents(request: Request, who: Annotated[Principal, Depends(principal)]) -> Any:
     """The tenant's documents."""
     kb = await _kb(request).get(who.tenant)
-    return jsonable_encoder(await _call(kb.documents))
+    return jsonable_encoder(await kb_call(kb.documents))
 
 
 @router.delete("/documents/{document}")
@@ -259,7 +323,7 @@ async def delete_document(document: str, request: Request, who: Annotated[Princi
     """Delete a document by id or source; 404 when nothing matched."""
     kb = await _kb(request).get(who.tenant)
     try:
-        result = await _call(kb.delete, document)
+        result = await kb_call(kb.delete, document)
     except KBError as exc:
         raise DocumentNotFound(exc.message, document=document) from exc
     if not result:
@@ -270,7 +334,7 @@ async def delete_document(document: str, request: Request, who: Annotated[Princi
 @router.get("/stats")
 async def stats(request: Request, who: Annotated[Principal, Depends(principal)]) -> Any:
     kb = await _kb(request).get(who.tenant)
-    return jsonable_encoder(await _call(kb.stats))
+    return jsonable_encoder(await kb_call(kb.stats))
 
 
 @router.get("/search")
@@ -281,12 +345,15 @@ async def search(
     top_k: int = Query(5, ge=1, le=100),
     rerank: bool | None = Query(None, description="false: skip the knowledge base's reranker; true: require one"),
     candidates: int | None = Query(None, ge=1, le=500, description="fused candidates the reranker orders"),
+    mode: Literal["hybrid", "dense", "lexical"] = Query("hybrid", description="Fused, vectors only, or BM25 only."),
 ) -> Any:
     """Search the tenant's knowledge base."""
     kb = await _kb(request).get(who.tenant)
-    options = {k: v for k, v in {"rerank": rerank, "candidates": candidates}.items() if v is not None}
+    options: dict[str, Any] = {k: v for k, v in {"rerank": rerank, "candidates": candidates}.items() if v is not None}
+    if mode != "hybrid":
+        options["mode"] = mode
     try:
-        hits = await _call(kb.search, q, top_k, **options)
+        hits = await kb_call(kb.search, q, top_k, **options)
     except ConfigError as exc:  # rerank=true on a knowledge base without a reranker: the request's fault
         raise RequestInvalid(exc.message, field="rerank") from exc
     return jsonable_encoder(hits)

@@ -130,6 +130,10 @@ class RunStore(Protocol):
         """Add run ``run_id``'s turn unless the conversation has it; True when added. Atomic:
         instances recovering the same run at once add its turn once."""
 
+    async def rename_conversation(self, conversation_id: str, title: str) -> bool:
+        """Give the conversation ``title``; False when there is no such conversation."""
+        ...
+
     async def delete_conversation(self, conversation_id: str) -> bool: ...
 
     async def add_feedback(self, feedback: dict[str, Any]) -> None: ...

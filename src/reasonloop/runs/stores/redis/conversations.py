@@ -100,6 +100,25 @@ class RedisConversations:
                     return False
         return True
 
+    async def rename_conversation(self, conversation_id: str, title: str) -> bool:
+        key = f"{self.p}conv:{conversation_id}"
+        with guard(self.url):
+            while True:  # a turn added meanwhile rewrites the head: read it again
+                async with self.r.pipeline(transaction=True) as pipe:
+                    await pipe.watch(key)
+                    head = await pipe.get(key)
+                    if head is None:
+                        return False
+                    record = ConversationRecord.model_validate_json(head)
+                    record.title = title
+                    pipe.multi()
+                    pipe.set(key, record.model_dump_json(exclude={"messages"}), keepttl=True)
+                    try:
+                        await pipe.execute()
+                    except WatchError:
+                        continue
+                    return True
+
     async def delete_conversation(self, conversation_id: str) -> bool:
         key = f"{self.p}conv:{conversation_id}"
         with guard(self.url):

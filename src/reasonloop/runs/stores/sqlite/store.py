@@ -356,6 +356,13 @@ class SQLiteRunStore:
 
         return await self._run(job)
 
+    async def rename_conversation(self, conversation_id: str, title: str) -> bool:
+        def job(c: sqlite3.Connection) -> bool:
+            sql = "UPDATE conversations SET title=? WHERE conversation_id=?"
+            return c.execute(sql, (title, conversation_id)).rowcount > 0
+
+        return await self._run(job)
+
     async def delete_conversation(self, conversation_id: str) -> bool:
         def job(c: sqlite3.Connection) -> bool:
             c.execute("DELETE FROM messages WHERE conversation_id=?", (conversation_id,))

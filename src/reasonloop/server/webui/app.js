@@ -1,0 +1,152 @@
+// The page: views by URL hash, sign-in with an API key when the server asks for one, the strategy
+// selector and its settings form, the language switch, the connection banner.
+
+import { api, ApiError, auth, on } from "./api.js";
+import { Chat } from "./chat.js";
+import { refreshDocuments, showCitation, showDocument, wireDocuments } from "./documents.js";
+import { language, setLanguage, t, translate } from "./i18n.js";
+import { el } from "./render.js";
+import { SettingsForm } from "./settings.js";
+
+const $ = (id) => document.getElementById(id);
+const settings = new SettingsForm($("settings-form"));
+let plugins = new Map(); // option value -> {kind, id, schema, description}
+let chat = null;
+let started = false;
+
+function chosen() {
+  const value = $("strategy").value;
+  const p = plugins.get(value);
+  if (!p) return {};
+  return p.kind === "agent" ? { agent: p.id } : { reasoning: p.id };
+}
+
+function renderSettings() {
+  const value = $("strategy").value;
+  const p = plugins.get(value);
+  localStorage.setItem("rl.strategy", value);
+  $("strategy-desc").textContent = p ? p.description : "";
+  settings.render(p ? p.schema : null, `rl.settings.${value}`);
+}
+
+async function loadStrategies() {
+  const [reasoning, agents] = await Promise.all([api("v1/reasoning"), api("v1/agents")]);
+  plugins = new Map();
+  const select = $("strategy");
+  select.replaceChildren();
+  for (const r of reasoning) {
+    if (r.error) continue;
+    const value = `reasoning:${r.id}`;
+    plugins.set(value, { kind: "reasoning", id: r.id, schema: r.settings_schema, description: r.description });
+    select.append(new Option(r.name && r.name !== r.id ? `${r.name} (${r.id})` : r.id, value));
+  }
+  if (agents.length) {
+    const group = el("optgroup");
+    group.label = t("strategy.agent");
+    for (const a of agents) {
+      const value = `agent:${a.id}`;
+      plugins.set(value, { kind: "agent", id: a.id, schema: a.settings_schema, description: a.description });
+      group.append(new Option(a.name || a.id, value));
+    }
+    select.append(group);
+  }
+  const saved = localStorage.getItem("rl.strategy");
+  select.value = saved && plugins.has(saved) ? saved : plugins.has("reasoning:qa") ? "reasoning:qa" : select.options[0]?.value;
+  renderSettings();
+}
+
+function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  const view = ["chat", "documents", "search"].includes(parts[0]) ? parts[0] : "chat";
+  const showDoc = parts[0] === "documents" && parts[1];
+  for (const section of document.querySelectorAll("main > .view")) section.hidden = true;
+  $(showDoc ? "view-document" : `view-${view}`).hidden = false;
+  for (const a of document.querySelectorAll(".tabs a")) a.classList.toggle("current", a.dataset.view === view);
+  if (!started) return;
+  if (showDoc) showDocument(parts[1], parts[2]).catch(report);
+  else if (view === "documents") refreshDocuments().catch(report);
+}
+
+function report(err) {
+  if (err instanceof ApiError && err.status === 401) return; // the sign-in dialog is up
+  status(err.message || String(err), "error");
+}
+
+function status(text, kind) {
+  const box = $("status");
+  box.textContent = text;
+  box.dataset.kind = kind || "";
+  box.hidden = !text;
+}
+
+function askForKey(message) {
+  const dialog = $("login-dialog");
+  $("login-error").textContent = message || "";
+  $("login-error").hidden = !message;
+  if (!dialog.open) dialog.showModal();
+  $("login-key").focus();
+}
+
+async function signIn(e) {
+  e.preventDefault();
+  auth.key = $("login-key").value.trim();
+  try {
+    await api("v1/conversations?limit=1");
+  } catch (err) {
+    auth.key = "";
+    askForKey(err instanceof ApiError && err.status === 401 ? t("auth.wrong") : err.message);
+    return;
+  }
+  $("login-key").value = "";
+  $("login-dialog").close();
+  await boot();
+}
+
+async function boot() {
+  const conversations = api("v1/conversations"); // asked for beside the catalogs, not after them
+  conversations.catch(() => {});
+  try {
+    await loadStrategies();
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) { askForKey(auth.key ? t("auth.expired") : ""); return; }
+    status(t("net.down"), "error");
+    setTimeout(boot, 1500);
+    return;
+  }
+  $("logout").hidden = !auth.key;
+  if (!chat) chat = new Chat({ strategy: chosen, settings, onCite: (c) => showCitation(c).catch(report) });
+  started = true;
+  route();
+  await chat.start(conversations).catch(report);
+  performance.mark("reasonloop:usable"); // strategies, conversations and the composer are there
+}
+
+function init() {
+  $("lang").value = language();
+  translate();
+  $("lang").addEventListener("change", (e) => setLanguage(e.target.value));
+  window.addEventListener("rl:language", () => {
+    renderSettings();
+    if (chat) chat.relabel();
+    route();
+  });
+  $("strategy").addEventListener("change", renderSettings);
+  $("settings-reset").addEventListener("click", () => { settings.reset(); renderSettings(); });
+  $("login-form").addEventListener("submit", signIn);
+  $("login-dialog").addEventListener("cancel", (e) => e.preventDefault()); // nothing works without a key
+  $("logout").addEventListener("click", () => { auth.key = ""; sessionStorage.clear(); location.reload(); });
+  on("unauthorized", () => askForKey(auth.key ? t("auth.expired") : ""));
+  on("offline", () => status(t("net.down"), "error"));
+  on("online", () => {
+    status(t("net.back"), "ok");
+    setTimeout(() => { if ($("status").dataset.kind === "ok") status(""); }, 2000);
+    if ($("composer-error").textContent === t("net.down")) chat?.showComposerError("");
+    if (started && chat) chat.loadConversations().catch(report);
+  });
+  window.addEventListener("hashchange", route);
+  wireDocuments();
+  route();
+  boot();
+}
+
+init();
