@@ -382,6 +382,26 @@ def test_bounds_are_enforced_and_the_servers_422_is_shown_at_its_field(page):
     page.click("#settings-reset")
 
 
+def test_a_nested_settings_object_is_a_group_sent_nested_with_its_422_at_its_field(page):
+    choose(page, "reasoning:qa")
+    group = page.locator("fieldset[data-group=retrieval]")
+    expect(group.locator("legend")).to_have_text("Retrieval")
+    field = group.locator("[id='setting-retrieval.multi_query']")
+    assert field.get_attribute("max") == "5"  # the nested schema's bound
+    assert group.locator("[id='setting-retrieval.rerank'] option").all_inner_texts() == ["—", "true", "false"]
+    page.evaluate("() => document.getElementById('setting-retrieval.multi_query').removeAttribute('max')")
+    field.fill("9")
+    turns_before = page.locator("#turns .turn").count()
+    ask(page, "q-react: never asked")
+    row = page.locator(".field[data-field='retrieval.multi_query']")
+    expect(row.locator(".field-error")).to_contain_text(
+        "settings.retrieval.multi_query: Input should be less than or equal to 5"
+    )
+    assert page.locator("#turns .turn").count() == turns_before
+    shot(page, "settings-nested")
+    page.click("#settings-reset")
+
+
 def test_hostile_content_renders_as_text_under_a_policy_without_inline_script(page, server):
     response = httpx.get(server.url + "/", timeout=10)
     policy = response.headers["content-security-policy"]

@@ -8,7 +8,7 @@ __all__ = ["RetrievalSettings"]
 
 
 class RetrievalSettings(BaseModel):
-    """How the retrieval step of a run searches (``settings.retrieval``)."""
+    """How the retrieval step of a run searches: query transforms and reranking."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -26,6 +26,15 @@ function shape(prop, root) {
   return { ...s, nullable };
 }
 
+/** {"a": {"b": 1}} as {"a.b": 1}: saved values by field name. */
+function flatten(value, prefix = "", out = {}) {
+  for (const [key, v] of Object.entries(value || {})) {
+    if (v && typeof v === "object" && !Array.isArray(v)) flatten(v, `${prefix}${key}.`, out);
+    else out[prefix + key] = v;
+  }
+  return out;
+}
+
 function words(name) {
   return name.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
 }
@@ -43,17 +52,32 @@ export class SettingsForm {
     this.form.replaceChildren();
     this.fields.clear();
     this.storageKey = storageKey;
-    const saved = JSON.parse(localStorage.getItem(storageKey) || "{}");
+    const saved = flatten(JSON.parse(localStorage.getItem(storageKey) || "{}"));
     const props = (schema && schema.properties) || {};
     if (!Object.keys(props).length) {
       this.form.append(el("p", "hint", t("settings.none")));
       return;
     }
-    for (const [name, prop] of Object.entries(props)) {
-      const s = shape(prop, schema);
+    this.addFields(props, schema, "", this.form, saved);
+  }
+
+  /** One row per field; a nested settings object becomes a group of rows named "group.field". */
+  addFields(props, root, prefix, container, saved) {
+    for (const [key, prop] of Object.entries(props)) {
+      const s = shape(prop, root);
+      const name = prefix + key;
+      if (s.type === "object" && s.properties) {
+        const group = el("fieldset", "group");
+        group.dataset.group = name;
+        group.append(el("legend", null, prop.title || words(key))); // the referenced model's title is a class name
+        if (s.description) group.append(el("p", "hint", s.description));
+        this.addFields(s.properties, root, `${name}.`, group, saved);
+        if (group.querySelector(".field")) container.append(group);
+        continue;
+      }
       const field = this.field(name, s);
       if (field) {
-        this.form.append(field.row);
+        container.append(field.row);
         this.fields.set(name, { ...field, schema: s });
         if (name in saved) this.set(name, saved[name]);
       }
@@ -66,13 +90,18 @@ export class SettingsForm {
     const label = el("label", null);
     const id = `setting-${name}`;
     label.htmlFor = id;
-    label.append(el("span", "name", s.title && s.title !== words(name) ? s.title : words(name)));
+    const key = name.split(".").pop();
+    label.append(el("span", "name", s.title && s.title !== words(key) ? s.title : words(key)));
     let input;
     const def = s.default;
     if (s.enum) {
       input = el("select");
       if (s.nullable) input.append(new Option("—", ""));
       for (const v of s.enum) input.append(new Option(String(v), String(v)));
+      input.value = def == null ? "" : String(def);
+    } else if (s.type === "boolean" && s.nullable) {
+      input = el("select"); // unset (the server decides), yes or no
+      input.append(new Option("—", ""), new Option("true", "true"), new Option("false", "false"));
       input.value = def == null ? "" : String(def);
     } else if (s.type === "boolean") {
       input = el("input");
@@ -135,16 +164,23 @@ export class SettingsForm {
     if (input.type === "checkbox") return input.checked;
     const raw = input.value;
     if (raw === "" && s.nullable) return null;
+    if (s.type === "boolean") return raw === "true";
     if (s.type === "integer" || s.type === "number") return raw === "" ? null : Number(raw);
     if (s.type === "array") return raw.split("\n").map((x) => x.trim()).filter(Boolean);
     if (s.enum && typeof s.enum[0] === "number") return Number(raw);
     return raw;
   }
 
-  /** The changed fields' values. */
+  /** The changed fields' values, nested as the schema nests them. */
   values() {
     const out = {};
-    for (const [name, f] of this.fields) if (f.input.dataset.dirty) out[name] = this.value(name);
+    for (const [name, f] of this.fields) {
+      if (!f.input.dataset.dirty) continue;
+      const path = name.split(".");
+      let at = out;
+      for (const part of path.slice(0, -1)) at = at[part] ??= {};
+      at[path[path.length - 1]] = this.value(name);
+    }
     return out;
   }
 
