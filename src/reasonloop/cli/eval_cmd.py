@@ -127,7 +127,8 @@ def retrieval(
     ] = None,
     limit: LimitOption = None,
     vector_cache: Annotated[
-        Path | None, typer.Option("--vector-cache", help="SQLite file of vectors shared between indexes (each text embedded once).")
+        Path | None,
+        typer.Option("--vector-cache", help="SQLite file of vectors shared between indexes (each text embedded once)."),
     ] = None,
     work: WorkOption = DEFAULT_WORK,
     as_json: JsonOption = False,
@@ -157,7 +158,9 @@ def retrieval(
             from reasonloop.kb.cache import CachedEmbedder
             from reasonloop.kb.embedding import create_embedder
 
-            embedder = CachedEmbedder(create_embedder(state.settings.kb.embedder, options.get("embedder")), vector_cache)
+            embedder = CachedEmbedder(
+                create_embedder(state.settings.kb.embedder, options.get("embedder")), vector_cache
+            )
         try:
             return await measure(embedder)
         finally:

@@ -37,6 +37,7 @@ __all__ = [
     "percentile",
     "rank_with_ties",
     "recall_at_k",
+    "strip_citations",
 ]
 
 
@@ -126,6 +127,14 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _CJK_PUNCT = "，。、；：？！「」『』（）《》〈〉【】“”‘’·…—～"
 _PUNCT = set(string.punctuation) | set(_CJK_PUNCT)
 _CJK_PIECE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_]+")
+
+
+_MARKERS = re.compile(r"\s*\[\d+\]")
+
+
+def strip_citations(text: str) -> str:
+    """``text`` without its ``[n]`` citation markers (they cite the answer, they are not part of it)."""
+    return _MARKERS.sub("", text).strip()
 
 
 def normalize_answer(text: str) -> str:

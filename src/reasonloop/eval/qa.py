@@ -24,7 +24,7 @@ from typing import Any
 
 from reasonloop.errors import ConfigError
 from reasonloop.eval.datasets import QAItem, QASet
-from reasonloop.eval.metrics import best_exact_match, best_f1, contains_answer, mean, percentile
+from reasonloop.eval.metrics import best_exact_match, best_f1, contains_answer, mean, percentile, strip_citations
 from reasonloop.eval.results import ResultStore
 from reasonloop.events import Answer, ErrorEvent, ToolCall, ToolResult
 from reasonloop.kb.base import Hit
@@ -188,13 +188,14 @@ async def _one(
         row["error"] = error or {"code": "run.error", "message": "no answer"}
         return row
     text = answer.text.strip()
+    scored = strip_citations(text)
     retrieved_ids = list(dict.fromkeys([*retrieved, *(h.document_id for h in recorder.hits.values())]))
     cited = [c for c in answer.citations if c.chunk_id or c.quote]
     cited_text = [(recorder.hits[c.chunk_id].text if c.chunk_id in recorder.hits else c.quote) for c in cited]
     row.update(
         prediction=text,
-        em=best_exact_match(text, item.answers),
-        f1=best_f1(text, item.answers),
+        em=best_exact_match(scored, item.answers),
+        f1=best_f1(scored, item.answers),
         evidence_recall=(len(set(item.gold_ids) & set(retrieved_ids)) / len(set(item.gold_ids)))
         if item.gold_ids
         else None,

@@ -53,6 +53,8 @@ class ResultStore:
                         continue  # a line cut short by a killed run: that question runs again
                     self._keep(row)
         self._fh = self.path.open("a", encoding="utf-8")
+        if self.path.stat().st_size and not self.path.read_bytes().endswith(b"\n"):
+            self._fh.write("\n")  # end the line a killed run left cut short, so the next one stands alone
 
     def has(self, strategy: str, item_id: str) -> bool:
         return (strategy, item_id) in self.done

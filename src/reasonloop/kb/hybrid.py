@@ -190,6 +190,21 @@ class HybridRetriever:
         self.reranker = reranker
         self.rerank_depth = rerank_depth
 
+    async def similarity(self, query: str, texts: Sequence[str]) -> list[float] | None:
+        """Cosine similarity of ``query`` to each of ``texts`` with the index's embedder (None without one).
+
+        For ranking pieces of retrieved passages (sentences) against the question.
+        """
+        embedder = getattr(self.backend, "embedder", None)
+        if embedder is None or not texts:
+            return None if embedder is None else []
+        import numpy as np
+
+        q = np.asarray(await embedder.embed_queries([query]), dtype=np.float32)[0]
+        p = np.asarray(await embedder.embed_passages(list(texts)), dtype=np.float32)
+        norms = np.linalg.norm(p, axis=1) * (np.linalg.norm(q) or 1.0)
+        return [float(v) for v in (p @ q) / np.where(norms > 0, norms, 1.0)]
+
     async def search(
         self,
         query: str,

@@ -10,7 +10,7 @@ translation and creative writing are answered directly.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -18,6 +18,7 @@ from reasonloop.events import Event
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.finish import close
+from reasonloop.reasoning.grounded import grounded_answer
 from reasonloop.reasoning.intent import needs_no_retrieval
 from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn
@@ -33,6 +34,9 @@ class QASettings(ReasoningSettings):
     """Passages retrieved for the question."""
     rewrite_followups: bool = True
     """Rewrite a follow-up question into a standalone query before searching."""
+    base_model_answer: Literal["chat", "completion", "extractive"] = "extractive"
+    """How a base model (``Capabilities.base_model``) answers: ``extractive`` and ``completion`` as
+    :mod:`reasonloop.reasoning.grounded` describes, ``chat`` with the instruction prompt other models get."""
 
 
 class QAReasoning(Reasoning):
@@ -56,6 +60,22 @@ class QAReasoning(Reasoning):
             async for event in direct_answer(ctx, tracker, ctx.llm, system, ctx.history, question, answer):
                 yield event
             yield close(ctx, settings, tracker, answer.text, language)
+            return
+
+        if ctx.llm.capabilities.base_model and settings.base_model_answer != "chat" and not ctx.history:
+            async for event in grounded_answer(
+                ctx,
+                tracker,
+                question,
+                language,
+                strategy="qa",
+                mode=settings.base_model_answer,
+                top_k=settings.top_k,
+                budget=settings.max_evidence_tokens,
+                into=answer,
+            ):
+                yield event
+            yield close(ctx, settings, tracker, answer.text or render("dont_know", language), language)
             return
 
         evidence = Evidence()
