@@ -214,6 +214,10 @@ def qa(
     data: Annotated[Path, typer.Argument(help="HotpotQA JSONL, SQuAD JSON (CMRC 2018), or a question JSONL.")],
     reasoning: Annotated[str, typer.Option("--reasoning", "-r", help="Comma-separated strategy ids.")] = "qa",
     llm: Annotated[str | None, typer.Option("--llm", help="provider:model (default: the configured [llm]).")] = None,
+    ideal: Annotated[
+        bool,
+        typer.Option("--ideal", help="Use the scripted model replaying ideal replies (each strategy's exact cost)."),
+    ] = False,
     corpus: Annotated[Path | None, typer.Option("--corpus", help="Corpus JSONL for a question JSONL.")] = None,
     kb_dir: Annotated[
         Path | None, typer.Option("--kb", help="Ask over this existing knowledge base instead of the set's documents.")
@@ -257,7 +261,13 @@ def qa(
     settings = _strategy_settings(sets or [], strategies)
     full = load_qa_set(data, corpus=corpus)
     chosen = full.select(limit, seed, own_docs=own_docs)
-    model = _llm(llm)
+    if ideal:
+        from reasonloop.eval.oracle import ideal_model
+
+        model = ideal_model(chosen.items)
+        model.model = "ideal"
+    else:
+        model = _llm(llm)
     judge_llm = _llm(judge) if judge else None
     options = _options(None)
     kb_folder = (

@@ -87,7 +87,9 @@ _NOTE = {
     "zh": "{model} 是基础模型，不能遵循 {strategy} 的格式：直接根据检索到的证据作答（{mode}）",
 }
 _OPEN = re.compile(
-    r"^\s*(how|why|explain|describe|what is the (purpose|role|reason))\b|为什么|如何|怎么|怎样|为何", re.I
+    r"^\s*(how(?!\s+(much|many|old|long|far|big|tall|often|large|high|deep|few)\b)|why|explain|describe)\b"
+    r"|为什么|如何|怎么|怎样|为何",
+    re.I,
 )
 _WORD = re.compile(r"[\u4e00-\u9fff]|\w+")
 
