@@ -59,7 +59,9 @@ def test_question_jsonl_needs_its_corpus_and_known_ids(tmp_path) -> None:
 
 def test_hotpotqa_and_squad_formats(tmp_path) -> None:
     row = {
-        "question_id": "h1", "question_text": "Who?", "answers_objects": [{"spans": ["Ann"]}],
+        "question_id": "h1",
+        "question_text": "Who?",
+        "answers_objects": [{"spans": ["Ann"]}],
         "contexts": [
             {"title": "A", "paragraph_text": "Ann wrote it.", "is_supporting": True},
             {"title": "B", "paragraph_text": "Noise.", "is_supporting": False},
@@ -69,9 +71,25 @@ def test_hotpotqa_and_squad_formats(tmp_path) -> None:
     assert qa.items[0].answers == ("Ann",) and qa.items[0].gold_ids == ("A",)
     assert {d.id for d in qa.docs} == {"A", "B"}
     squad = tmp_path / "s.json"
-    squad.write_text(json.dumps({"data": [{"title": "T", "paragraphs": [
-        {"id": "p1", "context": "北京是首都。", "qas": [{"id": "z1", "question": "首都？", "answers": [{"text": "北京"}]}]}
-    ]}]}, ensure_ascii=False))
+    squad.write_text(
+        json.dumps(
+            {
+                "data": [
+                    {
+                        "title": "T",
+                        "paragraphs": [
+                            {
+                                "id": "p1",
+                                "context": "北京是首都。",
+                                "qas": [{"id": "z1", "question": "首都？", "answers": [{"text": "北京"}]}],
+                            }
+                        ],
+                    }
+                ]
+            },
+            ensure_ascii=False,
+        )
+    )
     qa = load_qa_set(squad)
     assert qa.items[0].gold_ids == ("p1",) and qa.docs[0].title == "T"
 

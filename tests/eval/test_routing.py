@@ -23,7 +23,11 @@ def test_scores_by_hand() -> None:
     assert report.accuracy == pytest.approx(2 / 4)
     assert report.per_tool["docsearch"] == {"precision": pytest.approx(1 / 3), "recall": 1.0, "support": 1.0}
     assert report.per_tool["kb_stats"]["recall"] == 0.0
-    assert report.confusion == {"docsearch": {"docsearch": 1}, "kb_stats": {"docsearch": 1}, "none": {"docsearch": 1, "none": 1}}
+    assert report.confusion == {
+        "docsearch": {"docsearch": 1},
+        "kb_stats": {"docsearch": 1},
+        "none": {"docsearch": 1, "none": 1},
+    }
     assert [w["id"] for w in report.wrong] == ["2", "4"]
 
 
@@ -63,5 +67,7 @@ async def test_routing_run_with_a_scripted_model(tmp_path, embedder) -> None:
         await kb.close()
     assert report.failed == 0
     assert report.accuracy == pytest.approx(3 / 4)
-    assert report.wrong == [{"id": "f", "question": items[3].question, "expected": ["feedback"], "called": ["docsearch"]}]
+    assert report.wrong == [
+        {"id": "f", "question": items[3].question, "expected": ["feedback"], "called": ["docsearch"]}
+    ]
     assert report.confusion["feedback"] == {"docsearch": 1}

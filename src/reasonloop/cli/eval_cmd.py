@@ -134,7 +134,10 @@ def retrieval(
     as_json: JsonOption = False,
     html: HtmlOption = None,
 ) -> None:
-    """nDCG@10, recall@k, MRR and latency per search mode, side by side."""
+    """Score retrieval per search mode.
+
+    nDCG@10, recall@k, MRR@10 and latency for lexical, dense and hybrid search, side by side.
+    """
     import asyncio
 
     from reasonloop.eval.datasets import load_retrieval_set
@@ -224,9 +227,7 @@ def qa(
     ] = None,
     own_docs: Annotated[
         bool,
-        typer.Option(
-            "--own-docs/--all-docs", help="Knowledge base of the chosen questions' own documents, or of the whole set."
-        ),
+        typer.Option("--own-docs", help="Build the knowledge base from the chosen questions' own documents only."),
     ] = False,
     limit: LimitOption = None,
     seed: SeedOption = None,
@@ -244,7 +245,11 @@ def qa(
     as_json: JsonOption = False,
     html: HtmlOption = None,
 ) -> None:
-    """EM, F1, evidence recall, citation precision and cost per strategy, side by side."""
+    """Score answers and their cost per strategy.
+
+    Exact match, F1, evidence recall, citation precision, model calls, tokens, tool calls and time
+    per strategy, side by side. Exit code 3 when some questions failed (recorded; run again to retry).
+    """
     import asyncio
 
     from reasonloop.eval.datasets import load_qa_set
@@ -399,7 +404,10 @@ def routing(
     as_json: JsonOption = False,
     html: HtmlOption = None,
 ) -> None:
-    """Accuracy, per-tool precision and recall, a confusion table and the questions that went wrong."""
+    """Score the tools an agent calls.
+
+    Accuracy, per-tool precision and recall, a confusion table and the questions that went wrong.
+    """
     import asyncio
 
     from reasonloop.eval.datasets import load_routing_set, subsample

@@ -32,9 +32,6 @@ __all__ = ["KnowledgeBase", "as_filters"]
 
 FilterLike = Filter | Mapping[str, Any]
 
-PER_DOCUMENT_FETCH = 5
-"""``search(per_document=True)`` ranks this many chunks per wanted document before grouping."""
-
 
 def as_filters(filters: Sequence[FilterLike] | Mapping[str, Any] | None) -> list[Filter] | None:
     """Normalise filters: a list of :class:`Filter`/dicts, or ``{"field": value}`` meaning equality."""
@@ -141,16 +138,14 @@ class KnowledgeBase:
             mode: ``hybrid`` (RRF of dense and BM25), ``dense`` or ``lexical``.
             reranker: Optional hook re-ordering the fused candidates.
             per_document: Return the best chunk of each of the ``top_k`` best documents instead
-                (document-level ranking, as retrieval benchmarks score it).
+                (document-level ranking, as retrieval benchmarks score it): each retriever's
+                chunks are folded into documents before fusion
+                (:meth:`~reasonloop.kb.hybrid.HybridRetriever.search_documents`).
         """
         retriever = self.index.retriever({"mode": mode, "top_k": max(top_k, 1)}, reranker=reranker)
         if not per_document:
             return await retriever.search(query, top_k, as_filters(filters))
-        hits = await retriever.search(query, top_k * PER_DOCUMENT_FETCH, as_filters(filters))
-        best: dict[str, Hit] = {}
-        for hit in hits:
-            best.setdefault(hit.document_id, hit)
-        return list(best.values())[:top_k]
+        return await retriever.search_documents(query, top_k, as_filters(filters))
 
     def retriever(self, settings: dict[str, Any] | None = None, *, reranker: Reranker | None = None) -> HybridRetriever:
         """A :class:`~reasonloop.kb.base.Retriever` for tools and reasoning strategies."""
