@@ -13,7 +13,7 @@ CORPUS = [
     {"id": "wall", "title": "长城", "text": "长城是中国古代的军事防御工程，始建于春秋战国时期。"},
 ]
 QUESTIONS = [
-    {"id": "q1", "question": "When was the Eiffel Tower completed?", "answers": ["1889"], "gold_ids": ["tower"]},
+    {"id": "q1", "question": "When was the Eiffel Tower completed? ", "answers": ["1889"], "gold_ids": ["tower"]},
     {"id": "q2", "question": "In which country is Lake Baikal?", "answers": ["Russia"], "gold_ids": ["lake"]},
     {"id": "q3", "question": "长城始建于什么时期？", "answers": ["春秋战国时期"], "gold_ids": ["wall"]},
 ]

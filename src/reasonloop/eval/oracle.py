@@ -40,9 +40,9 @@ def ideal_model(items: Sequence[QAItem]) -> ScriptedProvider:
     by_length = sorted(items, key=lambda i: -len(i.question))
 
     def item_of(messages: Sequence[Message]) -> QAItem:
-        text = "\n".join(m.content for m in messages if m.role in ("user", "tool"))
+        text = " ".join(" ".join(m.content.split()) for m in messages if m.role in ("user", "tool"))
         for item in by_length:
-            if item.question in text:
+            if " ".join(item.question.split()) in text:
                 return item
         raise LookupError("no question of the set in the request")
 
@@ -60,7 +60,7 @@ def ideal_model(items: Sequence[QAItem]) -> ScriptedProvider:
             return f"Thought: The passages answer it.\nFinal Answer: {answer}"
         if "#E<n>" in system or "#E1 =" in system:  # ReWOO planner
             return f"Plan: Search the documents for the question.\n#E1 = docsearch[{item.question}]"
-        planning = messages[-1].role == "user" and messages[-1].content.strip() == item.question.strip()
+        planning = messages[-1].role == "user" and messages[-1].content.split() == item.question.split()
         if planning and ("sub-question" in system or "子问题" in system):  # decompose's split
             return f"1. {item.question}"
         return answer
