@@ -87,3 +87,19 @@ def test_open_questions() -> None:
     assert is_open_question("为什么天空是蓝色的？")
     assert not is_open_question("When was the product launched?")
     assert not is_open_question("How many people live in Lyon?")
+
+
+async def test_markdown_headings_and_commands_are_not_taken_for_sentences(tmp_path) -> None:
+    kb = KnowledgeBase.open(tmp_path / "kb2", Settings(), embedder=HashEmbedder())
+    page = (
+        '## Grounded answers\n\nreasonloop ask "How are answers grounded?"\n\n'
+        "Answers are grounded because every claim cites the passage it comes from."
+    )
+    await kb.ingest_records([("guide", "Guide", page)])
+    try:
+        result = await Agent(reasoning="qa", llm=ScriptedProvider(replies=[], base_model=True), kb=kb).run(
+            "How are answers grounded?"
+        )
+    finally:
+        await kb.close()
+    assert result.content == "Answers are grounded because every claim cites the passage it comes from. [1]"

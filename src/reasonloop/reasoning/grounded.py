@@ -92,6 +92,7 @@ _OPEN = re.compile(
     re.I,
 )
 _WORD = re.compile(r"[\u4e00-\u9fff]|\w+")
+_PROSE = re.compile(r"[.!?。！？；…][\"'”’)\]」』）]*$")
 
 
 def is_open_question(question: str) -> bool:
@@ -112,13 +113,18 @@ def _overlap(question: str, text: str) -> float:
     return len(q.intersection(words)) / (len(q) or 1)
 
 
+def _is_prose(text: str) -> bool:
+    """A sentence of prose: it does not start in lower case (a command) and ends with a full stop."""
+    return bool(_PROSE.search(text)) and "`" not in text and not ("a" <= text[0] <= "z")
+
+
 async def pick_sentences(
     question: str, passages: Sequence[tuple[str, int]], retrievers: Sequence[object], keep: int = SENTENCES
 ) -> list[_Sentence]:
     """The ``keep`` sentences of the numbered ``(text, number)`` passages most similar to ``question``."""
-    sentences = [
-        _Sentence(text[a:b], marker) for text, marker in passages for a, b in sentence_spans(text) if b - a > 3
-    ]
+    pieces = [_Sentence(text[a:b], marker) for text, marker in passages for a, b in sentence_spans(text) if b - a > 3]
+    # Prose, not the headings, commands and table rows of a Markdown page (they end without a full stop).
+    sentences = [p for p in pieces if _is_prose(p.text)] or pieces
     if not sentences:
         return []
     scores = None
