@@ -33,3 +33,19 @@ async def test_every_strategy_reaches_the_gold_answer_with_one_search(tmp_path, 
     assert by_id["toolcall"].llm_calls == 2.0
     assert by_id["react"].llm_calls == 2.0
     assert by_id["rewoo"].llm_calls >= 2.0
+
+
+async def test_the_ideal_model_does_not_answer_beyond_its_evidence(tmp_path, qa_files, embedder) -> None:
+    questions, corpus = qa_files
+    qa = load_qa_set(questions, corpus=corpus)
+    kb = await open_eval_kb(qa, tmp_path / "work", embedder=embedder)
+    try:
+        await kb.delete("lake")  # the passage answering q2 is gone
+        report = await evaluate_qa(
+            qa, ["qa"], llm=ideal_model(qa.items), retriever=kb.retriever(), folder=tmp_path / "o"
+        )
+    finally:
+        await kb.close()
+    rows = {r["id"]: r for r in report.rows["qa"]}
+    assert rows["q2"]["prediction"] == "The passages do not say." and rows["q2"]["f1"] == 0.0
+    assert rows["q1"]["em"] == 1.0

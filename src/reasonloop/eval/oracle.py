@@ -4,9 +4,10 @@
 function reads each request, works out which question of the set it serves and what the
 strategy asks for, and replies as an ideal model would: one search for the question (a native
 tool call, a ReAct ``Action``, a one-step ReWOO plan, the question as its own sub-question), then
-the gold answer citing the passage that holds it. Comparing strategies with it isolates what
-each strategy costs (calls, tokens, tool calls, time) from what a model gets wrong; the F1 it
-reaches is bounded by retrieval alone.
+the gold answer citing the passage that holds it — or, when no passage it was shown holds the
+answer, that the passages do not say. Comparing strategies with it isolates what each strategy
+costs (calls, tokens, tool calls, time) from what a model gets wrong; the F1 it reaches is what
+retrieval allows.
 """
 
 from __future__ import annotations
@@ -50,7 +51,9 @@ def ideal_model(items: Sequence[QAItem]) -> ScriptedProvider:
         item = item_of(messages)
         system = messages[0].content if messages and messages[0].role == "system" else ""
         searched = any(m.role == "tool" or (m.role != "system" and "Observation:" in m.content) for m in messages)
-        answer = item.answers[0] + _marker(messages, item.answers)
+        marker = _marker(messages, item.answers)
+        # An ideal model answers from the evidence it was shown: without the answer there, it says so.
+        answer = item.answers[0] + marker if marker else "The passages do not say."
         if tools and not searched:  # native tool calling
             return {"tool_calls": [{"name": "docsearch", "arguments": {"query": item.question}}]}
         if "Action Input:" in system:  # ReAct text
