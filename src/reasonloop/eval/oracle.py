@@ -52,6 +52,10 @@ def ideal_model(items: Sequence[QAItem]) -> ScriptedProvider:
         system = messages[0].content if messages and messages[0].role == "system" else ""
         searched = any(m.role == "tool" or (m.role != "system" and "Observation:" in m.content) for m in messages)
         marker = _marker(messages, item.answers)
+        if not marker and item.answers[0].lower() in ("yes", "no") and item.gold_ids:
+            # a comparison's yes/no is in no passage: it needs both gold documents shown
+            shown = "\n".join(m.content for m in messages)
+            marker = " [1]" if all(f"({g})" in shown for g in item.gold_ids) else ""
         # An ideal model answers from the evidence it was shown: without the answer there, it says so.
         answer = item.answers[0] + marker if marker else "The passages do not say."
         if tools and not searched:  # native tool calling
