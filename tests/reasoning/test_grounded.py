@@ -103,3 +103,10 @@ async def test_markdown_headings_and_commands_are_not_taken_for_sentences(tmp_pa
     finally:
         await kb.close()
     assert result.content == "Answers are grounded because every claim cites the passage it comes from. [1]"
+
+
+async def test_a_greeting_is_answered_without_a_search(kb) -> None:
+    llm = ScriptedProvider(replies=["Hello! How can I help?"], base_model=True)
+    events = [e async for e in Agent(reasoning="react", llm=llm, kb=kb).stream("Hello!")]
+    assert not [e for e in events if isinstance(e, ToolCall)]
+    assert events[-1].text == "Hello! How can I help?"

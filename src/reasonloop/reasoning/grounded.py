@@ -31,10 +31,11 @@ from reasonloop.llm.sampling import Sampling, with_sampling
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings, RunContext
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.finish import close
+from reasonloop.reasoning.intent import needs_no_retrieval
 from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn, llm_turn
-from reasonloop.reasoning.prompts import render
-from reasonloop.reasoning.retrieval import Evidence, retrieve
+from reasonloop.reasoning.prompts import render, system_prompt
+from reasonloop.reasoning.retrieval import Evidence, direct_answer, retrieve
 from reasonloop.registry import PluginInfo
 
 __all__ = [
@@ -237,6 +238,12 @@ class GroundedReasoning(Reasoning):
         language = ctx.language or detect_language(question)
         tracker = BudgetTracker(ctx.budget or Budget(), ctx.usage)
         answer = Turn()
+        if needs_no_retrieval(question):  # greetings, translation, creative writing: no search
+            system = system_prompt("chat", language, ctx.instructions)
+            async for event in direct_answer(ctx, tracker, ctx.llm, system, ctx.history, question, answer):
+                yield event
+            yield close(ctx, settings, tracker, answer.text, language)
+            return
         async for event in grounded_answer(
             ctx,
             tracker,
