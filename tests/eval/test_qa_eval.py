@@ -160,3 +160,19 @@ def test_rows_are_json_lines(tmp_path) -> None:
     path = Path(tmp_path / "r.jsonl")
     path.write_text(json.dumps({"strategy": "qa", "id": "x"}) + "\n")
     assert json.loads(path.read_text())["id"] == "x"
+
+
+async def test_model_judged_scores_with_a_scripted_judge(tmp_path, qa_files, embedder) -> None:
+    from reasonloop.eval.judge import Judge
+
+    questions, corpus = qa_files
+    qa = load_qa_set(questions, corpus=corpus)
+    # q1 (cites): faithful YES, relevant YES; q2 (no citation): relevant NO; q3 (cites): NO, then "Yes."
+    judge_llm = ScriptedProvider(replies=["YES", "YES", "NO", "NO", "Yes."])
+    report = await _run(tmp_path, qa, ScriptedProvider(replies=replies), embedder, judge=Judge(judge_llm))
+    (score,) = report.scores
+    assert score.faithfulness == pytest.approx(0.5)
+    assert score.relevance == pytest.approx(2 / 3)
+    rows = {r["id"]: r for r in report.rows["qa"]}
+    assert rows["q2"]["judge"] == {"faithfulness": None, "relevance": 0.0}
+    assert "Sources:" in judge_llm.prompts[0][0].content and "1889" in judge_llm.prompts[0][0].content
