@@ -41,6 +41,7 @@ from retrieval_metrics import all_in_top, any_in_top, mean, ndcg_at_k, percentil
 from retrieval_report import print_footer, print_set
 
 from reasonloop.config import KBSettings, Settings
+from reasonloop.eval.retrieval import rank_queries
 from reasonloop.kb import KnowledgeBase
 from reasonloop.kb.base import IngestProgress
 from reasonloop.kb.cache import CachedEmbedder
@@ -108,17 +109,12 @@ async def ingest(kb: KnowledgeBase, ds: Dataset, embedder: CachedEmbedder) -> di
 
 
 async def rankings(kb: KnowledgeBase, ds: Dataset, mode: str) -> dict[str, list[tuple[str, float]]]:
-    """``(document, score)`` ranking per query: chunk hits folded by document, best chunk first."""
+    """``(document, score)`` ranking per query from the evaluation harness: the best chunks folded
+    by document, a document ranking where (and with the score) its best chunk does."""
     depth = DEPTH[ds.name]
-    top_k = depth * 2 if ds.options.get("chunk_tokens", 200) >= 512 else depth * 4
-    out: dict[str, list[tuple[str, float]]] = {}
-    for qid, text in ds.queries:
-        hits = await kb.search(text, top_k=top_k, mode=mode)  # type: ignore[arg-type]
-        best: dict[str, float] = {}
-        for h in hits:
-            best.setdefault(h.document_id, h.score)
-        out[qid] = list(best.items())[:depth]
-    return out
+    fetch = depth * 2 if ds.options.get("chunk_tokens", 200) >= 512 else depth * 4
+    ranks, _ = await rank_queries(kb, ds.queries, mode, depth, fetch=fetch)
+    return ranks
 
 
 def ids(ranks: dict[str, list[tuple[str, float]]]) -> dict[str, list[str]]:

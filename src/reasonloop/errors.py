@@ -45,6 +45,7 @@ tests can match on; the message is for people and may change. The tree::
     │   ├── RunQueueFull                 run.queue_full        (retryable)
     │   ├── RunStoreUnavailable          run.store_unavailable (retryable)
     │   └── PlanStepFailed               agent.plan_step_failed (a ReWOO step could not run)
+    ├── EvalDataError                    eval.bad_data         (an evaluation set's file, line and field)
     ├── RequestInvalid                   request.invalid
     ├── AuthError                        auth.invalid_key
     └── RateLimited                      auth.rate_limited     (retryable)
@@ -68,6 +69,7 @@ __all__ = [
     "CrossSiteRefused",
     "DocumentNotFound",
     "DuplicatePlugin",
+    "EvalDataError",
     "GuardTripped",
     "KBEmpty",
     "KBError",
@@ -388,3 +390,9 @@ class SubAgentFailed(ToolError):
     """A sub-agent's run ended in an error; ``details`` carry the sub-run's ``cause`` code."""
 
     code = "agent.sub_agent_failed"
+
+
+class EvalDataError(ReasonLoopError):
+    """An evaluation set cannot be read: ``details`` carry ``file``, ``line`` (1-based, when known) and ``field``."""
+
+    code = "eval.bad_data"

@@ -163,3 +163,50 @@ def test_score_fuse_minmax_hand_computed() -> None:
 def test_zscore_normalisation_hand_computed() -> None:
     assert normalise_scores([("a", 3.0), ("b", 1.0)]) == pytest.approx({"a": 1.0, "b": -1.0})
     assert normalise_scores([("a", 2.0), ("b", 2.0)], "minmax") == {"a": 0.0, "b": 0.0}
+
+
+class _FixedBackend:
+    """Fixed dense and lexical chunk results; chunk ``b2`` belongs to document ``B``."""
+
+    def __init__(self, dense, lexical):
+        self.names = sorted({k for k, _ in dense} | {k for k, _ in lexical})
+        self.dense = [(self.names.index(k), s) for k, s in dense]
+        self.lexical = [(self.names.index(k), s) for k, s in lexical]
+
+    async def dense_search(self, query, k, allowed):
+        return self.dense[:k]
+
+    def lexical_search(self, query, k, allowed):
+        return self.lexical[:k]
+
+    def allowed_keys(self, filters):
+        return None
+
+    def hydrate(self, scored):
+        from reasonloop.kb.base import Hit
+
+        out = []
+        for key, score in scored:
+            name = self.names[key]
+            out.append(Hit(chunk_id=name, document_id=name[0].upper(), source=name, text=name, score=score))
+        return out
+
+
+async def test_document_search_folds_each_retriever_before_fusing():
+    from reasonloop.kb.hybrid import HybridRetriever
+
+    dense = [("c2", 0.99), ("c1", 0.85), ("b1", 0.83), ("b2", 0.57), ("b3", 0.28), ("a1", 0.21), ("b4", 0.06)]
+    lexical = [("b4", 3.0), ("b2", 2.1), ("c2", 2.1), ("b3", 0.6), ("a1", 0.1)]
+    retriever = HybridRetriever(_FixedBackend(dense, lexical))
+    # Fused chunk by chunk, C's two strong dense chunks and B's four chunks all weigh in the
+    # normalisation and C comes first; as documents (C 0.99 / 2.1, B 0.83 / 3.0, A 0.21 / 0.1),
+    # B, the best lexical document and close behind in dense, ranks first.
+    chunk_first = {}
+    for hit in await retriever.search("q", top_k=7):
+        chunk_first.setdefault(hit.document_id, hit)
+    assert list(chunk_first) == ["C", "B", "A"]
+    docs = await retriever.search_documents("q", top_k=3)
+    assert [h.document_id for h in docs] == ["B", "C", "A"]
+    assert [h.chunk_id for h in docs] == ["b1", "c2", "a1"]  # each document's best chunk (dense first)
+    assert docs[0].score > docs[1].score > docs[2].score
+    assert [h.document_id for h in await retriever.search_documents("q", top_k=1)] == ["B"]

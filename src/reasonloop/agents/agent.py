@@ -385,7 +385,7 @@ class Agent:
                 async for event in self._before_run(ctx):
                     event.run_id = run_id
                     yield event if stamp is None else stamp(event)
-            strategy = self.strategy(self.settings, ctx)
+            strategy = self._strategy(ctx)
             async with aclosing(strategy.stream(question)) as events:
                 async for event in events:
                     if ctx.pending:  # emitted outside a tool round (rounds yield their own as they go)
@@ -411,6 +411,17 @@ class Agent:
                 code=RunError.code, message=ctx.error["message"], depth=depth, run_id=run_id, usage=ctx.usage.copy()
             )
             yield error if stamp is None else stamp(error)
+
+    def _strategy(self, ctx: RunContext) -> Reasoning:
+        """The strategy for this run: with a base model, one that needs an agent format gives way to
+        answering from retrieved evidence (the run's trace says so)."""
+        if self.strategy.agent_format and ctx.llm.capabilities.base_model:
+            from reasonloop.reasoning.grounded import GroundedReasoning
+
+            budget = getattr(self.settings, "max_evidence_tokens", None)
+            settings = {"max_evidence_tokens": budget} if budget else {}
+            return GroundedReasoning(settings, ctx, asked_for=self.reasoning_id)
+        return self.strategy(self.settings, ctx)
 
     async def run(
         self,

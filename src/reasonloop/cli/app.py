@@ -24,11 +24,12 @@ COMMAND_MODULES = {
     "feedback": "feedback_cmd",
     "config": "config_cmd",
     "kb": "kb_cmd",
+    "eval": "eval_cmd",
 }
 """The module that registers each command, in the order ``--help`` lists them: running a
 command imports its own module and no other (benchmarks/startup.py)."""
 
-OPTIONAL_MODULES = {"kb_cmd", "ask_cmd", "serve_cmd", "feedback_cmd", "mcp_cmd"}
+OPTIONAL_MODULES = {"kb_cmd", "ask_cmd", "serve_cmd", "feedback_cmd", "mcp_cmd", "eval_cmd"}
 """Command modules a trimmed install may leave out."""
 
 

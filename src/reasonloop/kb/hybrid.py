@@ -132,6 +132,14 @@ async def _maybe(result: Any) -> Any:
     return await result if inspect.isawaitable(result) else result
 
 
+def _best_per_document(hits: Sequence[Hit]) -> dict[str, Hit]:
+    """Each document's best chunk, in the order of the documents' best chunks."""
+    out: dict[str, Hit] = {}
+    for hit in hits:
+        out.setdefault(hit.document_id, hit)
+    return out
+
+
 def _sortable(item: Any) -> tuple[int, Any]:
     return (0, item) if isinstance(item, int | float) else (1, str(item))
 
@@ -201,6 +209,72 @@ class HybridRetriever:
         self.candidates = candidates
         self.reranker = reranker
         self.rerank_depth = rerank_depth
+
+    async def similarity(self, query: str, texts: Sequence[str]) -> list[float] | None:
+        """Cosine similarity of ``query`` to each of ``texts`` with the index's embedder (None without one).
+
+        For ranking pieces of retrieved passages (sentences) against the question.
+        """
+        embedder = getattr(self.backend, "embedder", None)
+        if embedder is None or not texts:
+            return None if embedder is None else []
+        import numpy as np
+
+        q = np.asarray(await embedder.embed_queries([query]), dtype=np.float32)[0]
+        p = np.asarray(await embedder.embed_passages(list(texts)), dtype=np.float32)
+        norms = np.linalg.norm(p, axis=1) * (np.linalg.norm(q) or 1.0)
+        return [float(v) for v in (p @ q) / np.where(norms > 0, norms, 1.0)]
+
+    async def search_documents(
+        self,
+        query: str,
+        top_k: int | None = None,
+        filters: Sequence[Filter] | None = None,
+        *,
+        mode: SearchMode | None = None,
+    ) -> list[Hit]:
+        """The best chunk of each of the ``top_k`` best documents, ranked as documents.
+
+        Each retriever's candidates (``candidates`` chunks, at least ``top_k``) are folded into
+        documents first, a document scoring as its best chunk, and the document runs are fused:
+        a document split into several chunks is neither counted twice in the normalisation nor
+        pushed down by its own weaker chunks, and fetching more chunks does not change the scores.
+        The hit returned for a document is its best chunk, carrying the document's fused score.
+        """
+        top_k = self.top_k if top_k is None else top_k
+        mode = mode or self.mode
+        if mode not in ("hybrid", "dense", "lexical"):
+            raise ValueError(f"search mode must be hybrid, dense or lexical, got {mode!r}")
+        if top_k <= 0 or not query.strip():
+            return []
+        allowed = self.backend.allowed_keys(filters) if filters else None
+        if allowed is not None and not allowed:
+            return []
+        depth = max(self.candidates, top_k)
+        runs: list[list[Hit]] = []
+        if mode in ("dense", "hybrid"):
+            runs.append(self.backend.hydrate(await self.backend.dense_search(query, depth, allowed)))
+        if mode in ("lexical", "hybrid"):
+            runs.append(self.backend.hydrate(await _maybe(self.backend.lexical_search(query, depth, allowed))))
+        folded = [_best_per_document(run) for run in runs]
+        if len(folded) == 1:
+            ranked = [(doc, hit.score) for doc, hit in folded[0].items()]
+        else:
+            weights = [self.weights["dense"], self.weights["lexical"]]
+            scored_runs = [[(doc, hit.score) for doc, hit in run.items()] for run in folded]
+            if self.fusion == "rrf":
+                ranked = rrf_fuse([[doc for doc, _ in r] for r in scored_runs], k=self.rrf_k, weights=weights)
+            else:
+                ranked = score_fuse(scored_runs, weights=weights, how=self.fusion)
+        best: dict[str, Hit] = {}
+        for run in folded:  # the best chunk by the first retriever that found the document
+            for doc, hit in run.items():
+                best.setdefault(doc, hit)
+        hits = [best[doc].model_copy(update={"score": score}) for doc, score in ranked[:top_k]]
+        if self.reranker is not None and hits:
+            result = self.reranker(query, hits)
+            hits = await result if inspect.isawaitable(result) else result
+        return hits[:top_k]
 
     async def search(
         self,

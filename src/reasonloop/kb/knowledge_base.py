@@ -33,9 +33,6 @@ __all__ = ["KnowledgeBase", "as_filters"]
 
 FilterLike = Filter | Mapping[str, Any]
 
-PER_DOCUMENT_FETCH = 5
-"""``search(per_document=True)`` ranks this many chunks per wanted document before grouping."""
-
 
 def as_filters(filters: Sequence[FilterLike] | Mapping[str, Any] | None) -> list[Filter] | None:
     """Normalise filters: a list of :class:`Filter`/dicts, or ``{"field": value}`` meaning equality."""
@@ -147,7 +144,9 @@ class KnowledgeBase:
                 ``[kb.options.retriever] rerank`` (on when one is configured), ``False`` never.
             candidates: How many fused candidates the reranker orders (default ``rerank_depth``).
             per_document: Return the best chunk of each of the ``top_k`` best documents instead
-                (document-level ranking, as retrieval benchmarks score it).
+                (document-level ranking, as retrieval benchmarks score it): each retriever's
+                chunks are folded into documents before fusion
+                (:meth:`~reasonloop.kb.hybrid.HybridRetriever.search_documents`).
 
         Raises:
             ConfigError: ``rerank=True`` with no reranker configured, or bad ``candidates``.
@@ -160,11 +159,7 @@ class KnowledgeBase:
         retriever = self.index.retriever(settings, reranker=reranker)
         if not per_document:
             return await retriever.search(query, top_k, as_filters(filters))
-        hits = await retriever.search(query, top_k * PER_DOCUMENT_FETCH, as_filters(filters))
-        best: dict[str, Hit] = {}
-        for hit in hits:
-            best.setdefault(hit.document_id, hit)
-        return list(best.values())[:top_k]
+        return await retriever.search_documents(query, top_k, as_filters(filters))
 
     def retriever(self, settings: dict[str, Any] | None = None, *, reranker: Reranker | None = None) -> HybridRetriever:
         """A :class:`~reasonloop.kb.base.Retriever` for tools and reasoning strategies."""

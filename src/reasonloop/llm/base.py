@@ -69,6 +69,9 @@ class Capabilities:
     streaming: bool = True
     stop_sequences: bool = True
     context_window: int = 8192
+    base_model: bool = False
+    """A pretrained model that continues text instead of following instructions: strategies give it
+    completion prompts (:meth:`Message.completion`) and never expect it to follow an agent format."""
 
 
 @dataclass

@@ -11,7 +11,10 @@ checks after every token, so generation stops within one token. A model is loade
 process (per file, context size and thread count) and used by one call at a time.
 
 Options under ``[llm.extra]``: ``n_ctx`` (context window, default 4096), ``n_threads``
-(default 2), ``seed``, ``top_p``, ``top_k``, ``repeat_penalty``.
+(default 2), ``seed``, ``top_p``, ``top_k``, ``repeat_penalty``, ``base_model`` (true for a
+pretrained model that continues text rather than following instructions; default true for the
+packaged model, false for another file): strategies then prompt it by completion and answer
+from retrieved evidence instead of expecting it to follow an agent format.
 
 Example::
 
@@ -211,8 +214,11 @@ def render_prompt(
     """The prompt text for ``messages``: the model's chat template if it has one, else a transcript.
 
     Tool messages become user turns (``Tool result (name): ...``) because chat templates of
-    small models rarely know a tool role; assistant tool calls are written out as text.
+    small models rarely know a tool role; assistant tool calls are written out as text. A lone
+    completion prompt (:meth:`Message.completion`) is sent as it is, for the model to continue.
     """
+    if len(messages) == 1 and messages[0].is_completion:
+        return RenderedPrompt(messages[0].content, [], has_special=False)
     if chat_template:
         from jinja2 import TemplateError
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
@@ -270,10 +276,14 @@ class LocalProvider(LLM):
         self.n_ctx = _option(extra, "n_ctx", int, DEFAULT_N_CTX)
         self.n_threads = _option(extra, "n_threads", int, DEFAULT_N_THREADS)
         self.sampling = {k: _option(extra, k, t, None) for k, t in _SAMPLING_OPTIONS.items() if k in extra}
+        packaged = not self.settings.model or self.settings.model == PACKAGED_MODEL
+        self.base_model = _option(extra, "base_model", bool, packaged)
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(native_tools=False, parallel_tools=False, context_window=self.n_ctx)
+        return Capabilities(
+            native_tools=False, parallel_tools=False, context_window=self.n_ctx, base_model=self.base_model
+        )
 
     async def load(self) -> None:
         """Load the model now (it is otherwise loaded by the first call)."""
@@ -367,7 +377,7 @@ def _option(extra: dict[str, Any], key: str, kind: type, default: Any) -> Any:
     value = extra[key]
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
-    if not isinstance(value, kind) or isinstance(value, bool):
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
         raise ConfigError(
             f"llm.extra.{key}: expected {kind.__name__} for the local provider (got {value!r})",
             keys=[f"llm.extra.{key}"],

@@ -14,7 +14,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["ChatRequest", "Done", "LLMChunk", "Message", "TextDelta", "ToolCallDelta", "ToolCallPart", "ToolSpec"]
+__all__ = [
+    "COMPLETION",
+    "ChatRequest",
+    "Done",
+    "LLMChunk",
+    "Message",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolCallPart",
+    "ToolSpec",
+]
 
 
 # -- messages ---------------------------------------------------------------------------------
@@ -28,6 +38,10 @@ class ToolCallPart:
 
 
 _ROLES = frozenset({"system", "user", "assistant", "tool"})
+
+
+COMPLETION = "completion"
+"""The ``name`` of a user message that is a completion prompt (:meth:`Message.completion`)."""
 
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)
@@ -45,7 +59,8 @@ class Message:
     tool_calls: tuple[ToolCallPart, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
-    """For ``tool`` messages: the tool's name (Gemini and Ollama need it)."""
+    """For ``tool`` messages: the tool's name (Gemini and Ollama need it). For a ``user`` message,
+    :data:`COMPLETION` marks a completion prompt (see :meth:`completion`)."""
 
     @classmethod
     def system(cls, content: str) -> Message:
@@ -54,6 +69,16 @@ class Message:
     @classmethod
     def user(cls, content: str) -> Message:
         return cls("user", content)
+
+    @classmethod
+    def completion(cls, prompt: str) -> Message:
+        """A completion prompt for a base model: a provider that can (the local one) sends the text
+        as it is, for the model to continue; a chat provider sends it as a user message."""
+        return cls("user", prompt, name=COMPLETION)
+
+    @property
+    def is_completion(self) -> bool:
+        return self.role == "user" and self.name == COMPLETION
 
     @classmethod
     def assistant(cls, content: str = "", tool_calls: Sequence[ToolCallPart] = ()) -> Message:

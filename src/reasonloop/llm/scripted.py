@@ -56,6 +56,7 @@ class ScriptedProvider(LLM):
         delay_s: Pause before each delta, to simulate a model's pace.
         first_delay_s: Extra pause before the first delta (a model's time to first token).
         repeat_last: Keep answering with the last reply when the script runs out.
+        base_model: Report itself as a base model (:attr:`Capabilities.base_model`).
     """
 
     id: ClassVar[str] = "scripted"
@@ -71,6 +72,7 @@ class ScriptedProvider(LLM):
         first_delay_s: float = 0.0,
         repeat_last: bool = False,
         native_tools: bool = True,
+        base_model: bool = False,
     ) -> None:
         super().__init__(settings or LLMSettings(provider="scripted", max_retries=0))
         if replies is None:
@@ -89,6 +91,7 @@ class ScriptedProvider(LLM):
         self.first_delay_s = first_delay_s
         self.repeat_last = repeat_last
         self._native_tools = native_tools
+        self._base_model = base_model
         self._next = 0
 
     @staticmethod
@@ -108,7 +111,9 @@ class ScriptedProvider(LLM):
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(native_tools=self._native_tools, parallel_tools=self._native_tools)
+        return Capabilities(
+            native_tools=self._native_tools, parallel_tools=self._native_tools, base_model=self._base_model
+        )
 
     @property
     def remaining(self) -> int:

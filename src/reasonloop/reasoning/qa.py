@@ -11,7 +11,7 @@ translation and creative writing are answered directly.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -19,6 +19,7 @@ from reasonloop.events import Event
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.finish import close
+from reasonloop.reasoning.grounded import grounded_answer
 from reasonloop.reasoning.intent import needs_no_retrieval
 from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn
@@ -36,6 +37,9 @@ class QASettings(ReasoningSettings):
     """Passages retrieved for the question."""
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     """Query transforms (condensing follow-ups, multi-query, HyDE) and reranking for this run."""
+    base_model_answer: Literal["chat", "completion", "extractive"] = "extractive"
+    """How a base model (``Capabilities.base_model``) answers: ``extractive`` and ``completion`` as
+    :mod:`reasonloop.reasoning.grounded` describes, ``chat`` with the instruction prompt other models get."""
 
     @model_validator(mode="before")
     @classmethod
@@ -70,6 +74,22 @@ class QAReasoning(Reasoning):
             async for event in direct_answer(ctx, tracker, ctx.llm, system, ctx.history, question, answer):
                 yield event
             yield close(ctx, settings, tracker, answer.text, language)
+            return
+
+        if ctx.llm.capabilities.base_model and settings.base_model_answer != "chat" and not ctx.history:
+            async for event in grounded_answer(
+                ctx,
+                tracker,
+                question,
+                language,
+                strategy="qa",
+                mode=settings.base_model_answer,
+                top_k=settings.top_k,
+                budget=settings.max_evidence_tokens,
+                into=answer,
+            ):
+                yield event
+            yield close(ctx, settings, tracker, answer.text or render("dont_know", language), language)
             return
 
         evidence = Evidence()

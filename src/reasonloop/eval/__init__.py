@@ -1,0 +1,112 @@
+"""Evaluation: retrieval quality, answers and their cost per strategy, and tool routing.
+
+Example::
+
+    from reasonloop.eval import evaluate_qa, load_qa_set, open_eval_kb
+    from reasonloop.llm.resolve import create_llm
+
+    qa = load_qa_set("../shared/data/hotpotqa_dev_ircot500/dev_subsampled.jsonl")
+    kb = await open_eval_kb(qa, "eval-work/hotpot")
+    try:
+        report = await evaluate_qa(qa, ["qa", "react"], llm=create_llm("local"), retriever=kb.retriever(),
+                                   folder="eval-work/hotpot/run", limit=20)
+    finally:
+        await kb.close()
+    print(qa_table(report.scores))
+
+The same runs from the command line: ``reasonloop eval retrieval|qa|routing`` (docs/evaluation.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reasonloop.eval.datasets import (
+        Doc,
+        QAItem,
+        QASet,
+        RetrievalSet,
+        RoutingItem,
+        load_qa_set,
+        load_retrieval_set,
+        load_routing_set,
+        subsample,
+    )
+    from reasonloop.eval.judge import Judge
+    from reasonloop.eval.metrics import best_exact_match, best_f1, f1_score, mrr, ndcg_at_k, recall_at_k
+    from reasonloop.eval.qa import QAReport, StrategyScore, evaluate_qa, open_eval_kb
+    from reasonloop.eval.report import qa_table, retrieval_table, routing_tables, write_html
+    from reasonloop.eval.retrieval import RetrievalReport, evaluate_retrieval
+    from reasonloop.eval.routing import RoutingReport, bundled_set_path, evaluate_routing, score_routing
+
+_LAZY = {
+    **dict.fromkeys(
+        (
+            "Doc",
+            "QAItem",
+            "QASet",
+            "RetrievalSet",
+            "RoutingItem",
+            "load_qa_set",
+            "load_retrieval_set",
+            "load_routing_set",
+            "subsample",
+        ),
+        "reasonloop.eval.datasets",
+    ),
+    "Judge": "reasonloop.eval.judge",
+    **dict.fromkeys(
+        ("best_exact_match", "best_f1", "f1_score", "mrr", "ndcg_at_k", "recall_at_k"), "reasonloop.eval.metrics"
+    ),
+    **dict.fromkeys(("QAReport", "StrategyScore", "evaluate_qa", "open_eval_kb"), "reasonloop.eval.qa"),
+    **dict.fromkeys(("qa_table", "retrieval_table", "routing_tables", "write_html"), "reasonloop.eval.report"),
+    **dict.fromkeys(("RetrievalReport", "evaluate_retrieval"), "reasonloop.eval.retrieval"),
+    **dict.fromkeys(
+        ("RoutingReport", "bundled_set_path", "evaluate_routing", "score_routing"), "reasonloop.eval.routing"
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'reasonloop.eval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "Doc",
+    "Judge",
+    "QAItem",
+    "QAReport",
+    "QASet",
+    "RetrievalReport",
+    "RetrievalSet",
+    "RoutingItem",
+    "RoutingReport",
+    "StrategyScore",
+    "best_exact_match",
+    "best_f1",
+    "bundled_set_path",
+    "evaluate_qa",
+    "evaluate_retrieval",
+    "evaluate_routing",
+    "f1_score",
+    "load_qa_set",
+    "load_retrieval_set",
+    "load_routing_set",
+    "mrr",
+    "ndcg_at_k",
+    "open_eval_kb",
+    "qa_table",
+    "recall_at_k",
+    "retrieval_table",
+    "routing_tables",
+    "score_routing",
+    "subsample",
+    "write_html",
+]

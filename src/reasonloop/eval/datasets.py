@@ -1,0 +1,368 @@
+"""Evaluation sets read from files: retrieval sets, question-answering sets, routing sets.
+
+Every reader checks what it needs and raises one :class:`~reasonloop.errors.EvalDataError`
+naming the file, the line (for JSONL) and the field, before any work starts.
+
+Formats:
+
+- **Retrieval**: a BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``), or a
+  JSONL of ``{"question", "relevant": [doc ids]}`` (optional ``id``) with a corpus JSONL of
+  ``{"id", "title", "text"}``.
+- **QA**: HotpotQA (``question_text`` or ``question``, ``answers_objects`` or ``answer``,
+  ``contexts`` with ``title``, ``paragraph_text``, ``is_supporting``), SQuAD (``data`` →
+  ``paragraphs`` → ``qas``: CMRC 2018), or a JSONL of ``{"question", "answers", "gold_ids"?}``
+  with an optional corpus JSONL.
+- **Routing**: a JSONL of ``{"question", "tools": [names]}`` (an empty list: no tool).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reasonloop.errors import EvalDataError
+
+__all__ = [
+    "Doc",
+    "QAItem",
+    "QASet",
+    "RetrievalSet",
+    "RoutingItem",
+    "load_qa_set",
+    "load_retrieval_set",
+    "load_routing_set",
+    "subsample",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    """One document of a corpus."""
+
+    id: str
+    title: str
+    text: str
+
+
+@dataclass
+class RetrievalSet:
+    """Documents, queries and graded relevance ``qrels[query_id][doc_id]``."""
+
+    name: str
+    docs: list[Doc]
+    queries: list[tuple[str, str]]
+    qrels: dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class QAItem:
+    """A question, its accepted answers and the documents that support it (when known)."""
+
+    id: str
+    question: str
+    answers: tuple[str, ...]
+    gold_ids: tuple[str, ...] = ()
+    context_ids: tuple[str, ...] = ()
+    """The documents the set gives with this question (HotpotQA's ten paragraphs, SQuAD's one)."""
+
+
+@dataclass
+class QASet:
+    name: str
+    items: list[QAItem]
+    docs: list[Doc] = field(default_factory=list)
+    """The knowledge base the questions are asked over (empty: use an existing one)."""
+
+    def select(self, limit: int | None = None, seed: int | None = None, *, own_docs: bool = False) -> QASet:
+        """The first ``limit`` questions (shuffled with ``seed`` first when given); with ``own_docs``,
+        only the documents given with those questions (all of the set's otherwise)."""
+        items = subsample(self.items, limit, seed)
+        docs = self.docs
+        if own_docs:
+            wanted = {d for item in items for d in (item.context_ids or item.gold_ids)}
+            docs = [d for d in self.docs if d.id in wanted]
+        return QASet(self.name, items, docs)
+
+
+@dataclass(frozen=True, slots=True)
+class RoutingItem:
+    id: str
+    question: str
+    tools: tuple[str, ...]
+    """The tools a good agent calls for this question, possibly none."""
+    category: str = ""
+    language: str = ""
+
+
+def _bad(path: Path, message: str, *, line: int | None = None, field_name: str | None = None) -> EvalDataError:
+    where = f"{path}:{line}" if line else str(path)
+    extra = f" (field {field_name!r})" if field_name else ""
+    return EvalDataError(f"{where}: {message}{extra}", file=str(path), line=line, field=field_name)
+
+
+def _read_json(path: Path) -> Any:
+    if not path.is_file():
+        raise _bad(path, "file not found")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise _bad(path, f"not valid JSON: {exc}", line=line) from None
+
+
+def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every non-blank line."""
+    if not path.is_file():
+        raise _bad(path, "file not found")
+    with path.open(encoding="utf-8") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise _bad(path, f"not valid JSON: {exc.msg}", line=number) from None
+            if not isinstance(obj, dict):
+                raise _bad(path, "expected a JSON object", line=number)
+            yield number, obj
+
+
+def _text(path: Path, obj: dict[str, Any], names: tuple[str, ...], line: int | None, *, empty_ok: bool = False) -> str:
+    for name in names:
+        if name in obj:
+            value = obj[name]
+            if not isinstance(value, str | int | float) or isinstance(value, bool):
+                raise _bad(path, "expected a string", line=line, field_name=name)
+            value = str(value)
+            if not value.strip() and not empty_ok:
+                raise _bad(path, "is empty", line=line, field_name=name)
+            return value
+    raise _bad(path, "missing", line=line, field_name=" or ".join(names))
+
+
+def _str_list(path: Path, obj: dict[str, Any], name: str, line: int | None, *, required: bool = True) -> list[str]:
+    if name not in obj:
+        if required:
+            raise _bad(path, "missing", line=line, field_name=name)
+        return []
+    value = obj[name]
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str | int) and not isinstance(v, bool) for v in value):
+        raise _bad(path, "expected a list of strings", line=line, field_name=name)
+    return [str(v) for v in value]
+
+
+# -- retrieval ------------------------------------------------------------------------------------
+def load_corpus(path: Path) -> list[Doc]:
+    """A corpus JSONL: ``id`` (or BEIR's ``_id``), ``text``, optional ``title``."""
+    docs, seen = [], set()
+    for line, obj in _jsonl(path):
+        doc_id = _text(path, obj, ("_id", "id"), line)
+        if doc_id in seen:
+            raise _bad(path, f"duplicate document id {doc_id!r}", line=line, field_name="id")
+        seen.add(doc_id)
+        docs.append(
+            Doc(
+                doc_id,
+                _text(path, obj, ("title",), line, empty_ok=True) if "title" in obj else "",
+                _text(path, obj, ("text",), line),
+            )
+        )
+    if not docs:
+        raise _bad(path, "no documents")
+    return docs
+
+
+def _beir(folder: Path, split: str) -> RetrievalSet:
+    docs = load_corpus(folder / "corpus.jsonl")
+    queries = {}
+    qpath = folder / "queries.jsonl"
+    for line, obj in _jsonl(qpath):
+        queries[_text(qpath, obj, ("_id", "id"), line)] = _text(qpath, obj, ("text",), line)
+    rpath = folder / "qrels" / f"{split}.tsv"
+    if not rpath.is_file():
+        raise _bad(rpath, "file not found (--split picks qrels/<split>.tsv)")
+    qrels: dict[str, dict[str, int]] = {}
+    with rpath.open(encoding="utf-8", newline="") as fh:
+        for number, row in enumerate(csv.reader(fh, delimiter="\t"), start=1):
+            if not row or (number == 1 and not row[-1].strip().lstrip("-").isdigit()):
+                continue  # blank line or header
+            if len(row) < 3:
+                raise _bad(rpath, "expected query-id, corpus-id, score", line=number)
+            try:
+                grade = int(row[-1])
+            except ValueError:
+                raise _bad(rpath, f"score {row[-1]!r} is not an integer", line=number, field_name="score") from None
+            qid, did = row[0], row[-2]
+            if qid not in queries:
+                raise _bad(rpath, f"query {qid!r} is not in queries.jsonl", line=number, field_name="query-id")
+            qrels.setdefault(qid, {})[did] = grade
+    return RetrievalSet(folder.name, docs, [(q, queries[q]) for q in qrels], qrels)
+
+
+def _retrieval_jsonl(path: Path, corpus: Path | None) -> RetrievalSet:
+    if corpus is None:
+        raise _bad(path, "a question JSONL needs its documents: pass a corpus JSONL (id, title, text)")
+    docs = load_corpus(corpus)
+    known = {d.id for d in docs}
+    queries, qrels = [], {}
+    for line, obj in _jsonl(path):
+        qid = str(obj.get("id", f"q{line}"))
+        question = _text(path, obj, ("question", "query", "text"), line)
+        relevant = _str_list(path, obj, "relevant", line)
+        unknown = [d for d in relevant if d not in known]
+        if unknown:
+            raise _bad(path, f"document {unknown[0]!r} is not in {corpus}", line=line, field_name="relevant")
+        queries.append((qid, question))
+        qrels[qid] = dict.fromkeys(relevant, 1)
+    if not queries:
+        raise _bad(path, "no questions")
+    return RetrievalSet(path.stem, docs, queries, qrels)
+
+
+def _squad_docs_and_items(path: Path) -> tuple[list[Doc], list[QAItem]]:
+    data = _read_json(path)
+    articles = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(articles, list):
+        raise _bad(path, "not SQuAD format", field_name="data")
+    docs, items = [], []
+    for a, article in enumerate(articles):
+        for p, para in enumerate(article.get("paragraphs") or []):
+            where = f"data[{a}].paragraphs[{p}]"
+            if not isinstance(para, dict) or not isinstance(para.get("context"), str):
+                raise _bad(path, "missing", field_name=f"{where}.context")
+            doc_id = str(para.get("id") or f"{a}-{p}")
+            docs.append(Doc(doc_id, str(article.get("title") or ""), para["context"]))
+            for q, qa in enumerate(para.get("qas") or []):
+                answers = [x.get("text", "") for x in qa.get("answers") or [] if isinstance(x, dict)]
+                answers = [x for x in answers if x.strip()]
+                if not isinstance(qa.get("question"), str) or not answers:
+                    missing = "question" if not isinstance(qa.get("question"), str) else "answers"
+                    raise _bad(path, "missing", field_name=f"{where}.qas[{q}].{missing}")
+                qid = str(qa.get("id") or f"{doc_id}-{q}")
+                items.append(QAItem(qid, qa["question"], tuple(answers), (doc_id,), (doc_id,)))
+    if not items:
+        raise _bad(path, "no questions", field_name="data")
+    return docs, items
+
+
+def load_retrieval_set(path: str | Path, *, corpus: str | Path | None = None, split: str = "test") -> RetrievalSet:
+    """A retrieval set from a BEIR folder, a SQuAD JSON file or a question JSONL (with ``corpus``).
+
+    Raises:
+        EvalDataError: a missing file or field, named with its line.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return _beir(path, split)
+    if path.suffix == ".json":
+        docs, items = _squad_docs_and_items(path)
+        return RetrievalSet(
+            path.stem, docs, [(i.id, i.question) for i in items], {i.id: {i.gold_ids[0]: 1} for i in items}
+        )
+    return _retrieval_jsonl(path, Path(corpus) if corpus else None)
+
+
+# -- question answering ---------------------------------------------------------------------------
+def _hotpot_row(path: Path, line: int, obj: dict[str, Any], docs: dict[str, Doc]) -> QAItem:
+    question = _text(path, obj, ("question_text", "question"), line)
+    if "answers_objects" in obj:
+        answers = [s for a in obj["answers_objects"] or [] if isinstance(a, dict) for s in a.get("spans") or []]
+        if not answers:
+            raise _bad(path, "no answer span", line=line, field_name="answers_objects")
+    else:
+        answers = _str_list(path, obj, "answer", line)
+    contexts = obj.get("contexts")
+    if not isinstance(contexts, list) or not contexts:
+        raise _bad(path, "missing", line=line, field_name="contexts")
+    gold, titles = [], []
+    for i, ctx in enumerate(contexts):
+        if not isinstance(ctx, dict):
+            raise _bad(path, "expected an object", line=line, field_name=f"contexts[{i}]")
+        title = _text(path, ctx, ("title",), line)
+        text = _text(path, ctx, ("paragraph_text", "text"), line)
+        docs.setdefault(title, Doc(title, title, text))
+        titles.append(title)
+        if ctx.get("is_supporting"):
+            gold.append(title)
+    qid = str(obj.get("question_id") or obj.get("id") or f"q{line}")
+    return QAItem(qid, question, tuple(answers), tuple(gold), tuple(titles))
+
+
+def load_qa_set(path: str | Path, *, corpus: str | Path | None = None) -> QASet:
+    """A QA set: HotpotQA JSONL, SQuAD JSON (CMRC 2018) or a question JSONL with an optional corpus.
+
+    HotpotQA paragraphs are keyed by title (titles are unique in the set) and pooled over all
+    questions into the knowledge base; a SQuAD paragraph is a document.
+
+    Raises:
+        EvalDataError: a missing file or field, named with its line.
+    """
+    path = Path(path)
+    if path.suffix == ".json":
+        docs, items = _squad_docs_and_items(path)
+        return QASet(path.stem, items, docs)
+    pool: dict[str, Doc] = {}
+    items: list[QAItem] = []
+    rows = list(_jsonl(path))
+    if not rows:
+        raise _bad(path, "no questions")
+    hotpot = "contexts" in rows[0][1]
+    for line, obj in rows:
+        if hotpot:
+            items.append(_hotpot_row(path, line, obj, pool))
+            continue
+        question = _text(path, obj, ("question",), line)
+        answers = _str_list(path, obj, "answers", line) if "answers" in obj else _str_list(path, obj, "answer", line)
+        if not answers:
+            raise _bad(path, "is empty", line=line, field_name="answers")
+        gold = _str_list(path, obj, "gold_ids", line, required=False)
+        items.append(QAItem(str(obj.get("id", f"q{line}")), question, tuple(answers), tuple(gold)))
+    docs = list(pool.values()) if hotpot else (load_corpus(Path(corpus)) if corpus else [])
+    if docs and not hotpot:
+        known = {d.id for d in docs}
+        for item in items:
+            for gold_id in item.gold_ids:
+                if gold_id not in known:
+                    raise _bad(path, f"gold document {gold_id!r} is not in {corpus}", field_name="gold_ids")
+    return QASet(path.stem, items, docs)
+
+
+# -- routing ------------------------------------------------------------------------------------
+def load_routing_set(path: str | Path) -> list[RoutingItem]:
+    """A routing JSONL: ``question``, ``tools`` (list, possibly empty), optional ``id``, ``category``, ``language``.
+
+    Raises:
+        EvalDataError: a missing file or field, named with its line.
+    """
+    path = Path(path)
+    items = []
+    for line, obj in _jsonl(path):
+        question = _text(path, obj, ("question",), line)
+        tools = _str_list(path, obj, "tools", line)
+        items.append(
+            RoutingItem(
+                str(obj.get("id", f"r{line}")),
+                question,
+                tuple(tools),
+                str(obj.get("category", "")),
+                str(obj.get("language", "")),
+            )
+        )
+    if not items:
+        raise _bad(path, "no questions")
+    return items
+
+
+def subsample(items: list[Any], limit: int | None, seed: int | None) -> list[Any]:
+    """The first ``limit`` items, after a shuffle with ``seed`` when one is given (same seed, same subset)."""
+    chosen = list(items)
+    if seed is not None:
+        random.Random(seed).shuffle(chosen)
+    return chosen[:limit] if limit else chosen

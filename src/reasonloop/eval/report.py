@@ -1,0 +1,254 @@
+"""Reports of an evaluation: markdown tables for the terminal, a self-contained HTML page with plots.
+
+The HTML page embeds its plots as base64 PNG images (``<img src="data:image/png;base64,...">``)
+and its style inline, so it opens offline from a single file. The plots are drawn with
+matplotlib (the ``eval`` extra) on its non-interactive Agg backend: F1 against tokens per
+question for each strategy, and the distribution of wall time per question.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from reasonloop.errors import ConfigError
+
+__all__ = ["markdown_table", "qa_table", "retrieval_table", "routing_tables", "write_html"]
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A markdown table, numbers right-aligned."""
+    text = [[str(c) for c in row] for row in rows]
+    widths = [max(len(str(h)), *(len(r[i]) for r in text)) for i, h in enumerate(header)]
+    right = [i > 0 for i in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return (
+            "| "
+            + " | ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True))
+            + " |"
+        )
+
+    sep = (
+        "|" + "|".join(("-" * (w + 1) + ":") if r else "-" * (w + 2) for w, r in zip(widths, right, strict=True)) + "|"
+    )
+    return "\n".join([line([str(h) for h in header]), sep, *(line(r) for r in text)])
+
+
+def _num(value: float | None, fmt: str = "{:.1f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+QA_HEADER = [
+    "strategy",
+    "n",
+    "failed",
+    "EM",
+    "F1",
+    "evidence R",
+    "citation P",
+    "calls",
+    "prompt tok",
+    "compl. tok",
+    "tool calls",
+    "s/question",
+    "p50 s",
+    "p95 s",
+]
+
+
+def qa_table(scores: Sequence[Any]) -> str:
+    """The side-by-side table of :class:`~reasonloop.eval.qa.StrategyScore` rows."""
+    rows = []
+    judged = any(s.faithfulness is not None or s.relevance is not None for s in scores)
+    for s in scores:
+        row = [
+            s.strategy,
+            s.questions,
+            s.failed,
+            _num(s.em),
+            _num(s.f1),
+            _num(s.evidence_recall, "{:.2f}"),
+            _num(s.citation_precision, "{:.2f}"),
+            _num(s.llm_calls, "{:.2f}"),
+            _num(s.prompt_tokens, "{:.0f}"),
+            _num(s.completion_tokens, "{:.0f}"),
+            _num(s.tool_calls, "{:.2f}"),
+            _num(s.seconds, "{:.2f}"),
+            _num(s.p50_s, "{:.2f}"),
+            _num(s.p95_s, "{:.2f}"),
+        ]
+        if judged:
+            row += [_num(s.faithfulness, "{:.2f}"), _num(s.relevance, "{:.2f}")]
+        rows.append(row)
+    return markdown_table(QA_HEADER + (["faithful", "relevant"] if judged else []), rows)
+
+
+def retrieval_table(report: Any) -> str:
+    modes = list(report.metrics)
+    keys = list(report.metrics[modes[0]]) if modes else []
+    rows = [
+        [
+            m,
+            *(f"{report.metrics[m][k]:.4f}" for k in keys),
+            f"{report.latency[m]['p50_ms']:.1f}",
+            f"{report.latency[m]['p95_ms']:.1f}",
+        ]
+        for m in modes
+    ]
+    return markdown_table(["mode", *keys, "p50 ms", "p95 ms"], rows)
+
+
+def routing_tables(report: Any) -> str:
+    """Accuracy line, per-tool precision/recall, the confusion table and the wrong questions."""
+    parts = [
+        f"accuracy {report.accuracy:.3f} over {report.questions - report.failed} questions"
+        + (f" ({report.failed} failed)" if report.failed else "")
+    ]
+    parts.append(
+        markdown_table(
+            ["tool", "precision", "recall", "support"],
+            [[t, f"{v['precision']:.2f}", f"{v['recall']:.2f}", int(v["support"])] for t, v in report.per_tool.items()],
+        )
+    )
+    called = sorted({c for row in report.confusion.values() for c in row})
+    parts.append(
+        markdown_table(
+            ["expected \\ called", *called],
+            [[e, *(report.confusion[e].get(c, 0) for c in called)] for e in sorted(report.confusion)],
+        )
+    )
+    if report.wrong:
+        parts.append(
+            "\n".join(
+                f"- {w['id']}: {w['question']}  expected {w['expected'] or ['none']}, called {w['called'] or ['none']}"
+                for w in report.wrong
+            )
+        )
+    return "\n\n".join(parts)
+
+
+# -- HTML -----------------------------------------------------------------------------------------
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise ConfigError("the HTML report needs matplotlib: pip install 'reasonloop[eval]'") from exc
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _png(fig: Any) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=96, bbox_inches="tight")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _qa_plots(rows: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str]]:
+    plt = _pyplot()
+    plots = []
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for strategy, items in rows.items():
+        if not items:
+            continue
+        tokens = [r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"] for r in items]
+        f1s = [100 * r["f1"] for r in items]
+        ax.scatter(tokens, f1s, s=14, alpha=0.35)
+        ax.scatter(
+            [sum(tokens) / len(tokens)],
+            [sum(f1s) / len(f1s)],
+            s=90,
+            marker="D",
+            edgecolors="black",
+            label=f"{strategy} (mean)",
+        )
+    ax.set_xlabel("tokens per question (prompt + completion)")
+    ax.set_ylabel("F1")
+    ax.set_title("Accuracy against tokens, per strategy")
+    ax.legend(fontsize=8)
+    plots.append(("Accuracy against tokens", _png(fig)))
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    names = [s for s, items in rows.items() if items]
+    ax.boxplot([[r["seconds"] for r in rows[s]] for s in names], showfliers=True)
+    ax.set_xticks(range(1, len(names) + 1), names)
+    ax.set_ylabel("seconds per question")
+    ax.set_title("Latency distribution")
+    plots.append(("Latency distribution", _png(fig)))
+    plt.close(fig)
+    return plots
+
+
+def _latency_plot(samples: dict[str, list[float]], label: str) -> list[tuple[str, str]]:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    names = [n for n, v in samples.items() if v]
+    ax.boxplot([samples[n] for n in names])
+    ax.set_xticks(range(1, len(names) + 1), names)
+    ax.set_ylabel(label)
+    ax.set_title("Latency distribution")
+    result = [("Latency distribution", _png(fig))]
+    plt.close(fig)
+    return result
+
+
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem;color:#222}"
+    "table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:right}"
+    "td:first-child,th:first-child{text-align:left}img{max-width:100%;display:block;margin:1rem 0}"
+    "pre{background:#f6f6f6;padding:.5rem;overflow:auto}"
+)
+
+
+def _html_table(markdown: str) -> str:
+    lines = [ln for ln in markdown.splitlines() if ln.startswith("|")]
+    if len(lines) < 2:
+        return f"<pre>{html.escape(markdown)}</pre>"
+    cells = [[html.escape(c.strip()) for c in ln.strip().strip("|").split("|")] for ln in lines]
+    head = "".join(f"<th>{c}</th>" for c in cells[0])
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in cells[2:])
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def write_html(path: str | Path, title: str, *, kind: str, report: Any, command: str = "") -> Path:
+    """Write the report of a ``qa``, ``retrieval`` or ``routing`` evaluation as one HTML file.
+
+    Raises:
+        ConfigError: matplotlib is not installed.
+    """
+    sections: list[str] = []
+    if kind == "qa":
+        sections.append(_html_table(qa_table(report.scores)))
+        plots = _qa_plots(report.rows)
+    elif kind == "retrieval":
+        sections.append(_html_table(retrieval_table(report)))
+        plots = _latency_plot(report.samples, "milliseconds per search")
+    else:
+        text = routing_tables(report)
+        blocks = text.split("\n\n")
+        sections.append(f"<p>{html.escape(blocks[0])}</p>")
+        sections += [_html_table(b) if b.startswith("|") else f"<pre>{html.escape(b)}</pre>" for b in blocks[1:]]
+        plots = _latency_plot(
+            {"routing": [r["seconds"] for r in report.rows if not r.get("error")]}, "seconds per question"
+        )
+    for caption, data in plots:
+        sections.append(
+            f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+        )
+    if command:
+        sections.append(f"<p>Reproduce with:</p><pre>{html.escape(command)}</pre>")
+    page = (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>{''.join(sections)}</body></html>"
+    )
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page, encoding="utf-8")
+    return out

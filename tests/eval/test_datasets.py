@@ -1,0 +1,104 @@
+"""Reading evaluation sets: every format, and one clear error naming file, line and field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reasonloop.errors import EvalDataError
+from reasonloop.eval.datasets import load_qa_set, load_retrieval_set, load_routing_set
+from reasonloop.eval.routing import bundled_set_path
+
+
+def _write(path, rows):
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows))
+    return path
+
+
+def test_beir_folder(tmp_path) -> None:
+    root = tmp_path / "beir"
+    (root / "qrels").mkdir(parents=True)
+    _write(root / "corpus.jsonl", [{"_id": "d1", "title": "T", "text": "x"}, {"_id": "d2", "text": "y"}])
+    _write(root / "queries.jsonl", [{"_id": "q1", "text": "what"}, {"_id": "q2", "text": "unjudged"}])
+    (root / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\n")
+    ds = load_retrieval_set(root)
+    assert [d.id for d in ds.docs] == ["d1", "d2"]
+    assert ds.queries == [("q1", "what")]  # only judged queries are evaluated
+    assert ds.qrels == {"q1": {"d2": 1}}
+
+
+def test_missing_field_names_file_line_and_field(tmp_path) -> None:
+    questions = _write(tmp_path / "q.jsonl", [{"question": "a?", "answers": ["x"]}, {"question": "b?"}])
+    with pytest.raises(EvalDataError) as err:
+        load_qa_set(questions)
+    assert err.value.details == {"file": str(questions), "line": 2, "field": "answer"}
+    assert f"{questions}:2" in err.value.message
+
+
+def test_wrong_format_is_one_clear_error(tmp_path) -> None:
+    bad = _write(tmp_path / "bad.jsonl", ['{"question": "a?", "answers": ["x"]}', "not json"])
+    with pytest.raises(EvalDataError, match=r"bad.jsonl:2: not valid JSON"):
+        load_qa_set(bad)
+    squad = tmp_path / "s.json"
+    squad.write_text(json.dumps({"version": "1", "rows": []}))
+    with pytest.raises(EvalDataError, match=r"not SQuAD format \(field 'data'\)"):
+        load_qa_set(squad)
+    with pytest.raises(EvalDataError, match="file not found"):
+        load_qa_set(tmp_path / "nope.jsonl")
+
+
+def test_question_jsonl_needs_its_corpus_and_known_ids(tmp_path) -> None:
+    questions = _write(tmp_path / "q.jsonl", [{"question": "a?", "relevant": ["d9"]}])
+    with pytest.raises(EvalDataError, match="needs its documents"):
+        load_retrieval_set(questions)
+    corpus = _write(tmp_path / "c.jsonl", [{"id": "d1", "text": "x"}])
+    with pytest.raises(EvalDataError, match=r"q.jsonl:1: document 'd9' is not in"):
+        load_retrieval_set(questions, corpus=corpus)
+
+
+def test_hotpotqa_and_squad_formats(tmp_path) -> None:
+    row = {
+        "question_id": "h1",
+        "question_text": "Who?",
+        "answers_objects": [{"spans": ["Ann"]}],
+        "contexts": [
+            {"title": "A", "paragraph_text": "Ann wrote it.", "is_supporting": True},
+            {"title": "B", "paragraph_text": "Noise.", "is_supporting": False},
+        ],
+    }
+    qa = load_qa_set(_write(tmp_path / "h.jsonl", [row]))
+    assert qa.items[0].answers == ("Ann",) and qa.items[0].gold_ids == ("A",)
+    assert {d.id for d in qa.docs} == {"A", "B"}
+    squad = tmp_path / "s.json"
+    squad.write_text(
+        json.dumps(
+            {
+                "data": [
+                    {
+                        "title": "T",
+                        "paragraphs": [
+                            {
+                                "id": "p1",
+                                "context": "北京是首都。",
+                                "qas": [{"id": "z1", "question": "首都？", "answers": [{"text": "北京"}]}],
+                            }
+                        ],
+                    }
+                ]
+            },
+            ensure_ascii=False,
+        )
+    )
+    qa = load_qa_set(squad)
+    assert qa.items[0].gold_ids == ("p1",) and qa.docs[0].title == "T"
+
+
+def test_bundled_routing_set_is_bilingual_and_covers_every_kind() -> None:
+    items = load_routing_set(bundled_set_path())
+    assert len(items) >= 60
+    assert {i.language for i in items} == {"en", "zh"}
+    kinds = {i.category for i in items}
+    assert {"knowledge", "summary", "stats", "feedback", "greeting", "translation", "creative", "arithmetic"} <= kinds
+    assert all(i.tools == () for i in items if i.category in ("greeting", "translation", "creative", "arithmetic"))
+    assert len({i.id for i in items}) == len(items)
