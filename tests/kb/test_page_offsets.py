@@ -53,6 +53,27 @@ async def test_chunks_of_a_page_start_again_at_zero_on_the_next_page(make_kb, tm
     await kb.close()
 
 
+async def test_a_document_s_whole_text_is_its_pages_in_order(make_kb, tmp_path):
+    pages = [_page_text(t, n) for n, t in enumerate(TOPICS, start=1)]
+    (tmp_path / "manual.pdf").write_bytes(make.text_pdf(pages))
+    kb = make_kb(chunk_tokens=48, chunk_overlap=8)  # several chunks a page, each page's offsets from 0
+    await kb.ingest(str(tmp_path / "manual.pdf"))
+    doc = (await kb.documents())[0]
+    row, text = await kb.text(doc.id)
+    assert row.id == doc.id
+    assert text == "\n\n".join([(await kb.page(doc.id, n))[1] for n in (1, 2, 3)])
+    assert [text.index(f"of page {n} ") for n in (1, 2, 3)] == sorted(text.index(f"of page {n} ") for n in (1, 2, 3))
+    assert await kb.text("nope") is None
+    with kb.index.store.lock:  # an index from before page texts were stored: the chunks stitched
+        kb.index.store.conn.execute("DELETE FROM pages")
+    _, stitched = await kb.text(doc.id)
+    assert [stitched.index(f"Line 13 of page {n} ") for n in (1, 2, 3)] == sorted(
+        stitched.index(f"Line 13 of page {n} ") for n in (1, 2, 3)
+    )
+    assert stitched.count("Line 0 of page 2 ") == 1  # overlaps removed
+    await kb.close()
+
+
 async def test_a_missing_page_or_document_is_not_found(make_kb, tmp_path):
     (tmp_path / "a.txt").write_text("Only one page here.")
     kb = make_kb()

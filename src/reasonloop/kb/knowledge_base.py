@@ -194,6 +194,21 @@ class KnowledgeBase:
             raise DocumentNotFound(f"document {doc.id!r} has no page {number} ({has})", document=doc.id, page=number)
         return doc, text, numbers
 
+    async def text(self, doc_id_or_source: str) -> tuple[DocumentRow, str] | None:
+        """A document's whole text: its stored pages in order, a blank line between two. For a
+        document ingested before page texts were stored, its chunks stitched by their offsets
+        (their overlaps removed). None when nothing matched."""
+        found = await self.document(doc_id_or_source)
+        if found is None:
+            return None
+        row, chunks = found
+        store = self.index.store
+        numbers = await asyncio.to_thread(store.page_numbers, row.id)
+        if numbers:
+            pages = [await asyncio.to_thread(store.page, row.id, n) for n in numbers]
+            return row, "\n\n".join(p for p in pages if p)
+        return row, _stitched(chunks)
+
     async def delete(self, doc_id_or_source: str) -> list[str]:
         """Delete a document by id or source (a folder or JSON file removes everything under it).
 
@@ -212,3 +227,22 @@ class KnowledgeBase:
         await self.index.close()
         if self._owns_embedder:
             await self.index.embedder.aclose()
+
+
+def _stitched(chunks: Sequence[ChunkRow]) -> str:
+    """Chunks in page order, each page's joined with their overlaps (by character offsets) removed,
+    a blank line between two pages."""
+    parts: list[str] = []
+    end, page = 0, None
+    for chunk in sorted(chunks, key=lambda c: (c.metadata.get("page") or 0, c.metadata.get("start") or 0)):
+        if parts and chunk.metadata.get("page") != page:
+            parts.append("\n\n")
+            end = 0  # offsets start again on every page
+        page = chunk.metadata.get("page")
+        start = chunk.metadata.get("start")
+        if start is None:
+            parts.append(chunk.text)
+            continue
+        parts.append(chunk.text[max(0, end - start) :])
+        end = max(end, start + len(chunk.text))
+    return "".join(parts)

@@ -18,7 +18,6 @@ session goes on. Over HTTP each request is the tenant of its API key; over stdio
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 from collections.abc import Awaitable
@@ -275,10 +274,10 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
     @server.resource(DOCUMENT_URI, mime_type="text/plain", description="A document of the knowledge base, as text")
     async def document_text(document_id: str) -> str:
         kb = await tenant_kb()
-        text = await asyncio.to_thread(_stitched_text, kb, document_id)
-        if text is None:
+        found = await kb.text(document_id)
+        if found is None:
             raise ResourceNotFoundError(f"[kb.document_not_found] no document {document_id!r}")
-        return text
+        return found[1]
 
     return server
 
@@ -333,26 +332,3 @@ def _allowed_source(source: str, roots: list[str], urls: bool) -> str:
         if path.is_relative_to(Path(root).expanduser().resolve()):
             return str(path)
     raise ToolBlocked(f"{source} is outside the allowed roots ([mcp] ingest_roots: {roots})", source=source)
-
-
-def _stitched_text(kb: Any, document_id: str) -> str | None:
-    """A document's text from its chunks (overlaps removed by their character offsets); None when
-    the knowledge base has no such document."""
-    from reasonloop.kb.knowledge_base import as_filters
-
-    index = kb.index
-    keys = index.allowed_keys(as_filters({"document_id": document_id}))
-    if not keys:
-        return None
-    hits = sorted(index.hydrate([(k, 0.0) for k in keys]), key=lambda h: h.metadata.get("start") or 0)
-    parts: list[str] = []
-    end = 0
-    for hit in hits:
-        start = hit.metadata.get("start")
-        if start is None:
-            parts.append(hit.text)
-            continue
-        skip = max(0, end - start)
-        parts.append(hit.text[skip:])
-        end = max(end, start + len(hit.text))
-    return "".join(parts)
