@@ -49,6 +49,7 @@ export class Chat {
   }
 
   renderList() {
+    if (this.editing) return; // a list loaded while a title is edited is drawn when the edit ends
     const list = $("conv-list");
     list.replaceChildren();
     for (const c of this.conversations) {
@@ -76,6 +77,7 @@ export class Chat {
     input.value = conv.title || "";
     input.setAttribute("aria-label", t("conv.renamePrompt"));
     item.replaceChildren(input);
+    this.editing = true;
     input.focus();
     input.select();
     let done = false;
@@ -83,11 +85,16 @@ export class Chat {
       if (done) return;
       done = true;
       const title = input.value.trim();
-      if (save && title && title !== conv.title) {
-        const updated = await api(`v1/conversations/${encodeURIComponent(conv.conversation_id)}`, { method: "PATCH", body: { title } });
-        conv.title = updated.title;
+      try {
+        if (save && title && title !== conv.title) {
+          const updated = await api(`v1/conversations/${encodeURIComponent(conv.conversation_id)}`, { method: "PATCH", body: { title } });
+          // the list may have been loaded again meanwhile: update the entry it holds now
+          for (const c of this.conversations) if (c.conversation_id === conv.conversation_id) c.title = updated.title;
+        }
+      } finally {
+        this.editing = false;
+        this.renderList();
       }
-      this.renderList();
     };
     input.addEventListener("keydown", (e) => {
       if (e.key === "Enter") { e.preventDefault(); commit(true); }
