@@ -30,7 +30,7 @@ shift || true
 
 # Into the default knowledge base (./.reasonloop), so that `reasonloop search`, `ask`, `kb stats`
 # and `serve` run here afterwards work on what the demo ingested.
-echo "== reasonloop ingest docs/"
-"$VENV/bin/reasonloop" ingest docs
+echo "== reasonloop ingest docs/ (its Markdown pages; the screenshots beside them would need OCR)"
+"$VENV/bin/reasonloop" ingest docs --include '*.md'
 echo "== reasonloop ask"
 exec "$VENV/bin/reasonloop" ask "$question" --reasoning qa "$@"

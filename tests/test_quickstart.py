@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shlex
@@ -14,6 +15,7 @@ from tests.cli_run import run_cli as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "scripts" / "demo.sh"
+PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
 
 
 def demo_commands() -> dict[str, list[str]]:
@@ -41,6 +43,8 @@ def project(tmp_path, monkeypatch):
         "# ReWOO\n\nReWOO plans every tool call first, runs them, then writes the answer.", encoding="utf-8"
     )
     (docs / "grounding.md").write_text("# Grounding\n\nAnswers cite the chunks they were built from.", encoding="utf-8")
+    (docs / "images").mkdir()  # like the repository's docs/: screenshots, which only OCR could read
+    (docs / "images" / "webui.png").write_bytes(base64.b64decode(PNG_1X1))
     saved = Registry._default
     yield tmp_path
     Registry.set_default(saved)
