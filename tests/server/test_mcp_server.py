@@ -35,6 +35,8 @@ def workspace(tmp_path: Path, *, keys: bool = False) -> Path:
     whose single step hangs in an MCP tool for 30 s."""
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "tantivy.md").write_text(DOC, encoding="utf-8")
+    (tmp_path / "secret.md").write_text("# Secret\n\nOutside the allowed roots.", encoding="utf-8")
+    (tmp_path / "docs" / "leak.md").symlink_to(tmp_path / "secret.md")  # a link out of the root: never read
     (tmp_path / "replies.json").write_text(json.dumps([ANSWER]), encoding="utf-8")
     hang = {"tool_calls": [{"id": "h1", "name": "hang", "arguments": {"seconds": 30}}]}
     (tmp_path / "slow.json").write_text(json.dumps([hang, "woke"]), encoding="utf-8")

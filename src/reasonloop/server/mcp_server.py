@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field
 from reasonloop import __version__
 from reasonloop.errors import DocumentNotFound, KBEmpty, ReasonLoopError, ToolBlocked
 from reasonloop.events import Answer, Citation, ErrorEvent, Event, Progress, ToolCall, ToolResult
+from reasonloop.kb.loaders import walk
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import ServerState
@@ -218,7 +219,10 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
             """Add documents to the knowledge base (unchanged ones cost nothing); reports what was added or failed."""
 
             async def work() -> dict[str, Any]:
-                sources = [_allowed_source(s, settings.ingest_roots, settings.ingest_urls) for s in paths_or_urls]
+                kb_root = state.settings.kb.path  # every tenant's index and uploads: never a source
+                sources: list[str] = []
+                for source in paths_or_urls:
+                    sources += _allowed_sources(source, settings.ingest_roots, settings.ingest_urls, kb_root)
                 report = await (await tenant_kb()).ingest(sources)
                 return report.model_dump(mode="json")
 
@@ -317,8 +321,11 @@ async def _stop(state: ServerState, run_id: str, tenant: str) -> None:
         await state.runs.stop(run_id, tenant)
 
 
-def _allowed_source(source: str, roots: list[str], urls: bool) -> str:
-    """``source`` when ingest may read it.
+def _allowed_sources(source: str, roots: list[str], urls: bool, kb_root: str) -> list[str]:
+    """What ingest may read of ``source``: the URL, the file, or a folder's files. Every path is
+    checked after its links are resolved, a folder's files one by one (a link inside an allowed
+    folder that leads out of it is left out), and nothing under the knowledge bases' own folder
+    (``kb_root``: every tenant's index and uploads) is read.
 
     Raises:
         ToolBlocked: a URL while URLs are off, or a path outside every allowed root.
@@ -326,9 +333,19 @@ def _allowed_source(source: str, roots: list[str], urls: bool) -> str:
     if source.startswith(("http://", "https://")):
         if not urls:
             raise ToolBlocked(f"ingesting URLs is off ([mcp] ingest_urls): {source}", source=source)
-        return source
+        return [source]
+    allowed = [Path(root).expanduser().resolve() for root in roots]
+    barred = Path(kb_root).expanduser().resolve()
+
+    def readable(path: Path) -> bool:
+        return any(path.is_relative_to(root) for root in allowed) and not path.is_relative_to(barred)
+
     path = Path(source).expanduser().resolve()
-    for root in roots:
-        if path.is_relative_to(Path(root).expanduser().resolve()):
-            return str(path)
-    raise ToolBlocked(f"{source} is outside the allowed roots ([mcp] ingest_roots: {roots})", source=source)
+    if not readable(path):
+        raise ToolBlocked(
+            f"{source} is outside the allowed roots ([mcp] ingest_roots: {roots}) or inside the knowledge base",
+            source=source,
+        )
+    if not path.is_dir():
+        return [str(path)]
+    return [str(f) for f in (p.resolve() for p in walk(path)) if readable(f)]
