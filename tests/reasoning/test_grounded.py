@@ -110,3 +110,27 @@ async def test_a_greeting_is_answered_without_a_search(kb) -> None:
     events = [e async for e in Agent(reasoning="react", llm=llm, kb=kb).stream("Hello!")]
     assert not [e for e in events if isinstance(e, ToolCall)]
     assert events[-1].text == "Hello! How can I help?"
+
+
+class SpyRetriever:
+    """The knowledge base's retriever, recording the options each search was given."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.options = inner, []
+
+    async def search(self, query, top_k=None, filters=None, *, rerank=None, candidates=None):
+        self.options.append({"rerank": rerank, "candidates": candidates})
+        return await self.inner.search(query, top_k, filters, rerank=rerank, candidates=candidates)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("strategy", ["qa", "decompose"])
+async def test_the_runs_rerank_overrides_reach_the_search_with_a_base_model(kb, strategy) -> None:
+    spy = SpyRetriever(kb.retriever())
+    llm = ScriptedProvider(replies=[" 3 March 2025"], base_model=True, native_tools=False)
+    settings = {"retrieval": {"rerank": False, "rerank_candidates": 7}}
+    result = await Agent(reasoning=strategy, llm=llm, kb=spy, settings=settings).run("When was the product launched?")
+    assert result.citations
+    assert spy.options == [{"rerank": False, "candidates": 7}]

@@ -418,8 +418,8 @@ class Agent:
         if self.strategy.agent_format and ctx.llm.capabilities.base_model:
             from reasonloop.reasoning.grounded import GroundedReasoning
 
-            budget = getattr(self.settings, "max_evidence_tokens", None)
-            settings = {"max_evidence_tokens": budget} if budget else {}
+            shared = ("max_evidence_tokens", "top_k", "retrieval")  # the asked strategy's, where it has them
+            settings = {k: getattr(self.settings, k) for k in shared if getattr(self.settings, k, None) is not None}
             return GroundedReasoning(settings, ctx, asked_for=self.reasoning_id)
         return self.strategy(self.settings, ctx)
 

@@ -36,6 +36,7 @@ from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn, llm_turn
 from reasonloop.reasoning.prompts import render, system_prompt
 from reasonloop.reasoning.retrieval import Evidence, direct_answer, retrieve
+from reasonloop.reasoning.retrieval_settings import RetrievalSettings
 from reasonloop.registry import PluginInfo
 
 __all__ = [
@@ -174,13 +175,17 @@ async def grounded_answer(
     top_k: int,
     budget: int,
     into: Turn,
+    retrieval: RetrievalSettings | None = None,
 ) -> AsyncIterator[Event]:
-    """Retrieve, then answer with ``mode``; the answer text (with its ``[n]``) is left in ``into.text``."""
+    """Retrieve, then answer with ``mode``; the answer text (with its ``[n]``) is left in ``into.text``.
+
+    ``retrieval``'s rerank overrides apply to the search; its query transforms do not (they need
+    a model that follows an instruction)."""
     lang = "zh" if language == "zh" else "en"
     yield Progress(message=_NOTE[lang].format(model=ctx.llm.name, strategy=strategy, mode=mode))
     evidence = Evidence()
     if ctx.retrievers:
-        async for event in retrieve(ctx, question, top_k, budget, evidence, "retrieve_1"):
+        async for event in retrieve(ctx, question, top_k, budget, evidence, "retrieve_1", settings=retrieval):
             yield event
     if not evidence.citations:
         into.text = ""
@@ -218,6 +223,8 @@ class GroundedSettings(ReasoningSettings):
     top_k: int = Field(default=5, ge=1, le=50)
     """Passages retrieved for the question."""
     mode: GroundedMode = "extractive"
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    """The run's retrieval settings (its rerank overrides are followed)."""
 
 
 class GroundedReasoning(Reasoning):
@@ -254,6 +261,7 @@ class GroundedReasoning(Reasoning):
             top_k=settings.top_k,
             budget=settings.max_evidence_tokens,
             into=answer,
+            retrieval=settings.retrieval,
         ):
             yield event
         text = answer.text or render("dont_know", language)

@@ -87,6 +87,7 @@ class QAReasoning(Reasoning):
                 top_k=settings.top_k,
                 budget=settings.max_evidence_tokens,
                 into=answer,
+                retrieval=settings.retrieval,
             ):
                 yield event
             yield close(ctx, settings, tracker, answer.text or render("dont_know", language), language)
