@@ -210,3 +210,20 @@ async def test_document_search_folds_each_retriever_before_fusing():
     assert [h.chunk_id for h in docs] == ["b1", "c2", "a1"]  # each document's best chunk (dense first)
     assert docs[0].score > docs[1].score > docs[2].score
     assert [h.document_id for h in await retriever.search_documents("q", top_k=1)] == ["B"]
+
+
+async def test_document_search_lets_the_reranker_promote_a_document_from_below_top_k():
+    from reasonloop.kb.hybrid import HybridRetriever
+
+    dense = [("c2", 0.99), ("c1", 0.85), ("b1", 0.83), ("b2", 0.57), ("b3", 0.28), ("a1", 0.21), ("b4", 0.06)]
+    lexical = [("b4", 3.0), ("b2", 2.1), ("c2", 2.1), ("b3", 0.6), ("a1", 0.1)]
+    seen = []
+
+    def last_first(query, hits):  # a reranker that prefers what retrieval put last
+        seen.append([h.document_id for h in hits])
+        return list(reversed(hits))
+
+    retriever = HybridRetriever(_FixedBackend(dense, lexical), reranker=last_first, rerank_depth=3)
+    docs = await retriever.search_documents("q", top_k=1)
+    assert seen == [["B", "C", "A"]]  # the reranker saw rerank_depth documents, not top_k
+    assert [h.document_id for h in docs] == ["A"]

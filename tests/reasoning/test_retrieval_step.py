@@ -67,6 +67,7 @@ async def test_hyde_searches_a_hypothetical_answer_by_its_embedding() -> None:
     events = await collect_events(agent, "How high is it, that iron thing?")
     assert retriever.queries == ["How high is it, that iron thing?", passage]
     assert [o["mode"] for o in retriever.options] == [None, "dense"]
+    assert [o["rerank"] for o in retriever.options] == [None, False]  # the made-up answer is not reranked against
     assert "hypothetical" not in llm.prompts[0][-1].content and "passage" in llm.prompts[0][0].content
     call = next(e for e in events if isinstance(e, ToolCall))
     assert call.input["hyde"] == passage

@@ -270,7 +270,8 @@ class HybridRetriever:
         for run in folded:  # the best chunk by the first retriever that found the document
             for doc, hit in run.items():
                 best.setdefault(doc, hit)
-        hits = [best[doc].model_copy(update={"score": score}) for doc, score in ranked[:top_k]]
+        pool = max(top_k, self.rerank_depth) if self.reranker is not None else top_k  # the reranker may promote
+        hits = [best[doc].model_copy(update={"score": score}) for doc, score in ranked[:pool]]
         if self.reranker is not None and hits:
             result = self.reranker(query, hits)
             hits = await result if inspect.isawaitable(result) else result

@@ -98,7 +98,9 @@ async def run_search(ctx: RunContext, top_k: int, settings: RetrievalSettings, i
     if settings.rerank_candidates is not None:
         options["candidates"] = settings.rerank_candidates
     searches = [search_all(ctx.retrievers, q, top_k, **options) for q in [into.query, *into.phrasings]]
-    searches += [search_all(ctx.retrievers, p, top_k, mode="dense", **options) for p in into.passages]
+    # a hypothetical answer is searched by its embedding only, and not reranked against itself
+    hyde = {**options, "rerank": False}
+    searches += [search_all(ctx.retrievers, p, top_k, mode="dense", **hyde) for p in into.passages]
     with collect_reports() as reports:
         lists = await asyncio.gather(*searches)
     into.reports = reports
