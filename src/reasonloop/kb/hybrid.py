@@ -46,6 +46,10 @@ Reranker = Callable[[str, list[Hit]], list[Hit] | Awaitable[list[Hit]]]
 """Re-orders (and may re-score or drop) the fused candidates for a query."""
 
 
+_NOTHING = object()
+"""What ``_allowed`` returns when a search can find nothing (an empty query, top_k 0, filters matching none)."""
+
+
 def rrf_fuse(
     rankings: Sequence[Sequence[Hashable]], *, k: float = 60.0, weights: Sequence[float] | None = None
 ) -> list[tuple[Any, float]]:
@@ -225,6 +229,19 @@ class HybridRetriever:
         norms = np.linalg.norm(p, axis=1) * (np.linalg.norm(q) or 1.0)
         return [float(v) for v in (p @ q) / np.where(norms > 0, norms, 1.0)]
 
+    def _mode(self, mode: SearchMode | None) -> SearchMode:
+        mode = mode or self.mode
+        if mode not in ("hybrid", "dense", "lexical"):
+            raise ValueError(f"search mode must be hybrid, dense or lexical, got {mode!r}")
+        return mode
+
+    def _allowed(self, query: str, top_k: int, filters: Sequence[Filter] | None) -> Any:
+        """The chunk keys the filters allow (None: all), or ``_NOTHING`` when no search can find anything."""
+        if top_k <= 0 or not query.strip():
+            return _NOTHING
+        allowed = self.backend.allowed_keys(filters) if filters else None
+        return _NOTHING if allowed is not None and not allowed else allowed
+
     async def search_documents(
         self,
         query: str,
@@ -242,13 +259,9 @@ class HybridRetriever:
         The hit returned for a document is its best chunk, carrying the document's fused score.
         """
         top_k = self.top_k if top_k is None else top_k
-        mode = mode or self.mode
-        if mode not in ("hybrid", "dense", "lexical"):
-            raise ValueError(f"search mode must be hybrid, dense or lexical, got {mode!r}")
-        if top_k <= 0 or not query.strip():
-            return []
-        allowed = self.backend.allowed_keys(filters) if filters else None
-        if allowed is not None and not allowed:
+        mode = self._mode(mode)
+        allowed = self._allowed(query, top_k, filters)
+        if allowed is _NOTHING:
             return []
         depth = max(self.candidates, top_k)
         runs: list[list[Hit]] = []
@@ -296,13 +309,9 @@ class HybridRetriever:
         top_k = self.top_k if top_k is None else top_k
         reranker = None if rerank is False else self.reranker
         depth = self.rerank_depth if candidates is None else max(1, candidates)
-        mode = mode or self.mode
-        if mode not in ("hybrid", "dense", "lexical"):
-            raise ValueError(f"search mode must be hybrid, dense or lexical, got {mode!r}")
-        if top_k <= 0 or not query.strip():
-            return []
-        allowed = self.backend.allowed_keys(filters) if filters else None
-        if allowed is not None and not allowed:
+        mode = self._mode(mode)
+        allowed = self._allowed(query, top_k, filters)
+        if allowed is _NOTHING:
             return []
         pool = max(top_k, depth) if reranker else top_k
         if mode == "dense":

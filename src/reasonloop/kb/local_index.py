@@ -127,8 +127,12 @@ class LocalIndex:
         if dim:
             self.ensure_vectors(int(dim))
 
-    def ensure_vectors(self, dim: int) -> VectorStore:
-        """The vector store, created on first use once the embedding size is known."""
+    def check_dim(self, dim: int) -> str | None:
+        """The stored embedding size (None before the first vectors).
+
+        Raises:
+            KBModelMismatch: ``dim`` differs from it.
+        """
         stored = self.store.get_meta("embedding_dim")
         if stored and int(stored) != dim:
             raise KBModelMismatch(
@@ -136,6 +140,11 @@ class LocalIndex:
                 f"holds {stored}-d vectors; re-index into a new directory",
                 path=str(self.path),
             )
+        return stored
+
+    def ensure_vectors(self, dim: int) -> VectorStore:
+        """The vector store, created on first use once the embedding size is known."""
+        stored = self.check_dim(dim)
         if not stored:
             self.store.set_meta(embedding_model=self.embedder.name, embedding_dim=dim)
         if self.vectors is None:

@@ -172,13 +172,7 @@ class MilvusIndex(LocalIndex):
 
     def ensure_vectors(self, dim: int) -> Any:
         """The collection, created on first use once the embedding size is known."""
-        stored = self.store.get_meta("embedding_dim")
-        if stored and int(stored) != dim:
-            raise KBModelMismatch(
-                f"{self.embedder.name!r} produced {dim}-d vectors but the knowledge base at {self.path} "
-                f"holds {stored}-d vectors; re-index into a new directory",
-                path=str(self.path),
-            )
+        stored = self.check_dim(dim)
         if self._dim is None:
             self._ensure_collection(dim)
             self._dim = dim
