@@ -134,3 +134,93 @@ async def test_the_runs_rerank_overrides_reach_the_search_with_a_base_model(kb, 
     result = await Agent(reasoning=strategy, llm=llm, kb=spy, settings=settings).run("When was the product launched?")
     assert result.citations
     assert spy.options == [{"rerank": False, "candidates": 7}]
+
+
+PEOPLE = [
+    ("bull", "Emma Bull", "Emma Bull (born December 13, 1954) is an American science fiction writer."),
+    ("woolf", "Virginia Woolf", "Adeline Virginia Woolf (25 January 1882 – 28 March 1941) was an English writer."),
+    ("gyor", "Vib Gyor", "Vib Gyor was a band that was formed in Leeds, England."),
+    ("montreal", "Of Montreal", "Of Montreal is an American rock band from Athens, Georgia."),
+    ("rick", "Ranger Rick", "Ranger Rick is a children's nature magazine published in the United States."),
+    ("hotrod", "Hot Rod", "Hot Rod is a monthly car magazine published in the United States."),
+    ("tennis", "Tennis", "Tennis is a sports magazine about the game of tennis."),
+]
+
+
+@pytest.fixture
+async def people(tmp_path):
+    kb = KnowledgeBase.open(tmp_path / "people", Settings(), embedder=HashEmbedder())
+    await kb.ingest_records(PEOPLE)
+    yield kb
+    await kb.close()
+
+
+async def _ask(kb, question: str, replies: list[str]) -> tuple[str, list[str], ScriptedProvider]:
+    llm = ScriptedProvider(replies=replies, base_model=True)
+    events = [e async for e in Agent(reasoning="qa", llm=llm, kb=kb).stream(question)]
+    notes = [e.message for e in events if isinstance(e, Progress)]
+    return events[-1].text, notes, llm
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Who was born earlier, Emma Bull or Virginia Woolf?", "Virginia Woolf"),
+        ("Who was born more recently, Emma Bull or Virginia Woolf?", "Emma Bull"),
+    ],
+)
+async def test_a_choice_between_dates_is_decided_by_the_years_in_the_evidence(people, question, expected) -> None:
+    text, notes, llm = await _ask(people, question, replies=[])
+    assert text.startswith(f"{expected} [")
+    assert any("compared the years the evidence gives: Emma Bull 1954, Virginia Woolf 1882" in n for n in notes)
+    assert not llm.prompts  # no model call
+
+
+async def test_a_choice_goes_to_the_option_the_evidence_says_the_question_of(people) -> None:
+    text, notes, llm = await _ask(people, "Which band formed in England, Of Montreal or Vib Gyor?", replies=[])
+    assert text.startswith("Vib Gyor [")
+    assert any("picked the option the evidence says most of the question about" in n for n in notes)
+    assert not llm.prompts
+
+
+@pytest.mark.parametrize(("reply", "expected"), [("Virginia Woolf", "Virginia Woolf"), ("Woolf", "Virginia Woolf")])
+async def test_otherwise_the_model_chooses_and_its_reply_is_snapped_to_an_option(people, reply, expected) -> None:
+    text, _, llm = await _ask(people, "Who wrote more novels, Emma Bull or Virginia Woolf?", replies=[reply])
+    assert text.startswith(f"{expected} [")
+    (prompt,) = llm.prompts
+    assert "answer the question with one of the two names it gives" in prompt[0].content
+    assert prompt[0].content.endswith("Question: Who wrote more novels, Emma Bull or Virginia Woolf?\nAnswer:")
+
+
+async def test_a_reply_naming_neither_option_still_answers_with_an_option(people) -> None:
+    text, _, _ = await _ask(people, "Who wrote more novels, Emma Bull or Virginia Woolf?", replies=["Jane Austen"])
+    assert text.split(" [")[0] in {"Emma Bull", "Virginia Woolf"}
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Are Hot Rod and Ranger Rick both magazines?", "Yes"),
+        ("Are Ranger Rick and Tennis both sports magazines?", "No"),
+        ("Are Hot Rod and Ranger Rick both published in the United States?", "Yes"),
+        ("Are Hot Rod and Tennis both published in the United States?", "No"),
+    ],
+)
+async def test_yes_or_no_is_what_the_evidence_states_of_each_named_thing(people, question, expected) -> None:
+    text, notes, llm = await _ask(people, question, replies=[])
+    assert text.split(" [")[0] == expected
+    assert any(n.startswith("yes/no from what the evidence states") for n in notes)
+    assert not llm.prompts
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("Are Emma Bull and Of Montreal of the same nationality?", "Yes"),  # both "American"
+        ("Are Emma Bull and Virginia Woolf of the same nationality?", "No"),
+        ("Are Emma Bull and Virginia Woolf of different nationalities?", "Yes"),
+    ],
+)
+async def test_same_or_different_compares_the_lead_sentences(people, question, expected) -> None:
+    text, _, _ = await _ask(people, question, replies=[])
+    assert text.split(" [")[0] == expected

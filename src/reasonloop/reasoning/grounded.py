@@ -11,6 +11,16 @@ instead, and says so in the trace: retrieve first, then one of
   to the question (by the knowledge base's embedder; word overlap without one) are kept, and the
   same few-shot prompt over those few sentences extracts a short span. The span is kept only if it
   occurs in them; otherwise, and for how/why questions, the answer is the best sentence itself.
+  The form the question asks for (:mod:`reasonloop.reasoning.answer_form`) constrains the rest:
+
+  - a choice ("Who was born first, A or B?") is answered with one of its options: by the years
+    the evidence gives each, for a question comparing dates; else by the option whose evidence
+    states most of what the question asks; else by the model, its reply snapped to an option;
+  - a yes/no question is answered yes when the evidence about each thing it names states at least
+    :data:`SUPPORTED` of what it asserts ("same"/"different": whether their lead sentences share
+    a name such as "American"), without a model call: a model this small says "yes" to anything.
+
+  The trace says which of these decided.
 
 Either way the answer cites the passage it came from as ``[n]``.
 """
@@ -28,6 +38,15 @@ from reasonloop.events import Event, Progress
 from reasonloop.kb.chunking import sentence_spans
 from reasonloop.llm.base import Message
 from reasonloop.llm.sampling import Sampling, with_sampling
+from reasonloop.reasoning.answer_form import (
+    AnswerForm,
+    answer_form,
+    compare_years,
+    is_open_question,
+    option_words,
+    predicate_words,
+    stems,
+)
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings, RunContext
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.finish import close
@@ -80,6 +99,25 @@ _EXAMPLES = {
         "答案：青藏高原的唐古拉山脉\n\n"
     ),
 }
+_CHOICE_EXAMPLES = (
+    "Read the passages and answer the question with one of the two names it gives.\n\n"
+    "Passages: Mount Elbrus is the highest mountain in Europe, at 5,642 metres. Mont Blanc is the highest "
+    "mountain of the Alps, at 4,806 metres.\n"
+    "Question: Which mountain is higher, Mont Blanc or Mount Elbrus?\n"
+    "Answer: Mount Elbrus\n\n"
+    "Passages: The Danube flows through ten countries. The Rhine flows through six countries.\n"
+    "Question: Which river flows through more countries, the Danube or the Rhine?\n"
+    "Answer: Danube\n\n"
+)
+_YES_NO_EXAMPLES = (
+    "Read the passages and answer the question with yes or no.\n\n"
+    "Passages: Lyon is a city in France. Marseille is a port city in southern France.\n"
+    "Question: Are Lyon and Marseille both in France?\n"
+    "Answer: yes\n\n"
+    "Passages: The violin is a string instrument. The trumpet is a brass instrument.\n"
+    "Question: Are the violin and the trumpet both string instruments?\n"
+    "Answer: no\n\n"
+)
 _QUESTION = {
     "en": "Passages: {passages}\nQuestion: {question}\nAnswer:",
     "zh": "文段：{passages}\n问题：{question}\n答案：",
@@ -88,18 +126,8 @@ _NOTE = {
     "en": "{model} is a base model that does not follow the {strategy} format: answering from retrieved evidence ({mode})",
     "zh": "{model} 是基础模型，不能遵循 {strategy} 的格式：直接根据检索到的证据作答（{mode}）",
 }
-_OPEN = re.compile(
-    r"^\s*(how(?!\s+(much|many|old|long|far|big|tall|often|large|high|deep|few)\b)|why|explain|describe)\b"
-    r"|为什么|如何|怎么|怎样|为何",
-    re.I,
-)
 _WORD = re.compile(r"[\u4e00-\u9fff]|\w+")
 _PROSE = re.compile(r"[.!?。！？；…][\"'”’)\]」』）]*$")
-
-
-def is_open_question(question: str) -> bool:
-    """A how/why question, answered with a sentence rather than a span."""
-    return bool(_OPEN.search(question))
 
 
 @dataclass
@@ -107,6 +135,9 @@ class _Sentence:
     text: str
     marker: int
     score: float = 0.0
+    title: str = ""
+    position: int = 0
+    """The sentence's place in its passage (0: the lead sentence)."""
 
 
 def _overlap(question: str, text: str) -> float:
@@ -120,11 +151,16 @@ def _is_prose(text: str) -> bool:
     return bool(_PROSE.search(text)) and "`" not in text and not ("a" <= text[0] <= "z")
 
 
-async def pick_sentences(
-    question: str, passages: Sequence[tuple[str, int]], retrievers: Sequence[object], keep: int = SENTENCES
+async def score_sentences(
+    question: str, passages: Sequence[tuple[str, int] | tuple[str, int, str]], retrievers: Sequence[object]
 ) -> list[_Sentence]:
-    """The ``keep`` sentences of the numbered ``(text, number)`` passages most similar to ``question``."""
-    pieces = [_Sentence(text[a:b], marker) for text, marker in passages for a, b in sentence_spans(text) if b - a > 3]
+    """The sentences of the numbered ``(text, number[, title])`` passages, most similar to
+    ``question`` first."""
+    pieces: list[_Sentence] = []
+    for passage in passages:
+        text, marker, title = passage[0], passage[1], passage[2] if len(passage) > 2 else ""  # type: ignore[misc]
+        spans = [(a, b) for a, b in sentence_spans(text) if b - a > 3]
+        pieces += [_Sentence(text[a:b], marker, title=title, position=i) for i, (a, b) in enumerate(spans)]
     # Prose, not the headings, commands and table rows of a Markdown page (they end without a full stop).
     sentences = [p for p in pieces if _is_prose(p.text)] or pieces
     if not sentences:
@@ -139,7 +175,52 @@ async def pick_sentences(
     for i, s in enumerate(sentences):
         # Word overlap breaks near-ties of the embedder and is the whole score without one.
         s.score = (scores[i] if scores else 0.0) + 0.1 * _overlap(question, s.text)
-    return sorted(sentences, key=lambda s: -s.score)[:keep]
+    return sorted(sentences, key=lambda s: -s.score)
+
+
+async def pick_sentences(
+    question: str, passages: Sequence[tuple[str, int]], retrievers: Sequence[object], keep: int = SENTENCES
+) -> list[_Sentence]:
+    """The ``keep`` sentences of the numbered ``(text, number)`` passages most similar to ``question``."""
+    return (await score_sentences(question, passages, retrievers))[:keep]
+
+
+def _mentions(option: str, sentence: _Sentence) -> float:
+    """How much of ``option`` the sentence (or its passage's title) names, from 0 to 1."""
+    words = option_words(option)
+    if not words:
+        return 0.0
+    named = option_words(sentence.text) | option_words(sentence.title)
+    return len(words & named) / len(words)
+
+
+def _about(option: str, scored: Sequence[_Sentence]) -> list[_Sentence]:
+    """The sentences about ``option``, most similar to the question first: those naming at least
+    half of it, or else the one naming most of it."""
+    named = [s for s in scored if _mentions(option, s) >= 0.5]
+    if named:
+        return named
+    best = max(scored, key=lambda s: _mentions(option, s), default=None)
+    return [best] if best is not None and _mentions(option, best) > 0 else []
+
+
+def _lead(option: str, about: Sequence[_Sentence]) -> _Sentence | None:
+    """The first sentence of the passage titled ``option`` (where dates of birth and release
+    are written), or else the best sentence about it."""
+    titled = [s for s in about if s.title and option_words(option) <= option_words(s.title) | option_words(s.text)]
+    titled = [s for s in titled if _mentions(option, _Sentence(s.title, 0)) >= 0.5] or titled
+    if titled:
+        return min(titled, key=lambda s: s.position)
+    return about[0] if about else None
+
+
+def _snap(text: str, options: Sequence[str]) -> str | None:
+    """The option ``text`` names most (``None`` when it names none)."""
+    said = option_words(text)
+    overlap = {o: len(option_words(o) & said) / (len(option_words(o)) or 1) for o in options}
+    best = max(overlap, key=overlap.__getitem__)
+    ties = [o for o, v in overlap.items() if v == overlap[best]]
+    return best if overlap[best] > 0 and len(ties) == 1 else None
 
 
 def _shown(evidence: Evidence) -> list[tuple[object, int]]:
@@ -162,6 +243,106 @@ def _find(span: str, texts: Sequence[tuple[str, int]]) -> int | None:
 def _clean_span(text: str) -> str:
     span = text.strip().splitlines()[0].strip() if text.strip() else ""
     return span.strip(" \"'“”「」").rstrip("。.;；,，")
+
+
+async def _complete(ctx: RunContext, tracker: BudgetTracker, prompt: str) -> AsyncIterator[Event | str]:
+    """The model's continuation of ``prompt`` up to the line end (yielded last, as a string)."""
+    llm = with_sampling(ctx.llm, Sampling(max_tokens=SPAN_TOKENS, temperature=0))
+    turn = Turn()
+    async for event in llm_turn(llm, [Message.completion(prompt)], turn, tracker, stop=["\n"]):
+        yield event
+    yield _clean_span(turn.text)
+
+
+async def _choose(
+    ctx: RunContext, tracker: BudgetTracker, question: str, options: Sequence[str], scored: Sequence[_Sentence]
+) -> AsyncIterator[Event | str]:
+    """One of the question's ``options``, with the marker of a sentence about it (yielded last)."""
+    about = {o: _about(o, scored) for o in options}
+    leads = {o: _lead(o, about[o]) for o in options}
+    compared = compare_years(question, {o: lead.text for o, lead in leads.items() if lead is not None})
+    if compared is not None and len(compared[1]) == len(options):
+        pick, years = compared
+        read = ", ".join(f"{o} {y}" for o, y in years.items())
+        yield Progress(message=f"compared the years the evidence gives: {read}")
+        yield f"{pick} [{leads[pick].marker}]"  # type: ignore[union-attr]
+        return
+    claim = predicate_words(question, tuple(options))
+    support = {o: _support(claim, _evidence_about(o, scored)) for o in options}
+    ranked = sorted(options, key=lambda o: -support[o])
+    if support[ranked[0]] - support[ranked[1]] >= 0.3:
+        read = "; ".join(f"{o}: {v:.0%}" for o, v in support.items())
+        yield Progress(message=f"picked the option the evidence says most of the question about: {read}")
+        best = about[ranked[0]][0] if about[ranked[0]] else scored[0]
+        yield f"{ranked[0]} [{best.marker}]"
+        return
+    shown: list[_Sentence] = []
+    for o in options:
+        shown += [s for s in about[o][:2] if s not in shown]
+    shown = shown or list(scored[:SENTENCES])
+    prompt = _CHOICE_EXAMPLES + _QUESTION["en"].format(passages=" ".join(s.text for s in shown), question=question)
+    said = ""
+    async for item in _complete(ctx, tracker, prompt):
+        if isinstance(item, str):
+            said = item
+        else:
+            yield item
+    pick = _snap(said, options)
+    if pick is None:  # the model named neither: the option the evidence is closest to the question about
+        ranked = [(about[o][0].score if about[o] else float("-inf"), -i, o) for i, o in enumerate(options)]
+        pick = max(ranked)[2]
+    best = about[pick][0] if about[pick] else scored[0]
+    yield f"{pick} [{best.marker}]"
+
+
+SUPPORTED = 0.6
+"""Share of what a yes/no question asserts that the evidence about each named thing must state for a yes."""
+_SAME = re.compile(r"\b(same|different)\b", re.I)
+
+
+def _support(claim: set[str], sentences: Sequence[_Sentence]) -> float:
+    """Share of the ``claim``'s stems that ``sentences`` contain."""
+    if not claim:
+        return 0.0
+    said = set().union(*(stems(s.text) for s in sentences)) if sentences else set()
+    return len(claim & said) / len(claim)
+
+
+def _evidence_about(option: str, scored: Sequence[_Sentence]) -> list[_Sentence]:
+    about = _about(option, scored)
+    lead = _lead(option, about)
+    return [*about[:4], *([lead] if lead is not None and lead not in about[:4] else [])]
+
+
+def _descriptors(sentence: _Sentence | None, names: Sequence[str]) -> set[str]:
+    """The capitalised words a lead sentence uses besides the names ("American", "Istanbul")."""
+    if sentence is None:
+        return set()
+    skip = set().union(*(option_words(n) for n in names)) | option_words(sentence.title)
+    words = _WORD.findall(sentence.text)[1:]
+    return {w.lower() for w in words if w[:1].isupper() and w.lower() not in skip and len(w) > 2}
+
+
+def _yes_or_no(question: str, pair: Sequence[str], scored: Sequence[_Sentence]) -> tuple[bool, str]:
+    """Yes when the evidence states what the question asserts (of each named thing), with why."""
+    if len(pair) == 2 and (same := _SAME.search(question)):
+        leads = [_lead(o, _about(o, scored)) for o in pair]
+        shared = _descriptors(leads[0], pair) & _descriptors(leads[1], pair)
+        agree = bool(shared) != (same[1].lower() == "different")
+        why = (
+            f"their lead sentences share {', '.join(sorted(shared))}"
+            if shared
+            else "their lead sentences share no name"
+        )
+        return agree, why
+    if len(pair) == 2:
+        claim = predicate_words(question, tuple(pair))
+        support = {o: _support(claim, _evidence_about(o, scored)) for o in pair}
+        why = "; ".join(f"{o}: {v:.0%} of it stated" for o, v in support.items())
+        return min(support.values()) >= SUPPORTED, why
+    claim = predicate_words(question, ())
+    support = _support(claim, scored[:SENTENCES])
+    return support >= SUPPORTED, f"{support:.0%} of it stated"
 
 
 async def grounded_answer(
@@ -187,36 +368,51 @@ async def grounded_answer(
     if ctx.retrievers:
         async for event in retrieve(ctx, question, top_k, budget, evidence, "retrieve_1", settings=retrieval):
             yield event
+    into.text = ""
     if not evidence.citations:
-        into.text = ""
         return
-    shown = [(hit.text, m) for hit, m in _shown(evidence)]  # type: ignore[attr-defined]
-    if mode == "extractive":
-        picked = await pick_sentences(question, shown, ctx.retrievers)
-        if not picked:
-            into.text = ""
+    shown = [(hit.text, m, hit.title) for hit, m in _shown(evidence)]  # type: ignore[attr-defined]
+    if mode == "completion":
+        passages = "\n".join(f"[{m}] {text.strip()}" for text, m, _ in shown)
+        prompt = _EXAMPLES[lang] + _QUESTION[lang].format(passages=passages, question=question.strip())
+        async for item in _complete(ctx, tracker, prompt):
+            if isinstance(item, str):
+                marker = _find(item, [(t, m) for t, m, _ in shown]) if item else None
+                into.text = f"{item} [{marker}]" if marker is not None else item
+            else:
+                yield item
+        return
+    scored = await score_sentences(question, shown, ctx.retrievers)
+    if not scored:
+        return
+    form = answer_form(question) if lang == "en" else AnswerForm("open" if is_open_question(question) else "span")
+    if form.kind == "open":
+        into.text = f"{scored[0].text} [{scored[0].marker}]"
+        return
+    if form.kind in ("choice", "yes_no"):
+        if form.kind == "yes_no":
+            yes, why = _yes_or_no(question, form.options, scored)
+            yield Progress(message=f"yes/no from what the evidence states: {why}")
+            into.text = f"{'Yes' if yes else 'No'} [{scored[0].marker}]"
             return
-        if is_open_question(question):
-            into.text = f"{picked[0].text} [{picked[0].marker}]"
-            return
-        passages = " ".join(s.text for s in picked)
-        context = [(s.text, s.marker) for s in picked]
-    else:
-        passages = "\n".join(f"[{m}] {text.strip()}" for text, m in shown)
-        context = shown
-    prompt = _EXAMPLES[lang] + _QUESTION[lang].format(passages=passages, question=question.strip())
-    llm = with_sampling(ctx.llm, Sampling(max_tokens=SPAN_TOKENS, temperature=0))
-    turn = Turn()
-    async for event in llm_turn(llm, [Message.completion(prompt)], turn, tracker, stop=["\n"]):
-        yield event
-    span = _clean_span(turn.text)
-    marker = _find(span, context) if span else None
-    if marker is not None:
-        into.text = f"{span} [{marker}]"
-    elif mode == "extractive":
-        into.text = f"{picked[0].text} [{picked[0].marker}]"
-    else:
-        into.text = span
+        async for item in _choose(ctx, tracker, question, form.options, scored):
+            if isinstance(item, str):
+                into.text = item
+            else:
+                yield item
+        return
+    picked = scored[:SENTENCES]
+    context = [(s.text, s.marker) for s in picked]
+    prompt = _EXAMPLES[lang] + _QUESTION[lang].format(
+        passages=" ".join(s.text for s in picked), question=question.strip()
+    )
+    async for item in _complete(ctx, tracker, prompt):
+        if isinstance(item, str):
+            marker = _find(item, context) if item else None
+            # a span not in the sentences shown gives way to the best sentence itself
+            into.text = f"{item} [{marker}]" if marker is not None else f"{picked[0].text} [{picked[0].marker}]"
+        else:
+            yield item
 
 
 class GroundedSettings(ReasoningSettings):
