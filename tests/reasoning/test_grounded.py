@@ -20,10 +20,15 @@ DOCS = [
 ]
 
 
+async def _open(path, records):
+    kb = KnowledgeBase.open(path, Settings(), embedder=HashEmbedder())
+    await kb.ingest_records(records)
+    return kb
+
+
 @pytest.fixture
 async def kb(tmp_path):
-    kb = KnowledgeBase.open(tmp_path / "kb", Settings(), embedder=HashEmbedder())
-    await kb.ingest_records(DOCS)
+    kb = await _open(tmp_path / "kb", DOCS)
     yield kb
     await kb.close()
 
@@ -149,8 +154,7 @@ PEOPLE = [
 
 @pytest.fixture
 async def people(tmp_path):
-    kb = KnowledgeBase.open(tmp_path / "people", Settings(), embedder=HashEmbedder())
-    await kb.ingest_records(PEOPLE)
+    kb = await _open(tmp_path / "people", PEOPLE)
     yield kb
     await kb.close()
 
