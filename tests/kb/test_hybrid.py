@@ -62,6 +62,9 @@ class FakeBackend:
     def hydrate(self, scored):
         return [Hit(chunk_id=str(k), document_id="d", source="s", text=f"t{k}", score=s) for k, s in scored]
 
+    def documents_of(self, keys):
+        return dict.fromkeys(keys, "d")
+
 
 async def test_hybrid_fuses_both_retrievers():
     backend = FakeBackend()
@@ -191,6 +194,9 @@ class _FixedBackend:
             out.append(Hit(chunk_id=name, document_id=name[0].upper(), source=name, text=name, score=score))
         return out
 
+    def documents_of(self, keys):
+        return {key: self.names[key][0].upper() for key in keys}
+
 
 async def test_document_search_folds_each_retriever_before_fusing():
     from reasonloop.kb.hybrid import HybridRetriever
@@ -227,3 +233,38 @@ async def test_document_search_lets_the_reranker_promote_a_document_from_below_t
     docs = await retriever.search_documents("q", top_k=1)
     assert seen == [["B", "C", "A"]]  # the reranker saw rerank_depth documents, not top_k
     assert [h.document_id for h in docs] == ["A"]
+
+
+async def test_document_search_fetches_chunks_for_its_documents_and_reads_only_the_kept_ones():
+    from reasonloop.kb.hybrid import CHUNKS_PER_DOCUMENT, HybridRetriever
+
+    dense = [("c2", 0.99), ("c1", 0.85), ("b1", 0.83), ("b2", 0.57), ("b3", 0.28), ("a1", 0.21), ("b4", 0.06)]
+    lexical = [("b4", 3.0), ("b2", 2.1), ("c2", 2.1), ("b3", 0.6), ("a1", 0.1)]
+    backend = _FixedBackend(dense, lexical)
+    asked, read = [], []
+    search, hydrate = backend.dense_search, backend.hydrate
+
+    async def dense_search(query, k, allowed):
+        asked.append(k)
+        return await search(query, k, allowed)
+
+    def hydrate_counted(scored):
+        read.append(len(scored))
+        return hydrate(scored)
+
+    backend.dense_search, backend.hydrate = dense_search, hydrate_counted
+    retriever = HybridRetriever(backend, candidates=2)
+    docs = await retriever.search_documents("q", top_k=2)
+    assert asked == [CHUNKS_PER_DOCUMENT * 2]  # candidates documents' worth of chunks
+    assert read == [2]  # one chunk per kept document is read, not every candidate
+    assert [h.document_id for h in docs] == ["B", "C"]
+
+
+async def test_a_chunk_deleted_during_a_document_search_is_left_out():
+    from reasonloop.kb.hybrid import HybridRetriever
+
+    backend = _FixedBackend([("a1", 0.9), ("b1", 0.5)], [("b1", 2.0)])
+    known = backend.documents_of
+    backend.documents_of = lambda keys: {k: d for k, d in known(keys).items() if d != "A"}
+    docs = await HybridRetriever(backend).search_documents("q", top_k=5)
+    assert [h.document_id for h in docs] == ["B"]

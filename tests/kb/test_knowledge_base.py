@@ -471,3 +471,25 @@ async def test_repeated_queries_are_embedded_once(make_kb, tmp_path):
     await kb.search("alpha", mode="hybrid")
     assert emb.queries == ["alpha", "alpha"]  # disabled: every search embeds
     await kb.close()
+
+
+async def test_a_markdown_pages_heading_is_its_title_and_is_embedded_once(make_kb, tmp_path, embedder):
+    page = tmp_path / "lyon.md"
+    page.write_text("# Lyon\n\nLyon is a city in France.\n", encoding="utf-8")
+    note = tmp_path / "note.txt"
+    note.write_text("Lyon is a city in France.\n", encoding="utf-8")
+    kb = make_kb()
+    await kb.ingest([str(page), str(note)])
+    # the page's chunk opens with its title as a heading: not prepended again; the note gets its title
+    assert sorted(embedder.calls) == sorted(["# Lyon\n\nLyon is a city in France.", "note\nLyon is a city in France."])
+    await kb.close()
+
+
+def test_titled_heads_a_chunk_with_its_title_once() -> None:
+    from reasonloop.kb.ingest import titled
+
+    assert titled("Lyon", "# Lyon\n\nA city.") == "# Lyon\n\nA city."
+    assert titled("Lyon", "## Lyon ##\nA city.") == "## Lyon ##\nA city."
+    assert titled("Lyon", "Lyon is a city.") == "Lyon\nLyon is a city."  # prose opening with the title: headed
+    assert titled("Lyon", "# Paris\n\nA city.") == "Lyon\n# Paris\n\nA city."
+    assert titled("", "A city.") == "A city."

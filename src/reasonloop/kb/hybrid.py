@@ -102,6 +102,11 @@ def normalise_scores(scored: Sequence[tuple[Hashable, float]], how: str = "zscor
     return {item: (s - mean) / deviation for item, s in scored}
 
 
+CHUNKS_PER_DOCUMENT = 3
+"""Chunks fetched per document wanted in a document search: a document's chunks crowd each other
+in a run, and the fused scores are normalised over the documents that remain."""
+
+
 def score_fuse(
     runs: Sequence[Sequence[tuple[Hashable, float]]],
     *,
@@ -136,11 +141,14 @@ async def _maybe(result: Any) -> Any:
     return await result if inspect.isawaitable(result) else result
 
 
-def _best_per_document(hits: Sequence[Hit]) -> dict[str, Hit]:
-    """Each document's best chunk, in the order of the documents' best chunks."""
-    out: dict[str, Hit] = {}
-    for hit in hits:
-        out.setdefault(hit.document_id, hit)
+def _best_per_document(run: Sequence[tuple[int, float]], owner: dict[int, str]) -> dict[str, tuple[int, float]]:
+    """Each document's best ``(chunk key, score)``, in the order of the documents' best chunks
+    (a key ``owner`` does not know, a chunk deleted meanwhile, is left out)."""
+    out: dict[str, tuple[int, float]] = {}
+    for key, score in run:
+        doc = owner.get(key)
+        if doc is not None:
+            out.setdefault(doc, (key, score))
     return out
 
 
@@ -165,6 +173,10 @@ class SearchBackend(Protocol):
         ...
 
     def hydrate(self, scored: Sequence[tuple[int, float]]) -> list[Hit]: ...
+
+    def documents_of(self, keys: Sequence[int]) -> dict[int, str]:
+        """The document id of each chunk key that exists."""
+        ...
 
 
 class HybridRetriever:
@@ -252,8 +264,9 @@ class HybridRetriever:
     ) -> list[Hit]:
         """The best chunk of each of the ``top_k`` best documents, ranked as documents.
 
-        Each retriever's candidates (``candidates`` chunks, at least ``top_k``) are folded into
-        documents first, a document scoring as its best chunk, and the document runs are fused:
+        Each retriever's candidates (:data:`CHUNKS_PER_DOCUMENT` times ``candidates`` chunks, so
+        that about ``candidates`` documents, at least ``top_k``, remain) are folded into documents
+        first, a document scoring as its best chunk, and the document runs are fused:
         a document split into several chunks is neither counted twice in the normalisation nor
         pushed down by its own weaker chunks, and fetching more chunks does not change the scores.
         The hit returned for a document is its best chunk, carrying the document's fused score.
@@ -263,28 +276,30 @@ class HybridRetriever:
         allowed = self._allowed(query, top_k, filters)
         if allowed is _NOTHING:
             return []
-        depth = max(self.candidates, top_k)
-        runs: list[list[Hit]] = []
+        depth = CHUNKS_PER_DOCUMENT * max(self.candidates, top_k)
+        runs: list[list[tuple[int, float]]] = []
         if mode in ("dense", "hybrid"):
-            runs.append(self.backend.hydrate(await self.backend.dense_search(query, depth, allowed)))
+            runs.append(await self.backend.dense_search(query, depth, allowed))
         if mode in ("lexical", "hybrid"):
-            runs.append(self.backend.hydrate(await _maybe(self.backend.lexical_search(query, depth, allowed))))
-        folded = [_best_per_document(run) for run in runs]
+            runs.append(await _maybe(self.backend.lexical_search(query, depth, allowed)))
+        # Fold on chunk keys; only the chunks that stand for a kept document are read in full.
+        owner = self.backend.documents_of(list({key for run in runs for key, _ in run}))
+        folded = [_best_per_document(run, owner) for run in runs]
         if len(folded) == 1:
-            ranked = [(doc, hit.score) for doc, hit in folded[0].items()]
+            ranked = [(doc, score) for doc, (_, score) in folded[0].items()]
         else:
             weights = [self.weights["dense"], self.weights["lexical"]]
-            scored_runs = [[(doc, hit.score) for doc, hit in run.items()] for run in folded]
+            scored_runs = [[(doc, score) for doc, (_, score) in run.items()] for run in folded]
             if self.fusion == "rrf":
                 ranked = rrf_fuse([[doc for doc, _ in r] for r in scored_runs], k=self.rrf_k, weights=weights)
             else:
                 ranked = score_fuse(scored_runs, weights=weights, how=self.fusion)
-        best: dict[str, Hit] = {}
+        best: dict[str, int] = {}
         for run in folded:  # the best chunk by the first retriever that found the document
-            for doc, hit in run.items():
-                best.setdefault(doc, hit)
+            for doc, (key, _) in run.items():
+                best.setdefault(doc, key)
         pool = max(top_k, self.rerank_depth) if self.reranker is not None else top_k  # the reranker may promote
-        hits = [best[doc].model_copy(update={"score": score}) for doc, score in ranked[:pool]]
+        hits = self.backend.hydrate([(best[doc], score) for doc, score in ranked[:pool]])
         if self.reranker is not None and hits:
             result = self.reranker(query, hits)
             hits = await result if inspect.isawaitable(result) else result

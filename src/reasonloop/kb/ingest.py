@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from reasonloop.kb.fetch import fetch_url, is_url
 from reasonloop.kb.loaders import LoadedDocument, RecordError, load_bytes, walk
 from reasonloop.kb.store import ChunkWrite, DocumentWrite
 
-__all__ = ["Ingestor", "Record", "as_records", "document_id"]
+__all__ = ["Ingestor", "Record", "as_records", "document_id", "titled"]
 
 ProgressFn = Callable[[IngestProgress], None]
 
@@ -40,6 +41,20 @@ LEXICAL_COMMIT_EVERY_S = 1.0
 def document_id(source: str) -> str:
     """Stable id of the document at ``source``."""
     return hashlib.blake2b(source.encode("utf-8"), digest_size=8).hexdigest()
+
+
+_HEADING = re.compile(r"\s*#{1,6}[ \t]+(?P<heading>[^\n]*)")
+
+
+def titled(title: str, text: str) -> str:
+    """``text`` headed by its document's ``title`` for embedding and indexing, unless it already
+    opens with it as a Markdown heading (a page's first chunk): the title is counted once."""
+    if not title:
+        return text
+    opening = _HEADING.match(text)
+    if opening and opening["heading"].strip().strip("#").strip() == title.strip():
+        return text
+    return f"{title}\n{text}"
 
 
 @dataclass
@@ -211,13 +226,13 @@ class Ingestor:
         embed_texts: list[str] = []
         lexical_texts: list[str] = []
         for c in chunks:
-            embed = f"{doc.title}\n{c.text}" if self.index.options.embed_title and doc.title else c.text
+            embed = titled(doc.title, c.text) if self.index.options.embed_title else c.text
             meta = {**doc.metadata, "start": c.start, "end": c.end}
             if c.page is not None:
                 meta["page"] = c.page
             writes.append(ChunkWrite(c.ordinal, c.text, text_hash(embed), meta))
             embed_texts.append(embed)
-            lexical_texts.append(f"{doc.title}\n{c.text}" if doc.title else c.text)
+            lexical_texts.append(titled(doc.title, c.text))
         write = DocumentWrite(
             id=doc_id or document_id(doc.source),
             source=doc.source,

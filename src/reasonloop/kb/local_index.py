@@ -82,7 +82,7 @@ class LocalIndex:
         self.options = parse_options(options)
         self.embedder = embedder
         self.chunker = Chunker(self.options.chunk_tokens, self.options.chunk_overlap)
-        self.content_signature = f"{self.chunker.signature}/title={int(self.options.embed_title)}"
+        self.content_signature = f"{self.chunker.signature}/title={int(self.options.embed_title)}/once"
         self.path.mkdir(parents=True, exist_ok=True)
         self.store = MetadataStore(self.path / "kb.sqlite")
         try:
@@ -452,6 +452,9 @@ class LocalIndex:
 
     def allowed_keys(self, filters: Sequence[Filter]) -> set[int]:
         return self.store.allowed_keys(filters)
+
+    def documents_of(self, keys: Sequence[int]) -> dict[int, str]:
+        return self.store.documents_of(keys)
 
     def hydrate(self, scored: Sequence[tuple[int, float]]) -> list[Hit]:
         rows = self.store.chunks([k for k, _ in scored])

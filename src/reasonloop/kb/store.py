@@ -306,6 +306,16 @@ class MetadataStore:
                     out[row[0]] = ChunkRow(*row[:6], metadata=json.loads(row[6]))
         return out
 
+    def documents_of(self, keys: Sequence[int]) -> dict[int, str]:
+        """The document id of each of ``keys`` that exists."""
+        out: dict[int, str] = {}
+        with self.lock:
+            for i in range(0, len(keys), 500):
+                part = [int(k) for k in keys[i : i + 500]]
+                marks = ",".join("?" * len(part))
+                out.update(self.conn.execute(f"SELECT key, doc_id FROM chunks WHERE key IN ({marks})", part))
+        return out
+
     def chunks_of(self, doc_id: str) -> list[ChunkRow]:
         """The document's chunks in order."""
         with self.lock:
