@@ -268,7 +268,7 @@ class HybridRetriever:
         that about ``candidates`` documents, at least ``top_k``, remain) are folded into documents
         first, a document scoring as its best chunk, and the document runs are fused:
         a document split into several chunks is neither counted twice in the normalisation nor
-        pushed down by its own weaker chunks, and fetching more chunks does not change the scores.
+        pushed down by its own weaker chunks.
         The hit returned for a document is its best chunk, carrying the document's fused score.
         """
         top_k = self.top_k if top_k is None else top_k
