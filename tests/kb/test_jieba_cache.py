@@ -83,3 +83,12 @@ def test_text_without_chinese_never_imports_jieba():
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_loading_jieba_prints_no_deprecation_warning(tmp_path):
+    # jieba imports pkg_resources, which warns where setuptools still ships it: every command
+    # that tokenises Chinese printed that warning to the user.
+    code = f"from pathlib import Path; from reasonloop.kb._jieba import load; load(Path({str(tmp_path)!r}))"
+    done = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "pkg_resources" not in done.stderr

@@ -17,6 +17,7 @@ import contextlib
 import marshal
 import os
 import threading
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +47,9 @@ def tokenizer() -> jieba.Tokenizer:
 def load(directory: Path) -> jieba.Tokenizer:
     """A tokenizer with its dictionary ready: read from the cache in ``directory``, or prepared
     by jieba, which writes the cache there."""
-    import jieba
+    with warnings.catch_warnings():  # jieba imports pkg_resources, deprecated: not the user's concern
+        warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+        import jieba
 
     jieba.setLogLevel(60)  # its progress lines, and its note when the cache cannot be written
     cache = directory / f"jieba-{jieba.__version__}.cache"
