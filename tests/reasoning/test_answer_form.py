@@ -76,3 +76,41 @@ def test_compare_years_follows_the_question() -> None:
 def test_compare_years_needs_two_different_years() -> None:
     same = {"A": "A is a 1990 film.", "B": "B is a 1990 film."}
     assert compare_years("Which film came out first, A or B?", same) is None
+
+
+def test_odd_choices_are_not_taken_for_two_options() -> None:
+    assert answer_form("Is A or B or C better?").kind == "yes_no"  # three options: not a choice of two
+    assert answer_form("Is Paris or London bigger or smaller?").kind == "yes_no"
+    # a comma before "or" is not part of the option
+    assert answer_form("Who was born first, Emma Bull, or Virginia Woolf?").options == ("Emma Bull", "Virginia Woolf")
+
+
+def test_long_runs_of_whitespace_are_read_in_linear_time() -> None:
+    import time
+
+    started = time.perf_counter()
+    form = answer_form("Which is it, A" + " \t" * 20_000 + "or B?")
+    # a quadratic pattern took seconds here; the bound is loose on purpose (not a timing test)
+    assert time.perf_counter() - started < 2.0
+    assert form.options == ("A", "B")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Who was the first to climb it, Emma Bull or Virginia Woolf?",  # "first" without a date verb
+        "Whose last album came out earlier, Emma Bull or Virginia Woolf?",  # later and earlier both
+    ],
+)
+def test_questions_that_do_not_simply_compare_dates_are_left_to_the_model(question) -> None:
+    dated = {"Emma Bull": "Emma Bull (born 1954).", "Virginia Woolf": "Virginia Woolf (1882 – 1941)."}
+    assert compare_years(question, dated) is None
+
+
+def test_a_death_year_is_read_only_from_a_range() -> None:
+    assert year_of("X (born 1954) won the prize in 1980.", died=True) is None
+    assert year_of("X (12 May 1901 – 3 June 1970) won in 1930.", died=True) == 1970
+
+
+def test_no_year_for_any_option_compares_nothing() -> None:
+    assert compare_years("Who was born first, X or Y?", {}) is None

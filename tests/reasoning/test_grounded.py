@@ -228,3 +228,32 @@ async def test_yes_or_no_is_what_the_evidence_states_of_each_named_thing(people,
 async def test_same_or_different_compares_the_lead_sentences(people, question, expected) -> None:
     text, _, _ = await _ask(people, question, replies=[])
     assert text.split(" [")[0] == expected
+
+
+async def test_a_choice_no_passage_speaks_of_still_answers(people) -> None:
+    text, _, _ = await _ask(people, "Who was born first, Zorblax Quux or Mirela Tonk?", replies=["Mirela Tonk"])
+    assert text.startswith("Mirela Tonk [")
+
+
+async def test_a_yes_no_question_about_one_thing_needs_more_than_its_name(people) -> None:
+    text, _, _ = await _ask(people, "Is Emma Bull a British novelist?", replies=[])
+    assert text.split(" [")[0] == "No"  # the evidence says American science fiction writer
+    text, _, _ = await _ask(people, "Is Emma Bull an American science fiction writer?", replies=[])
+    assert text.split(" [")[0] == "Yes"
+
+
+def test_a_reply_is_snapped_by_the_words_that_tell_the_options_apart() -> None:
+    from reasonloop.reasoning.grounded import _snap
+
+    options = ("Battle of Peleliu", "Battle of Belleau Wood")
+    assert _snap("Battle", options) is None  # both options say "Battle"
+    assert _snap("the Belleau Wood battle", options) == "Battle of Belleau Wood"
+
+
+def test_a_shared_month_is_no_shared_descriptor() -> None:
+    from reasonloop.reasoning.grounded import _descriptors, _Sentence
+
+    a = _Sentence("Ann Lee (born 3 March 1950) is a Swedish painter.", 1, title="Ann Lee")
+    b = _Sentence("Bo Kim (born 9 March 1960) is a Korean painter.", 2, title="Bo Kim")
+    names = ("Ann Lee", "Bo Kim")
+    assert _descriptors(a, names) & _descriptors(b, names) == set()

@@ -189,7 +189,8 @@ class HybridRetriever:
         fusion: ``zscore`` (default) or ``minmax`` score fusion, or ``rrf``.
         rrf_k: RRF damping constant (``fusion = "rrf"``).
         weights: ``{"dense": w, "lexical": w}`` for fusion.
-        candidates: Depth fetched from each retriever before fusing (at least ``top_k``).
+        candidates: Depth fetched from each retriever before fusing (at least ``top_k``); a
+            document search fetches :data:`CHUNKS_PER_DOCUMENT` times as many chunks.
         reranker: Optional hook re-ordering the fused candidates.
         rerank_depth: How many fused candidates the reranker sees.
 

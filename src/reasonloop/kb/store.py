@@ -307,13 +307,18 @@ class MetadataStore:
         return out
 
     def documents_of(self, keys: Sequence[int]) -> dict[int, str]:
-        """The document id of each of ``keys`` that exists."""
+        """The document id of each of ``keys`` that exists (as :meth:`chunks` would read it)."""
         out: dict[int, str] = {}
         with self.lock:
             for i in range(0, len(keys), 500):
                 part = [int(k) for k in keys[i : i + 500]]
                 marks = ",".join("?" * len(part))
-                out.update(self.conn.execute(f"SELECT key, doc_id FROM chunks WHERE key IN ({marks})", part))
+                out.update(
+                    self.conn.execute(
+                        f"SELECT c.key, c.doc_id FROM chunks c JOIN documents d ON d.id = c.doc_id WHERE c.key IN ({marks})",
+                        part,
+                    )
+                )
         return out
 
     def chunks_of(self, doc_id: str) -> list[ChunkRow]:

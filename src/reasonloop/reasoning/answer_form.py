@@ -54,9 +54,19 @@ _FUNCTION_WORDS = {
 _MAX_OPTION_WORDS = 8
 _WORD = re.compile(r"\w+")
 _YEAR = re.compile(r"(?<!\d)(1[0-9]{3}|20[0-9]{2})(?!\d)")
-_EARLIER = re.compile(r"\b(first|earlier|earliest|older|oldest|before|sooner)\b", re.I)
-_LATER = re.compile(r"\b(more recent(ly)?|most recent(ly)?|newer|newest|later|latest|last|younger|youngest)\b", re.I)
+# Comparatives that compare dates by themselves, and those ("first", "last") that do only beside
+# a verb of dates ("born first"; not "the first to climb it").
+_EARLIER = re.compile(r"\b(earlier|earliest|older|oldest)\b", re.I)
+_LATER = re.compile(r"\b(more recent(ly)?|most recent(ly)?|newer|newest|younger|youngest)\b", re.I)
+_EARLIER_IF_DATED = re.compile(r"\b(first|before|sooner)\b", re.I)
+_LATER_IF_DATED = re.compile(r"\b(later|latest|last)\b", re.I)
+_DATED = re.compile(
+    r"\b(born|died|death|passed away|released|published|founded|formed|established|created|built|opened"
+    r"|started|began|begun|launched|premiered|aired|came out|produced|made|written|decided|occurred|fought)\b",
+    re.I,
+)
 _DIED = re.compile(r"\b(died|death|passed away)\b", re.I)
+_RANGE = re.compile(r"\(([^()]*)\)")
 
 
 def is_open_question(question: str) -> bool:
@@ -73,7 +83,7 @@ class AnswerForm:
 
 
 def _option(text: str) -> str:
-    return _ARTICLE.sub("", " ".join(text.split())).strip(" \"'“”")
+    return _ARTICLE.sub("", " ".join(text.split())).strip(" \"'“”,;:")
 
 
 def _capitalised(word: str) -> bool:
@@ -106,8 +116,8 @@ def _run_after(words: list[str]) -> list[str]:
 
 
 def _choice_options(question: str) -> tuple[str, str] | None:
-    q = re.sub(r"\s*(--|—)\s*", ", ", question.strip())
-    if " or " not in q or not _ASKS_CHOICE.search(q):
+    q = re.sub(r" ?(?:--|—) ?", ", ", " ".join(question.split()))
+    if q.count(" or ") != 1 or not _ASKS_CHOICE.search(q):  # "A or B or C": not two options
         return None
     m = _PUNCTUATED.search(q)
     if m:
@@ -152,7 +162,7 @@ def _pair(question: str) -> tuple[str, ...]:
     second = _run_after(words[at + 1 :])
     if len(first) != len(words[:at]) and not (words[:1] and _ARTICLE.match(words[0] + " ")):
         return ()  # "Is the plan cheap and fast?": no named thing before "and"
-    if not first or not second:
+    if not first or not second or max(len(first), len(second)) > _MAX_OPTION_WORDS:
         return ()
     return _option(" ".join(first)), _option(" ".join(second))
 
@@ -185,24 +195,31 @@ def predicate_words(question: str, names: tuple[str, ...]) -> set[str]:
 
 
 def year_of(text: str, *, died: bool = False) -> int | None:
-    """The year ``text`` gives first (for ``died``, the second of a ``(born – died)`` pair)."""
-    years = [int(y) for y in _YEAR.findall(text)]
+    """The year ``text`` gives first (for ``died``, the second year of its first parenthesis
+    holding two, the ``(born – died)`` of a lead sentence)."""
     if died:
-        return years[1] if len(years) > 1 else None
-    return years[0] if years else None
+        for inside in _RANGE.findall(text):
+            years = _YEAR.findall(inside)
+            if len(years) > 1:
+                return int(years[1])
+        return None
+    first = _YEAR.search(text)
+    return int(first[1]) if first else None
 
 
 def compare_years(question: str, dated: dict[str, str]) -> tuple[str, dict[str, int]] | None:
     """For a question that compares dates, the option whose evidence gives the earlier or later
     year as the question asks, with the years read; ``None`` when the question does not compare
     dates or a year is missing or tied. ``dated`` maps each option to the text written about it."""
-    later = bool(_LATER.search(question))
-    if not later and not _EARLIER.search(question):
+    dated_verb = bool(_DATED.search(question))
+    later = bool(_LATER.search(question) or (dated_verb and _LATER_IF_DATED.search(question)))
+    earlier = bool(_EARLIER.search(question) or (dated_verb and _EARLIER_IF_DATED.search(question)))
+    if later == earlier:  # neither, or both ("whose last album came out earlier"): not a plain comparison
         return None
     died = bool(_DIED.search(question))
     years = {option: year_of(text, died=died) for option, text in dated.items()}
-    if any(y is None for y in years.values()) or len(set(years.values())) < len(years):
-        return None
     found = {o: y for o, y in years.items() if y is not None}
+    if len(found) < 2 or len(found) < len(years) or len(set(found.values())) < len(found):
+        return None
     pick = (max if later else min)(found, key=found.__getitem__)
     return pick, found

@@ -64,7 +64,7 @@ __all__ = [
     "GroundedSettings",
     "grounded_answer",
     "is_open_question",
-    "pick_sentences",
+    "score_sentences",
 ]
 
 GroundedMode = Literal["completion", "extractive"]
@@ -108,15 +108,6 @@ _CHOICE_EXAMPLES = (
     "Passages: The Danube flows through ten countries. The Rhine flows through six countries.\n"
     "Question: Which river flows through more countries, the Danube or the Rhine?\n"
     "Answer: Danube\n\n"
-)
-_YES_NO_EXAMPLES = (
-    "Read the passages and answer the question with yes or no.\n\n"
-    "Passages: Lyon is a city in France. Marseille is a port city in southern France.\n"
-    "Question: Are Lyon and Marseille both in France?\n"
-    "Answer: yes\n\n"
-    "Passages: The violin is a string instrument. The trumpet is a brass instrument.\n"
-    "Question: Are the violin and the trumpet both string instruments?\n"
-    "Answer: no\n\n"
 )
 _QUESTION = {
     "en": "Passages: {passages}\nQuestion: {question}\nAnswer:",
@@ -178,13 +169,6 @@ async def score_sentences(
     return sorted(sentences, key=lambda s: -s.score)
 
 
-async def pick_sentences(
-    question: str, passages: Sequence[tuple[str, int]], retrievers: Sequence[object], keep: int = SENTENCES
-) -> list[_Sentence]:
-    """The ``keep`` sentences of the numbered ``(text, number)`` passages most similar to ``question``."""
-    return (await score_sentences(question, passages, retrievers))[:keep]
-
-
 def _mentions(option: str, sentence: _Sentence) -> float:
     """How much of ``option`` the sentence (or its passage's title) names, from 0 to 1."""
     words = option_words(option)
@@ -215,9 +199,12 @@ def _lead(option: str, about: Sequence[_Sentence]) -> _Sentence | None:
 
 
 def _snap(text: str, options: Sequence[str]) -> str | None:
-    """The option ``text`` names most (``None`` when it names none)."""
+    """The option ``text`` names most by the words that tell the options apart (``None`` when it
+    names none, or as many of two)."""
     said = option_words(text)
-    overlap = {o: len(option_words(o) & said) / (len(option_words(o)) or 1) for o in options}
+    words = {o: option_words(o) for o in options}
+    own = {o: words[o] - set().union(*(words[x] for x in options if x != o)) for o in options}
+    overlap = {o: len(own[o] & said) / (len(own[o]) or 1) for o in options}
     best = max(overlap, key=overlap.__getitem__)
     ties = [o for o, v in overlap.items() if v == overlap[best]]
     return best if overlap[best] > 0 and len(ties) == 1 else None
@@ -260,8 +247,9 @@ async def _choose(
     """One of the question's ``options``, with the marker of a sentence about it (yielded last)."""
     about = {o: _about(o, scored) for o in options}
     leads = {o: _lead(o, about[o]) for o in options}
-    compared = compare_years(question, {o: lead.text for o, lead in leads.items() if lead is not None})
-    if compared is not None and len(compared[1]) == len(options):
+    dated = {o: lead.text for o, lead in leads.items() if lead is not None}
+    compared = compare_years(question, dated) if len(dated) == len(options) else None
+    if compared is not None:
         pick, years = compared
         read = ", ".join(f"{o} {y}" for o, y in years.items())
         yield Progress(message=f"compared the years the evidence gives: {read}")
@@ -314,11 +302,17 @@ def _evidence_about(option: str, scored: Sequence[_Sentence]) -> list[_Sentence]
     return [*about[:4], *([lead] if lead is not None and lead not in about[:4] else [])]
 
 
+_CALENDAR = {
+    *("january", "february", "march", "april", "may", "june", "july", "august", "september", "october"),
+    *("november", "december", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
+}
+
+
 def _descriptors(sentence: _Sentence | None, names: Sequence[str]) -> set[str]:
-    """The capitalised words a lead sentence uses besides the names ("American", "Istanbul")."""
+    """The capitalised words a lead sentence uses besides the names and dates ("American", "Istanbul")."""
     if sentence is None:
         return set()
-    skip = set().union(*(option_words(n) for n in names)) | option_words(sentence.title)
+    skip = set().union(*(option_words(n) for n in names)) | option_words(sentence.title) | _CALENDAR
     words = _WORD.findall(sentence.text)[1:]
     return {w.lower() for w in words if w[:1].isupper() and w.lower() not in skip and len(w) > 2}
 
@@ -340,7 +334,8 @@ def _yes_or_no(question: str, pair: Sequence[str], scored: Sequence[_Sentence]) 
         support = {o: _support(claim, _evidence_about(o, scored)) for o in pair}
         why = "; ".join(f"{o}: {v:.0%} of it stated" for o, v in support.items())
         return min(support.values()) >= SUPPORTED, why
-    claim = predicate_words(question, ())
+    # one named thing, the subject of the best passage: its name is no evidence of the claim
+    claim = predicate_words(question, (scored[0].title,))
     support = _support(claim, scored[:SENTENCES])
     return support >= SUPPORTED, f"{support:.0%} of it stated"
 
