@@ -12,9 +12,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
-from tests.webui.harness import EXPECT_TIMEOUT_MS, Server, launch_browser, react_step, screenshot_dir
+from tests.webui.harness import EXPECT_TIMEOUT_MS, Server, react_step, screenshot_dir
 
 expect.set_options(timeout=EXPECT_TIMEOUT_MS)
 
@@ -100,14 +100,6 @@ def server(tmp_path_factory) -> Iterator[Server]:
     srv.ingest({"lighthouse.txt": LIGHTHOUSE})
     yield srv
     srv.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with sync_playwright() as p:
-        b = launch_browser(p)
-        yield b
-        b.close()
 
 
 @pytest.fixture

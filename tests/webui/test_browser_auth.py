@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from reasonloop.server.auth import hash_key
-from tests.webui.harness import EXPECT_TIMEOUT_MS, Server, launch_browser, screenshot_dir
+from tests.webui.harness import EXPECT_TIMEOUT_MS, Server, screenshot_dir
 
 expect.set_options(timeout=EXPECT_TIMEOUT_MS)
 
@@ -32,14 +32,6 @@ def server(tmp_path_factory) -> Iterator[Server]:
     srv.ingest({"orchard.txt": "The orchard's apple trees are pruned in February."}, key="key-orchard")
     yield srv
     srv.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    with sync_playwright() as p:
-        b = launch_browser(p)
-        yield b
-        b.close()
 
 
 def fresh_page(browser, server) -> Page:
