@@ -79,6 +79,19 @@ def _command() -> str:
     return " ".join(["reasonloop", *sys.argv[1:]]) if sys.argv else "reasonloop eval"
 
 
+def _show(report: Any, *, html: Path | None, title: str, kind: str, as_json: bool, heading: str, table: str) -> None:
+    """The report as an HTML page (when asked), then as JSON or as its heading and table."""
+    if html:
+        from reasonloop.eval.report import write_html
+
+        write_html(html, title, kind=kind, report=report, command=_command())
+    if as_json:
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        return
+    console.print(heading, highlight=False, soft_wrap=True)
+    console.print(escape(table), highlight=False, soft_wrap=True)
+
+
 def _options(chunk_tokens: int | None) -> dict[str, Any]:
     options = dict(state.settings.kb.options)
     if chunk_tokens:
@@ -141,7 +154,7 @@ def retrieval(
     import asyncio
 
     from reasonloop.eval.datasets import load_retrieval_set
-    from reasonloop.eval.report import retrieval_table, write_html
+    from reasonloop.eval.report import retrieval_table
     from reasonloop.eval.retrieval import MODES, evaluate_retrieval
 
     chosen = _csv(modes, "--mode")
@@ -198,17 +211,16 @@ def retrieval(
             )
 
     report = asyncio.run(run())
-    if html:
-        write_html(html, f"Retrieval: {ds.name}", kind="retrieval", report=report, command=_command())
-    if as_json:
-        print(json.dumps(report.to_dict(), indent=2))
-        return
-    console.print(
-        f"{escape(ds.name)}: {len(ds.queries) if not limit else min(limit, len(ds.queries))} queries, "
+    _show(
+        report,
+        html=html,
+        title=f"Retrieval: {ds.name}",
+        kind="retrieval",
+        as_json=as_json,
+        heading=f"{escape(ds.name)}: {len(ds.queries) if not limit else min(limit, len(ds.queries))} queries, "
         f"{report.index['documents']:,} documents, {report.index['chunks']:,} chunks ({ingest})",
-        highlight=False,
+        table=retrieval_table(report),
     )
-    console.print(escape(retrieval_table(report)), highlight=False, soft_wrap=True)
 
 
 # -- qa -------------------------------------------------------------------------------------------
@@ -255,7 +267,7 @@ def qa(
     from reasonloop.eval.datasets import load_qa_set
     from reasonloop.eval.judge import Judge
     from reasonloop.eval.qa import evaluate_qa, open_eval_kb
-    from reasonloop.eval.report import qa_table, write_html
+    from reasonloop.eval.report import qa_table
     from reasonloop.llm.sampling import Sampling
     from reasonloop.registry import Registry, resolve
 
@@ -343,18 +355,16 @@ def qa(
                 await judge_llm.aclose()
 
     report = asyncio.run(run())
-    if html:
-        write_html(html, f"Answers: {full.name} ({model.name})", kind="qa", report=report, command=_command())
-    if as_json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
-    else:
-        console.print(
-            f"{escape(full.name)}: {len(chosen.items)} questions, model {escape(model.name)}; "
-            f"results in {escape(str(folder))}",
-            highlight=False,
-            soft_wrap=True,
-        )
-        console.print(escape(qa_table(report.scores)), highlight=False, soft_wrap=True)
+    _show(
+        report,
+        html=html,
+        title=f"Answers: {full.name} ({model.name})",
+        kind="qa",
+        as_json=as_json,
+        heading=f"{escape(full.name)}: {len(chosen.items)} questions, model {escape(model.name)}; "
+        f"results in {escape(str(folder))}",
+        table=qa_table(report.scores),
+    )
     failures = sum(s.failed for s in report.scores)
     if failures:
         err_console.print(
@@ -411,7 +421,7 @@ def routing(
     import asyncio
 
     from reasonloop.eval.datasets import load_routing_set, subsample
-    from reasonloop.eval.report import routing_tables, write_html
+    from reasonloop.eval.report import routing_tables
     from reasonloop.eval.routing import bundled_set_path, evaluate_routing
     from reasonloop.registry import Registry, resolve
 
@@ -462,13 +472,15 @@ def routing(
             await model.aclose()
 
     report = asyncio.run(run())
-    if html:
-        write_html(html, f"Tool routing: {path.stem} ({model.name})", kind="routing", report=report, command=_command())
-    if as_json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
-    else:
-        console.print(f"results in {escape(str(folder))}", highlight=False, soft_wrap=True)
-        console.print(escape(routing_tables(report)), highlight=False, soft_wrap=True)
+    _show(
+        report,
+        html=html,
+        title=f"Tool routing: {path.stem} ({model.name})",
+        kind="routing",
+        as_json=as_json,
+        heading=f"results in {escape(str(folder))}",
+        table=routing_tables(report),
+    )
     if report.failed:
         err_console.print(f"[bold yellow]{report.failed} question(s) failed[/]", highlight=False)
         raise typer.Exit(3)
