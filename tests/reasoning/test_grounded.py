@@ -251,9 +251,9 @@ def test_a_reply_is_snapped_by_the_words_that_tell_the_options_apart() -> None:
 
 
 def test_a_shared_month_is_no_shared_descriptor() -> None:
-    from reasonloop.reasoning.grounded import _descriptors, _Sentence
+    from reasonloop.reasoning.evidence_sentences import Sentence, descriptors
 
-    a = _Sentence("Ann Lee (born 3 March 1950) is a Swedish painter.", 1, title="Ann Lee")
-    b = _Sentence("Bo Kim (born 9 March 1960) is a Korean painter.", 2, title="Bo Kim")
+    a = Sentence("Ann Lee (born 3 March 1950) is a Swedish painter.", 1, title="Ann Lee")
+    b = Sentence("Bo Kim (born 9 March 1960) is a Korean painter.", 2, title="Bo Kim")
     names = ("Ann Lee", "Bo Kim")
-    assert _descriptors(a, names) & _descriptors(b, names) == set()
+    assert descriptors(a, names) & descriptors(b, names) == set()

@@ -7,8 +7,9 @@ instead, and says so in the trace: retrieve first, then one of
 
 - ``completion``: a few-shot completion prompt over the numbered passages (``Passages: … Question:
   … Answer:``) whose continuation, cut at the line end, is the answer;
-- ``extractive`` (the default): the passages are split into sentences, the sentences most similar
-  to the question (by the knowledge base's embedder; word overlap without one) are kept, and the
+- ``extractive`` (the default): the passages are split into sentences
+  (:mod:`reasonloop.reasoning.evidence_sentences`), those most similar to the question (by the
+  knowledge base's embedder; word overlap without one) are kept, and the
   same few-shot prompt over those few sentences extracts a short span. The span is kept only if it
   occurs in them; otherwise, and for how/why questions, the answer is the best sentence itself.
   The form the question asks for (:mod:`reasonloop.reasoning.answer_form`) constrains the rest:
@@ -29,13 +30,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
 from reasonloop.events import Event, Progress
-from reasonloop.kb.chunking import sentence_spans
 from reasonloop.llm.base import Message
 from reasonloop.llm.sampling import Sampling, with_sampling
 from reasonloop.reasoning.answer_form import (
@@ -45,10 +44,18 @@ from reasonloop.reasoning.answer_form import (
     is_open_question,
     option_words,
     predicate_words,
-    stems,
 )
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings, RunContext
 from reasonloop.reasoning.budget import BudgetTracker
+from reasonloop.reasoning.evidence_sentences import (
+    Sentence,
+    descriptors,
+    evidence_about,
+    lead_sentence,
+    score_sentences,
+    sentences_about,
+    support,
+)
 from reasonloop.reasoning.finish import close
 from reasonloop.reasoning.intent import needs_no_retrieval
 from reasonloop.reasoning.language import detect_language
@@ -64,7 +71,6 @@ __all__ = [
     "GroundedSettings",
     "grounded_answer",
     "is_open_question",
-    "score_sentences",
 ]
 
 GroundedMode = Literal["completion", "extractive"]
@@ -117,85 +123,6 @@ _NOTE = {
     "en": "{model} is a base model that does not follow the {strategy} format: answering from retrieved evidence ({mode})",
     "zh": "{model} 是基础模型，不能遵循 {strategy} 的格式：直接根据检索到的证据作答（{mode}）",
 }
-_WORD = re.compile(r"[\u4e00-\u9fff]|\w+")
-_PROSE = re.compile(r"[.!?。！？；…][\"'”’)\]」』）]*$")
-
-
-@dataclass
-class _Sentence:
-    text: str
-    marker: int
-    score: float = 0.0
-    title: str = ""
-    position: int = 0
-    """The sentence's place in its passage (0: the lead sentence)."""
-
-
-def _overlap(question: str, text: str) -> float:
-    q = {w.lower() for w in _WORD.findall(question) if len(w) > 2 or not w.isascii()}
-    words = [w.lower() for w in _WORD.findall(text)]
-    return len(q.intersection(words)) / (len(q) or 1)
-
-
-def _is_prose(text: str) -> bool:
-    """A sentence of prose: it does not start in lower case (a command) and ends with a full stop."""
-    return bool(_PROSE.search(text)) and "`" not in text and not ("a" <= text[0] <= "z")
-
-
-async def score_sentences(
-    question: str, passages: Sequence[tuple[str, int] | tuple[str, int, str]], retrievers: Sequence[object]
-) -> list[_Sentence]:
-    """The sentences of the numbered ``(text, number[, title])`` passages, most similar to
-    ``question`` first."""
-    pieces: list[_Sentence] = []
-    for passage in passages:
-        text, marker, title = passage[0], passage[1], passage[2] if len(passage) > 2 else ""  # type: ignore[misc]
-        spans = [(a, b) for a, b in sentence_spans(text) if b - a > 3]
-        pieces += [_Sentence(text[a:b], marker, title=title, position=i) for i, (a, b) in enumerate(spans)]
-    # Prose, not the headings, commands and table rows of a Markdown page (they end without a full stop).
-    sentences = [p for p in pieces if _is_prose(p.text)] or pieces
-    if not sentences:
-        return []
-    scores = None
-    for retriever in retrievers:
-        similarity = getattr(retriever, "similarity", None)
-        if similarity is not None:
-            scores = await similarity(question, [s.text for s in sentences])
-            if scores is not None:
-                break
-    for i, s in enumerate(sentences):
-        # Word overlap breaks near-ties of the embedder and is the whole score without one.
-        s.score = (scores[i] if scores else 0.0) + 0.1 * _overlap(question, s.text)
-    return sorted(sentences, key=lambda s: -s.score)
-
-
-def _mentions(option: str, sentence: _Sentence) -> float:
-    """How much of ``option`` the sentence (or its passage's title) names, from 0 to 1."""
-    words = option_words(option)
-    if not words:
-        return 0.0
-    named = option_words(sentence.text) | option_words(sentence.title)
-    return len(words & named) / len(words)
-
-
-def _about(option: str, scored: Sequence[_Sentence]) -> list[_Sentence]:
-    """The sentences about ``option``, most similar to the question first: those naming at least
-    half of it, or else the one naming most of it."""
-    named = [s for s in scored if _mentions(option, s) >= 0.5]
-    if named:
-        return named
-    best = max(scored, key=lambda s: _mentions(option, s), default=None)
-    return [best] if best is not None and _mentions(option, best) > 0 else []
-
-
-def _lead(option: str, about: Sequence[_Sentence]) -> _Sentence | None:
-    """The first sentence of the passage titled ``option`` (where dates of birth and release
-    are written), or else the best sentence about it."""
-    titled = [s for s in about if s.title and option_words(option) <= option_words(s.title) | option_words(s.text)]
-    titled = [s for s in titled if _mentions(option, _Sentence(s.title, 0)) >= 0.5] or titled
-    if titled:
-        return min(titled, key=lambda s: s.position)
-    return about[0] if about else None
 
 
 def _snap(text: str, options: Sequence[str]) -> str | None:
@@ -242,11 +169,11 @@ async def _complete(ctx: RunContext, tracker: BudgetTracker, prompt: str) -> Asy
 
 
 async def _choose(
-    ctx: RunContext, tracker: BudgetTracker, question: str, options: Sequence[str], scored: Sequence[_Sentence]
+    ctx: RunContext, tracker: BudgetTracker, question: str, options: Sequence[str], scored: Sequence[Sentence]
 ) -> AsyncIterator[Event | str]:
     """One of the question's ``options``, with the marker of a sentence about it (yielded last)."""
-    about = {o: _about(o, scored) for o in options}
-    leads = {o: _lead(o, about[o]) for o in options}
+    about = {o: sentences_about(o, scored) for o in options}
+    leads = {o: lead_sentence(o, about[o]) for o in options}
     dated = {o: lead.text for o, lead in leads.items() if lead is not None}
     compared = compare_years(question, dated) if len(dated) == len(options) else None
     if compared is not None:
@@ -256,15 +183,15 @@ async def _choose(
         yield f"{pick} [{leads[pick].marker}]"  # type: ignore[union-attr]
         return
     claim = predicate_words(question, tuple(options))
-    support = {o: _support(claim, _evidence_about(o, scored)) for o in options}
-    ranked = sorted(options, key=lambda o: -support[o])
-    if support[ranked[0]] - support[ranked[1]] >= 0.3:
-        read = "; ".join(f"{o}: {v:.0%}" for o, v in support.items())
+    stated = {o: support(claim, evidence_about(o, scored)) for o in options}
+    ranked = sorted(options, key=lambda o: -stated[o])
+    if stated[ranked[0]] - stated[ranked[1]] >= 0.3:
+        read = "; ".join(f"{o}: {v:.0%}" for o, v in stated.items())
         yield Progress(message=f"picked the option the evidence says most of the question about: {read}")
         best = about[ranked[0]][0] if about[ranked[0]] else scored[0]
         yield f"{ranked[0]} [{best.marker}]"
         return
-    shown: list[_Sentence] = []
+    shown: list[Sentence] = []
     for o in options:
         shown += [s for s in about[o][:2] if s not in shown]
     shown = shown or list(scored[:SENTENCES])
@@ -288,40 +215,11 @@ SUPPORTED = 0.6
 _SAME = re.compile(r"\b(same|different)\b", re.I)
 
 
-def _support(claim: set[str], sentences: Sequence[_Sentence]) -> float:
-    """Share of the ``claim``'s stems that ``sentences`` contain."""
-    if not claim:
-        return 0.0
-    said = set().union(*(stems(s.text) for s in sentences)) if sentences else set()
-    return len(claim & said) / len(claim)
-
-
-def _evidence_about(option: str, scored: Sequence[_Sentence]) -> list[_Sentence]:
-    about = _about(option, scored)
-    lead = _lead(option, about)
-    return [*about[:4], *([lead] if lead is not None and lead not in about[:4] else [])]
-
-
-_CALENDAR = {
-    *("january", "february", "march", "april", "may", "june", "july", "august", "september", "october"),
-    *("november", "december", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
-}
-
-
-def _descriptors(sentence: _Sentence | None, names: Sequence[str]) -> set[str]:
-    """The capitalised words a lead sentence uses besides the names and dates ("American", "Istanbul")."""
-    if sentence is None:
-        return set()
-    skip = set().union(*(option_words(n) for n in names)) | option_words(sentence.title) | _CALENDAR
-    words = _WORD.findall(sentence.text)[1:]
-    return {w.lower() for w in words if w[:1].isupper() and w.lower() not in skip and len(w) > 2}
-
-
-def _yes_or_no(question: str, pair: Sequence[str], scored: Sequence[_Sentence]) -> tuple[bool, str]:
+def _yes_or_no(question: str, pair: Sequence[str], scored: Sequence[Sentence]) -> tuple[bool, str]:
     """Yes when the evidence states what the question asserts (of each named thing), with why."""
     if len(pair) == 2 and (same := _SAME.search(question)):
-        leads = [_lead(o, _about(o, scored)) for o in pair]
-        shared = _descriptors(leads[0], pair) & _descriptors(leads[1], pair)
+        leads = [lead_sentence(o, sentences_about(o, scored)) for o in pair]
+        shared = descriptors(leads[0], pair) & descriptors(leads[1], pair)
         agree = bool(shared) != (same[1].lower() == "different")
         why = (
             f"their lead sentences share {', '.join(sorted(shared))}"
@@ -331,13 +229,13 @@ def _yes_or_no(question: str, pair: Sequence[str], scored: Sequence[_Sentence]) 
         return agree, why
     if len(pair) == 2:
         claim = predicate_words(question, tuple(pair))
-        support = {o: _support(claim, _evidence_about(o, scored)) for o in pair}
-        why = "; ".join(f"{o}: {v:.0%} of it stated" for o, v in support.items())
-        return min(support.values()) >= SUPPORTED, why
+        stated = {o: support(claim, evidence_about(o, scored)) for o in pair}
+        why = "; ".join(f"{o}: {v:.0%} of it stated" for o, v in stated.items())
+        return min(stated.values()) >= SUPPORTED, why
     # one named thing, the subject of the best passage: its name is no evidence of the claim
     claim = predicate_words(question, (scored[0].title,))
-    support = _support(claim, scored[:SENTENCES])
-    return support >= SUPPORTED, f"{support:.0%} of it stated"
+    share = support(claim, scored[:SENTENCES])
+    return share >= SUPPORTED, f"{share:.0%} of it stated"
 
 
 async def grounded_answer(
