@@ -19,6 +19,7 @@ tests can match on; the message is for people and may change. The tree::
     │   ├── LLMServerError               llm.server_error      (retryable)
     │   ├── LLMBadRequest                llm.bad_request
     │   ├── LLMToolSchemaRejected        llm.tool_schema_rejected
+    │   ├── LLMNotSupported              llm.not_supported
     │   └── LLMBadResponse               llm.bad_response
     ├── ToolError                        tool.error
     │   ├── ToolNotFound                 tool.not_found
@@ -81,6 +82,7 @@ __all__ = [
     "LLMBadResponse",
     "LLMError",
     "LLMNotConfigured",
+    "LLMNotSupported",
     "LLMRateLimited",
     "LLMServerError",
     "LLMTimeout",
@@ -210,6 +212,12 @@ class LLMBadRequest(LLMError):
 
 class LLMToolSchemaRejected(LLMBadRequest):
     code = "llm.tool_schema_rejected"
+
+
+class LLMNotSupported(LLMError):
+    """The provider cannot do what was asked (for example score continuations)."""
+
+    code = "llm.not_supported"
 
 
 class LLMBadResponse(LLMError):

@@ -107,11 +107,17 @@ class Citation(BaseModel):
     title: str | None = None
     page: int | None = None
     start: int | None = None
-    """Character offset of the chunk in the text of its page (``GET /v1/documents/{id}/pages/{page}``),
-    or in the document's text when it has no pages (``page`` null: the text is page 1)."""
+    """Character offset of the quote in the text of its page (``GET /v1/documents/{id}/pages/{page}``),
+    or in the document's text when it has no pages (``page`` null: the text is page 1). In an
+    answer's citations the quote is the exact supporting sentence(s): ``page_text[start:end] == quote``."""
     end: int | None = None
     quote: str = ""
-    """The quoted span (trimmed)."""
+    """The quoted text: in an answer, the sentence(s) the answer rests on; in a search result, the
+    passage's opening (trimmed)."""
+    chunk_start: int | None = None
+    """Where the passage (chunk) holding the quote starts in the same text, so a viewer can show the
+    quote highlighted inside its passage."""
+    chunk_end: int | None = None
     score: float | None = None
 
 
@@ -146,8 +152,12 @@ class _EventBase:
 class RunStarted(_EventBase):
     type: Literal["run_started"] = "run_started"
     reasoning: str
-    """Id of the strategy (or agent) answering."""
+    """Id of the strategy (or agent) asked for."""
     question: str
+    ran: str = ""
+    """What actually answers when it differs from ``reasoning`` (for example
+    ``"react → evidence answer: base model"``): the model's profile decides it once, when the agent
+    is built."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -203,6 +213,9 @@ class Answer(_EventBase):
     citations: list[Citation] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     stop_reason: StopReason = "final"
+    abstained: bool = False
+    """True when the answer does not decide the question: the documents do not say it, or their
+    sentences are quoted without a decision."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -281,6 +294,8 @@ class Step:
 class RunMeta(BaseModel):
     run_id: str
     reasoning: str
+    ran: str = ""
+    """What actually answered, when it differs from ``reasoning`` (see :attr:`RunStarted.ran`)."""
     started_at: float
     ended_at: float | None = None
 
@@ -293,6 +308,8 @@ class RunResult(BaseModel):
     steps: list[Step] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     stop_reason: StopReason = "final"
+    abstained: bool = False
+    """The answer says the documents do not decide the question (see :attr:`Answer.abstained`)."""
     meta: RunMeta
     error: dict[str, Any] | None = None
 

@@ -46,6 +46,8 @@ class Hit(BaseModel):
             page=self.metadata.get("page"),
             start=self.metadata.get("start"),
             end=self.metadata.get("end"),
+            chunk_start=self.metadata.get("start"),
+            chunk_end=self.metadata.get("end"),
             quote=self.text[:quote_chars],
             score=self.score,
         )

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from reasonloop._aio import first_step, resume
 from reasonloop.config import LLMSettings
-from reasonloop.errors import LLMBadResponse, LLMError, LLMTimeout
+from reasonloop.errors import LLMBadResponse, LLMError, LLMNotSupported, LLMTimeout
 from reasonloop.llm.deadline import DeadlineReached, WaitDeadline
 from reasonloop.llm.http_errors import backoff_delay
 from reasonloop.llm.messages import (
@@ -72,6 +72,9 @@ class Capabilities:
     base_model: bool = False
     """A pretrained model that continues text instead of following instructions: strategies give it
     completion prompts (:meth:`Message.completion`) and never expect it to follow an agent format."""
+    scores_continuations: bool = False
+    """:meth:`LLM.score` gives the log-probability of candidate continuations of a prompt (how a
+    base model decides yes/no or picks an option without writing free text)."""
 
 
 @dataclass
@@ -374,6 +377,16 @@ class LLM(ABC):
             done.usage_estimated = True
         self.calls.append(CallRecord(done.prompt_tokens, done.completion_tokens, done.usage_estimated, attempts))
         return done
+
+    async def score(self, prompt: str, continuations: Sequence[str]) -> list[float]:
+        """The log-probability (natural log, summed over its tokens) of each continuation written
+        right after the completion prompt ``prompt``. Only providers whose
+        :attr:`Capabilities.scores_continuations` is true implement it.
+
+        Raises:
+            LLMNotSupported: this provider (or its server) cannot score continuations.
+        """
+        raise LLMNotSupported(f"{self.name} cannot score continuations", provider=self.id)
 
     async def complete(self, messages: Sequence[Message], **kwargs: Any) -> Completion:
         """The whole response at once (see :meth:`stream` for arguments)."""

@@ -21,6 +21,7 @@ from reasonloop.events import (
     Event,
     RunMeta,
     RunResult,
+    RunStarted,
     Step,
     ToolCall,
     ToolResult,
@@ -202,10 +203,13 @@ def result_from_events(record: RunRecord, events: list[Event]) -> RunResult:
     answer: Answer | None = None
     error: dict[str, Any] | None = record.error
     usage = Usage()
+    ran = ""
     for event in events:
         if event.depth != 0:
             continue
-        if isinstance(event, ToolCall):
+        if isinstance(event, RunStarted):
+            ran = event.ran
+        elif isinstance(event, ToolCall):
             step = Step(action=event.tool, action_input=event.input)
             calls[event.call_id] = step
             steps.append(step)
@@ -222,6 +226,7 @@ def result_from_events(record: RunRecord, events: list[Event]) -> RunResult:
     meta = RunMeta(
         run_id=record.run_id,
         reasoning=record.reasoning,
+        ran=ran,
         started_at=record.started_at or record.created_at,
         ended_at=record.ended_at,
     )
@@ -232,6 +237,7 @@ def result_from_events(record: RunRecord, events: list[Event]) -> RunResult:
             steps=steps,
             usage=answer.usage,
             stop_reason=answer.stop_reason,
+            abstained=answer.abstained,
             meta=meta,
             error=error,
         )
