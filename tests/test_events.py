@@ -132,7 +132,7 @@ def test_the_wire_format_is_stable():
         '{"run_id":"r","seq":3,"ts":1.5,"depth":0,"parent_call_id":null,"type":"tool_result",'
         '"call_id":"call_1","tool":"docsearch","output":"found","error":null,"citations":[{"marker":1,'
         '"chunk_id":"c1","document_id":"d1","source":"docs/a.md","title":null,"page":2,"start":10,"end":40,'
-        '"quote":"q","score":null}]}'
+        '"quote":"q","chunk_start":null,"chunk_end":null,"score":null}]}'
     )
     answer = Answer(text="x", usage=Usage(llm_calls=1), run_id="r", seq=4, ts=2.0)
     assert json.loads(answer.to_json())["usage"] == {

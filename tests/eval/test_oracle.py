@@ -47,5 +47,6 @@ async def test_the_ideal_model_does_not_answer_beyond_its_evidence(tmp_path, qa_
     finally:
         await kb.close()
     rows = {r["id"]: r for r in report.rows["qa"]}
-    assert rows["q2"]["prediction"] == "The passages do not say." and rows["q2"]["f1"] == 0.0
+    # qa finds no passage naming Lake Baikal and says so before the model is asked
+    assert rows["q2"]["prediction"].startswith("The documents don't say.") and rows["q2"]["f1"] == 0.0
     assert rows["q1"]["em"] == 1.0

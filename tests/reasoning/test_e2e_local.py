@@ -55,7 +55,8 @@ async def test_react_over_a_real_kb_with_the_local_model(tmp_path) -> None:
             assert calls[e.call_id] < i
     # The packaged model is a base model: react gives way to answering from retrieved evidence,
     # says so, searches, and cites (a "why" question is answered by its best sentence, no model call).
-    assert any(isinstance(e, Progress) and "answering from retrieved evidence" in e.message for e in events)
+    assert events[0].ran == "react → evidence answer: base model"
+    assert any(isinstance(e, Progress) and "react → evidence answer" in e.message for e in events)
     assert [e.tool for e in events if isinstance(e, ToolCall)] == ["docsearch"]
     assert answer.citations
     assert answer.usage.llm_calls <= 3

@@ -26,9 +26,10 @@ async def test_answer_cites_numbered_evidence(retriever: FakeRetriever) -> None:
 async def test_no_evidence_says_it_does_not_know_without_asking_the_model() -> None:
     llm = ScriptedProvider(replies=[])
     result = await Agent("qa", llm=llm, kb=FakeRetriever()).run("Who won the 1930 world cup?")
-    assert result.content.startswith("I don't know") and result.usage.llm_calls == 0
+    assert result.content.startswith("The documents don't say.") and result.usage.llm_calls == 0
+    assert 'Searched for "Who won the 1930 world cup?"' in result.content and result.abstained
     result = await Agent("qa", llm=llm).run("Who won?")  # no knowledge base at all
-    assert result.content.startswith("I don't know")
+    assert result.content.startswith("I don't know") and result.abstained
     result = await Agent("qa", llm=llm, language="zh").run("谁赢了？")
     assert result.content.startswith("我不知道")
 

@@ -26,12 +26,14 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import aclosing
+from dataclasses import astuple
 from typing import Any
 
 from pydantic import BaseModel
 
 from reasonloop import telemetry
 from reasonloop.agents.builder import AgentBuilder
+from reasonloop.agents.model_profile import StrategyPlan, plan_strategy
 from reasonloop.agents.resources import AgentResources
 from reasonloop.agents.toolbox import (
     ToolSource,
@@ -143,6 +145,7 @@ class Agent:
         )
         self.reasoning_id = self.strategy.info.id
         self.settings = self.strategy.validate_settings(settings)
+        self._plans: dict[tuple[Any, ...], StrategyPlan] = {}
         self._llm, self._planner_llm, self._solver_llm = llm, planner_llm, solver_llm
         self.retrievers = knowledge_sources(kb)
         self.tools = self._tools(tools)
@@ -377,7 +380,8 @@ class Agent:
     async def _events(self, question: str, ctx: RunContext, stamp: EventStamper | None) -> AsyncIterator[Event]:
         """:meth:`events`, numbered by ``stamp`` when given (as it goes: no generator of its own)."""
         run_id, depth = ctx.run_id, ctx.depth
-        started = RunStarted(reasoning=self.reasoning_id, question=question, depth=depth, run_id=run_id)
+        plan = self.plan(ctx.llm)
+        started = RunStarted(reasoning=self.reasoning_id, question=question, ran=plan.ran, depth=depth, run_id=run_id)
         yield started if stamp is None else stamp(started)
         answered = False
         try:
@@ -385,7 +389,7 @@ class Agent:
                 async for event in self._before_run(ctx):
                     event.run_id = run_id
                     yield event if stamp is None else stamp(event)
-            strategy = self._strategy(ctx)
+            strategy = self._strategy(ctx, plan)
             async with aclosing(strategy.stream(question)) as events:
                 async for event in events:
                     if ctx.pending:  # emitted outside a tool round (rounds yield their own as they go)
@@ -412,16 +416,20 @@ class Agent:
             )
             yield error if stamp is None else stamp(error)
 
-    def _strategy(self, ctx: RunContext) -> Reasoning:
-        """The strategy for this run: with a base model, one that needs an agent format gives way to
-        answering from retrieved evidence (the run's trace says so)."""
-        if self.strategy.agent_format and ctx.llm.capabilities.base_model:
-            from reasonloop.reasoning.grounded import GroundedReasoning
+    def plan(self, llm: LLM) -> StrategyPlan:
+        """What runs on ``llm`` for this agent's strategy, read from the model's profile once per
+        profile (:mod:`reasonloop.agents.model_profile`)."""
+        capabilities = llm.capabilities
+        key = astuple(capabilities)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = plan_strategy(self.strategy, self.settings, capabilities)
+        return plan
 
-            shared = ("max_evidence_tokens", "top_k", "retrieval")  # the asked strategy's, where it has them
-            settings = {k: getattr(self.settings, k) for k in shared if getattr(self.settings, k, None) is not None}
-            return GroundedReasoning(settings, ctx, asked_for=self.reasoning_id)
-        return self.strategy(self.settings, ctx)
+    def _strategy(self, ctx: RunContext, plan: StrategyPlan) -> Reasoning:
+        if plan.strategy is self.strategy:
+            return self.strategy(plan.settings, ctx)
+        return plan.strategy(plan.settings, ctx, asked_for=self.reasoning_id)  # type: ignore[call-arg]
 
     async def run(
         self,
@@ -451,7 +459,14 @@ class Agent:
             steps=ctx.steps,
             usage=ctx.usage,
             stop_reason=answer.stop_reason if answer else "error",
-            meta=RunMeta(run_id=ctx.run_id, reasoning=self.reasoning_id, started_at=started, ended_at=time.time()),
+            abstained=answer.abstained if answer else False,
+            meta=RunMeta(
+                run_id=ctx.run_id,
+                reasoning=self.reasoning_id,
+                ran=self.plan(ctx.llm).ran,
+                started_at=started,
+                ended_at=time.time(),
+            ),
             error=ctx.error,
         )
 

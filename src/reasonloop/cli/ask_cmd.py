@@ -93,7 +93,7 @@ class TraceRenderer:
         indent = "  " * event.depth
         if isinstance(event, RunStarted):
             if event.depth == 0:
-                console.print(f"[dim]reasoning: {escape(event.reasoning)}[/]")
+                console.print(f"[dim]reasoning: {escape(event.ran or event.reasoning)}[/]")
             else:
                 console.print(
                     f"{indent}[dim]↳ sub-agent ({escape(event.reasoning)}): {escape(_one_line(event.question))}[/]"

@@ -168,10 +168,10 @@ class Reasoning(ABC):
     Settings: ClassVar[type[BaseModel]] = ReasoningSettings
     uses_tools: ClassVar[bool] = False
     """True when the strategy calls tools, so a runner gives it ``docsearch`` by default."""
-    agent_format: ClassVar[bool] = False
-    """True when the model must follow a format of the strategy's (tool calls, ReAct text, a plan,
-    sub-questions); with a base model the run answers from retrieved evidence instead
-    (:mod:`reasonloop.reasoning.grounded`)."""
+    needs_instructions: ClassVar[bool] = True
+    """True when the strategy prompts its model with instructions or a format (every built-in one
+    does); with a base model, which only continues text, the agent runs the evidence answer
+    instead (:mod:`reasonloop.agents.model_profile`)."""
 
     def __init__(self, settings: BaseModel | Mapping[str, Any] | None, ctx: RunContext) -> None:
         self.settings: Any = self.validate_settings(settings)

@@ -76,7 +76,6 @@ class DecomposeReasoning(Reasoning):
         description="Split the question into sub-questions answered concurrently, then synthesise with citations",
     )
     Settings = DecomposeSettings
-    agent_format = True
 
     async def stream(self, question: str) -> AsyncIterator[Event]:
         ctx, settings = self.ctx, self.settings

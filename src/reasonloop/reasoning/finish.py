@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from reasonloop.errors import GuardTripped
-from reasonloop.events import Answer, Event, Step, StopReason
+from reasonloop.events import Answer, Citation, Event, Step, StopReason
 from reasonloop.llm.base import LLM, Message
 from reasonloop.reasoning.base import RunContext
 from reasonloop.reasoning.budget import BudgetTracker
@@ -31,8 +31,11 @@ def close(
     text: str,
     language: str,
     stop_reason: StopReason | None = None,
+    *,
+    citations: list[Citation] | None = None,
 ) -> Answer:
-    """The run's one :class:`Answer`: guard applied, markers mapped, never empty."""
+    """The run's one :class:`Answer`: guard applied, markers mapped (each citation quoting the
+    sentence the answer rests on), never empty. ``citations``: the answer's own, already narrowed."""
     reason: StopReason = stop_reason or tracker.stop_reason or "final"
     if reason == "final" and tracker.last_finish == "length":  # the answering call ran out of tokens
         reason = "length"
@@ -46,8 +49,9 @@ def close(
         return Answer(text=render("guard", language), usage=ctx.usage.copy(), stop_reason="guard")
     if not text:
         text = render("no_answer", language, reason=reason)
-    log = ctx.scope.evidence
-    citations = cite(text, log.citations) if log is not None and log.citations else []
+    if citations is None:
+        log = ctx.scope.evidence
+        citations = cite(text, log.citations, log.hits) if log is not None and log.citations else []
     return Answer(text=text, citations=citations, usage=ctx.usage.copy(), stop_reason=reason)
 
 

@@ -4,22 +4,25 @@ The classic retrieve-then-read pipeline: a follow-up question is first rewritten
 standalone query (and, as ``settings.retrieval`` asks, rephrased or answered hypothetically to
 search better: :mod:`reasonloop.reasoning.query_transforms`); the hits of every knowledge source become numbered evidence; one
 streamed answer cites it as ``[n]``. With no evidence (and no conversation to draw on) the
-strategy says it doesn't know without asking the model to guess. Greetings, small talk,
+strategy says it doesn't know without asking the model to guess; when nothing is found, or a name
+or code the question holds is in none of the passages, the answer says the documents don't say,
+with what was searched. Greetings, small talk,
 translation and creative writing are answered directly.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from reasonloop.events import Event
+from reasonloop.events import Answer, Event
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings
 from reasonloop.reasoning.budget import BudgetTracker
+from reasonloop.reasoning.evidence_answer.answer import evidence_gap, not_found_text
+from reasonloop.reasoning.evidence_answer.terms import question_terms
 from reasonloop.reasoning.finish import close
-from reasonloop.reasoning.grounded import grounded_answer
 from reasonloop.reasoning.intent import needs_no_retrieval
 from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn
@@ -37,14 +40,14 @@ class QASettings(ReasoningSettings):
     """Passages retrieved for the question."""
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     """Query transforms (condensing follow-ups, multi-query, HyDE) and reranking for this run."""
-    base_model_answer: Literal["chat", "completion", "extractive"] = "extractive"
-    """How a base model (``Capabilities.base_model``) answers: ``extractive`` and ``completion`` as
-    :mod:`reasonloop.reasoning.grounded` describes, ``chat`` with the instruction prompt other models get."""
 
     @model_validator(mode="before")
     @classmethod
     def _earlier_names(cls, data: Any) -> Any:
-        # ``rewrite_followups`` is now the retrieval step's ``condense`` transform.
+        # ``rewrite_followups`` is now the retrieval step's ``condense`` transform; how a base model
+        # answers is no longer a setting of qa's (the agent runs the evidence answer for one).
+        if isinstance(data, dict) and "base_model_answer" in data:
+            data = {k: v for k, v in data.items() if k != "base_model_answer"}
         if isinstance(data, dict) and "rewrite_followups" in data:
             data = dict(data)
             retrieval = dict(data.get("retrieval") or {})
@@ -76,23 +79,6 @@ class QAReasoning(Reasoning):
             yield close(ctx, settings, tracker, answer.text, language)
             return
 
-        if ctx.llm.capabilities.base_model and settings.base_model_answer != "chat" and not ctx.history:
-            async for event in grounded_answer(
-                ctx,
-                tracker,
-                question,
-                language,
-                strategy="qa",
-                mode=settings.base_model_answer,
-                top_k=settings.top_k,
-                budget=settings.max_evidence_tokens,
-                into=answer,
-                retrieval=settings.retrieval,
-            ):
-                yield event
-            yield close(ctx, settings, tracker, answer.text or render("dont_know", language), language)
-            return
-
         evidence = Evidence()
         if ctx.retrievers:
             query: list[str] = []
@@ -112,11 +98,23 @@ class QAReasoning(Reasoning):
             ):
                 yield event
 
+        if ctx.retrievers and not ctx.history:
+            searched = query[0] if query else question
+            # nothing found, or a name or code of the question in no passage: no model is asked to guess
+            gap = evidence_gap(question_terms(searched), evidence.hits, language, words=False)
+            if gap is not None:
+                yield self._abstain(tracker, not_found_text(searched, gap, language), language)
+                return
         if not evidence.text and not ctx.history:
-            yield close(ctx, settings, tracker, render("dont_know", language), language)
+            yield self._abstain(tracker, render("dont_know", language), language)
             return
         user = render("qa_user", language, evidence=evidence.text or "(none)", question=question)
         system = system_prompt("qa", language, ctx.instructions)
         async for event in direct_answer(ctx, tracker, ctx.llm, system, ctx.history, user, answer):
             yield event
         yield close(ctx, settings, tracker, answer.text, language)
+
+    def _abstain(self, tracker: BudgetTracker, text: str, language: str) -> Answer:
+        answer = close(self.ctx, self.settings, tracker, text, language)
+        answer.abstained = True
+        return answer

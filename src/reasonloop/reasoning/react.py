@@ -47,7 +47,6 @@ class ReActReasoning(Reasoning):
     )
     Settings = ReActSettings
     uses_tools = True
-    agent_format = True
 
     async def stream(self, question: str) -> AsyncIterator[Event]:
         ctx, settings = self.ctx, self.settings

@@ -64,7 +64,6 @@ class ReWOOReasoning(Reasoning):
     )
     Settings = ReWOOSettings
     uses_tools = True
-    agent_format = True
 
     async def stream(self, question: str) -> AsyncIterator[Event]:
         ctx, settings = self.ctx, self.settings

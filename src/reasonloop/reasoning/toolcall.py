@@ -44,7 +44,6 @@ class ToolCallReasoning(Reasoning):
     )
     Settings = ToolCallSettings
     uses_tools = True
-    agent_format = True
 
     async def stream(self, question: str) -> AsyncIterator[Event]:
         ctx, settings = self.ctx, self.settings

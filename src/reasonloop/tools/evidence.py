@@ -23,11 +23,13 @@ __all__ = ["EvidenceLog", "format_evidence", "search_all"]
 class EvidenceLog:
     """Numbers evidence for one run and remembers the citation behind each number."""
 
-    __slots__ = ("_numbers", "citations")
+    __slots__ = ("_numbers", "citations", "hits")
 
     def __init__(self) -> None:
         self._numbers: dict[str, int] = {}
         self.citations: dict[int, Citation] = {}
+        self.hits: dict[int, Hit] = {}
+        """The passage behind each number (what an answer's citation quotes a sentence of)."""
 
     def add(self, hit: Hit) -> int:
         """The marker of ``hit`` (a new one the first time its chunk is seen)."""
@@ -36,6 +38,7 @@ class EvidenceLog:
             number = len(self._numbers) + 1
             self._numbers[hit.chunk_id] = number
             self.citations[number] = hit.citation(marker=number)
+            self.hits[number] = hit
         return number
 
     def add_citation(self, citation: Citation) -> None:

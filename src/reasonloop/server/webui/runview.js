@@ -89,6 +89,7 @@ export class RunView {
     switch (event.type) {
       case "run_started":
         if (!nested) this.started = event.ts;
+        if (!nested && event.ran) this.add(event, el("li", "t-progress", event.ran)); // what actually ran
         break;
       case "progress":
         this.add(event, el("li", "t-progress", event.message));

@@ -1,0 +1,8 @@
+"""Answering from evidence, the way a base model (one that continues text) can be trusted to.
+
+The room: :mod:`.answer` (the entry point: retrieve, check, answer), :mod:`.terms` (what a
+question is about), :mod:`.sentences` (the passages' sentences with their page offsets),
+:mod:`.form` (the form the answer takes), :mod:`.span` (a verbatim short span),
+:mod:`.decision` (yes/no and either/or by calibrated likelihoods), :mod:`.texts` (what the
+answer says) and :mod:`.strategy` (the strategy the agent runs for a base model).
+"""

@@ -1,0 +1,139 @@
+"""Yes/no and either/or decided by the model's likelihoods, calibrated, or not decided at all.
+
+A base model asked to *write* "yes" or "no" says "yes" to almost anything. Asked instead how
+likely each candidate continuation is after the evidence (:meth:`~reasonloop.llm.base.LLM.score`),
+and compared with how likely it is after the same prompt without the evidence (the passage
+replaced by "N/A": the content-free prompt of contextual calibration), the candidate the
+evidence itself makes likelier shows. A decision is made only when that shift favours one
+candidate by at least ``margin`` (natural log, so 1.0 is an odds ratio of e).
+
+Guards that only ever turn a decision into "not decided":
+
+- "yes" needs the supporting sentences to contain every name of the question and to agree with
+  it in polarity (a "not", "cannot", 不 … on one side only is never a "yes");
+- "no" over sentences that do not negate the question needs twice the margin;
+- an option must be named in the evidence to be picked.
+
+A model that cannot score continuations decides nothing: the answer quotes the evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from reasonloop.errors import LLMError
+from reasonloop.llm.base import LLM
+from reasonloop.reasoning.evidence_answer.terms import QuestionTerms, negates
+from reasonloop.tokens import trim_to_tokens
+
+__all__ = ["Decision", "decide_choice", "decide_yes_no"]
+
+QUESTION_TOKENS = 200
+"""Longest question written into a scoring prompt (a longer one is trimmed)."""
+_NA = "N/A"
+
+_YES_NO_PROMPT = {
+    "en": (
+        "Passage: The reading room is open on weekdays. It does not open on public holidays.\n"
+        "Question: Does the reading room open on public holidays?\nAnswer: No\n\n"
+        "Passage: Members may borrow up to ten books at a time.\n"
+        "Question: Can members borrow more than one book?\nAnswer: Yes\n\n"
+        "Passage: {passage}\nQuestion: {question}\nAnswer:"
+    ),
+    "zh": (
+        "文段：阅览室工作日开放，法定节假日不开放。\n问题：阅览室法定节假日开放吗？\n答案：否\n\n"
+        "文段：会员每次最多可以借十本书。\n问题：会员可以一次借两本书吗？\n答案：是\n\n"
+        "文段：{passage}\n问题：{question}\n答案："
+    ),
+}
+_YES_NO_WORDS = {"en": (" Yes", " No"), "zh": ("是", "否")}
+_CHOICE_PROMPT = {
+    "en": "Passage: {passage}\nQuestion: {question}\nAnswer:",
+    "zh": "文段：{passage}\n问题：{question}\n答案：",
+}
+
+
+@dataclass
+class Decision:
+    """What the scores decided: ``choice`` (``None`` when nothing was decided) and why."""
+
+    choice: str | None
+    why: str
+    shifts: dict[str, float]
+
+
+async def _shifts(
+    llm: LLM, template: str, passage: str, question: str, candidates: Sequence[str]
+) -> dict[str, float] | None:
+    """How much the evidence raises each candidate's log-probability over the content-free prompt
+    (``None`` when the model cannot score)."""
+    question = trim_to_tokens(question, QUESTION_TOKENS)
+    try:
+        real = await llm.score(template.format(passage=passage, question=question), candidates)
+        blank = await llm.score(template.format(passage=_NA, question=question), candidates)
+    except LLMError:
+        return None
+    return {c: r - b for c, r, b in zip(candidates, real, blank, strict=True)}
+
+
+def _ranked(shifts: dict[str, float]) -> tuple[str, float]:
+    ordered = sorted(shifts, key=lambda c: -shifts[c])
+    return ordered[0], shifts[ordered[0]] - shifts[ordered[1]]
+
+
+async def decide_yes_no(llm: LLM, language: str, terms: QuestionTerms, passage: str, *, margin: float) -> Decision:
+    """``"yes"``, ``"no"`` or undecided, for a yes/no question over the supporting ``passage``."""
+    lang = "zh" if language == "zh" else "en"
+    yes, no = _YES_NO_WORDS[lang]
+    if not llm.capabilities.scores_continuations:
+        return Decision(None, f"{llm.name} cannot score continuations", {})
+    shifts = await _shifts(llm, _YES_NO_PROMPT[lang], passage, terms.question, (yes, no))
+    if shifts is None:
+        return Decision(None, f"{llm.name} could not score the answers", {})
+    best, lead = _ranked(shifts)
+    read = f"evidence shift yes {shifts[yes]:+.2f}, no {shifts[no]:+.2f}"
+    opposed = negates(passage) != terms.negated  # one side negates what the other asserts
+    if best == yes:
+        if opposed:
+            return Decision(None, f"{read}; the evidence negates what the question asserts", shifts)
+        if missing := terms.missing_names(passage):
+            return Decision(None, f"{read}; the evidence does not name {', '.join(missing)}", shifts)
+        if lead < margin:
+            return Decision(None, f"{read}; below the margin {margin:g}", shifts)
+        return Decision("yes", read, shifts)
+    needed = margin if opposed else 2 * margin
+    if lead < needed:
+        return Decision(None, f"{read}; below the margin {needed:g}", shifts)
+    return Decision("no", read, shifts)
+
+
+async def decide_choice(
+    llm: LLM, language: str, terms: QuestionTerms, passage: str, options: Sequence[str], *, margin: float
+) -> Decision:
+    """One of ``options``, or undecided, for an either/or question over the supporting ``passage``."""
+    lang = "zh" if language == "zh" else "en"
+    if not llm.capabilities.scores_continuations:
+        return Decision(None, f"{llm.name} cannot score continuations", {})
+    named = [o for o in options if not _missing(o, passage)]
+    if not named:
+        return Decision(None, "the evidence names none of the options", {})
+    space = "" if lang == "zh" else " "
+    candidates = [f"{space}{o}" for o in options]
+    shifts = await _shifts(llm, _CHOICE_PROMPT[lang], passage, terms.question, candidates)
+    if shifts is None:
+        return Decision(None, f"{llm.name} could not score the options", {})
+    by_option = {o: shifts[c] for o, c in zip(options, candidates, strict=True)}
+    best, lead = _ranked(by_option)
+    read = "evidence shift " + ", ".join(f"{o} {v:+.2f}" for o, v in by_option.items())
+    if best not in named:
+        return Decision(None, f"{read}; the evidence does not name {best}", by_option)
+    if lead < margin:
+        return Decision(None, f"{read}; below the margin {margin:g}", by_option)
+    return Decision(best, read, by_option)
+
+
+def _missing(option: str, passage: str) -> bool:
+    low = passage.lower()
+    words = [w for w in option.lower().split() if len(w) > 1] or [option.lower()]
+    return not any(w in low for w in words)

@@ -1,0 +1,95 @@
+"""The sentences of retrieved passages, each with its place on the page, ranked against the question.
+
+An answer from evidence rests on sentences, not on whole passages: the quote a citation shows is
+one of these, with its offsets in the text of its page (a passage's ``start`` plus the sentence's
+offset inside it), so ``page_text[start:end] == text`` holds by construction. The knowledge base's
+embedder ranks them (word overlap without one).
+
+Not candidates: Markdown headings, code fences and questions (a FAQ's own question is the sentence
+most similar to the user's question, and never its answer).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from reasonloop.events import Citation
+from reasonloop.kb.base import Hit
+from reasonloop.kb.chunking import sentence_spans
+from reasonloop.reasoning.evidence_answer.terms import QuestionTerms
+
+__all__ = ["Sentence", "rank_sentences", "sentences_of"]
+
+_BULLET = re.compile(r"^(?:[-*+•]\s+|\d{1,3}[.)]\s+|>\s*)+")
+_HEADING = re.compile(r"^#{1,6}\s|^[=\-_*]{3,}$|^```|^~~~")
+_QUESTION = re.compile(r"[?？][\"'”’)\]」』）]*$")
+_WORDS = re.compile(r"[\u3400-\u9fff]|\w+")
+
+
+@dataclass
+class Sentence:
+    """One sentence of a numbered passage."""
+
+    text: str
+    marker: int
+    """The passage's evidence number (``[n]``)."""
+    hit: Hit
+    start: int
+    """Offset of the sentence in its passage's text."""
+    end: int
+    score: float = 0.0
+
+    def citation(self, base: Citation | None) -> Citation:
+        """The passage's citation narrowed to this sentence (offsets on the page when the passage has them)."""
+        cited = base.model_copy() if base is not None else self.hit.citation(marker=self.marker)
+        chunk_start = self.hit.metadata.get("start")
+        cited.quote = self.text
+        cited.chunk_start = chunk_start
+        cited.chunk_end = self.hit.metadata.get("end")
+        if isinstance(chunk_start, int):
+            cited.start, cited.end = chunk_start + self.start, chunk_start + self.end
+        else:
+            cited.start = cited.end = None
+        return cited
+
+
+def sentences_of(shown: Sequence[tuple[Hit, int]]) -> list[Sentence]:
+    """The candidate sentences of the numbered passages, in passage order."""
+    out: list[Sentence] = []
+    for hit, marker in shown:
+        text = hit.text
+        for a, b in sentence_spans(text):
+            piece = text[a:b]
+            if _HEADING.search(piece) or _QUESTION.search(piece):
+                continue
+            bullet = _BULLET.match(piece)
+            if bullet:  # the list marker is not part of what the document says
+                a += bullet.end()
+                piece = text[a:b]
+            if len(_WORDS.findall(piece)) < 2:
+                continue
+            out.append(Sentence(piece, marker, hit, a, b))
+    return out
+
+
+async def rank_sentences(
+    query: str, terms: QuestionTerms, sentences: list[Sentence], retrievers: Sequence[object]
+) -> list[Sentence]:
+    """``sentences`` most similar to ``query`` first (the embedder's cosine, with the share of the
+    question's words in the sentence and its passage's title breaking near-ties; that share alone
+    without an embedder)."""
+    if not sentences:
+        return []
+    scores = None
+    for retriever in retrievers:
+        similarity = getattr(retriever, "similarity", None)
+        if similarity is not None:
+            scores = await similarity(query, [s.text for s in sentences])
+            if scores is not None:
+                break
+    for i, s in enumerate(sentences):
+        # the passage's title is the sentence's context ("It weighs 1.2 kg" under "X200 handbook")
+        s.score = (scores[i] if scores else 0.0) + 0.1 * terms.coverage(f"{s.hit.title} {s.text}")
+    return sorted(sentences, key=lambda s: -s.score)
