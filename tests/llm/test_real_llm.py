@@ -328,3 +328,38 @@ async def test_local_generation_after_a_score_is_unchanged(local_llm):
     again, _, _ = await stream(local_llm, messages, temperature=0, max_tokens=24)
     assert before == after == again
     assert len(before) > 20
+
+
+async def test_openai_chat_scoring_on_llama_server(llama_server):
+    from reasonloop.llm.openai_provider import OpenAIProvider
+
+    llm = OpenAIProvider(LLMSettings(provider="openai", model="gemma-3-270m", base_url=llama_server, max_retries=0))
+    try:
+        # The prompt goes as a user message: these are the first tokens of the reply. " Paris" is
+        # among the 20 tokens listed; " London" is not and gets the upper bound of an unlisted token.
+        paris, london = await llm.score(FRANCE, [" Paris", " London"])
+        assert london < paris < 0
+        assert llm.capabilities.scores_continuations
+        assert llm.calls[-1].prompt_tokens > 5 and not llm.calls[-1].estimated
+    finally:
+        await llm.aclose()
+
+
+async def test_openai_completions_scoring_on_llama_server_matches_the_embedded_model(llama_server, local_llm):
+    from reasonloop.llm.openai_provider import OpenAIProvider
+
+    settings = LLMSettings(
+        provider="openai",
+        model="gemma-3-270m",
+        base_url=llama_server,
+        max_retries=0,
+        extra={"scoring": "completions"},
+    )
+    llm = OpenAIProvider(settings)
+    try:
+        remote = await llm.score(FRANCE, [" Paris", " London"])
+    finally:
+        await llm.aclose()
+    # The same model file: the server's echoed log-probabilities are the embedded model's scores.
+    assert remote == pytest.approx(await local_llm.score(FRANCE, [" Paris", " London"]), abs=1e-3)
+    assert remote[1] < remote[0] < 0
