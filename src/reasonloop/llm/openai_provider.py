@@ -30,10 +30,11 @@ log-probabilities; ``extra.scoring`` says how to ask for them:
   server answer this; OpenAI's chat models do not.
 - ``"off"``: the model cannot score continuations.
 
-A server that answers without log-probabilities (or refuses them) makes
-:meth:`~OpenAIProvider.score` raise :class:`~reasonloop.errors.LLMNotSupported`; the provider
-remembers it, so :attr:`Capabilities.scores_continuations` turns false and later calls raise
-at once instead of asking again.
+A server that answers without log-probabilities (or refuses them, or has no ``/completions``
+for ``"completions"``) makes :meth:`~OpenAIProvider.score` raise
+:class:`~reasonloop.errors.LLMNotSupported`; the provider remembers it, so
+:attr:`Capabilities.scores_continuations` turns false and later calls raise at once instead of
+asking again.
 
 Example::
 
