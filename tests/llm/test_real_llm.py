@@ -218,3 +218,148 @@ async def test_openai_provider_usage_on_llama_server(openai_llm):
     else:
         assert done.completion_tokens == 16
     assert openai_llm.calls[-1].completion_tokens == done.completion_tokens
+
+
+# -- scoring continuations ----------------------------------------------------------------------
+FRANCE = "The capital of France is"
+LONG_CONTINUATION = " Paris, the city of light, is the capital and largest city of France."
+
+
+def loaded(llm):
+    """The llama.cpp model a loaded local provider runs."""
+    from reasonloop.llm import local_provider
+
+    return local_provider._models[(str(local_provider.packaged_model_path().resolve()), llm.n_ctx, llm.n_threads)]
+
+
+@pytest.fixture(scope="module")
+def reference_llama():
+    """The packaged model loaded apart, keeping the logits of every position it evaluates."""
+    from llama_cpp import Llama
+
+    from reasonloop.llm.local_provider import packaged_model_path
+
+    llama = Llama(model_path=str(packaged_model_path()), n_ctx=128, n_threads=2, logits_all=True, verbose=False)
+    yield llama
+    llama.close()
+
+
+def token_logprobs(llama, prompt: str, continuation: str) -> list[float]:
+    """Each continuation token's log-probability, from one evaluation of the whole text."""
+    import numpy as np
+
+    prompt_ids = llama.tokenize(prompt.encode(), add_bos=True, special=True)
+    ids = llama.tokenize((prompt + continuation).encode(), add_bos=True, special=True)
+    assert ids[: len(prompt_ids)] == prompt_ids
+    llama.reset()
+    llama.eval(ids)
+    logits = llama.scores[: len(ids)].astype(np.float64)
+    peak = logits.max(axis=1, keepdims=True)
+    logprobs = logits - peak - np.log(np.exp(logits - peak).sum(axis=1, keepdims=True))
+    return [float(logprobs[i - 1, ids[i]]) for i in range(len(prompt_ids), len(ids))]
+
+
+async def test_local_scores_the_likely_continuation_higher(local_llm):
+    assert local_llm.capabilities.scores_continuations
+    paris, london, empty = await local_llm.score(FRANCE, [" Paris", " London", ""])
+    assert london + 2 < paris < 0  # about -2.4 and -6.8
+    assert empty == 0.0
+    prompt_tokens = len(loaded(local_llm).llama.tokenize(FRANCE.encode()))
+    assert local_llm.calls[-1] == (prompt_tokens + 2, 0, False, 1)  # the prompt and one token each
+
+
+async def test_local_long_continuation_is_the_sum_of_its_tokens(local_llm, reference_llama):
+    per_token = token_logprobs(reference_llama, FRANCE, LONG_CONTINUATION)
+    assert len(per_token) > 10
+    [whole] = await local_llm.score(FRANCE, [LONG_CONTINUATION])
+    assert whole == pytest.approx(sum(per_token), abs=1e-3)
+    [first] = await local_llm.score(FRANCE, [" Paris"])
+    assert first == pytest.approx(per_token[0], abs=1e-3)
+
+
+PASSAGE = (
+    "Passage: The Seine flows through Paris, where thirty-seven bridges cross it. "
+    "It rises at Source-Seine, on the Langres plateau, and flows into the English Channel at Le Havre. "
+    "Its basin covers much of northern France and holds about a third of the country's people.\n"
+    "Question: Does the Seine flow into the English Channel?\nAnswer:"
+)
+
+
+async def test_local_scoring_several_continuations_agrees_with_scoring_each_alone(local_llm):
+    candidates = [" No", LONG_CONTINUATION, " Yes", " Yes, at Le Havre.", ""]
+    await local_llm.score("Something else entirely.", [" x"])  # the model's cache holds another text
+    together = await local_llm.score(PASSAGE, candidates)
+    alone = [(await local_llm.score(PASSAGE, [c]))[0] for c in candidates]  # each after the prompt was cached
+    # Exactly: a score depends on its prompt and continuation, not on the other candidates or earlier calls.
+    assert together == alone
+    assert len(set(together)) == len(together)
+
+
+async def test_local_continuation_merging_with_the_prompts_end_is_scored_as_the_model_writes_it(local_llm):
+    # "is " + "Paris" is tokenised as "is", " Paris": the trailing space belongs to the continuation.
+    assert await local_llm.score(FRANCE + " ", ["Paris", "London"]) == await local_llm.score(
+        FRANCE, [" Paris", " London"]
+    )
+
+
+async def test_local_scoring_past_the_context_window_is_bad_request():
+    from reasonloop.llm.local_provider import LocalProvider
+
+    llm = LocalProvider(LLMSettings(provider="local", max_retries=0, extra={"n_ctx": 128}))
+    await llm.load()
+    prompt = "word" + " word" * 119
+    assert len(loaded(llm).llama.tokenize(prompt.encode())) == 121  # BOS and 120 words
+    [fits] = await llm.score(prompt, [" word" * 7])  # 128 tokens: the whole window
+    assert fits < 0
+    with pytest.raises(LLMBadRequest) as info:
+        await llm.score(prompt, [" word", " word" * 8])  # 129 tokens
+    assert info.value.code == "llm.bad_request"
+    assert "is 129 tokens, the context window is 128" in info.value.message
+    assert await llm.score(prompt, [" word" * 7]) == [fits]  # the model is unharmed
+
+
+async def test_local_generation_after_a_score_is_unchanged(local_llm):
+    messages = [Message.completion(FRANCE)]
+    await stream(local_llm, messages, temperature=0, max_tokens=24)  # the cache now holds the prompt
+    before, _, _ = await stream(local_llm, messages, temperature=0, max_tokens=24)
+    await local_llm.score(FRANCE, [LONG_CONTINUATION, " London"])
+    after, _, _ = await stream(local_llm, messages, temperature=0, max_tokens=24)
+    await local_llm.score(FRANCE + " Paris", [" and"])
+    again, _, _ = await stream(local_llm, messages, temperature=0, max_tokens=24)
+    assert before == after == again
+    assert len(before) > 20
+
+
+async def test_openai_chat_scoring_on_llama_server(llama_server):
+    from reasonloop.llm.openai_provider import OpenAIProvider
+
+    llm = OpenAIProvider(LLMSettings(provider="openai", model="gemma-3-270m", base_url=llama_server, max_retries=0))
+    try:
+        # The prompt goes as a user message: these are the first tokens of the reply. " Paris" is
+        # among the 20 tokens listed; " London" is not and gets the upper bound of an unlisted token.
+        paris, london = await llm.score(FRANCE, [" Paris", " London"])
+        assert london < paris < 0
+        assert llm.capabilities.scores_continuations
+        assert llm.calls[-1].prompt_tokens > 5 and not llm.calls[-1].estimated
+    finally:
+        await llm.aclose()
+
+
+async def test_openai_completions_scoring_on_llama_server_matches_the_embedded_model(llama_server, local_llm):
+    from reasonloop.llm.openai_provider import OpenAIProvider
+
+    settings = LLMSettings(
+        provider="openai",
+        model="gemma-3-270m",
+        base_url=llama_server,
+        max_retries=0,
+        extra={"scoring": "completions"},
+    )
+    llm = OpenAIProvider(settings)
+    try:
+        remote = await llm.score(FRANCE, [" Paris", " London"])
+    finally:
+        await llm.aclose()
+    # The same model file: the server's echoed log-probabilities are the embedded model's scores.
+    assert remote == pytest.approx(await local_llm.score(FRANCE, [" Paris", " London"]), abs=1e-3)
+    assert remote[1] < remote[0] < 0

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from reasonloop.config import LLMSettings
-from reasonloop.errors import ConfigError, LLMBadResponse
+from reasonloop.errors import ConfigError, LLMBadResponse, LLMNotSupported
 from reasonloop.llm import scripted
 from reasonloop.llm.base import Done, Message, TextDelta, ToolCallDelta, ToolSpec
 from reasonloop.llm.resolve import create_llm
@@ -171,3 +171,75 @@ async def test_first_delay_comes_once_before_the_paced_deltas(monkeypatch):
     chunks = [c async for c in llm.stream(USER)]
     assert [c.text for c in chunks if isinstance(c, TextDelta)] == ["ab", "cd", "ef"]
     assert waits == [0.5, 0.03, 0.03, 0.03]
+
+
+# -- scoring continuations -----------------------------------------------------------------------
+async def test_score_tables_are_taken_one_per_call_and_calls_recorded():
+    llm = ScriptedProvider(replies=[], scores=[{" yes": -0.5, " no": -2.0}, {" A": -1.0, " B": -0.25}])
+    assert llm.capabilities.scores_continuations
+    assert await llm.score("Is it? Answer:", [" no", " yes"]) == [-2.0, -0.5]
+    assert await llm.score("Pick:", [" A", " B", ""]) == [-1.0, -0.25, 0.0]
+    assert list(llm.scored) == [("Is it? Answer:", [" no", " yes"]), ("Pick:", [" A", " B", ""])]
+    with pytest.raises(LLMBadResponse) as info:
+        await llm.score("Again:", [" yes"])
+    assert info.value.code == "llm.script_exhausted"
+    assert "no scores left (it had 2)" in info.value.message
+
+
+async def test_score_tables_repeat_the_last_with_repeat_last():
+    llm = ScriptedProvider(replies=["a"], scores=[{" yes": -1.0}, {" yes": -3.0}], repeat_last=True)
+    assert [await llm.score("p", [" yes"]) for _ in range(3)] == [[-1.0], [-3.0], [-3.0]]
+
+
+async def test_a_continuation_missing_from_its_table_is_an_error_naming_it():
+    llm = ScriptedProvider(replies=[], scores=[{" yes": -1.0}])
+    with pytest.raises(LLMBadResponse, match="no score for ' maybe'"):
+        await llm.score("p", [" yes", " maybe"])
+
+
+async def test_scores_function_sees_prompt_and_continuations():
+    llm = ScriptedProvider(replies=[], scores=lambda prompt, options: [-float(len(o)) for o in options])
+    assert llm.capabilities.scores_continuations
+    assert await llm.score("p", [" a", " abc"]) == [-2.0, -4.0]
+    wrong = ScriptedProvider(replies=[], scores=lambda prompt, options: [0.0])
+    with pytest.raises(LLMBadResponse, match="1 scores for 2 continuations"):
+        await wrong.score("p", ["a", "b"])
+
+
+async def test_without_scores_the_model_cannot_score():
+    llm = ScriptedProvider(replies=["text"])
+    assert not llm.capabilities.scores_continuations
+    with pytest.raises(LLMNotSupported) as info:
+        await llm.score("p", [" yes"])
+    assert info.value.code == "llm.not_supported"
+    assert (await llm.complete(USER)).text == "text"  # replies are unaffected
+
+
+async def test_replies_and_scores_from_a_json_object_file(tmp_path):
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"replies": ["from file"], "scores": [{" yes": -0.1, " no": -3}]}), encoding="utf-8")
+    llm = ScriptedProvider(LLMSettings(provider="scripted", model=str(path)))
+    assert llm.capabilities.scores_continuations
+    assert (await llm.complete(USER)).text == "from file"
+    assert await llm.score("p", [" yes", " no"]) == [-0.1, -3.0]
+    only_scores = tmp_path / "scores.json"
+    only_scores.write_text(json.dumps({"scores": [{"x": -1}]}), encoding="utf-8")
+    assert await ScriptedProvider(LLMSettings(provider="scripted", model=str(only_scores))).score("p", ["x"]) == [-1.0]
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"replies": ["a"], "extra": 1},
+        {"scores": {"x": -1}},
+        {"scores": [{"x": "low"}]},
+        {"scores": [{"x": True}]},
+        {"replies": "a"},
+        {},
+    ],
+)
+def test_bad_script_object_is_config_error(tmp_path, content):
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(content), encoding="utf-8")
+    with pytest.raises(ConfigError, match='"replies"'):
+        ScriptedProvider(LLMSettings(provider="scripted", model=str(path)))

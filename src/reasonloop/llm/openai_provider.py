@@ -10,7 +10,31 @@ for api.openai.com; a custom ``base_url`` without it is called without a key), a
 ``extra``: ``api_version`` / ``azure_deployment`` (Azure OpenAI, ``base_url`` being the Azure
 endpoint), ``stream_usage = false`` for servers that reject ``stream_options``,
 ``extra_body`` (merged into each request), ``max_tokens_param`` (``max_completion_tokens`` on
-api.openai.com, ``max_tokens`` elsewhere), ``context_window``.
+api.openai.com, ``max_tokens`` elsewhere), ``context_window``, ``scoring`` (below).
+
+Scoring continuations (:meth:`OpenAIProvider.score`) needs a server that returns
+log-probabilities; ``extra.scoring`` says how to ask for them:
+
+- ``"chat"`` (the default): one chat request with the prompt as the user message,
+  ``logprobs`` and the top 20 ``top_logprobs`` of a one-token reply. A continuation scores the
+  log-probability of the listed token it starts with (the longest one), so the score is exact
+  for a one-token continuation and, for a longer one, that of its first token only (an upper
+  bound of the whole). A continuation whose first token is not listed gets an upper bound of
+  its log-probability: the smaller of the last listed token's and the log of the probability
+  the list leaves over. Two different continuations starting with the same listed token cannot
+  be told apart: the call raises :class:`~reasonloop.errors.LLMNotSupported`. OpenAI, vLLM and
+  llama.cpp's servers answer this.
+- ``"completions"``: the legacy ``/completions`` endpoint, one request per continuation with
+  ``echo`` and ``logprobs``: the server scores the prompt's own tokens, so the continuation's
+  tokens are summed exactly, after a plain completion prompt. vLLM and llama-cpp-python's
+  server answer this; OpenAI's chat models do not.
+- ``"off"``: the model cannot score continuations.
+
+A server that answers without log-probabilities (or refuses them, or has no ``/completions``
+for ``"completions"``) makes :meth:`~OpenAIProvider.score` raise
+:class:`~reasonloop.errors.LLMNotSupported`; the provider remembers it, so
+:attr:`Capabilities.scores_continuations` turns false and later calls raise at once instead of
+asking again.
 
 Example::
 
@@ -20,14 +44,34 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from typing import Any, ClassVar
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 import openai
 
 from reasonloop.config import LLMSettings
-from reasonloop.errors import LLMBadResponse, LLMError, LLMServerError, LLMTimeout
-from reasonloop.llm.base import LLM, Capabilities, ChatRequest, Done, LLMChunk, Message, TextDelta, ToolCallDelta
+from reasonloop.errors import (
+    ConfigError,
+    LLMBadRequest,
+    LLMBadResponse,
+    LLMError,
+    LLMNotSupported,
+    LLMServerError,
+    LLMTimeout,
+)
+from reasonloop.llm.base import (
+    LLM,
+    CallRecord,
+    Capabilities,
+    ChatRequest,
+    Done,
+    LLMChunk,
+    Message,
+    TextDelta,
+    ToolCallDelta,
+    estimate_prompt_tokens,
+)
 from reasonloop.llm.http_errors import (
     KEYLESS,
     api_key,
@@ -38,7 +82,14 @@ from reasonloop.llm.http_errors import (
     transport_error,
 )
 
-__all__ = ["OpenAIProvider"]
+__all__ = ["SCORING_MODES", "OpenAIProvider"]
+
+SCORING_MODES = ("chat", "completions", "off")
+"""The values of ``[llm.extra] scoring`` (see the module docstring)."""
+TOP_LOGPROBS = 20
+"""How many first tokens a ``"chat"`` score asks for (the most OpenAI's API gives)."""
+
+_T = TypeVar("_T")
 
 
 class OpenAIProvider(LLM):
@@ -73,6 +124,14 @@ class OpenAIProvider(LLM):
             )
         else:
             self._client = openai.AsyncOpenAI(base_url=self.settings.base_url or None, **common)
+        self.scoring = str(extra.get("scoring", "chat"))
+        if self.scoring not in SCORING_MODES:
+            raise ConfigError(
+                f"llm.extra.scoring: expected one of {', '.join(SCORING_MODES)} (got {self.scoring!r})",
+                keys=["llm.extra.scoring"],
+            )
+        self.scoring_refused: str | None = None
+        """Why the server cannot score continuations, once a call has found out."""
 
     @property
     def _max_tokens_param(self) -> str:
@@ -83,7 +142,10 @@ class OpenAIProvider(LLM):
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(context_window=int(self.settings.extra.get("context_window", 128_000)))
+        return Capabilities(
+            context_window=int(self.settings.extra.get("context_window", 128_000)),
+            scores_continuations=self.scoring != "off" and self.scoring_refused is None,
+        )
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -142,6 +204,200 @@ class OpenAIProvider(LLM):
             prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
         )
+
+    # -- scoring continuations -------------------------------------------------------------------
+    async def score(self, prompt: str, continuations: Sequence[str]) -> list[float]:
+        """The log-probability of each continuation after ``prompt``, as ``[llm.extra] scoring``
+        asks the server for it (see the module docstring for what each way measures). The
+        requests are retried like a stream's and their usage is recorded as one call.
+
+        Raises:
+            LLMNotSupported: scoring is off, the server gives no log-probabilities (remembered), or
+                (``"chat"``) two continuations start with the same token.
+            LLMError: the request failed.
+        """
+        candidates = list(continuations)
+        if self.scoring == "off":
+            raise LLMNotSupported(f"{self.name}: scoring continuations is off ([llm.extra] scoring)", provider=self.id)
+        if self.scoring_refused is not None:
+            raise LLMNotSupported(self.scoring_refused, provider=self.id)
+        if not any(candidates):
+            return [0.0] * len(candidates)
+        usage = _Usage()
+        if self.scoring == "chat":
+            top = await self._scoring_request(lambda: self._first_token_logprobs(prompt, usage))
+            scores = first_token_scores(top, candidates, self.name)
+        else:
+            scores = [
+                await self._scoring_request(lambda c=c: self._echoed_logprob(prompt, c, usage)) if c else 0.0
+                for c in candidates
+            ]
+        self.calls.append(usage.record(prompt))
+        return scores
+
+    async def _first_token_logprobs(self, prompt: str, usage: _Usage) -> dict[str, float]:
+        """The top log-probabilities of the first token of a reply to ``prompt``, by token text."""
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": [_message(Message.completion(prompt))],
+            "logprobs": True,
+            "top_logprobs": TOP_LOGPROBS,
+            self._max_tokens_param: 1,
+        }
+        if self.settings.extra.get("extra_body"):
+            params["extra_body"] = dict(self.settings.extra["extra_body"])
+        response = await self._client.chat.completions.create(**params)
+        usage.add(response)
+        top = top_logprobs(response)
+        if top is None:
+            raise self._refuse("the server returned no log-probabilities for the chat request")
+        return top
+
+    async def _echoed_logprob(self, prompt: str, continuation: str, usage: _Usage) -> float:
+        """The log-probability of ``continuation`` after ``prompt`` from the server's echo of both."""
+        extra_body = self.settings.extra.get("extra_body")
+        response = await self._client.completions.create(
+            model=self.model,
+            prompt=prompt + continuation,
+            echo=True,
+            logprobs=1,
+            max_tokens=1,
+            extra_body=dict(extra_body) if extra_body else None,
+        )
+        usage.add(response)
+        choices = getattr(response, "choices", None) or []
+        logprobs = getattr(choices[0], "logprobs", None) if choices else None
+        values = echoed_logprobs(logprobs, len(prompt), len(prompt) + len(continuation))
+        if values is None:
+            raise self._refuse("the server did not echo the prompt's log-probabilities on /completions")
+        if None in values:
+            raise LLMBadRequest(f"{self.name}: cannot score a continuation of an empty prompt", provider=self.id)
+        return float(sum(v for v in values if v is not None))
+
+    async def _scoring_request(self, call: Callable[[], Awaitable[_T]]) -> _T:
+        """Run one scoring request, retried as the base class retries a stream that has not started.
+        A request the server refuses because of ``logprobs`` (or ``echo``) is remembered as
+        :class:`LLMNotSupported`."""
+        attempt = 1
+        while True:
+            try:
+                return await call()
+            except LLMError:
+                raise
+            except Exception as exc:
+                error = _map_error(exc, self.id, streaming=False, parsing=False)
+                if error is None:
+                    raise
+                if self._refuses_scoring(error):
+                    raise self._refuse(f"the server refused the request: {error.message}") from exc
+                await self._retry(error, attempt, None, yielded=False)
+            attempt += 1
+
+    def _refuses_scoring(self, error: LLMError) -> bool:
+        """Whether ``error`` is the server refusing what scoring asks for: log-probabilities or an
+        echo, or (``"completions"``) the legacy endpoint itself."""
+        if self.scoring == "completions" and error.status_code in (404, 405):
+            return True
+        if error.status_code not in (400, 404, 422):
+            return False
+        lowered = error.message.lower()
+        return "logprob" in lowered or "echo" in lowered
+
+    def _refuse(self, why: str) -> LLMNotSupported:
+        """Remember that this server cannot score continuations, and the error saying why."""
+        self.scoring_refused = (
+            f"{self.name} cannot score continuations: {why} "
+            f'([llm.extra] scoring = "{self.scoring}"; see docs/models.md)'
+        )
+        return LLMNotSupported(self.scoring_refused, provider=self.id)
+
+
+class _Usage:
+    """Token usage summed over the requests of one :meth:`OpenAIProvider.score` call."""
+
+    def __init__(self) -> None:
+        self.prompt_tokens = self.completion_tokens = self.requests = 0
+        self.reported = True
+
+    def add(self, response: Any) -> None:
+        self.requests += 1
+        usage = getattr(response, "usage", None)
+        if usage is None or not getattr(usage, "prompt_tokens", 0):
+            self.reported = False
+            return
+        self.prompt_tokens += int(usage.prompt_tokens or 0)
+        self.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
+
+    def record(self, prompt: str) -> CallRecord:
+        if self.reported:
+            return CallRecord(self.prompt_tokens, self.completion_tokens, False, 1)
+        estimate = estimate_prompt_tokens([Message.completion(prompt)]) * max(1, self.requests)
+        return CallRecord(estimate, self.requests, True, 1)
+
+
+def top_logprobs(response: Any) -> dict[str, float] | None:
+    """The log-probabilities a chat completion lists for its first token (the chosen token and
+    its ``top_logprobs``), by token text; ``None`` when the response carries none. A text listed
+    twice keeps its larger value."""
+    choices = getattr(response, "choices", None) or []
+    logprobs = getattr(choices[0], "logprobs", None) if choices else None
+    content = getattr(logprobs, "content", None) or []
+    if not content:
+        return None
+    first = content[0]
+    table: dict[str, float] = {}
+    for item in [first, *(getattr(first, "top_logprobs", None) or [])]:
+        token, value = getattr(item, "token", None), getattr(item, "logprob", None)
+        if token and value is not None:
+            table[token] = max(float(value), table.get(token, -math.inf))
+    return table or None
+
+
+def first_token_scores(top: dict[str, float], continuations: Sequence[str], name: str = "openai") -> list[float]:
+    """Scores from a first token's listed log-probabilities (``"chat"`` scoring, see the module
+    docstring): each continuation's is that of the longest listed token it starts with, or the
+    upper bound of an unlisted token's; an empty continuation scores 0.0.
+
+    Raises:
+        LLMNotSupported: two different continuations start with the same listed token.
+    """
+    leftover = 1.0 - sum(math.exp(v) for v in top.values())
+    unlisted = min(top.values())
+    if leftover > 0:
+        unlisted = min(unlisted, math.log(leftover))
+    owners: dict[str, str] = {}
+    scores = []
+    for continuation in continuations:
+        if not continuation:
+            scores.append(0.0)
+            continue
+        token = max((t for t in top if continuation.startswith(t)), key=len, default=None)
+        if token is None:
+            scores.append(unlisted)
+            continue
+        owner = owners.setdefault(token, continuation)
+        if owner != continuation:
+            raise LLMNotSupported(
+                f"{name}: {owner!r} and {continuation!r} both start with the token {token!r}; the server "
+                "gives the first token's log-probabilities only, so it cannot tell them apart",
+                provider="openai",
+            )
+        scores.append(top[token])
+    return scores
+
+
+def echoed_logprobs(logprobs: Any, start: int, end: int) -> list[float | None] | None:
+    """The log-probabilities of the tokens of an echoed ``/completions`` text that cover the
+    characters ``start:end`` (a token that straddles ``start`` counts: it is where the
+    continuation's tokens begin); ``None`` when the response has no token there (no echo)."""
+    offsets = list(getattr(logprobs, "text_offset", None) or [])
+    values = list(getattr(logprobs, "token_logprobs", None) or [])
+    tokens = list(getattr(logprobs, "tokens", None) or [])
+    if not offsets or len(offsets) != len(values) or len(tokens) != len(values):
+        return None
+    ends = [*offsets[1:], offsets[-1] + len(tokens[-1])]
+    picked = [v for begin, stop, v in zip(offsets, ends, values, strict=True) if stop > start and begin < end]
+    return picked or None
 
 
 def _pieces(delta: Any) -> list[LLMChunk]:
