@@ -11,8 +11,9 @@ documents do not decide the question). Then:
 An answer *matches* a **yes/no question** (every accepted answer is ``yes`` or ``no``) when the
 decision its opening states (:func:`yes_no_of`) is the accepted one; an answer that opens
 without a decision does not match. An answer matches any other question when it mentions an
-accepted answer (:func:`mentions`) or reaches a token F1 of :data:`SPAN_F1_THRESHOLD` against
-one.
+accepted answer (:func:`mentions`), or reaches a token F1 of :data:`SPAN_F1_THRESHOLD` against
+one whose numbers it all contains (``30 days`` has an F1 of 0.5 against ``60 days`` but is not
+a match).
 
 *Wrong share of answered* is ``wrong / (correct + wrong)``: how often an answer that was not
 counted as abstained is wrong.
@@ -24,7 +25,7 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from reasonloop.eval.metrics import best_f1, normalize_answer, strip_citations
+from reasonloop.eval.metrics import f1_score, normalize_answer, strip_citations
 
 __all__ = [
     "NO_PREFIXES",
@@ -46,7 +47,8 @@ Outcome = Literal["correct", "abstained", "wrong"]
 OUTCOMES: tuple[Outcome, ...] = ("correct", "abstained", "wrong")
 
 SPAN_F1_THRESHOLD = 0.5
-"""A span answer that mentions no accepted answer still matches at this token F1 or above."""
+"""A span answer that mentions no accepted answer still matches at this token F1 or above
+against an accepted answer, when it contains every number of that answer."""
 
 YES_WORDS = frozenset({"yes", "yeah", "yep"})
 NO_WORDS = frozenset({"no", "nope"})
@@ -100,6 +102,7 @@ _LATIN_WORD = re.compile(r"[A-Za-z]+")
 _LEAD = re.compile(r"^[\s*_>#`~\-\"'“”‘’「」『』]+")
 _LABEL = re.compile(r"^(?:final answer|answer|a|答案|答|回答)\s*[:：]", re.I)
 _THOUSANDS = re.compile(r"(?<=\d)[,，](?=\d{3}(?!\d))")
+_NUMBER = re.compile(r"\d+")
 
 
 def _opening(text: str) -> str:
@@ -200,8 +203,13 @@ def outcome(answers: Sequence[str], answerable: bool, prediction: str, abstained
     if is_yes_no(answers):
         decision = yes_no_of(prediction)
         return "correct" if decision is not None and decision in {normalize_answer(a) for a in answers} else "wrong"
-    if mentions(prediction, answers) or best_f1(strip_citations(prediction), answers) >= SPAN_F1_THRESHOLD:
+    if mentions(prediction, answers):
         return "correct"
+    text = strip_citations(prediction)
+    numbers = set(_NUMBER.findall(_normal(text)))
+    for gold in answers:
+        if f1_score(text, gold) >= SPAN_F1_THRESHOLD and set(_NUMBER.findall(_normal(gold))) <= numbers:
+            return "correct"
     return "wrong"
 
 
