@@ -273,11 +273,12 @@ async def test_outcomes_are_counted_overall_and_per_group(tmp_path, embedder) ->
     assert "Per group of questions" in page and "<td>absent</td>" in page and "<th>wrong/answered</th>" in page
 
 
-def test_rows_written_before_outcomes_were_kept_are_classified_when_read() -> None:
+def test_resumed_rows_are_judged_by_the_current_rules() -> None:
     from reasonloop.eval.qa import summarize
 
-    old = {"answers": ["yes"], "prediction": "Yes [1]", "em": 1.0, "f1": 1.0, "seconds": 0.1}
+    old = {"answers": ["yes"], "prediction": "Yes [1]", "em": 1.0, "f1": 1.0, "seconds": 0.1}  # no outcome kept
     old["usage"] = dict.fromkeys(("llm_calls", "prompt_tokens", "completion_tokens", "tool_calls"), 1)
-    score = summarize("qa", [old, {**old, "prediction": "It is."}], [])
-    assert (score.correct, score.abstained, score.wrong) == (1, 0, 1)
+    judged = {**old, "answers": ["60 days"], "prediction": "30 days", "outcome": "correct"}  # by an older rule
+    score = summarize("qa", [old, {**old, "prediction": "It is."}, judged], [])
+    assert (score.correct, score.abstained, score.wrong) == (1, 0, 2)
     assert score.groups == {}  # a set without groups has no per-group figures

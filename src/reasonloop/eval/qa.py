@@ -28,7 +28,7 @@ from typing import Any
 from reasonloop.errors import ConfigError
 from reasonloop.eval.datasets import QAItem, QASet
 from reasonloop.eval.metrics import best_exact_match, best_f1, contains_answer, mean, percentile, strip_citations
-from reasonloop.eval.outcomes import OUTCOMES, is_yes_no, outcome, wrong_share, yes_no_of
+from reasonloop.eval.outcomes import is_yes_no, outcome, wrong_share, yes_no_of
 from reasonloop.eval.results import ResultStore
 from reasonloop.events import Answer, ErrorEvent, ToolCall, ToolResult
 from reasonloop.kb.base import Hit
@@ -166,9 +166,7 @@ def _optional_mean(values: Sequence[float | None]) -> float | None:
 
 
 def row_outcome(row: dict[str, Any]) -> str:
-    """The outcome of a finished row (computed again for a row written before outcomes were kept)."""
-    if row.get("outcome") in OUTCOMES:
-        return row["outcome"]
+    """The outcome of a finished row, by the current rules (a resumed row may have been judged by older ones)."""
     return outcome(row["answers"], row.get("answerable", True), row.get("prediction", ""), row.get("abstained", False))
 
 
