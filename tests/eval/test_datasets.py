@@ -102,3 +102,80 @@ def test_bundled_routing_set_is_bilingual_and_covers_every_kind() -> None:
     assert {"knowledge", "summary", "stats", "feedback", "greeting", "translation", "creative", "arithmetic"} <= kinds
     assert all(i.tools == () for i in items if i.category in ("greeting", "translation", "creative", "arithmetic"))
     assert len({i.id for i in items}) == len(items)
+
+
+def _folder(tmp_path):
+    root = tmp_path / "docs"
+    (root / "zh").mkdir(parents=True)
+    (root / "warranty.md").write_text("\n# Warranty\n\nTwo years for speakers.\n", encoding="utf-8")
+    (root / "notes.txt").write_text("# not a title in a text file\nSupport replies in 2 days.\n", encoding="utf-8")
+    (root / "zh" / "price.md").write_text("# 价格\n\nHalo Mini 售价 699 元。\n", encoding="utf-8")
+    (root / "image.png").write_bytes(b"\x89PNG")  # not a document: skipped
+    return root
+
+
+def test_a_folder_of_documents_is_a_corpus(tmp_path) -> None:
+    root = _folder(tmp_path)
+    questions = _write(
+        tmp_path / "q.jsonl",
+        [
+            {"id": "y1", "group": "yes_no", "question": "Two years?", "answers": ["yes"], "gold_ids": ["warranty.md"]},
+            {"id": "a1", "group": "absent", "question": "Aria 3 price?", "answerable": False, "answers": []},
+            {"id": "a2", "group": "absent", "question": "Dock Pro?", "answerable": False},
+            {
+                "id": "s1",
+                "question": "价格？",
+                "answers": ["699元"],
+                "gold_ids": ["zh/price.md"],
+                "evidence": "售价 699 元",
+            },
+        ],
+    )
+    qa = load_qa_set(questions, corpus=root)
+    docs = {d.id: d for d in qa.docs}
+    assert list(docs) == ["notes.txt", "warranty.md", "zh/price.md"]
+    assert (docs["warranty.md"].title, docs["warranty.md"].text) == ("Warranty", "Two years for speakers.")
+    assert docs["notes.txt"].title == "" and docs["notes.txt"].text.startswith("# not a title")
+    assert docs["zh/price.md"].title == "价格"
+    y1, a1, a2, s1 = qa.items
+    assert (y1.group, y1.answerable, y1.answers) == ("yes_no", True, ("yes",))
+    assert (a1.answerable, a1.answers, a2.answerable, a2.answers) == (False, (), False, ())
+    assert (s1.group, s1.evidence) == ("", "售价 699 元")
+    assert qa.select(own_docs=True).docs == [docs["warranty.md"], docs["zh/price.md"]]
+
+
+@pytest.mark.parametrize(
+    ("row", "message", "field"),
+    [
+        ({"id": "x", "answers": ["yes"]}, "missing", "question"),
+        ({"id": "x", "question": "q?"}, "missing", "answer"),
+        ({"id": "x", "question": "q?", "answers": [" "]}, "is empty", "answers"),
+        ({"id": "x", "question": "q?", "answerable": "no"}, "expected true or false", "answerable"),
+        ({"id": "x", "question": "q?", "answerable": False, "answers": ["$1"]}, "has no answers", "answers"),
+        ({"id": "x", "question": "q?", "answers": ["a"], "group": ["span"]}, "expected a string", "group"),
+        ({"id": "x", "question": "q?", "answers": ["a"], "gold_ids": ["nope.md"]}, "'nope.md' is not in", "gold_ids"),
+        ({"id": "q1", "question": "q?", "answers": ["a"]}, "id 'q1' repeats line 1", "id"),
+    ],
+)
+def test_a_bad_question_line_names_its_line_and_field(tmp_path, row, message, field) -> None:
+    root = _folder(tmp_path)
+    questions = _write(tmp_path / "q.jsonl", [{"id": "q1", "question": "ok?", "answers": ["yes"]}, row])
+    with pytest.raises(EvalDataError, match=message) as err:
+        load_qa_set(questions, corpus=root)
+    assert err.value.details == {"file": str(questions), "line": 2, "field": field}
+
+
+def test_a_folder_corpus_without_documents_or_with_a_bad_file_is_refused(tmp_path) -> None:
+    questions = _write(tmp_path / "q.jsonl", [{"question": "q?", "answers": ["a"]}])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(EvalDataError, match="no documents"):
+        load_qa_set(questions, corpus=empty)
+    root = _folder(tmp_path)
+    (root / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    with pytest.raises(EvalDataError, match=r"latin1.txt: not UTF-8"):
+        load_qa_set(questions, corpus=root)
+    (root / "latin1.txt").write_text("# only a title\n", encoding="utf-8")
+    (root / "latin1.md").write_text("# only a title\n", encoding="utf-8")
+    with pytest.raises(EvalDataError, match=r"latin1.md: is empty"):
+        load_qa_set(questions, corpus=root)

@@ -176,3 +176,109 @@ async def test_model_judged_scores_with_a_scripted_judge(tmp_path, qa_files, emb
     rows = {r["id"]: r for r in report.rows["qa"]}
     assert rows["q2"]["judge"] == {"faithfulness": None, "relevance": 0.0}
     assert "Sources:" in judge_llm.prompts[0][0].content and "1889" in judge_llm.prompts[0][0].content
+
+
+# Answers of a strategy that reports whether it abstained, per question: (text, abstained).
+CANNED = {
+    "Does the Halo float?": ("No, it must not be submerged [1].", False),  # yes_no: correct
+    "Is the Halo Max rated IP67?": ("The passages do not say.", True),  # yes_no: abstained
+    "Does the Aria 2 support LDAC?": ("Yes.", False),  # yes_no: wrong
+    "Aria 2 的价格是多少？": ("1,799 元 [1]", False),  # span: correct
+    "What does the Halo cost?": ("$199", False),  # span: wrong
+    "How much is the Aria 3?": ("The documents do not mention an Aria 3.", True),  # absent: correct
+    "Who is the CTO?": ("Margit Halloran.", False),  # absent: wrong
+}
+CANNED_SET = [
+    {"id": "y1", "group": "yes_no", "question": "Does the Halo float?", "answers": ["no"]},
+    {"id": "y2", "group": "yes_no", "question": "Is the Halo Max rated IP67?", "answers": ["yes"]},
+    {"id": "y3", "group": "yes_no", "question": "Does the Aria 2 support LDAC?", "answers": ["no"]},
+    {"id": "s1", "group": "span", "question": "Aria 2 的价格是多少？", "answers": ["1799元"], "gold_ids": ["price"]},
+    {"id": "s2", "group": "span", "question": "What does the Halo cost?", "answers": ["$179"]},
+    {"id": "a1", "group": "absent", "question": "How much is the Aria 3?", "answerable": False},
+    {"id": "a2", "group": "absent", "question": "Who is the CTO?", "answerable": False},
+]
+
+
+def _canned_registry():
+    from reasonloop.events import Answer
+    from reasonloop.reasoning.base import Reasoning
+    from reasonloop.registry import PluginInfo, Registry
+
+    class Canned(Reasoning):
+        info = PluginInfo(id="canned", name="Canned", description="Answers from a table")
+
+        async def stream(self, question):
+            text, abstained = CANNED[question.strip()]
+            yield Answer(text=text, abstained=abstained)
+
+    registry = Registry(use_entry_points=False)
+    registry.register("reasoning", "canned", Canned)
+    return registry
+
+
+async def test_outcomes_are_counted_overall_and_per_group(tmp_path, embedder) -> None:
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        json.dumps({"id": "price", "title": "价格", "text": "Aria 2 售价 1,799 元。"}, ensure_ascii=False)
+    )
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in CANNED_SET), encoding="utf-8")
+    qa = load_qa_set(questions, corpus=corpus)
+    kb = await open_eval_kb(qa, tmp_path / "work", embedder=embedder)
+    try:
+        report = await evaluate_qa(
+            qa,
+            ["canned"],
+            llm=ScriptedProvider(replies=[]),
+            retriever=kb.retriever(),
+            folder=tmp_path / "out",
+            registry=_canned_registry(),
+        )
+    finally:
+        await kb.close()
+    rows = {r["id"]: r for r in report.rows["canned"]}
+    assert {i: r["outcome"] for i, r in rows.items()} == {
+        "y1": "correct",
+        "y2": "abstained",
+        "y3": "wrong",
+        "s1": "correct",
+        "s2": "wrong",
+        "a1": "correct",
+        "a2": "wrong",
+    }
+    assert rows["y1"]["decision"] == "no" and rows["y2"]["decision"] is None and "decision" not in rows["s1"]
+    assert rows["a1"]["abstained"] is True and rows["a1"]["answerable"] is False and rows["a1"]["group"] == "absent"
+    assert rows["a1"]["em"] is None and rows["a1"]["f1"] is None  # no accepted answer to compare with
+    (score,) = report.scores
+    assert (score.correct, score.abstained, score.wrong) == (3, 1, 3)
+    assert score.wrong_share == pytest.approx(3 / 6)
+    groups = {name: (g.questions, g.correct, g.abstained, g.wrong) for name, g in score.groups.items()}
+    assert groups == {"yes_no": (3, 1, 1, 1), "span": (2, 1, 0, 1), "absent": (2, 1, 0, 1)}
+    assert score.groups["yes_no"].wrong_share == pytest.approx(0.5)
+    assert score.groups["absent"].em is None
+    # EM/F1 average over the five questions that have answers: y1 ("no" vs "No, it must ..."), ...
+    assert score.f1 == pytest.approx(100 * sum(rows[i]["f1"] for i in ("y1", "y2", "y3", "s1", "s2")) / 5)
+    summary = report.to_dict()["strategies"][0]
+    assert summary["groups"]["absent"] == {
+        "questions": 2,
+        "failed": 0,
+        "correct": 1,
+        "abstained": 0,
+        "wrong": 1,
+        "wrong_share": 0.5,
+        "em": None,
+        "f1": None,
+    }
+    page = write_html(tmp_path / "r.html", "Answers", kind="qa", report=report).read_text(encoding="utf-8")
+    assert "Per group of questions" in page and "<td>absent</td>" in page and "<th>wrong/answered</th>" in page
+
+
+def test_resumed_rows_are_judged_by_the_current_rules() -> None:
+    from reasonloop.eval.qa import summarize
+
+    old = {"answers": ["yes"], "prediction": "Yes [1]", "em": 1.0, "f1": 1.0, "seconds": 0.1}  # no outcome kept
+    old["usage"] = dict.fromkeys(("llm_calls", "prompt_tokens", "completion_tokens", "tool_calls"), 1)
+    judged = {**old, "answers": ["60 days"], "prediction": "30 days", "outcome": "correct"}  # by an older rule
+    score = summarize("qa", [old, {**old, "prediction": "It is."}, judged], [])
+    assert (score.correct, score.abstained, score.wrong) == (1, 0, 2)
+    assert score.groups == {}  # a set without groups has no per-group figures

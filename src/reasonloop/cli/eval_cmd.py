@@ -233,7 +233,10 @@ def qa(
         bool,
         typer.Option("--ideal", help="Use the scripted model replaying ideal replies (each strategy's exact cost)."),
     ] = False,
-    corpus: Annotated[Path | None, typer.Option("--corpus", help="Corpus JSONL for a question JSONL.")] = None,
+    corpus: Annotated[
+        Path | None,
+        typer.Option("--corpus", help="For a question JSONL: a corpus JSONL, or a folder of .md/.txt documents."),
+    ] = None,
     kb_dir: Annotated[
         Path | None, typer.Option("--kb", help="Ask over this existing knowledge base instead of the set's documents.")
     ] = None,
@@ -259,15 +262,16 @@ def qa(
 ) -> None:
     """Score answers and their cost per strategy.
 
-    Exact match, F1, evidence recall, citation precision, model calls, tokens, tool calls and time
-    per strategy, side by side. Exit code 3 when some questions failed (recorded; run again to retry).
+    Correct, abstained and wrong answers (overall and per group of questions), exact match, F1,
+    evidence recall, citation precision, model calls, tokens, tool calls and time per strategy,
+    side by side. Exit code 3 when some questions failed (recorded; run again to retry).
     """
     import asyncio
 
     from reasonloop.eval.datasets import load_qa_set
     from reasonloop.eval.judge import Judge
     from reasonloop.eval.qa import evaluate_qa, open_eval_kb
-    from reasonloop.eval.report import qa_table
+    from reasonloop.eval.report import qa_tables
     from reasonloop.llm.sampling import Sampling
     from reasonloop.registry import Registry, resolve
 
@@ -287,12 +291,15 @@ def qa(
         model = _llm(llm)
     judge_llm = _llm(judge) if judge else None
     options = _options(None)
-    kb_folder = (
-        work
-        / f"kb-{_slug(full.name)}-{'own' if own_docs else 'all'}-{hashlib.sha1(json.dumps([sorted(d.id for d in chosen.docs) if own_docs else len(full.docs), options], sort_keys=True).encode()).hexdigest()[:8]}"
-    )
+    # The documents' content is part of the key: an edited corpus gets a new knowledge base.
+    contents = hashlib.sha1()
+    for doc in sorted(chosen.docs, key=lambda d: d.id):
+        contents.update(json.dumps([doc.id, doc.title, doc.text], ensure_ascii=False).encode())
+    kb_key = hashlib.sha1(json.dumps([contents.hexdigest(), options], sort_keys=True).encode()).hexdigest()[:8]
+    kb_folder = work / f"kb-{_slug(full.name)}-{'own' if own_docs else 'all'}-{kb_key}"
     manifest = {
         "data": str(data.resolve()),
+        "corpus": str(corpus.resolve()) if corpus else "",
         "limit": limit,
         "seed": seed,
         "kb": str(kb_dir or kb_folder),
@@ -363,7 +370,7 @@ def qa(
         as_json=as_json,
         heading=f"{escape(full.name)}: {len(chosen.items)} questions, model {escape(model.name)}; "
         f"results in {escape(str(folder))}",
-        table=qa_table(report.scores),
+        table=qa_tables(report.scores),
     )
     failures = sum(s.failed for s in report.scores)
     if failures:

@@ -2,7 +2,7 @@
 
 Example::
 
-    from reasonloop.eval import evaluate_qa, load_qa_set, open_eval_kb
+    from reasonloop.eval import evaluate_qa, load_qa_set, open_eval_kb, qa_tables
     from reasonloop.llm.resolve import create_llm
 
     qa = load_qa_set("../shared/data/hotpotqa_dev_ircot500/dev_subsampled.jsonl")
@@ -12,7 +12,7 @@ Example::
                                    folder="eval-work/hotpot/run", limit=20)
     finally:
         await kb.close()
-    print(qa_table(report.scores))
+    print(qa_tables(report.scores))  # the side-by-side table, then correct/abstained/wrong per group
 
 The same runs from the command line: ``reasonloop eval retrieval|qa|routing`` (docs/evaluation.md).
 """
@@ -36,8 +36,9 @@ if TYPE_CHECKING:
     )
     from reasonloop.eval.judge import Judge
     from reasonloop.eval.metrics import best_exact_match, best_f1, f1_score, mrr, ndcg_at_k, recall_at_k
+    from reasonloop.eval.outcomes import is_yes_no, mentions, outcome, yes_no_of
     from reasonloop.eval.qa import QAReport, StrategyScore, evaluate_qa, open_eval_kb
-    from reasonloop.eval.report import qa_table, retrieval_table, routing_tables, write_html
+    from reasonloop.eval.report import qa_table, qa_tables, retrieval_table, routing_tables, write_html
     from reasonloop.eval.retrieval import RetrievalReport, evaluate_retrieval
     from reasonloop.eval.routing import RoutingReport, bundled_set_path, evaluate_routing, score_routing
 
@@ -61,7 +62,10 @@ _LAZY = {
         ("best_exact_match", "best_f1", "f1_score", "mrr", "ndcg_at_k", "recall_at_k"), "reasonloop.eval.metrics"
     ),
     **dict.fromkeys(("QAReport", "StrategyScore", "evaluate_qa", "open_eval_kb"), "reasonloop.eval.qa"),
-    **dict.fromkeys(("qa_table", "retrieval_table", "routing_tables", "write_html"), "reasonloop.eval.report"),
+    **dict.fromkeys(("is_yes_no", "mentions", "outcome", "yes_no_of"), "reasonloop.eval.outcomes"),
+    **dict.fromkeys(
+        ("qa_table", "qa_tables", "retrieval_table", "routing_tables", "write_html"), "reasonloop.eval.report"
+    ),
     **dict.fromkeys(("RetrievalReport", "evaluate_retrieval"), "reasonloop.eval.retrieval"),
     **dict.fromkeys(
         ("RoutingReport", "bundled_set_path", "evaluate_routing", "score_routing"), "reasonloop.eval.routing"
@@ -96,17 +100,22 @@ __all__ = [
     "evaluate_retrieval",
     "evaluate_routing",
     "f1_score",
+    "is_yes_no",
     "load_qa_set",
     "load_retrieval_set",
     "load_routing_set",
+    "mentions",
     "mrr",
     "ndcg_at_k",
     "open_eval_kb",
+    "outcome",
     "qa_table",
+    "qa_tables",
     "recall_at_k",
     "retrieval_table",
     "routing_tables",
     "score_routing",
     "subsample",
     "write_html",
+    "yes_no_of",
 ]

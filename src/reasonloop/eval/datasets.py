@@ -11,7 +11,10 @@ Formats:
 - **QA**: HotpotQA (``question_text`` or ``question``, ``answers_objects`` or ``answer``,
   ``contexts`` with ``title``, ``paragraph_text``, ``is_supporting``), SQuAD (``data`` →
   ``paragraphs`` → ``qas``: CMRC 2018), or a JSONL of ``{"question", "answers", "gold_ids"?}``
-  with an optional corpus JSONL.
+  (optional ``id``, ``group``, ``answerable``, ``evidence``) with an optional corpus: a corpus
+  JSONL, or a folder of documents (``.md``, ``.markdown``, ``.txt``; a document's id is its
+  path in the folder, its title the Markdown file's first ``# heading``). A question with
+  ``"answerable": false`` has no answer in the documents and no ``answers`` (or an empty list).
 - **Routing**: a JSONL of ``{"question", "tools": [names]}`` (an empty list: no tool).
 """
 
@@ -33,6 +36,8 @@ __all__ = [
     "QASet",
     "RetrievalSet",
     "RoutingItem",
+    "load_corpus",
+    "load_corpus_folder",
     "load_qa_set",
     "load_retrieval_set",
     "load_routing_set",
@@ -69,6 +74,12 @@ class QAItem:
     gold_ids: tuple[str, ...] = ()
     context_ids: tuple[str, ...] = ()
     """The documents the set gives with this question (HotpotQA's ten paragraphs, SQuAD's one)."""
+    group: str = ""
+    """The kind of question, for per-group figures (``yes_no``, ``span``, ``absent``, ...)."""
+    answerable: bool = True
+    """False when the documents do not hold the answer (then ``answers`` is empty)."""
+    evidence: str = ""
+    """The sentence of a gold document that decides the question, when the set gives it."""
 
 
 @dataclass
@@ -179,6 +190,41 @@ def load_corpus(path: Path) -> list[Doc]:
     return docs
 
 
+DOCUMENT_SUFFIXES = (".md", ".markdown", ".txt")
+
+
+def load_corpus_folder(folder: Path) -> list[Doc]:
+    """Every ``.md``, ``.markdown`` and ``.txt`` file under ``folder``, in path order.
+
+    A document's id is its path relative to ``folder`` (``/`` separated); a Markdown file whose
+    first non-blank line is a ``# heading`` has it as its title (the text keeps the rest).
+    """
+    if not folder.is_dir():
+        raise _bad(folder, "folder not found")
+    docs = []
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise _bad(path, "not UTF-8 text") from None
+        title = ""
+        lines = text.lstrip().splitlines()
+        if path.suffix.lower() != ".txt" and lines and lines[0].startswith("# "):
+            title = lines[0][2:].strip()
+            text = "\n".join(lines[1:])
+        if not text.strip():
+            raise _bad(path, "is empty")
+        docs.append(Doc(path.relative_to(folder).as_posix(), title, text.strip()))
+    if not docs:
+        raise _bad(folder, f"no documents ({', '.join(DOCUMENT_SUFFIXES)} files)")
+    return docs
+
+
+def _load_docs(corpus: Path) -> list[Doc]:
+    """A corpus JSONL or a folder of documents."""
+    return load_corpus_folder(corpus) if corpus.is_dir() else load_corpus(corpus)
+
+
 def _beir(folder: Path, split: str) -> RetrievalSet:
     docs = load_corpus(folder / "corpus.jsonl")
     queries = {}
@@ -208,8 +254,8 @@ def _beir(folder: Path, split: str) -> RetrievalSet:
 
 def _retrieval_jsonl(path: Path, corpus: Path | None) -> RetrievalSet:
     if corpus is None:
-        raise _bad(path, "a question JSONL needs its documents: pass a corpus JSONL (id, title, text)")
-    docs = load_corpus(corpus)
+        raise _bad(path, "a question JSONL needs its documents: pass a corpus JSONL (id, title, text) or a folder")
+    docs = _load_docs(corpus)
     known = {d.id for d in docs}
     queries, qrels = [], {}
     for line, obj in _jsonl(path):
@@ -296,7 +342,8 @@ def _hotpot_row(path: Path, line: int, obj: dict[str, Any], docs: dict[str, Doc]
 
 
 def load_qa_set(path: str | Path, *, corpus: str | Path | None = None) -> QASet:
-    """A QA set: HotpotQA JSONL, SQuAD JSON (CMRC 2018) or a question JSONL with an optional corpus.
+    """A QA set: HotpotQA JSONL, SQuAD JSON (CMRC 2018) or a question JSONL with an optional corpus
+    (a corpus JSONL or a folder of documents).
 
     HotpotQA paragraphs are keyed by title (titles are unique in the set) and pooled over all
     questions into the knowledge base; a SQuAD paragraph is a document.
@@ -314,24 +361,51 @@ def load_qa_set(path: str | Path, *, corpus: str | Path | None = None) -> QASet:
     if not rows:
         raise _bad(path, "no questions")
     hotpot = "contexts" in rows[0][1]
+    lines: dict[str, int] = {}
     for line, obj in rows:
-        if hotpot:
-            items.append(_hotpot_row(path, line, obj, pool))
-            continue
-        question = _text(path, obj, ("question",), line)
-        answers = _str_list(path, obj, "answers", line) if "answers" in obj else _str_list(path, obj, "answer", line)
-        if not answers:
-            raise _bad(path, "is empty", line=line, field_name="answers")
-        gold = _str_list(path, obj, "gold_ids", line, required=False)
-        items.append(QAItem(str(obj.get("id", f"q{line}")), question, tuple(answers), tuple(gold)))
-    docs = list(pool.values()) if hotpot else (load_corpus(Path(corpus)) if corpus else [])
+        item = _hotpot_row(path, line, obj, pool) if hotpot else _question_row(path, line, obj)
+        if item.id in lines:
+            raise _bad(path, f"id {item.id!r} repeats line {lines[item.id]}", line=line, field_name="id")
+        lines[item.id] = line
+        items.append(item)
+    docs = list(pool.values()) if hotpot else (_load_docs(Path(corpus)) if corpus else [])
     if docs and not hotpot:
         known = {d.id for d in docs}
         for item in items:
             for gold_id in item.gold_ids:
                 if gold_id not in known:
-                    raise _bad(path, f"gold document {gold_id!r} is not in {corpus}", field_name="gold_ids")
+                    raise _bad(
+                        path,
+                        f"gold document {gold_id!r} is not in {corpus}",
+                        line=lines[item.id],
+                        field_name="gold_ids",
+                    )
     return QASet(path.stem, items, docs)
+
+
+def _question_row(path: Path, line: int, obj: dict[str, Any]) -> QAItem:
+    """One line of a question JSONL: ``question``, ``answers`` (or ``answer``) and the optional fields."""
+    question = _text(path, obj, ("question",), line)
+    answerable = obj.get("answerable", True)
+    if not isinstance(answerable, bool):
+        raise _bad(path, "expected true or false", line=line, field_name="answerable")
+    if answerable:
+        answers = _str_list(path, obj, "answers", line) if "answers" in obj else _str_list(path, obj, "answer", line)
+        answers = [a for a in answers if a.strip()]
+        if not answers:
+            raise _bad(path, "is empty", line=line, field_name="answers")
+    else:
+        answers = _str_list(path, obj, "answers", line, required=False)
+        if any(a.strip() for a in answers):
+            raise _bad(path, "an unanswerable question has no answers", line=line, field_name="answers")
+        answers = []
+    group = _text(path, obj, ("group",), line) if "group" in obj else ""
+    evidence = _text(path, obj, ("evidence",), line) if "evidence" in obj else ""
+    gold = _str_list(path, obj, "gold_ids", line, required=False)
+    qid = _text(path, obj, ("id",), line) if "id" in obj else f"q{line}"
+    return QAItem(
+        qid, question, tuple(answers), tuple(gold), group=group.strip(), answerable=answerable, evidence=evidence
+    )
 
 
 # -- routing ------------------------------------------------------------------------------------

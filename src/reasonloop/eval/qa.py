@@ -7,10 +7,13 @@ finished question is one line in the results folder (:class:`~reasonloop.eval.re
 so an interrupted evaluation resumes and a finished one is never recomputed. A question whose
 run fails is recorded as an error and the evaluation goes on.
 
-Scores per question: exact match and F1 (:mod:`reasonloop.eval.metrics`, best over the accepted
-answers), *evidence recall* (share of the gold documents among those the run retrieved),
-*citation precision* (share of the answer's citations whose passage contains an accepted
-answer) and, with a judge model, faithfulness and relevance (:mod:`reasonloop.eval.judge`).
+Scores per question: its outcome, *correct*, *abstained* or *wrong*
+(:mod:`reasonloop.eval.outcomes`, read with the answer's ``abstained`` flag), exact match and F1
+(:mod:`reasonloop.eval.metrics`, best over the accepted answers; none for a question without
+one), *evidence recall* (share of the gold documents among those the run retrieved), *citation
+precision* (share of the answer's citations whose passage contains an accepted answer, or for a
+yes/no question the set's evidence sentence when it gives one) and, with a judge model, faithfulness and relevance (:mod:`reasonloop.eval.judge`). Per strategy, the
+outcomes are counted over all questions and per group of questions (:attr:`QAItem.group`).
 """
 
 from __future__ import annotations
@@ -25,13 +28,23 @@ from typing import Any
 from reasonloop.errors import ConfigError
 from reasonloop.eval.datasets import QAItem, QASet
 from reasonloop.eval.metrics import best_exact_match, best_f1, contains_answer, mean, percentile, strip_citations
+from reasonloop.eval.outcomes import is_yes_no, outcome, wrong_share, yes_no_of
 from reasonloop.eval.results import ResultStore
 from reasonloop.events import Answer, ErrorEvent, ToolCall, ToolResult
 from reasonloop.kb.base import Hit
 from reasonloop.llm.base import LLM
 from reasonloop.llm.sampling import Sampling
 
-__all__ = ["QAReport", "RecordingRetriever", "StrategyScore", "evaluate_qa", "open_eval_kb", "summarize"]
+__all__ = [
+    "GroupScore",
+    "QAReport",
+    "RecordingRetriever",
+    "StrategyScore",
+    "evaluate_qa",
+    "open_eval_kb",
+    "row_outcome",
+    "summarize",
+]
 
 
 async def open_eval_kb(
@@ -78,12 +91,35 @@ class RecordingRetriever:
 
 
 @dataclass
+class GroupScore:
+    """The outcomes of one strategy on one group of questions (EM and F1 over those with an answer)."""
+
+    questions: int = 0
+    failed: int = 0
+    correct: int = 0
+    abstained: int = 0
+    wrong: int = 0
+    wrong_share: float | None = None
+    """``wrong / (correct + wrong)``: how often an answer not counted as abstained is wrong."""
+    em: float | None = None
+    f1: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
 class StrategyScore:
     """One row of the side-by-side table (means per answered question; times in seconds)."""
 
     strategy: str
     questions: int = 0
     failed: int = 0
+    correct: int = 0
+    abstained: int = 0
+    wrong: int = 0
+    wrong_share: float | None = None
+    """``wrong / (correct + wrong)``: how often an answer not counted as abstained is wrong."""
     em: float = 0.0
     f1: float = 0.0
     evidence_recall: float | None = None
@@ -98,9 +134,13 @@ class StrategyScore:
     faithfulness: float | None = None
     relevance: float | None = None
     errors: list[str] = field(default_factory=list)
+    groups: dict[str, GroupScore] = field(default_factory=dict)
+    """Per group of questions (only when the set names groups), in the order they first appear."""
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        out["groups"] = {name: g.to_dict() for name, g in self.groups.items()}
+        return out
 
 
 @dataclass
@@ -125,17 +165,45 @@ def _optional_mean(values: Sequence[float | None]) -> float | None:
     return mean(present) if present else None
 
 
+def row_outcome(row: dict[str, Any]) -> str:
+    """The outcome of a finished row, by the current rules (a resumed row may have been judged by older ones)."""
+    return outcome(row["answers"], row.get("answerable", True), row.get("prediction", ""), row.get("abstained", False))
+
+
+def _counts(score: GroupScore | StrategyScore, rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        kind = row_outcome(row)
+        setattr(score, kind, getattr(score, kind) + 1)
+    score.wrong_share = wrong_share(score.correct, score.wrong)
+
+
 def summarize(strategy: str, rows: list[dict[str, Any]], failed: list[dict[str, Any]]) -> StrategyScore:
-    """The table row of ``strategy`` from its finished rows and its failed ones."""
+    """The table row of ``strategy`` from its finished rows and its failed ones.
+
+    EM and F1 are means over the rows that have them (an unanswerable question has none).
+    """
     score = StrategyScore(strategy, questions=len(rows) + len(failed), failed=len(failed))
     score.errors = sorted(
         {f"{r['id']}: {r['error'].get('code', '')} {r['error'].get('message', '')}"[:200] for r in failed}
     )
+    names = list(dict.fromkeys(r.get("group", "") for r in [*rows, *failed]))
+    if any(names):
+        for name in names:
+            mine = [r for r in rows if r.get("group", "") == name]
+            group = GroupScore(
+                questions=len(mine) + sum(r.get("group", "") == name for r in failed),
+                failed=sum(r.get("group", "") == name for r in failed),
+            )
+            _counts(group, mine)
+            em, f1 = _optional_mean([r.get("em") for r in mine]), _optional_mean([r.get("f1") for r in mine])
+            group.em, group.f1 = (None if em is None else 100 * em), (None if f1 is None else 100 * f1)
+            score.groups[name or "(none)"] = group
     if not rows:
         return score
+    _counts(score, rows)
     times = [r["seconds"] for r in rows]
-    score.em = 100 * mean(r["em"] for r in rows)
-    score.f1 = 100 * mean(r["f1"] for r in rows)
+    score.em = 100 * (_optional_mean([r.get("em") for r in rows]) or 0.0)
+    score.f1 = 100 * (_optional_mean([r.get("f1") for r in rows]) or 0.0)
     score.evidence_recall = _optional_mean([r.get("evidence_recall") for r in rows])
     score.citation_precision = _optional_mean([r.get("citation_precision") for r in rows])
     for name in ("llm_calls", "prompt_tokens", "completion_tokens", "tool_calls"):
@@ -145,6 +213,16 @@ def summarize(strategy: str, rows: list[dict[str, Any]], failed: list[dict[str, 
     score.faithfulness = _optional_mean([r.get("judge", {}).get("faithfulness") for r in rows])
     score.relevance = _optional_mean([r.get("judge", {}).get("relevance") for r in rows])
     return score
+
+
+def _labels(item: QAItem) -> dict[str, Any]:
+    """What a row keeps of the question besides its answers: its group, and that it has no answer."""
+    labels: dict[str, Any] = {}
+    if item.group:
+        labels["group"] = item.group
+    if not item.answerable:
+        labels["answerable"] = False
+    return labels
 
 
 async def _one(
@@ -182,6 +260,7 @@ async def _one(
         "id": item.id,
         "question": item.question,
         "answers": list(item.answers),
+        **_labels(item),
         "seconds": seconds,
     }
     if error is not None or answer is None:
@@ -192,14 +271,22 @@ async def _one(
     retrieved_ids = list(dict.fromkeys([*retrieved, *(h.document_id for h in recorder.hits.values())]))
     cited = [c for c in answer.citations if c.chunk_id or c.quote]
     cited_text = [(recorder.hits[c.chunk_id].text if c.chunk_id in recorder.hits else c.quote) for c in cited]
+    answered = bool(item.answers)
+    # A passage cannot contain "yes" or "no": a yes/no answer's citation is checked against the
+    # question's evidence sentence when the set gives one.
+    cited_golds = [item.evidence] if item.evidence and is_yes_no(item.answers) else list(item.answers)
     row.update(
         prediction=text,
-        em=best_exact_match(scored, item.answers),
-        f1=best_f1(scored, item.answers),
+        abstained=answer.abstained,
+        outcome=outcome(item.answers, item.answerable, text, answer.abstained),
+        em=best_exact_match(scored, item.answers) if answered else None,
+        f1=best_f1(scored, item.answers) if answered else None,
         evidence_recall=(len(set(item.gold_ids) & set(retrieved_ids)) / len(set(item.gold_ids)))
         if item.gold_ids
         else None,
-        citation_precision=mean(contains_answer(t, item.answers) for t in cited_text) if cited_text else None,
+        citation_precision=mean(contains_answer(t, cited_golds) for t in cited_text)
+        if cited_text and cited_golds
+        else None,
         usage={
             "llm_calls": answer.usage.llm_calls,
             "prompt_tokens": answer.usage.prompt_tokens,
@@ -212,6 +299,8 @@ async def _one(
         stop_reason=answer.stop_reason,
         trace=[t for t in trace if t][:5],
     )
+    if is_yes_no(item.answers):
+        row["decision"] = yes_no_of(text)  # what the answer's opening decided (None: nothing)
     if judge is not None:
         row["judge"] = await judge.score(item.question, text, cited_text)
     return row
@@ -283,6 +372,7 @@ async def evaluate_qa(
                     "id": item.id,
                     "question": item.question,
                     "answers": list(item.answers),
+                    **_labels(item),
                     "seconds": 0.0,
                     "error": {"code": type(exc).__name__, "message": str(exc)},
                 }

@@ -3,7 +3,9 @@
 The HTML page embeds its plots as base64 PNG images (``<img src="data:image/png;base64,...">``)
 and its style inline, so it opens offline from a single file. The plots are drawn with
 matplotlib (the ``eval`` extra) on its non-interactive Agg backend: F1 against tokens per
-question for each strategy, and the distribution of wall time per question.
+question for each strategy, and the distribution of wall time per question. A QA report shows
+correct, abstained and wrong answers per strategy, and per group of questions when the set
+names groups.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ from typing import Any
 
 from reasonloop.errors import ConfigError
 
-__all__ = ["markdown_table", "qa_table", "retrieval_table", "routing_tables", "write_html"]
+__all__ = [
+    "markdown_table",
+    "qa_group_table",
+    "qa_table",
+    "qa_tables",
+    "retrieval_table",
+    "routing_tables",
+    "write_html",
+]
 
 
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -43,10 +53,18 @@ def _num(value: float | None, fmt: str = "{:.1f}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
 QA_HEADER = [
     "strategy",
     "n",
     "failed",
+    "correct",
+    "abstained",
+    "wrong",
+    "wrong/answered",
     "EM",
     "F1",
     "evidence R",
@@ -70,6 +88,10 @@ def qa_table(scores: Sequence[Any]) -> str:
             s.strategy,
             s.questions,
             s.failed,
+            s.correct,
+            s.abstained,
+            s.wrong,
+            _share(s.wrong_share),
             _num(s.em),
             _num(s.f1),
             _num(s.evidence_recall, "{:.2f}"),
@@ -86,6 +108,36 @@ def qa_table(scores: Sequence[Any]) -> str:
             row += [_num(s.faithfulness, "{:.2f}"), _num(s.relevance, "{:.2f}")]
         rows.append(row)
     return markdown_table(QA_HEADER + (["faithful", "relevant"] if judged else []), rows)
+
+
+QA_GROUP_HEADER = ["strategy", "group", "n", "failed", "correct", "abstained", "wrong", "wrong/answered", "EM", "F1"]
+
+
+def qa_group_table(scores: Sequence[Any]) -> str:
+    """Correct, abstained and wrong per strategy and group of questions ('' when the set names no groups)."""
+    rows = [
+        [
+            s.strategy,
+            name,
+            g.questions,
+            g.failed,
+            g.correct,
+            g.abstained,
+            g.wrong,
+            _share(g.wrong_share),
+            _num(g.em),
+            _num(g.f1),
+        ]
+        for s in scores
+        for name, g in s.groups.items()
+    ]
+    return markdown_table(QA_GROUP_HEADER, rows) if rows else ""
+
+
+def qa_tables(scores: Sequence[Any]) -> str:
+    """The side-by-side table, then the per-group table when the set names groups."""
+    groups = qa_group_table(scores)
+    return qa_table(scores) + (f"\n\n{groups}" if groups else "")
 
 
 def retrieval_table(report: Any) -> str:
@@ -157,6 +209,9 @@ def _qa_plots(rows: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str]]:
     for strategy, items in rows.items():
         if not items:
             continue
+        items = [r for r in items if r.get("f1") is not None]  # a question without an answer has no F1
+        if not items:
+            continue
         tokens = [r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"] for r in items]
         f1s = [100 * r["f1"] for r in items]
         ax.scatter(tokens, f1s, s=14, alpha=0.35)
@@ -225,6 +280,9 @@ def write_html(path: str | Path, title: str, *, kind: str, report: Any, command:
     sections: list[str] = []
     if kind == "qa":
         sections.append(_html_table(qa_table(report.scores)))
+        groups = qa_group_table(report.scores)
+        if groups:
+            sections.append(f"<h2>Per group of questions</h2>{_html_table(groups)}")
         plots = _qa_plots(report.rows)
     elif kind == "retrieval":
         sections.append(_html_table(retrieval_table(report)))
