@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from reasonloop.agents import Agent
-from reasonloop.cli.ask_cmd import TraceRenderer, consume, parse_sets
+from reasonloop.cli.ask_cmd import QUOTE_CHARS, TraceRenderer, consume, parse_sets, trim_quote
 from reasonloop.errors import ConfigError
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.registry import Registry
@@ -28,6 +28,9 @@ PLUGIN = textwrap.dedent('''
     import asyncio
     import signal
 
+    from reasonloop.events import Citation
+    from reasonloop.reasoning.base import Reasoning
+    from reasonloop.registry import PluginInfo
     from reasonloop.tools.base import tool
 
 
@@ -43,6 +46,23 @@ PLUGIN = textwrap.dedent('''
         signal.raise_signal(signal.SIGINT)
         await asyncio.sleep(3600)
         return "never"
+
+
+    class Cite(Reasoning):
+        """Answers citing a sentence of a PDF page and a long passage of a text file."""
+
+        info = PluginInfo(id="cite", name="Cite", description="Answers with two citations")
+
+        async def stream(self, question):
+            long = " ".join(f"Storm{i} closed the harbour." for i in range(40))
+            yield self.answer(
+                "The keeper logs ships [1] and storms [2].",
+                [
+                    Citation(marker=1, source="docs/harbour.pdf", page=3, quote="The keeper logs\\n every ship.",
+                             start=120, end=146, chunk_start=80, chunk_end=300),
+                    Citation(marker=2, source="notes/storms.md", quote=long),
+                ],
+            )
 ''')
 
 
@@ -55,7 +75,9 @@ def isolated(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "cli_test_tools.py").write_text(PLUGIN, encoding="utf-8")
     (tmp_path / "reasonloop.toml").write_text(
-        '[plugins.paths]\ntool = ["cli_test_tools:lookup", "cli_test_tools:interrupt"]\n', encoding="utf-8"
+        '[plugins.paths]\ntool = ["cli_test_tools:lookup", "cli_test_tools:interrupt"]\n'
+        'reasoning = ["cli_test_tools:Cite"]\n',
+        encoding="utf-8",
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     # Ctrl-C must raise KeyboardInterrupt as in a fresh CLI process, whatever handler an earlier
@@ -177,6 +199,28 @@ def test_chat_keeps_the_conversation(monkeypatch, capsys) -> None:
         "Paris.",
         "Question: How many live there?",
     ]
+
+
+def test_ask_prints_each_citations_quote_under_its_source_and_page(capsys, tmp_path) -> None:
+    code, out, _ = run(capsys, "ask", "q", "-r", "cite", "--llm", script(tmp_path, []))
+    assert code == 0
+    lines = out.splitlines()
+    first = lines.index("  [1] docs/harbour.pdf, p. 3")
+    assert lines[first + 1] == "      “The keeper logs every ship.”"  # the sentence, on one line
+    second = lines.index("  [2] notes/storms.md")
+    shown = " ".join(line.strip() for line in lines[second + 1 : -1])  # wrapped to the terminal's width
+    assert shown.startswith("“Storm0 closed the harbour. Storm1") and shown.endswith(" the…”")  # cut at a word
+    assert all(line.startswith("      ") for line in lines[second + 1 : -1])  # every wrapped line indented
+    assert len(shown) <= QUOTE_CHARS + 2
+
+
+def test_a_quote_is_trimmed_at_a_word_on_one_line() -> None:
+    assert trim_quote("  The keeper\n logs   ships. ") == "The keeper logs ships."
+    long = "word " * 100
+    assert trim_quote(long, 40) == "word word word word word word word word…"
+    assert trim_quote("灯塔看守人记录每一艘船" * 10, 12) == "灯塔看守人记录每一艘船…"  # no spaces: cut at the limit
+    assert trim_quote("A, b, c, d, e, f, g, h, i, j, k, l", 20) == "A, b, c, d, e, f, g…"
+    assert trim_quote("The harbour office keeps them", 24) == "The harbour office…"
 
 
 def test_parse_sets() -> None:

@@ -1,7 +1,8 @@
 """``reasonloop ask`` and ``reasonloop chat``: answer questions with the reasoning trace streamed live.
 
 ``ask`` prints thoughts, tool calls with their arguments, short observations, the answer as
-it streams, its citations and a usage line; ``--json`` prints only the RunResult and
+it streams, its citations (each one's source and page, and under it the sentence it quotes) and a
+usage line; ``--json`` prints only the RunResult and
 ``--events`` one JSON event per line. ``--agent NAME`` runs an agent declared in
 ``[agents.NAME]``; a sub-agent's steps are shown indented under the call that started it.
 ``--user`` / ``--conversation`` say whose feedback (``reasonloop feedback``) guides the run.
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from reasonloop.cli.console import console, err_console, escape
+from reasonloop.cli.console import console, err_console, escape, rich_console
 from reasonloop.cli.llm_cmd import print_local_model_hint
 from reasonloop.cli.root import app, state
 from reasonloop.errors import ConfigError
@@ -35,10 +36,12 @@ if TYPE_CHECKING:
     from reasonloop.events import Answer, ErrorEvent, Event, Usage
     from reasonloop.llm.base import Message
 
-__all__ = ["TraceRenderer", "parse_sets"]
+__all__ = ["TraceRenderer", "parse_sets", "trim_quote"]
 
 OBSERVATION_CHARS = 160
 """How much of an observation the trace shows (one line)."""
+QUOTE_CHARS = 240
+"""How much of a citation's quote (the sentence the answer rests on) is printed under its source."""
 
 
 def parse_sets(pairs: list[str]) -> dict[str, Any]:
@@ -58,6 +61,21 @@ def parse_sets(pairs: list[str]) -> dict[str, Any]:
 def _one_line(text: str, limit: int = OBSERVATION_CHARS) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def trim_quote(text: str, limit: int = QUOTE_CHARS) -> str:
+    """``text`` on one line; when longer than ``limit``, cut to ``limit - 1`` characters and ended
+    with ``…``. A cut inside a word moves back to the space before it when that keeps most of the
+    text (text without spaces, such as Chinese, is cut at the limit)."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    if cut[-1].isalnum() and flat[limit - 1].isalnum():
+        space = cut.rfind(" ")
+        if space > limit * 2 // 3:
+            cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
 
 
 class TraceRenderer:
@@ -133,6 +151,8 @@ class TraceRenderer:
             self._show_usage(event.usage, "error")
 
     def _show_answer(self, answer: Answer) -> None:
+        from rich.text import Text
+
         self.answer = answer
         if self.partial.strip() != answer.text.strip():
             self._end_stream()
@@ -140,11 +160,14 @@ class TraceRenderer:
         else:
             self._end_stream()
         for c in answer.citations:
-            where = c.source + (f", p. {c.page}" if c.page is not None else "")
-            console.print(
-                f"  [blue][{c.marker}][/] {escape(where)} [dim]({escape(c.chunk_id or '')})[/] "
-                f"[dim]{escape(_one_line(c.quote, 80))}[/]"
-            )
+            where = (c.source or c.title or c.document_id or "") + (f", p. {c.page}" if c.page is not None else "")
+            console.print(f"  [blue]\\[{c.marker}][/] {escape(where)}", highlight=False)
+            if c.quote.strip():
+                # Indented under its source, wrapped lines too; printed as text (no markup in it).
+                quote = Text(f"“{trim_quote(c.quote)}”", style="dim")
+                for line in quote.wrap(rich_console(console), max(console.width - 6, 20)):
+                    line.rstrip()
+                    console.print(Text("      ") + line)
         self._show_usage(answer.usage, answer.stop_reason)
 
     def _show_usage(self, u: Usage, stop_reason: str) -> None:
