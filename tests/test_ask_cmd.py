@@ -179,7 +179,7 @@ def test_chat_keeps_the_conversation(monkeypatch, capsys) -> None:
     inputs = iter(["What is the capital of France?", "", "/reset", "How many live there?", "/exit"])
     monkeypatch.setattr("reasonloop.cli.ask_cmd.console.input", lambda prompt="": next(inputs))
     code, out, _ = run(capsys, "chat")
-    assert code == 0 and "Answer: Paris." in out and "conversation forgotten" in out
+    assert code == 0 and "Answer: Paris." in out and "a new conversation starts" in out
     assert [m.role for m in llm.prompts[1]] == ["system", "user"]  # /reset forgot the first turn
     llm2 = ScriptedProvider(replies=["Final Answer: Paris.", "Final Answer: About two million."])
     monkeypatch.setattr("reasonloop.llm.resolve.create_llm", lambda *a, **k: llm2)
@@ -221,6 +221,24 @@ def test_a_quote_is_trimmed_at_a_word_on_one_line() -> None:
     assert trim_quote("灯塔看守人记录每一艘船" * 10, 12) == "灯塔看守人记录每一艘船…"  # no spaces: cut at the limit
     assert trim_quote("A, b, c, d, e, f, g, h, i, j, k, l", 20) == "A, b, c, d, e, f, g…"
     assert trim_quote("The harbour office keeps them", 24) == "The harbour office…"
+
+
+def test_chat_lines_starting_with_a_slash_are_commands_not_questions(monkeypatch, capsys) -> None:
+    llm = ScriptedProvider(replies=["Final Answer: Paris.", "Final Answer: About two million."])
+    monkeypatch.setattr("reasonloop.llm.resolve.create_llm", lambda *a, **k: llm)
+    lines = ["/help", "What is the capital of France?", "/nope at all", "/RESET", "How many live there?", "/quit", "no"]
+    inputs = iter(lines)
+    monkeypatch.setattr("reasonloop.cli.ask_cmd.console.input", lambda prompt="": next(inputs))
+    code, out, _ = run(capsys, "chat", "-r", "react")
+    assert code == 0 and "/help for commands, /quit to leave" in out
+    assert "/help  list these commands" in out and "/quit, /exit  leave (so does Ctrl-D)" in out
+    assert "unknown command /nope; the commands are:" in out
+    assert out.count("/reset  start a new conversation: the history is cleared") == 2  # after /help and /nope
+    assert "a new conversation starts: the history is cleared" in out
+    assert len(llm.prompts) == 2  # only the two questions reached the model; the line after /quit was not read
+    assert not any("/" in m.content for prompt in llm.prompts for m in prompt if m.role == "user")
+    assert [m.role for m in llm.prompts[1]] == ["system", "user"]  # /RESET cleared the history
+    assert next(inputs) == "no"
 
 
 def test_parse_sets() -> None:

@@ -369,6 +369,20 @@ def ask(
         sys.exit(code)  # typer.Exit would be swallowed when the app runs with standalone_mode=False
 
 
+CHAT_COMMANDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("/help",), "list these commands"),
+    (("/reset",), "start a new conversation: the history is cleared"),
+    (("/quit", "/exit"), "leave (so does Ctrl-D)"),
+)
+"""The commands of ``reasonloop chat``: a line starting with ``/`` is one of them, never a question
+(an unknown one is refused with this list and not sent to the model)."""
+
+
+def _chat_help() -> None:
+    for names, what in CHAT_COMMANDS:
+        console.print(f"  [bold]{escape(', '.join(names))}[/]  {escape(what)}", highlight=False)
+
+
 @app.command("chat")
 def chat(
     reasoning: ReasoningOpt = "react",
@@ -381,7 +395,12 @@ def chat(
     user: UserOpt = "",
     conversation: ConversationOpt = "",
 ) -> None:
-    """Talk with your documents; the conversation is kept. /reset forgets it, /exit (or Ctrl-D) leaves."""
+    """Talk with your documents; the conversation is kept.
+
+    A line starting with / is a command, not a question: /help lists the commands, /reset starts
+    a new conversation (the history is cleared), /quit or /exit (or Ctrl-D) leaves. An unknown
+    command is refused and never sent to the model.
+    """
     import asyncio
 
     from reasonloop.agents import AgentResources
@@ -396,7 +415,7 @@ def chat(
             agent = _build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [], agent_name, resources)
             console.print(
                 f"[dim]reasonloop chat · {agent.reasoning_id} · {escape(agent.llm.name)} · "
-                "/reset to forget, /exit to leave[/]"
+                "/help for commands, /quit to leave[/]"
             )
             while True:
                 try:
@@ -406,11 +425,20 @@ def chat(
                     break
                 if not question:
                     continue
-                if question in ("/exit", "/quit"):
-                    break
-                if question == "/reset":
-                    history.clear()
-                    console.print("[dim]conversation forgotten[/]")
+                if question.startswith("/"):
+                    command = question.split()[0].lower()
+                    if command in ("/quit", "/exit"):
+                        break
+                    if command == "/reset":
+                        history.clear()
+                        console.print("[dim]a new conversation starts: the history is cleared[/]")
+                    elif command == "/help":
+                        _chat_help()
+                    else:
+                        console.print(
+                            f"[yellow]unknown command {escape(command)}[/]; the commands are:", highlight=False
+                        )
+                        _chat_help()
                     continue
                 answer, _ = runner.run(
                     consume(agent, question, history, TraceRenderer(), user_id=user, conversation_id=conversation)
