@@ -98,7 +98,7 @@ def script(tmp_path: Path, replies: list) -> str:
 
 def test_ask_streams_the_trace(capsys, tmp_path) -> None:
     code, out, _ = run(
-        capsys, "ask", "What colour is the sky?", "--llm", script(tmp_path, REPLIES), "--tools", "lookup"
+        capsys, "ask", "What colour is the sky?", "-r", "react", "--llm", script(tmp_path, REPLIES), "--tools", "lookup"
     )
     assert code == 0
     lines = out.splitlines()
@@ -111,7 +111,18 @@ def test_ask_streams_the_trace(capsys, tmp_path) -> None:
 
 def test_ask_json_prints_only_the_run_result(capsys, tmp_path) -> None:
     code, out, _ = run(
-        capsys, "ask", "q", "--llm", script(tmp_path, REPLIES), "--tools", "lookup", "--json", "--set", "max_rounds=1"
+        capsys,
+        "ask",
+        "q",
+        "-r",
+        "react",
+        "--llm",
+        script(tmp_path, REPLIES),
+        "--tools",
+        "lookup",
+        "--json",
+        "--set",
+        "max_rounds=1",
     )
     data = json.loads(out)
     assert code == 0 and data["stop_reason"] == "max_rounds"
@@ -126,6 +137,14 @@ def test_ask_events_prints_json_lines(capsys, tmp_path) -> None:
     assert events[0]["reasoning"] == "toolcall"
 
 
+def test_tools_given_to_a_strategy_that_calls_none_are_pointed_out(capsys, tmp_path) -> None:
+    code, out, err = run(capsys, "ask", "hello", "--llm", script(tmp_path, ["Hello!"]), "--tools", "lookup")
+    assert code == 0 and "Answer: Hello!" in out
+    assert "note: qa calls no tools, so --tools is not used" in " ".join(err.split())
+    code, _, err = run(capsys, "ask", "q", "-r", "react", "--llm", script(tmp_path, REPLIES), "--tools", "lookup")
+    assert code == 0 and "calls no tools" not in err
+
+
 def test_ask_errors_are_one_line_with_a_code(capsys, tmp_path) -> None:
     code, _, err = run(capsys, "ask", "q", "--llm", script(tmp_path, REPLIES), "--tools", "nosuch")
     assert code == 1 and "plugin.not_found" in err
@@ -133,7 +152,7 @@ def test_ask_errors_are_one_line_with_a_code(capsys, tmp_path) -> None:
     assert code == 1 and "config.invalid" in err and "no knowledge base" in err
     code, _, err = run(capsys, "ask", "q", "--llm", script(tmp_path, REPLIES), "--set", "bogus=1")
     assert code == 1 and "bogus" in err
-    code, _, err = run(capsys, "ask", "q", "--llm", script(tmp_path, []))
+    code, _, err = run(capsys, "ask", "q", "-r", "react", "--llm", script(tmp_path, []))
     assert code == 1 and "llm.script_exhausted" in err
 
 
@@ -178,7 +197,7 @@ def test_chat_keeps_the_conversation(monkeypatch, capsys) -> None:
     monkeypatch.setattr("reasonloop.llm.resolve.create_llm", lambda *a, **k: llm)
     inputs = iter(["What is the capital of France?", "", "/reset", "How many live there?", "/exit"])
     monkeypatch.setattr("reasonloop.cli.ask_cmd.console.input", lambda prompt="": next(inputs))
-    code, out, _ = run(capsys, "chat")
+    code, out, _ = run(capsys, "chat", "-r", "react")
     assert code == 0 and "Answer: Paris." in out and "a new conversation starts" in out
     assert [m.role for m in llm.prompts[1]] == ["system", "user"]  # /reset forgot the first turn
     llm2 = ScriptedProvider(replies=["Final Answer: Paris.", "Final Answer: About two million."])
@@ -192,7 +211,7 @@ def test_chat_keeps_the_conversation(monkeypatch, capsys) -> None:
             raise EOFError from None
 
     monkeypatch.setattr("reasonloop.cli.ask_cmd.console.input", ask_or_eof)
-    code, out, _ = run(capsys, "chat")
+    code, out, _ = run(capsys, "chat", "-r", "react")
     assert code == 0
     assert [m.content for m in llm2.prompts[1][1:]] == [
         "What is the capital of France?",
@@ -262,7 +281,7 @@ def test_text_streamed_before_tool_calls_is_not_taken_for_the_answer(capsys, tmp
 
 def test_a_failed_run_still_shows_what_it_consumed(capsys, tmp_path) -> None:
     # The first reply calls a tool; the script then runs out: the run fails after one real call.
-    code, out, err = run(capsys, "ask", "q", "--llm", script(tmp_path, REPLIES[:1]), "--tools", "lookup")
+    code, out, err = run(capsys, "ask", "q", "-r", "react", "--llm", script(tmp_path, REPLIES[:1]), "--tools", "lookup")
     assert code == 1 and "llm.script_exhausted" in err
     usage = out.splitlines()[-1]
     assert "2 LLM calls" in usage and "1 tool calls" in usage and "error" in usage

@@ -1,5 +1,5 @@
 """A citation in headless Chromium: its passage with exactly the quoted sentence marked, the page
-image of a PDF with the quote highlighted, and the fallbacks.
+image of a PDF with the quote highlighted, the fallbacks, and the default strategy.
 
 The answers come from the ``quote_sentence`` test strategy (tests/webui/scripted.py), which cites
 one sentence with its offsets as an answer does, so these tests do not depend on how the built-in
@@ -15,6 +15,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from reasonloop.defaults import DEFAULT_REASONING
 from tests.kb.documents import text_pdf
 from tests.webui.harness import EXPECT_TIMEOUT_MS, Server, screenshot_dir
 
@@ -82,6 +83,10 @@ def cite(page: Page, word: str):
 def page_text(image_url: str) -> str:
     """The text of the page whose image ``image_url`` is."""
     return httpx.get(image_url.split("/image", 1)[0], timeout=30).json()["text"]
+
+
+def test_the_web_ui_starts_on_the_default_strategy(page):
+    assert page.locator("#strategy").input_value() == f"reasoning:{DEFAULT_REASONING}"
 
 
 def test_a_citation_shows_its_passage_with_exactly_the_quoted_sentence_marked(page):

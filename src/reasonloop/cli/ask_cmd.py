@@ -27,6 +27,7 @@ import typer
 from reasonloop.cli.console import console, err_console, escape, rich_console
 from reasonloop.cli.llm_cmd import print_local_model_hint
 from reasonloop.cli.root import app, state
+from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.errors import ConfigError
 
 # asyncio, the agent stack, the events and the model types are imported where a run starts:
@@ -239,6 +240,11 @@ def _build_agent(
             feedback=resources.feedback_store(state.settings),
             feedback_recent=state.settings.tools.feedback.recent,
         )
+        if tool_ids and not agent.strategy.uses_tools:
+            err_console.print(
+                f"[yellow]note:[/] {escape(agent.reasoning_id)} calls no tools, so --tools is not used; "
+                "choose one that does with --reasoning react, toolcall or rewoo"
+            )
     if agent.llm.id == "local":
         print_local_model_hint()
     return agent
@@ -325,7 +331,7 @@ ConversationOpt = Annotated[str, typer.Option("--conversation", help="Conversati
 @app.command("ask")
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
-    reasoning: ReasoningOpt = "react",
+    reasoning: ReasoningOpt = DEFAULT_REASONING,
     llm_spec: LLMOpt = None,
     tools: ToolsOpt = None,
     kb_dir: KBOpt = None,
@@ -385,7 +391,7 @@ def _chat_help() -> None:
 
 @app.command("chat")
 def chat(
-    reasoning: ReasoningOpt = "react",
+    reasoning: ReasoningOpt = DEFAULT_REASONING,
     llm_spec: LLMOpt = None,
     tools: ToolsOpt = None,
     kb_dir: KBOpt = None,
