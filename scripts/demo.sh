@@ -33,4 +33,4 @@ shift || true
 echo "== reasonloop ingest docs/ (its Markdown pages; the screenshots beside them would need OCR)"
 "$VENV/bin/reasonloop" ingest docs --include '*.md'
 echo "== reasonloop ask"
-exec "$VENV/bin/reasonloop" ask "$question" --reasoning qa "$@"
+exec "$VENV/bin/reasonloop" ask "$question" "$@"

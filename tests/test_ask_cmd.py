@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from reasonloop.agents import Agent
-from reasonloop.cli.ask_cmd import TraceRenderer, consume, parse_sets
+from reasonloop.cli.ask_cmd import QUOTE_CHARS, TraceRenderer, consume, parse_sets, trim_quote
 from reasonloop.errors import ConfigError
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.registry import Registry
@@ -28,6 +28,9 @@ PLUGIN = textwrap.dedent('''
     import asyncio
     import signal
 
+    from reasonloop.events import Citation
+    from reasonloop.reasoning.base import Reasoning
+    from reasonloop.registry import PluginInfo
     from reasonloop.tools.base import tool
 
 
@@ -43,6 +46,23 @@ PLUGIN = textwrap.dedent('''
         signal.raise_signal(signal.SIGINT)
         await asyncio.sleep(3600)
         return "never"
+
+
+    class Cite(Reasoning):
+        """Answers citing a sentence of a PDF page and a long passage of a text file."""
+
+        info = PluginInfo(id="cite", name="Cite", description="Answers with two citations")
+
+        async def stream(self, question):
+            long = " ".join(f"Storm{i} closed the harbour." for i in range(40))
+            yield self.answer(
+                "The keeper logs ships [1] and storms [2].",
+                [
+                    Citation(marker=1, source="docs/harbour.pdf", page=3, quote="The keeper logs\\n every ship.",
+                             start=120, end=146, chunk_start=80, chunk_end=300),
+                    Citation(marker=2, source="notes/storms.md", quote=long),
+                ],
+            )
 ''')
 
 
@@ -55,7 +75,9 @@ def isolated(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "cli_test_tools.py").write_text(PLUGIN, encoding="utf-8")
     (tmp_path / "reasonloop.toml").write_text(
-        '[plugins.paths]\ntool = ["cli_test_tools:lookup", "cli_test_tools:interrupt"]\n', encoding="utf-8"
+        '[plugins.paths]\ntool = ["cli_test_tools:lookup", "cli_test_tools:interrupt"]\n'
+        'reasoning = ["cli_test_tools:Cite"]\n',
+        encoding="utf-8",
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     # Ctrl-C must raise KeyboardInterrupt as in a fresh CLI process, whatever handler an earlier
@@ -76,7 +98,7 @@ def script(tmp_path: Path, replies: list) -> str:
 
 def test_ask_streams_the_trace(capsys, tmp_path) -> None:
     code, out, _ = run(
-        capsys, "ask", "What colour is the sky?", "--llm", script(tmp_path, REPLIES), "--tools", "lookup"
+        capsys, "ask", "What colour is the sky?", "-r", "react", "--llm", script(tmp_path, REPLIES), "--tools", "lookup"
     )
     assert code == 0
     lines = out.splitlines()
@@ -89,7 +111,18 @@ def test_ask_streams_the_trace(capsys, tmp_path) -> None:
 
 def test_ask_json_prints_only_the_run_result(capsys, tmp_path) -> None:
     code, out, _ = run(
-        capsys, "ask", "q", "--llm", script(tmp_path, REPLIES), "--tools", "lookup", "--json", "--set", "max_rounds=1"
+        capsys,
+        "ask",
+        "q",
+        "-r",
+        "react",
+        "--llm",
+        script(tmp_path, REPLIES),
+        "--tools",
+        "lookup",
+        "--json",
+        "--set",
+        "max_rounds=1",
     )
     data = json.loads(out)
     assert code == 0 and data["stop_reason"] == "max_rounds"
@@ -104,6 +137,14 @@ def test_ask_events_prints_json_lines(capsys, tmp_path) -> None:
     assert events[0]["reasoning"] == "toolcall"
 
 
+def test_tools_given_to_a_strategy_that_calls_none_are_pointed_out(capsys, tmp_path) -> None:
+    code, out, err = run(capsys, "ask", "hello", "--llm", script(tmp_path, ["Hello!"]), "--tools", "lookup")
+    assert code == 0 and "Answer: Hello!" in out
+    assert "note: qa calls no tools, so --tools is not used" in " ".join(err.split())
+    code, _, err = run(capsys, "ask", "q", "-r", "react", "--llm", script(tmp_path, REPLIES), "--tools", "lookup")
+    assert code == 0 and "calls no tools" not in err
+
+
 def test_ask_errors_are_one_line_with_a_code(capsys, tmp_path) -> None:
     code, _, err = run(capsys, "ask", "q", "--llm", script(tmp_path, REPLIES), "--tools", "nosuch")
     assert code == 1 and "plugin.not_found" in err
@@ -111,7 +152,7 @@ def test_ask_errors_are_one_line_with_a_code(capsys, tmp_path) -> None:
     assert code == 1 and "config.invalid" in err and "no knowledge base" in err
     code, _, err = run(capsys, "ask", "q", "--llm", script(tmp_path, REPLIES), "--set", "bogus=1")
     assert code == 1 and "bogus" in err
-    code, _, err = run(capsys, "ask", "q", "--llm", script(tmp_path, []))
+    code, _, err = run(capsys, "ask", "q", "-r", "react", "--llm", script(tmp_path, []))
     assert code == 1 and "llm.script_exhausted" in err
 
 
@@ -156,8 +197,8 @@ def test_chat_keeps_the_conversation(monkeypatch, capsys) -> None:
     monkeypatch.setattr("reasonloop.llm.resolve.create_llm", lambda *a, **k: llm)
     inputs = iter(["What is the capital of France?", "", "/reset", "How many live there?", "/exit"])
     monkeypatch.setattr("reasonloop.cli.ask_cmd.console.input", lambda prompt="": next(inputs))
-    code, out, _ = run(capsys, "chat")
-    assert code == 0 and "Answer: Paris." in out and "conversation forgotten" in out
+    code, out, _ = run(capsys, "chat", "-r", "react")
+    assert code == 0 and "Answer: Paris." in out and "a new conversation starts" in out
     assert [m.role for m in llm.prompts[1]] == ["system", "user"]  # /reset forgot the first turn
     llm2 = ScriptedProvider(replies=["Final Answer: Paris.", "Final Answer: About two million."])
     monkeypatch.setattr("reasonloop.llm.resolve.create_llm", lambda *a, **k: llm2)
@@ -170,13 +211,53 @@ def test_chat_keeps_the_conversation(monkeypatch, capsys) -> None:
             raise EOFError from None
 
     monkeypatch.setattr("reasonloop.cli.ask_cmd.console.input", ask_or_eof)
-    code, out, _ = run(capsys, "chat")
+    code, out, _ = run(capsys, "chat", "-r", "react")
     assert code == 0
     assert [m.content for m in llm2.prompts[1][1:]] == [
         "What is the capital of France?",
         "Paris.",
         "Question: How many live there?",
     ]
+
+
+def test_ask_prints_each_citations_quote_under_its_source_and_page(capsys, tmp_path) -> None:
+    code, out, _ = run(capsys, "ask", "q", "-r", "cite", "--llm", script(tmp_path, []))
+    assert code == 0
+    lines = out.splitlines()
+    first = lines.index("  [1] docs/harbour.pdf, p. 3")
+    assert lines[first + 1] == "      “The keeper logs every ship.”"  # the sentence, on one line
+    second = lines.index("  [2] notes/storms.md")
+    shown = " ".join(line.strip() for line in lines[second + 1 : -1])  # wrapped to the terminal's width
+    assert shown.startswith("“Storm0 closed the harbour. Storm1") and shown.endswith(" the…”")  # cut at a word
+    assert all(line.startswith("      ") for line in lines[second + 1 : -1])  # every wrapped line indented
+    assert len(shown) <= QUOTE_CHARS + 2
+
+
+def test_a_quote_is_trimmed_at_a_word_on_one_line() -> None:
+    assert trim_quote("  The keeper\n logs   ships. ") == "The keeper logs ships."
+    long = "word " * 100
+    assert trim_quote(long, 40) == "word word word word word word word word…"
+    assert trim_quote("灯塔看守人记录每一艘船" * 10, 12) == "灯塔看守人记录每一艘船…"  # no spaces: cut at the limit
+    assert trim_quote("A, b, c, d, e, f, g, h, i, j, k, l", 20) == "A, b, c, d, e, f, g…"
+    assert trim_quote("The harbour office keeps them", 24) == "The harbour office…"
+
+
+def test_chat_lines_starting_with_a_slash_are_commands_not_questions(monkeypatch, capsys) -> None:
+    llm = ScriptedProvider(replies=["Final Answer: Paris.", "Final Answer: About two million."])
+    monkeypatch.setattr("reasonloop.llm.resolve.create_llm", lambda *a, **k: llm)
+    lines = ["/help", "What is the capital of France?", "/nope at all", "/RESET", "How many live there?", "/quit", "no"]
+    inputs = iter(lines)
+    monkeypatch.setattr("reasonloop.cli.ask_cmd.console.input", lambda prompt="": next(inputs))
+    code, out, _ = run(capsys, "chat", "-r", "react")
+    assert code == 0 and "/help for commands, /quit to leave" in out
+    assert "/help  list these commands" in out and "/quit, /exit  leave (so does Ctrl-D)" in out
+    assert "unknown command /nope; the commands are:" in out
+    assert out.count("/reset  start a new conversation: the history is cleared") == 2  # after /help and /nope
+    assert "a new conversation starts: the history is cleared" in out
+    assert len(llm.prompts) == 2  # only the two questions reached the model; the line after /quit was not read
+    assert not any("/" in m.content for prompt in llm.prompts for m in prompt if m.role == "user")
+    assert [m.role for m in llm.prompts[1]] == ["system", "user"]  # /RESET cleared the history
+    assert next(inputs) == "no"
 
 
 def test_parse_sets() -> None:
@@ -200,7 +281,7 @@ def test_text_streamed_before_tool_calls_is_not_taken_for_the_answer(capsys, tmp
 
 def test_a_failed_run_still_shows_what_it_consumed(capsys, tmp_path) -> None:
     # The first reply calls a tool; the script then runs out: the run fails after one real call.
-    code, out, err = run(capsys, "ask", "q", "--llm", script(tmp_path, REPLIES[:1]), "--tools", "lookup")
+    code, out, err = run(capsys, "ask", "q", "-r", "react", "--llm", script(tmp_path, REPLIES[:1]), "--tools", "lookup")
     assert code == 1 and "llm.script_exhausted" in err
     usage = out.splitlines()[-1]
     assert "2 LLM calls" in usage and "1 tool calls" in usage and "error" in usage

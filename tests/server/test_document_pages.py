@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import io
+import math
 import os
 
 import httpx
 import pytest
 
 from reasonloop.config import APIKeySettings
+from reasonloop.kb.loaders.pdf import fit_scale
 from reasonloop.server import create_app
 from reasonloop.server.auth import hash_key
+from reasonloop.server.pages_routes import MAX_PIXELS
 from tests.kb import documents as make
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
@@ -115,3 +118,62 @@ async def test_bad_pages_and_spans_are_clear_errors(client):
     assert outside.status_code == 422 and "outside the page" in outside.json()["error"]["message"]
     assert (await http.get(f"{base}/0", headers=A)).status_code == 422
     assert (await http.get(f"{base}/1", params={"start": 9, "end": 3}, headers=A)).status_code == 422
+    for span in ({"start": 5, "end": 10_000}, {"start": 9, "end": 3}, {"start": -1, "end": 3}):
+        image = await http.get(f"{base}/1/image", params=span, headers=A)
+        assert image.status_code == 422 and image.headers["content-type"] == "application/json", span
+    outside = await http.get(f"{base}/1/image", params={"start": 5, "end": 10_000}, headers=A)
+    assert "outside the page" in outside.json()["error"]["message"]
+    assert (await http.get(f"{base}/1/image", params={"scale": 5}, headers=A)).status_code == 422
+
+
+def poster_pdf(side: float, line: str) -> bytes:
+    """One square page ``side`` PDF units wide, ``line`` in large type near its top-left corner."""
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    c = canvas.Canvas(buf, pagesize=(side, side))
+    c.setFont("Helvetica", 400)
+    c.drawString(300, side - 800, line)
+    c.showPage()
+    c.save()
+    return buf.getvalue()
+
+
+async def test_a_huge_page_renders_within_the_pixel_limit_with_its_span_in_place(client):
+    import numpy as np
+    from PIL import Image
+
+    http, _ = client
+    line = "Harbour poster"
+    up = await http.post(
+        "/v1/kb/documents", files=[("files", ("poster.pdf", poster_pdf(14_400, line), "application/pdf"))], headers=A
+    )
+    assert up.status_code == 201, up.text
+    poster = next(d["id"] for d in (await http.get("/v1/kb/documents", headers=A)).json() if "poster" in d["source"])
+    text = (await http.get(f"/v1/documents/{poster}/pages/1", headers=A)).json()["text"]
+    start = text.index(line)
+    r = await http.get(
+        f"/v1/documents/{poster}/pages/1/image",
+        params={"scale": 4, "start": start, "end": start + len(line)},
+        headers=A,
+    )
+    assert r.status_code == 200 and r.headers["content-type"] == "image/png"
+    image = Image.open(io.BytesIO(r.content)).convert("RGB")
+    # 14,400 units a side at scale 4 would be 57,600 pixels a side, 3.3 billion pixels.
+    assert image.width * image.height <= MAX_PIXELS
+    assert image.width == image.height and image.width * image.height > 0.95 * MAX_PIXELS
+    pixels = np.asarray(image).astype(int)
+    yellow = (pixels[..., 0] > 200) & (pixels[..., 1] > 200) & (pixels[..., 2] < 200)
+    ys, xs = np.nonzero(yellow)
+    assert len(ys)  # the span is highlighted, where the line is: near the top-left corner
+    assert xs.min() >= 0.015 * image.width and xs.max() < 0.5 * image.width
+    assert ys.min() >= 0.01 * image.height and ys.max() < 0.1 * image.height
+
+
+def test_a_page_is_rendered_at_its_scale_unless_that_makes_too_many_pixels():
+    assert fit_scale(4, 595.28, 841.89, MAX_PIXELS) == 4  # an A4 page at the largest scale
+    assert fit_scale(4, 612, 792, MAX_PIXELS) == 4  # US Letter
+    for width, height in ((14_400, 14_400), (14_400, 200), (3, 14_400)):
+        scale = fit_scale(4, width, height, MAX_PIXELS)
+        pixels = math.ceil(width * scale) * math.ceil(height * scale)
+        assert 0.95 * MAX_PIXELS < pixels <= MAX_PIXELS or scale == 4, (width, height, scale)

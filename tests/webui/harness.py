@@ -76,6 +76,7 @@ max_upload_bytes = 20000
 [plugins.paths]
 llm = ["tests.webui.scripted:QuestionScript"]
 tool = ["tests.webui.scripted:SlowLookup", "tests.webui.scripted:StuckLookup"]
+reasoning = ["tests.webui.scripted:QuoteSentence"]
 
 [agents.planner]
 description = "Plans lookups and runs them in parallel"
@@ -173,11 +174,14 @@ class Server:
         self.stop()
         self.start()
 
-    def ingest(self, files: dict[str, str], key: str | None = None) -> None:
+    def ingest(self, files: dict[str, str | bytes], key: str | None = None) -> None:
+        """Upload each file (text, or the bytes of a PDF)."""
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         with httpx.Client(base_url=self.url, timeout=120, headers=headers) as http:
-            for name, text in files.items():
-                r = http.post("/v1/kb/documents", files={"files": (name, text.encode(), "text/plain")})
+            for name, content in files.items():
+                kind = "application/pdf" if name.endswith(".pdf") else "text/plain"
+                data = content.encode() if isinstance(content, str) else content
+                r = http.post("/v1/kb/documents", files={"files": (name, data, kind)})
                 r.raise_for_status()
 
 

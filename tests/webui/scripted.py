@@ -1,4 +1,5 @@
-"""Plugins a test server loads by dotted path: a model that answers by question, and a slow tool.
+"""Plugins a test server loads by dotted path: a model that answers by question, slow tools, and
+a strategy that cites one sentence as an answer does.
 
 :class:`QuestionScript` reads ``[llm] model``, a JSON file of scenarios::
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -22,8 +24,10 @@ from pydantic import BaseModel
 
 from reasonloop.config import LLMSettings
 from reasonloop.errors import LLMBadResponse
+from reasonloop.events import Event
 from reasonloop.llm.base import ChatRequest, LLMChunk
 from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.reasoning.base import Reasoning
 from reasonloop.registry import PluginInfo
 from reasonloop.tools.base import Tool, ToolContext
 
@@ -104,3 +108,39 @@ class StuckLookup(SlowLookup):
     async def run(self, params: LookupParams, ctx: ToolContext) -> str:
         await asyncio.sleep(30)
         return "never"
+
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
+
+
+class QuoteSentence(Reasoning):
+    """Answers with the sentence of the best passage that holds the question's last word, cited as
+    an answer cites it: the quote's offsets in its page's text, inside its passage's. No model call,
+    so the citation does not depend on how the built-in strategies pick their sentences."""
+
+    info: ClassVar[PluginInfo] = PluginInfo(
+        id="quote_sentence", name="Quote a sentence", description="Cites one sentence of a passage (browser tests)"
+    )
+
+    async def stream(self, question: str) -> AsyncIterator[Event]:
+        word = question.split()[-1]
+        hits = [h for r in self.ctx.retrievers for h in await r.search(word, top_k=5) if word in h.text]
+        if not hits:
+            yield self.answer(f"Nothing holds {word!r}.")
+            return
+        hit = hits[0]
+        at = hit.text.index(word)
+        begin = max((m.end() for m in SENTENCE_END.finditer(hit.text, 0, at)), default=0)
+        end = next((m.start() for m in SENTENCE_END.finditer(hit.text, at)), len(hit.text))
+        sentence = hit.text[begin:end]
+        chunk = hit.metadata["start"]
+        citation = hit.citation(1).model_copy(
+            update={
+                "quote": sentence,
+                "start": chunk + begin,
+                "end": chunk + end,
+                "chunk_start": chunk,
+                "chunk_end": hit.metadata["end"],
+            }
+        )
+        yield self.answer(f"{sentence} [1]", [citation])

@@ -230,6 +230,7 @@ def test_clicking_a_citation_shows_the_passage_with_the_quote_highlighted(page):
     dialog = page.locator("#cite-dialog")
     expect(dialog).to_be_visible()
     expect(dialog.locator("#cite-title")).to_have_text("lighthouse")
+    expect(dialog.locator("#cite-passage")).to_have_attribute("data-shows", "passage")
     mark = dialog.locator("mark.quote")
     expect(mark).to_contain_text(QUOTE_START)
     passage = dialog.locator("#cite-passage").inner_text()

@@ -44,6 +44,7 @@ from reasonloop.agents.toolbox import (
     stats_sources,
     toolbox,
 )
+from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.errors import ReasonLoopError, RunError
 from reasonloop.events import (
     Answer,
@@ -85,7 +86,10 @@ class Agent:
 
     Args:
         reasoning: Strategy id (``qa``, ``decompose``, ``react``, ``toolcall``, ``rewoo`` or a
-            plugin's) or a :class:`Reasoning` subclass.
+            plugin's) or a :class:`Reasoning` subclass; by default
+            :data:`~reasonloop.defaults.DEFAULT_REASONING` (``qa``), as on every other surface.
+            ``qa`` calls no tools: give a tool-using strategy (``react``, ``toolcall``, ``rewoo``)
+            with ``tools``.
         llm: An LLM, a ``provider:model`` spec, or ``None`` for the configured one (resolved
             on first use).
         kb: A knowledge base (anything with ``retriever()``), a retriever, or a list of them.
@@ -114,7 +118,7 @@ class Agent:
 
     def __init__(
         self,
-        reasoning: str | type[Reasoning] = "react",
+        reasoning: str | type[Reasoning] = DEFAULT_REASONING,
         llm: LLM | str | None = None,
         kb: Any = None,
         tools: Sequence[Tool | str | Agent | ToolSource] | None = None,

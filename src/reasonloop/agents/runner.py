@@ -21,6 +21,7 @@ from reasonloop.agents.agent import Agent
 from reasonloop.agents.declared import declared_agents
 from reasonloop.agents.resources import AgentResources
 from reasonloop.config import Settings
+from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.errors import KBUnavailable, LLMNotConfigured, PluginNotFound, RequestInvalid
 from reasonloop.events import Event, Usage
 from reasonloop.llm.base import LLM
@@ -28,9 +29,6 @@ from reasonloop.registry import Registry, resolve
 from reasonloop.runs.models import RunRequest
 
 __all__ = ["DEFAULT_REASONING", "AgentRunner"]
-
-DEFAULT_REASONING = "qa"
-"""Strategy used when a request names none: retrieval-QA answers in one LLM call."""
 
 
 class AgentRunner:

@@ -1,7 +1,8 @@
 """``reasonloop ask`` and ``reasonloop chat``: answer questions with the reasoning trace streamed live.
 
 ``ask`` prints thoughts, tool calls with their arguments, short observations, the answer as
-it streams, its citations and a usage line; ``--json`` prints only the RunResult and
+it streams, its citations (each one's source and page, and under it the sentence it quotes) and a
+usage line; ``--json`` prints only the RunResult and
 ``--events`` one JSON event per line. ``--agent NAME`` runs an agent declared in
 ``[agents.NAME]``; a sub-agent's steps are shown indented under the call that started it.
 ``--user`` / ``--conversation`` say whose feedback (``reasonloop feedback``) guides the run.
@@ -23,9 +24,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from reasonloop.cli.console import console, err_console, escape
+from reasonloop.cli.console import console, err_console, escape, rich_console
 from reasonloop.cli.llm_cmd import print_local_model_hint
 from reasonloop.cli.root import app, state
+from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.errors import ConfigError
 
 # asyncio, the agent stack, the events and the model types are imported where a run starts:
@@ -35,10 +37,12 @@ if TYPE_CHECKING:
     from reasonloop.events import Answer, ErrorEvent, Event, Usage
     from reasonloop.llm.base import Message
 
-__all__ = ["TraceRenderer", "parse_sets"]
+__all__ = ["TraceRenderer", "parse_sets", "trim_quote"]
 
 OBSERVATION_CHARS = 160
 """How much of an observation the trace shows (one line)."""
+QUOTE_CHARS = 240
+"""How much of a citation's quote (the sentence the answer rests on) is printed under its source."""
 
 
 def parse_sets(pairs: list[str]) -> dict[str, Any]:
@@ -58,6 +62,21 @@ def parse_sets(pairs: list[str]) -> dict[str, Any]:
 def _one_line(text: str, limit: int = OBSERVATION_CHARS) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def trim_quote(text: str, limit: int = QUOTE_CHARS) -> str:
+    """``text`` on one line; when longer than ``limit``, cut to ``limit - 1`` characters and ended
+    with ``…``. A cut inside a word moves back to the space before it when that keeps most of the
+    text (text without spaces, such as Chinese, is cut at the limit)."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    if cut[-1].isalnum() and flat[limit - 1].isalnum():
+        space = cut.rfind(" ")
+        if space > limit * 2 // 3:
+            cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
 
 
 class TraceRenderer:
@@ -133,6 +152,8 @@ class TraceRenderer:
             self._show_usage(event.usage, "error")
 
     def _show_answer(self, answer: Answer) -> None:
+        from rich.text import Text
+
         self.answer = answer
         if self.partial.strip() != answer.text.strip():
             self._end_stream()
@@ -140,11 +161,14 @@ class TraceRenderer:
         else:
             self._end_stream()
         for c in answer.citations:
-            where = c.source + (f", p. {c.page}" if c.page is not None else "")
-            console.print(
-                f"  [blue][{c.marker}][/] {escape(where)} [dim]({escape(c.chunk_id or '')})[/] "
-                f"[dim]{escape(_one_line(c.quote, 80))}[/]"
-            )
+            where = (c.source or c.title or c.document_id or "") + (f", p. {c.page}" if c.page is not None else "")
+            console.print(f"  [blue]\\[{c.marker}][/] {escape(where)}", highlight=False)
+            if c.quote.strip():
+                # Indented under its source, wrapped lines too; printed as text (no markup in it).
+                quote = Text(f"“{trim_quote(c.quote)}”", style="dim")
+                for line in quote.wrap(rich_console(console), max(console.width - 6, 20)):
+                    line.rstrip()
+                    console.print(Text("      ") + line)
         self._show_usage(answer.usage, answer.stop_reason)
 
     def _show_usage(self, u: Usage, stop_reason: str) -> None:
@@ -216,6 +240,11 @@ def _build_agent(
             feedback=resources.feedback_store(state.settings),
             feedback_recent=state.settings.tools.feedback.recent,
         )
+        if tool_ids and not agent.strategy.uses_tools:
+            err_console.print(
+                f"[yellow]note:[/] {escape(agent.reasoning_id)} calls no tools, so --tools is not used; "
+                "choose one that does with --reasoning react, toolcall or rewoo"
+            )
     if agent.llm.id == "local":
         print_local_model_hint()
     return agent
@@ -302,7 +331,7 @@ ConversationOpt = Annotated[str, typer.Option("--conversation", help="Conversati
 @app.command("ask")
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
-    reasoning: ReasoningOpt = "react",
+    reasoning: ReasoningOpt = DEFAULT_REASONING,
     llm_spec: LLMOpt = None,
     tools: ToolsOpt = None,
     kb_dir: KBOpt = None,
@@ -346,9 +375,23 @@ def ask(
         sys.exit(code)  # typer.Exit would be swallowed when the app runs with standalone_mode=False
 
 
+CHAT_COMMANDS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("/help",), "list these commands"),
+    (("/reset",), "start a new conversation: the history is cleared"),
+    (("/quit", "/exit"), "leave (so does Ctrl-D)"),
+)
+"""The commands of ``reasonloop chat``: a line starting with ``/`` is one of them, never a question
+(an unknown one is refused with this list and not sent to the model)."""
+
+
+def _chat_help() -> None:
+    for names, what in CHAT_COMMANDS:
+        console.print(f"  [bold]{escape(', '.join(names))}[/]  {escape(what)}", highlight=False)
+
+
 @app.command("chat")
 def chat(
-    reasoning: ReasoningOpt = "react",
+    reasoning: ReasoningOpt = DEFAULT_REASONING,
     llm_spec: LLMOpt = None,
     tools: ToolsOpt = None,
     kb_dir: KBOpt = None,
@@ -358,7 +401,12 @@ def chat(
     user: UserOpt = "",
     conversation: ConversationOpt = "",
 ) -> None:
-    """Talk with your documents; the conversation is kept. /reset forgets it, /exit (or Ctrl-D) leaves."""
+    """Talk with your documents; the conversation is kept.
+
+    A line starting with / is a command, not a question: /help lists the commands, /reset starts
+    a new conversation (the history is cleared), /quit or /exit (or Ctrl-D) leaves. An unknown
+    command is refused and never sent to the model.
+    """
     import asyncio
 
     from reasonloop.agents import AgentResources
@@ -373,7 +421,7 @@ def chat(
             agent = _build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [], agent_name, resources)
             console.print(
                 f"[dim]reasonloop chat · {agent.reasoning_id} · {escape(agent.llm.name)} · "
-                "/reset to forget, /exit to leave[/]"
+                "/help for commands, /quit to leave[/]"
             )
             while True:
                 try:
@@ -383,11 +431,20 @@ def chat(
                     break
                 if not question:
                     continue
-                if question in ("/exit", "/quit"):
-                    break
-                if question == "/reset":
-                    history.clear()
-                    console.print("[dim]conversation forgotten[/]")
+                if question.startswith("/"):
+                    command = question.split()[0].lower()
+                    if command in ("/quit", "/exit"):
+                        break
+                    if command == "/reset":
+                        history.clear()
+                        console.print("[dim]a new conversation starts: the history is cleared[/]")
+                    elif command == "/help":
+                        _chat_help()
+                    else:
+                        console.print(
+                            f"[yellow]unknown command {escape(command)}[/]; the commands are:", highlight=False
+                        )
+                        _chat_help()
                     continue
                 answer, _ = runner.run(
                     consume(agent, question, history, TraceRenderer(), user_id=user, conversation_id=conversation)

@@ -1,9 +1,10 @@
 """Catalogs: the reasoning strategies, tools and agents a client can choose, with settings schemas.
 
-A web UI renders each plugin's settings form from ``settings_schema`` (JSON Schema). Plugins
-that fail to load are listed with their error rather than hidden. The tools of configured MCP
-servers are listed too, each with its ``server`` and that server's ``status``; a server that
-offers none is one entry, ``mcp:SERVER``, with its error.
+A web UI renders each plugin's settings form from ``settings_schema`` (JSON Schema), and selects
+the strategy marked ``default`` until its user picks another. Plugins that fail to load are listed
+with their error rather than hidden. The tools of configured MCP servers are listed too, each with
+its ``server`` and that server's ``status``; a server that offers none is one entry,
+``mcp:SERVER``, with its error.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 
+from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.errors import ReasonLoopError
 from reasonloop.registry import PluginEntry, PluginInfo, resolve
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
 
-__all__ = ["PluginView", "router"]
+__all__ = ["PluginView", "ReasoningView", "router"]
 
 router = APIRouter(prefix="/v1", tags=["catalog"])
 
@@ -54,10 +56,19 @@ def _view(entry: PluginEntry, schema_attr: str) -> PluginView:
     )
 
 
-@router.get("/reasoning", response_model=list[PluginView])
-async def list_reasoning(request: Request, who: Annotated[Principal, Depends(principal)]) -> list[PluginView]:
-    """Reasoning strategies with the JSON schema of their settings."""
-    return [_view(e, "Settings") for e in server_state(request).registry.entries("reasoning")]
+class ReasoningView(PluginView):
+    default: bool = False
+    """True for the strategy a run uses when it names none (:data:`~reasonloop.defaults.DEFAULT_REASONING`)."""
+
+
+@router.get("/reasoning", response_model=list[ReasoningView])
+async def list_reasoning(request: Request, who: Annotated[Principal, Depends(principal)]) -> list[ReasoningView]:
+    """Reasoning strategies with the JSON schema of their settings; ``default`` marks the one a run
+    that names none uses."""
+    return [
+        ReasoningView(**_view(e, "Settings").model_dump(), default=e.id == DEFAULT_REASONING)
+        for e in server_state(request).registry.entries("reasoning")
+    ]
 
 
 @router.get("/tools", response_model=list[PluginView])

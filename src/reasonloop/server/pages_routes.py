@@ -2,13 +2,16 @@
 PDFs the rendered page with the cited span's boxes.
 
 A citation carries ``document_id``, ``page`` (null for formats without pages: their whole text
-is page 1) and ``start``/``end``, character offsets in that page's text. So
+is page 1), ``start``/``end`` (its quote) and ``chunk_start``/``chunk_end`` (the passage holding
+the quote), character offsets in that page's text. So
 
 - ``GET /v1/documents/{document}/pages/{page}?start=&end=`` answers the page's ``text``
-  (``text[start:end]`` is the cited chunk), the document's page numbers, and, for a PDF with a
-  span, the span's ``boxes`` as fractions of the page's width and height;
+  (``text[start:end]`` is the citation's quote, ``text[chunk_start:chunk_end]`` the passage that
+  holds it), the document's page numbers, and, for a PDF with a span, the span's ``boxes`` as
+  fractions of the page's width and height;
 - ``GET /v1/documents/{document}/pages/{page}/image?start=&end=&scale=`` answers the PDF page
-  as PNG, the span highlighted.
+  as PNG, the span highlighted. ``scale`` is at most 4, and a page so large that it would make
+  more than :data:`MAX_PIXELS` pixels is rendered at the scale that makes that many.
 
 Both are scoped to the caller's tenant like every knowledge-base route. The image is rendered
 from the PDF file the document was ingested from (uploads are kept under the tenant's
@@ -30,12 +33,16 @@ from reasonloop.errors import DocumentNotFound, RequestInvalid
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
 
-__all__ = ["router"]
+__all__ = ["MAX_PIXELS", "router"]
 
 router = APIRouter(prefix="/v1/documents", tags=["knowledge base"])
 
 _HIGHLIGHT = (255, 213, 0, 96)
 """RGBA of the cited span's boxes on a page image."""
+MAX_PIXELS = 8_500_000
+"""Most pixels (width × height) of a page image: a little more than an A4 or US Letter page at the
+largest scale, 4. A larger page is rendered at a smaller scale, so that a PDF of poster-sized pages
+cannot make the server allocate gigabytes."""
 
 
 async def _page(request: Request, who: Principal, document: str, page: int) -> tuple[Any, str, list[int]]:
@@ -122,7 +129,8 @@ async def page_image(
     end: Annotated[int | None, Query(ge=0)] = None,
     scale: Annotated[float, Query(gt=0, le=4)] = 1.5,
 ) -> Response:
-    """A PDF page as PNG (``scale`` pixels per PDF unit, 1.5 = 108 dpi), the span ``[start, end)`` highlighted."""
+    """A PDF page as PNG (``scale`` pixels per PDF unit, 1.5 = 108 dpi; less for a page that would
+    exceed :data:`MAX_PIXELS`), the span ``[start, end)`` highlighted."""
     doc, text, _ = await _page(request, who, document, page)
     span = _span(text, start, end)
     path = _pdf_file(doc)
@@ -140,12 +148,14 @@ def _render(path: Path, number: int, span: tuple[int, int] | None, scale: float)
     from reasonloop.kb.loaders.pdf import render_page, span_boxes
 
     layout, data = _layout(path, number)
-    image = render_page(data, number, scale).convert("RGBA")
+    image = render_page(data, number, scale, max_pixels=MAX_PIXELS).convert("RGBA")
     if span is not None:
+        # The boxes are in PDF units; the image's own size says how many pixels each one became.
+        sx, sy = image.width / layout.width, image.height / layout.height
         overlay = Image.new("RGBA", image.size, (0, 0, 0, 0))
         draw = ImageDraw.Draw(overlay)
         for x0, top, x1, bottom in span_boxes(layout, *span):
-            draw.rectangle((x0 * scale, top * scale, x1 * scale, bottom * scale), fill=_HIGHLIGHT)
+            draw.rectangle((x0 * sx, top * sy, x1 * sx, bottom * sy), fill=_HIGHLIGHT)
         image = Image.alpha_composite(image, overlay)
     out = io.BytesIO()
     image.convert("RGB").save(out, "PNG")

@@ -26,7 +26,7 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "default-src 'none'",
         "script-src 'self'",
         "style-src 'self'",
-        "img-src 'self' data:",
+        "img-src 'self' data: blob:",  # blob: a page image, fetched with the API key and shown from memory
         "font-src 'self'",
         "connect-src 'self'",
         "base-uri 'none'",

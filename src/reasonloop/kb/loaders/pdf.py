@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import logging
+import math
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +24,16 @@ from typing import Any
 from reasonloop.errors import KBLoadError
 from reasonloop.kb.loaders.document import DOCUMENTS_EXTRA, LoadedDocument, Page, PageFn
 
-__all__ = ["DAMAGED_PDF", "PageLayout", "load_pdf", "open_pdf", "page_layout", "render_page", "span_boxes"]
+__all__ = [
+    "DAMAGED_PDF",
+    "PageLayout",
+    "fit_scale",
+    "load_pdf",
+    "open_pdf",
+    "page_layout",
+    "render_page",
+    "span_boxes",
+]
 
 log = logging.getLogger("reasonloop.kb.loaders")
 
@@ -290,19 +300,33 @@ def ocr_lines_layout(lines: list[Any], width: float, height: float, scale: float
     return PageLayout("".join(parts), boxes, width, height, ocr=ocr)
 
 
-def render_page(data: bytes, number: int, scale: float) -> Any:
-    """Page ``number`` of the PDF ``data`` as a PIL image, ``scale`` pixels per PDF unit."""
+def render_page(data: bytes, number: int, scale: float, *, max_pixels: int | None = None) -> Any:
+    """Page ``number`` of the PDF ``data`` as a PIL image, ``scale`` pixels per PDF unit, or fewer
+    when the image would have more than ``max_pixels`` pixels (width × height)."""
     import pypdfium2
 
     pdf = pypdfium2.PdfDocument(data)
     try:
         page = pdf[number - 1]
         try:
+            if max_pixels is not None:
+                scale = fit_scale(scale, *page.get_size(), max_pixels)
             return page.render(scale=scale).to_pil()
         finally:
             page.close()
     finally:
         pdf.close()
+
+
+def fit_scale(scale: float, width: float, height: float, max_pixels: int) -> float:
+    """``scale``, or the largest smaller one at which a ``width`` × ``height`` page (PDF units)
+    renders to at most ``max_pixels`` pixels (each side rounded up to a whole pixel)."""
+    if width <= 0 or height <= 0:
+        return scale
+    scale = min(scale, math.sqrt(max_pixels / (width * height)))
+    while scale > 0 and math.ceil(width * scale) * math.ceil(height * scale) > max_pixels:
+        scale *= 0.99
+    return scale
 
 
 def span_boxes(layout: PageLayout, start: int, end: int) -> list[Box]:

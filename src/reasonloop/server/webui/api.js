@@ -68,6 +68,23 @@ export async function api(path, { method = "GET", body, signal } = {}) {
   return data;
 }
 
+/** A binary resource (a page image) as a Blob, fetched with the API key; throws ApiError like api(). */
+export async function apiBlob(path, { signal } = {}) {
+  let response;
+  try {
+    response = await fetch(path, { signal, headers: headers() });
+  } catch (err) {
+    if (err.name !== "AbortError") wentOffline();
+    throw err;
+  }
+  if (!response.ok) {
+    const data = await response.json().catch(() => null);
+    if (response.status === 401) emit("unauthorized");
+    throw new ApiError(response.status, data);
+  }
+  return response.blob();
+}
+
 /** SSE messages ({id, event, data}) from a streamed response body. */
 async function* sseMessages(body) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();

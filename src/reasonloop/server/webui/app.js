@@ -37,7 +37,7 @@ async function loadStrategies() {
   for (const r of reasoning) {
     if (r.error) continue;
     const value = `reasoning:${r.id}`;
-    plugins.set(value, { kind: "reasoning", id: r.id, schema: r.settings_schema, description: r.description });
+    plugins.set(value, { kind: "reasoning", id: r.id, schema: r.settings_schema, description: r.description, isDefault: r.default });
     select.append(new Option(r.name && r.name !== r.id ? `${r.name} (${r.id})` : r.id, value));
   }
   if (agents.length) {
@@ -51,7 +51,9 @@ async function loadStrategies() {
     select.append(group);
   }
   const saved = localStorage.getItem("rl.strategy");
-  select.value = saved && plugins.has(saved) ? saved : plugins.has("reasoning:qa") ? "reasoning:qa" : select.options[0]?.value;
+  // Until the user picks one: the server's default, the strategy every other surface uses.
+  const fallback = [...plugins.keys()].find((value) => plugins.get(value).isDefault) || select.options[0]?.value;
+  select.value = saved && plugins.has(saved) ? saved : fallback;
   renderSettings();
 }
 

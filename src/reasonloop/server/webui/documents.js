@@ -2,8 +2,8 @@
 // embedded), the document list, statistics, a document's text, the citation view and the
 // retrieval test (lexical, dense and hybrid hits side by side).
 
-import { api, ApiError, uploadFile } from "./api.js";
-import { el, formatBytes, formatTime, highlight } from "./render.js";
+import { api, apiBlob, ApiError, uploadFile } from "./api.js";
+import { el, formatBytes, formatTime, markRange } from "./render.js";
 import { t } from "./i18n.js";
 
 const $ = (id) => document.getElementById(id);
@@ -161,25 +161,128 @@ export async function showDocument(id, chunkId) {
   if (target) target.scrollIntoView({ block: "center" });
 }
 
-/** The cited passage: the chunk's text from the document, the quoted span marked. */
+const isOffset = (n) => Number.isInteger(n) && n >= 0;
+
+/**
+ * Where citation `c` is in its page's `text`: the passage (chunk_start..chunk_end) and the quote
+ * in it (start..end), as {passage, from, to} with from/to relative to the passage; null when the
+ * offsets are missing or no longer fit the text (the document changed since the answer).
+ */
+export function citedRange(text, c) {
+  const fits = (a, b) => isOffset(a) && isOffset(b) && a <= b && b <= text.length;
+  const span = fits(c.start, c.end) ? [c.start, c.end] : null;
+  const chunk = fits(c.chunk_start, c.chunk_end) ? [c.chunk_start, c.chunk_end] : span;
+  if (!chunk) return null;
+  const passage = text.slice(chunk[0], chunk[1]);
+  const quote = c.quote || "";
+  if (span && chunk[0] <= span[0] && span[1] <= chunk[1] && (!quote || text.slice(span[0], span[1]) === quote)) {
+    return { passage, from: span[0] - chunk[0], to: span[1] - chunk[0] };
+  }
+  // A quote that is not exactly its span (a search result quotes its passage's opening, trimmed).
+  const q = quote.trim();
+  const at = q ? passage.indexOf(q) : -1;
+  return at < 0 ? null : { passage, from: at, to: at + q.length };
+}
+
+let citationShown = 0; // which showCitation call the dialog belongs to: a slower earlier one must not overwrite it
+let pageImageUrl = null;
+
+function resetPageImage() {
+  $("cite-page").hidden = true;
+  $("cite-page").open = false;
+  $("cite-page").ontoggle = null;
+  $("cite-image").removeAttribute("src");
+  $("cite-anchor").hidden = true;
+  $("cite-image-state").textContent = "";
+  if (pageImageUrl) URL.revokeObjectURL(pageImageUrl);
+  pageImageUrl = null;
+}
+
+/**
+ * Offer the rendered page, the quote's span highlighted by the server; fetched when first opened,
+ * beside the span's boxes, so that the dialog scrolls to the highlight however far down it is.
+ */
+function offerPageImage(c, page, shown) {
+  const box = $("cite-page");
+  const image = $("cite-image");
+  const anchor = $("cite-anchor");
+  const state = $("cite-image-state");
+  const spanned = isOffset(c.start) && isOffset(c.end);
+  const span = new URLSearchParams(spanned ? { start: c.start, end: c.end } : {});
+  const base = `v1/documents/${encodeURIComponent(c.document_id)}/pages/${page}`;
+  image.alt = t("cite.pageImageAlt", { page });
+  box.hidden = false;
+  box.ontoggle = async () => {
+    if (!box.open || image.getAttribute("src") || shown !== citationShown) return;
+    state.textContent = t("cite.pageLoading");
+    try {
+      const [blob, where] = await Promise.all([
+        apiBlob(`${base}/image?${span}`),
+        spanned ? api(`${base}?${span}`).catch(() => null) : null,
+      ]);
+      if (shown !== citationShown) return;
+      pageImageUrl = URL.createObjectURL(blob);
+      image.src = pageImageUrl;
+      state.textContent = "";
+      const first = where && where.boxes && where.boxes[0];
+      if (!first) return;
+      await image.decode().catch(() => {});
+      if (shown !== citationShown) return;
+      anchor.style.left = `${100 * first.x0}%`;
+      anchor.style.top = `${100 * first.top}%`;
+      anchor.style.height = `${100 * (first.bottom - first.top)}%`;
+      anchor.hidden = false;
+      anchor.scrollIntoView({ block: "center" });
+    } catch (err) {
+      if (shown === citationShown) state.textContent = t("cite.pageFailed", { reason: err.message });
+    }
+  };
+}
+
+/**
+ * The citation dialog: the passage the answer rests on, the quoted sentence marked inside it, and
+ * for a document with page images the page itself with the quote highlighted. The passage comes
+ * from the page's text (GET v1/documents/{id}/pages/{page}); without offsets, or when that fails,
+ * the quote is shown alone. Document text only ever goes in as text nodes.
+ */
 export async function showCitation(c) {
+  const shown = ++citationShown;
   const dialog = $("cite-dialog");
   $("cite-title").textContent = c.title || c.source || c.document_id || "";
   const meta = [c.source, c.page != null ? t("cite.page", { page: c.page }) : ""].filter(Boolean).join(" · ");
   $("cite-meta").textContent = meta;
   const passage = $("cite-passage");
-  highlight(passage, c.quote || "", c.quote || "");
+  passage.replaceChildren(el("mark", "quote", c.quote || ""));
+  passage.dataset.shows = "quote"; // until the passage arrives, if it does
+  const note = $("cite-note");
+  note.hidden = true;
+  resetPageImage();
   const link = $("cite-doc");
+  link.hidden = !c.document_id;
   link.href = c.document_id ? `#/documents/${encodeURIComponent(c.document_id)}/${encodeURIComponent(c.chunk_id || "")}` : "#/documents";
   link.onclick = () => dialog.close();
   if (!dialog.open) dialog.showModal();
   if (!c.document_id) return;
+  const page = Number.isInteger(c.page) && c.page > 0 ? c.page : 1;
+  let body;
   try {
-    const doc = await api(`v1/documents/${encodeURIComponent(c.document_id)}`);
-    const chunk = doc.chunks.find((x) => x.chunk_id === c.chunk_id);
-    if (chunk) highlight(passage, chunk.text, c.quote);
-    if (!c.title && doc.title) $("cite-title").textContent = doc.title;
+    body = await api(`v1/documents/${encodeURIComponent(c.document_id)}/pages/${page}`);
   } catch (err) {
-    if (err.status === 404) passage.append(el("p", "hint", t("cite.missing")));
+    if (shown !== citationShown) return;
+    note.textContent = err.status === 404 ? t("cite.missing") : t("cite.quoteOnly");
+    note.hidden = false;
+    return;
   }
+  if (shown !== citationShown) return;
+  if (!c.title && body.title) $("cite-title").textContent = body.title;
+  const range = citedRange(body.text || "", c);
+  if (range) {
+    const mark = markRange(passage, range.passage, range.from, range.to);
+    passage.dataset.shows = "passage";
+    mark.scrollIntoView({ block: "nearest" });
+  } else {
+    note.textContent = t("cite.quoteOnly");
+    note.hidden = false;
+  }
+  if (body.image) offerPageImage(c, page, shown);
 }

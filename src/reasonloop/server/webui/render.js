@@ -65,19 +65,10 @@ export function el(tag, className, text) {
   return node;
 }
 
-/** `passage` into `target` as text, the first occurrence of `quote` in a <mark>. */
-export function highlight(target, passage, quote) {
-  target.replaceChildren();
-  const q = (quote || "").trim();
-  const at = q ? passage.indexOf(q) : -1;
-  if (at < 0) {
-    const mark = el("mark", "quote", q || passage);
-    if (q && passage && q !== passage) target.append(mark, el("span", "context", ` … ${passage}`));
-    else target.append(mark);
-    return mark;
-  }
-  const mark = el("mark", "quote", q);
-  target.append(passage.slice(0, at), mark, passage.slice(at + q.length));
+/** `text` into `target` as text nodes, `text.slice(from, to)` in a <mark>; returns the mark. */
+export function markRange(target, text, from, to) {
+  const mark = el("mark", "quote", text.slice(from, to));
+  target.replaceChildren(text.slice(0, from), mark, text.slice(to));
   return mark;
 }
 
