@@ -150,7 +150,7 @@ async def test_a_yes_needs_an_agreeing_sentence_and_the_margin(kb) -> None:
 
 
 async def test_a_no_over_a_sentence_that_does_not_negate_needs_twice_the_margin(kb) -> None:
-    llm = Scorer({"Yes": -1.5, "No": -0.2}, {"Yes": -1.0, "No": -1.0})  # lead 1.3: under 2.0
+    llm = Scorer({"Yes": -1.2, "No": -0.4}, {"Yes": -1.0, "No": -1.0})  # lead 0.8: under twice 0.5
     result = await Agent(reasoning="qa", llm=llm, kb=kb).run("Is the support team led by Maria Okafor?")
     assert result.abstained
 
@@ -341,3 +341,41 @@ async def test_with_any_model_qa_says_the_documents_do_not_say_before_asking_it(
     result = await Agent(reasoning="qa", llm=llm, kb=kb).run("How much does the X300 cost?")
     assert result.abstained and result.content.startswith("The documents don't say.")
     assert "X300" in result.content and not llm.prompts
+
+
+async def test_a_yes_never_asserts_a_number_the_evidence_does_not_hold(kb) -> None:
+    llm = Scorer({"Yes": -0.1, "No": -5.0}, {"Yes": -2.0, "No": -2.0})
+    result = await Agent(reasoning="qa", llm=llm, kb=kb).run("Does the X200 print 60 labels a minute?")
+    assert result.abstained
+    assert not result.content.startswith("Yes")
+
+
+async def test_scoring_calls_count_in_the_runs_usage(kb) -> None:
+    llm = Scorer({"Yes": -0.1, "No": -3.0}, {"Yes": -1.0, "No": -1.0})
+    result = await Agent(reasoning="qa", llm=llm, kb=kb).run("Is the support team led by Maria Okafor?")
+    assert result.usage.llm_calls == 2 and result.usage.prompt_tokens > 0
+
+
+class OrderBiased(Scorer):
+    """A scorer that prefers whichever option the question names first."""
+
+    async def score(self, prompt: str, continuations: Sequence[str]) -> list[float]:
+        lines = prompt.rstrip().splitlines()
+        if lines[-3] == "Passage: N/A":
+            return [-1.0 for _ in continuations]
+        question = lines[-2]
+        first = min(continuations, key=lambda c: question.find(c.strip()))
+        return [-0.1 if c == first else -3.0 for c in continuations]
+
+
+async def test_a_pick_that_follows_the_order_of_the_options_is_no_decision(kb) -> None:
+    question = "Who leads the support team, Maria Okafor or Tom Reyes?"
+    events = [e async for e in Agent(reasoning="qa", llm=OrderBiased({}), kb=kb).stream(question)]
+    assert events[-1].abstained and "does not settle which" in events[-1].text
+    assert any(isinstance(e, Progress) and "order of the options" in e.message for e in events)
+
+
+def test_names_inside_chinese_text() -> None:
+    terms = question_terms("X200打印机支持Linux吗？")
+    assert terms.names == ["X200", "Linux"]
+    assert terms.mentions("X200打印机不支持Linux系统。")

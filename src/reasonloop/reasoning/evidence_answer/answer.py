@@ -29,7 +29,7 @@ from reasonloop.kb.base import Hit
 from reasonloop.llm.base import Message
 from reasonloop.reasoning.base import RunContext
 from reasonloop.reasoning.budget import BudgetTracker
-from reasonloop.reasoning.evidence_answer.decision import decide_choice, decide_yes_no
+from reasonloop.reasoning.evidence_answer.decision import decide_choice, decide_yes_no, names_option
 from reasonloop.reasoning.evidence_answer.form import answer_form
 from reasonloop.reasoning.evidence_answer.sentences import Sentence, rank_sentences, sentences_of
 from reasonloop.reasoning.evidence_answer.span import extract_span
@@ -50,8 +50,9 @@ __all__ = [
 
 SENTENCES = 3
 """Supporting sentences the span prompt reads."""
-DEFAULT_MARGIN = 1.0
-"""How much (natural log) the evidence must favour one candidate over the other to decide."""
+DEFAULT_MARGIN = 0.5
+"""How much (natural log) the evidence must favour one candidate over the other to decide
+(benchmarks/README.md, "Honest answers", has how it was chosen)."""
 QUERY_CHARS = 2000
 """Longest query searched (a longer question is cut: the embedder reads only its start anyway)."""
 
@@ -107,6 +108,13 @@ async def _kb_empty(ctx: RunContext) -> bool:
     except Exception:  # a source that cannot tell is not said to be empty
         return False
     return all(s.documents == 0 for s in stats)
+
+
+def _without(question: str, options: Sequence[str]) -> str:
+    """``question`` with its options taken out: what it asks of them."""
+    for option in options:
+        question = question.replace(option, " ")
+    return " ".join(question.split())
 
 
 def _quote(sentence: Sentence) -> str:
@@ -171,9 +179,21 @@ async def answer_from_evidence(
     form = answer_form(question)
     if form.kind in ("yes_no", "choice"):
         if form.kind == "yes_no":
-            decision = await decide_yes_no(ctx.llm, language, terms, best.text, margin=margin)
+            decision = await decide_yes_no(ctx.llm, tracker.usage, language, terms, best.text, margin=margin)
         else:
-            decision = await decide_choice(ctx.llm, language, terms, best.text, form.options, margin=margin)
+            # the sentence naming each option that best says what the question asks of them
+            # (ranked by the question without the options: "Which is cheaper, … or …?")
+            asked = _without(question, form.options)
+            by_asked = await rank_sentences(asked, question_terms(asked), list(ranked), ctx.retrievers)
+            about = [next((s for s in by_asked if names_option(s.text, o)), None) for o in form.options]
+            best = next((s for s in about if s is not None), best)
+            shown = [s for i, s in enumerate(about) if s is not None and s not in about[:i]]
+            passage = " ".join(s.text for s in shown) or best.text
+            decision = await decide_choice(
+                ctx.llm, tracker.usage, language, terms, passage, form.options, margin=margin
+            )
+            if decision.choice is not None:
+                best = about[form.options.index(decision.choice)] or best
         marker, into.citations = cite(best)
         if decision.choice is None:
             yield Progress(message=text("undecided_by", language, why=decision.why))

@@ -9,28 +9,34 @@ candidate by at least ``margin`` (natural log, so 1.0 is an odds ratio of e).
 
 Guards that only ever turn a decision into "not decided":
 
-- "yes" needs the supporting sentences to contain every name of the question and to agree with
-  it in polarity (a "not", "cannot", 不 … on one side only is never a "yes");
+- "yes" needs the supporting sentence to contain every name and number of the question, at
+  least half of its content words, and to agree with it in polarity (a "not", "cannot", 不 … on
+  one side only is never a "yes");
 - "no" over sentences that do not negate the question needs twice the margin;
-- an option must be named in the evidence to be picked.
+- an option must be named in the evidence to be picked, and the pick must not change when the
+  question names the options in the other order.
 
 A model that cannot score continuations decides nothing: the answer quotes the evidence.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reasonloop.errors import LLMError
+from reasonloop.events import Usage
 from reasonloop.llm.base import LLM
 from reasonloop.reasoning.evidence_answer.terms import QuestionTerms, negates
-from reasonloop.tokens import trim_to_tokens
+from reasonloop.tokens import count_tokens, trim_to_tokens
 
-__all__ = ["Decision", "decide_choice", "decide_yes_no"]
+__all__ = ["Decision", "decide_choice", "decide_yes_no", "names_option"]
 
 QUESTION_TOKENS = 200
 """Longest question written into a scoring prompt (a longer one is trimmed)."""
+COVERED = 0.5
+"""Share of the question's content words a sentence must hold to support a "yes"."""
 _NA = "N/A"
 
 _YES_NO_PROMPT = {
@@ -64,16 +70,19 @@ class Decision:
 
 
 async def _shifts(
-    llm: LLM, template: str, passage: str, question: str, candidates: Sequence[str]
+    llm: LLM, usage: Usage, template: str, passage: str, question: str, candidates: Sequence[str]
 ) -> dict[str, float] | None:
     """How much the evidence raises each candidate's log-probability over the content-free prompt
-    (``None`` when the model cannot score)."""
+    (``None`` when the model cannot score). Each scoring call counts in the run's ``usage``."""
     question = trim_to_tokens(question, QUESTION_TOKENS)
+    prompts = [template.format(passage=passage, question=question), template.format(passage=_NA, question=question)]
     try:
-        real = await llm.score(template.format(passage=passage, question=question), candidates)
-        blank = await llm.score(template.format(passage=_NA, question=question), candidates)
+        real, blank = [await llm.score(prompt, candidates) for prompt in prompts]
     except LLMError:
         return None
+    finally:
+        usage.llm_calls += len(prompts)
+    usage.prompt_tokens += sum(count_tokens(p) for p in prompts)
     return {c: r - b for c, r, b in zip(candidates, real, blank, strict=True)}
 
 
@@ -82,13 +91,15 @@ def _ranked(shifts: dict[str, float]) -> tuple[str, float]:
     return ordered[0], shifts[ordered[0]] - shifts[ordered[1]]
 
 
-async def decide_yes_no(llm: LLM, language: str, terms: QuestionTerms, passage: str, *, margin: float) -> Decision:
+async def decide_yes_no(
+    llm: LLM, usage: Usage, language: str, terms: QuestionTerms, passage: str, *, margin: float
+) -> Decision:
     """``"yes"``, ``"no"`` or undecided, for a yes/no question over the supporting ``passage``."""
     lang = "zh" if language == "zh" else "en"
     yes, no = _YES_NO_WORDS[lang]
     if not llm.capabilities.scores_continuations:
         return Decision(None, f"{llm.name} cannot score continuations", {})
-    shifts = await _shifts(llm, _YES_NO_PROMPT[lang], passage, terms.question, (yes, no))
+    shifts = await _shifts(llm, usage, _YES_NO_PROMPT[lang], passage, terms.question, (yes, no))
     if shifts is None:
         return Decision(None, f"{llm.name} could not score the answers", {})
     best, lead = _ranked(shifts)
@@ -97,8 +108,10 @@ async def decide_yes_no(llm: LLM, language: str, terms: QuestionTerms, passage: 
     if best == yes:
         if opposed:
             return Decision(None, f"{read}; the evidence negates what the question asserts", shifts)
-        if missing := terms.missing_names(passage):
+        if missing := terms.missing_names(passage) + _missing_numbers(terms.question, passage):
             return Decision(None, f"{read}; the evidence does not name {', '.join(missing)}", shifts)
+        if terms.coverage(passage) < COVERED:
+            return Decision(None, f"{read}; the evidence states too little of what the question asks", shifts)
         if lead < margin:
             return Decision(None, f"{read}; below the margin {margin:g}", shifts)
         return Decision("yes", read, shifts)
@@ -109,23 +122,37 @@ async def decide_yes_no(llm: LLM, language: str, terms: QuestionTerms, passage: 
 
 
 async def decide_choice(
-    llm: LLM, language: str, terms: QuestionTerms, passage: str, options: Sequence[str], *, margin: float
+    llm: LLM, usage: Usage, language: str, terms: QuestionTerms, passage: str, options: Sequence[str], *, margin: float
 ) -> Decision:
-    """One of ``options``, or undecided, for an either/or question over the supporting ``passage``."""
+    """One of ``options``, or undecided, for an either/or question over the supporting ``passage``.
+
+    The options are scored in the question's order and again with the two swapped in it: a pick
+    that follows their order rather than the evidence is not a decision."""
     lang = "zh" if language == "zh" else "en"
     if not llm.capabilities.scores_continuations:
         return Decision(None, f"{llm.name} cannot score continuations", {})
-    named = [o for o in options if not _missing(o, passage)]
+    named = [o for o in options if names_option(passage, o)]
     if not named:
         return Decision(None, "the evidence names none of the options", {})
     space = "" if lang == "zh" else " "
     candidates = [f"{space}{o}" for o in options]
-    shifts = await _shifts(llm, _CHOICE_PROMPT[lang], passage, terms.question, candidates)
-    if shifts is None:
-        return Decision(None, f"{llm.name} could not score the options", {})
-    by_option = {o: shifts[c] for o, c in zip(options, candidates, strict=True)}
-    best, lead = _ranked(by_option)
+    questions = [terms.question]
+    swapped = _swap(terms.question, options)
+    if swapped is not None:
+        questions.append(swapped)
+    leads: list[tuple[str, float]] = []
+    by_option: dict[str, float] = {}
+    for question in questions:
+        shifts = await _shifts(llm, usage, _CHOICE_PROMPT[lang], passage, question, candidates)
+        if shifts is None:
+            return Decision(None, f"{llm.name} could not score the options", {})
+        by_option = {o: shifts[c] for o, c in zip(options, candidates, strict=True)}
+        leads.append(_ranked(by_option))
     read = "evidence shift " + ", ".join(f"{o} {v:+.2f}" for o, v in by_option.items())
+    picks = {pick for pick, _ in leads}
+    if len(picks) > 1:
+        return Decision(None, f"{read}; the pick follows the order of the options", by_option)
+    best, lead = leads[0][0], min(lead for _, lead in leads)
     if best not in named:
         return Decision(None, f"{read}; the evidence does not name {best}", by_option)
     if lead < margin:
@@ -133,7 +160,26 @@ async def decide_choice(
     return Decision(best, read, by_option)
 
 
-def _missing(option: str, passage: str) -> bool:
+def _swap(question: str, options: Sequence[str]) -> str | None:
+    """``question`` with its two options in the other order (``None`` when they are not both written in it)."""
+    a, b = options[0], options[1]
+    i, j = question.find(a), question.rfind(b)
+    if i < 0 or j < 0 or i + len(a) > j:
+        return None
+    return question[:i] + b + question[i + len(a) : j] + a + question[j + len(b) :]
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+
+
+def _missing_numbers(question: str, passage: str) -> list[str]:
+    """The numbers of ``question`` that ``passage`` does not hold (a "yes" must not assert one)."""
+    held = set(_NUMBER.findall(passage))
+    return [n for n in _NUMBER.findall(question) if n not in held]
+
+
+def names_option(passage: str, option: str) -> bool:
+    """Whether ``passage`` names ``option`` (one of its words, or the whole of a one-word or Chinese one)."""
     low = passage.lower()
     words = [w for w in option.lower().split() if len(w) > 1] or [option.lower()]
-    return not any(w in low for w in words)
+    return any(w in low for w in words)

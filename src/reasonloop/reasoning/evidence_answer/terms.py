@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 __all__ = ["STOP_WORDS", "QuestionTerms", "negates", "question_terms"]
 
-_LATIN_WORD = re.compile(r"[A-Za-z0-9\u00c0-\u024f][\w\-\u00c0-\u024f]*(?:'[a-z]+)?")
+_LATIN_WORD = re.compile(r"[A-Za-z0-9\u00c0-\u024f][A-Za-z0-9_\-\u00c0-\u024f]*(?:'[a-z]+)?")
 _HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _STOP = {
     *("the", "a", "an", "of", "in", "on", "at", "to", "for", "from", "by", "with", "and", "or", "as", "into"),
@@ -34,6 +34,7 @@ _STOP_ZH = {
     *("是否", "是不", "不是", "什么", "多少", "哪些", "哪个", "哪里", "哪儿", "怎么", "如何", "为什", "么呢"),
     *("可以", "能否", "能不", "不能", "会不", "不会", "有没", "没有", "请问", "我们", "你们", "他们", "这个"),
     *("那个", "一个", "的是", "是什", "吗？", "了吗", "的吗", "是谁", "谁是", "有哪", "几个", "多久", "几天"),
+    *("吗", "呢", "吧", "的", "了", "是", "么", "啊", "在", "和", "与", "或", "还"),
 }
 _CLAUSE_START = ".:;!?\"'“‘(—-"
 STOP_WORDS = frozenset(_STOP)
