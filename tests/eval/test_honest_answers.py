@@ -79,7 +79,10 @@ def test_eval_qa_runs_over_the_set_with_the_ideal_model(tmp_path, capsys, monkey
         assert row["outcome"] == outcome(
             row["answers"], row.get("answerable", True), row["prediction"], row["abstained"]
         ), row["id"]
-        declined = row["prediction"] == "The passages do not say."
+        # the ideal model declines; qa declines before asking it when no passage holds the question's names
+        declined = row["prediction"] == "The passages do not say." or row["prediction"].startswith(
+            "The documents don't say."
+        )
         if row.get("answerable", True):
             # the ideal model gives the gold answer whenever it was shown the evidence sentence
             expected = ("abstained" if row["abstained"] else "wrong") if declined else "correct"

@@ -124,3 +124,16 @@ def test_unanswerable_question_is_correct_only_when_abstained() -> None:
 def test_wrong_share_of_answered() -> None:
     assert wrong_share(3, 1) == 0.25
     assert wrong_share(0, 0) is None
+
+
+def test_the_table_names_what_actually_answered() -> None:
+    from reasonloop.eval.qa import summarize
+    from reasonloop.eval.report import qa_table
+
+    usage = {"llm_calls": 1, "prompt_tokens": 10, "completion_tokens": 2, "tool_calls": 1}
+    row = {"id": "q1", "answers": ["yes"], "prediction": "Yes.", "seconds": 1.0, "usage": usage}
+    swapped = summarize("react", [{**row, "ran": "react → evidence answer: base model"}], [])
+    plain = summarize("qa", [row], [])
+    assert swapped.ran == "react → evidence answer: base model" and plain.ran == ""
+    table = qa_table([swapped, plain])
+    assert "| react → evidence answer: base model |" in table and "| qa " in table

@@ -30,7 +30,7 @@ from reasonloop.eval.datasets import QAItem, QASet
 from reasonloop.eval.metrics import best_exact_match, best_f1, contains_answer, mean, percentile, strip_citations
 from reasonloop.eval.outcomes import is_yes_no, outcome, wrong_share, yes_no_of
 from reasonloop.eval.results import ResultStore
-from reasonloop.events import Answer, ErrorEvent, ToolCall, ToolResult
+from reasonloop.events import Answer, ErrorEvent, RunStarted, ToolCall, ToolResult
 from reasonloop.kb.base import Hit
 from reasonloop.llm.base import LLM
 from reasonloop.llm.sampling import Sampling
@@ -115,6 +115,8 @@ class StrategyScore:
     strategy: str
     questions: int = 0
     failed: int = 0
+    ran: str = ""
+    """What actually answered when it differs from ``strategy`` ("react → evidence answer: base model")."""
     correct: int = 0
     abstained: int = 0
     wrong: int = 0
@@ -200,6 +202,8 @@ def summarize(strategy: str, rows: list[dict[str, Any]], failed: list[dict[str, 
             score.groups[name or "(none)"] = group
     if not rows:
         return score
+    ran = [r["ran"] for r in rows if r.get("ran")]
+    score.ran = max(set(ran), key=ran.count) if ran else ""
     _counts(score, rows)
     times = [r["seconds"] for r in rows]
     score.em = 100 * (_optional_mean([r.get("em") for r in rows]) or 0.0)
@@ -241,10 +245,13 @@ async def _one(
     tool_calls: list[str] = []
     retrieved: list[str] = []
     trace: list[str] = []
+    ran = ""
     async for event in agent.stream(item.question, sampling=sampling):
         if event.depth:
             continue
-        if isinstance(event, ToolCall):
+        if isinstance(event, RunStarted):
+            ran = event.ran
+        elif isinstance(event, ToolCall):
             tool_calls.append(event.tool)
         elif isinstance(event, ToolResult):
             retrieved.extend(c.document_id or "" for c in event.citations)
@@ -262,6 +269,7 @@ async def _one(
         "answers": list(item.answers),
         **_labels(item),
         "seconds": seconds,
+        **({"ran": ran} if ran else {}),
     }
     if error is not None or answer is None:
         row["error"] = error or {"code": "run.error", "message": "no answer"}

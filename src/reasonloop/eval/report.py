@@ -79,13 +79,19 @@ QA_HEADER = [
 ]
 
 
+def _strategy(score: Any) -> str:
+    """The strategy asked for, and what actually answered when it differs."""
+    ran = getattr(score, "ran", "")
+    return ran if ran else score.strategy
+
+
 def qa_table(scores: Sequence[Any]) -> str:
     """The side-by-side table of :class:`~reasonloop.eval.qa.StrategyScore` rows."""
     rows = []
     judged = any(s.faithfulness is not None or s.relevance is not None for s in scores)
     for s in scores:
         row = [
-            s.strategy,
+            _strategy(s),
             s.questions,
             s.failed,
             s.correct,
@@ -117,7 +123,7 @@ def qa_group_table(scores: Sequence[Any]) -> str:
     """Correct, abstained and wrong per strategy and group of questions ('' when the set names no groups)."""
     rows = [
         [
-            s.strategy,
+            _strategy(s),
             name,
             g.questions,
             g.failed,
