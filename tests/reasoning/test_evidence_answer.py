@@ -212,7 +212,7 @@ async def test_an_answer_in_chinese_says_so_in_chinese(kb) -> None:
 
 
 async def test_a_very_long_question_is_answered_within_the_context(kb) -> None:
-    question = "Please tell me, " + "about the printer and its labels " * 400 + "how heavy is the X200?"
+    question = "Please tell me, " + "about the printer and its labels " * 400 + "what does the X200 weigh?"
     llm = ScriptedProvider(replies=["1.2 kilograms"], base_model=True)
     result = await Agent(reasoning="qa", llm=llm, kb=kb).run(question)
     assert result.content == "1.2 kilograms [1]"
@@ -379,3 +379,33 @@ def test_names_inside_chinese_text() -> None:
     terms = question_terms("X200打印机支持Linux吗？")
     assert terms.names == ["X200", "Linux"]
     assert terms.mentions("X200打印机不支持Linux系统。")
+
+
+async def test_a_word_of_the_question_in_no_passage_is_said_beside_the_closest_sentence(kb) -> None:
+    llm = ScriptedProvider(replies=["Maria Okafor"], base_model=True)
+    result = await Agent(reasoning="qa", llm=llm, kb=kb).run("Who leads the marketing team?")
+    assert result.abstained and result.content.startswith("The documents don't mention marketing.")
+    assert result.citations and result.citations[0].quote in result.content
+    assert not llm.prompts
+
+
+def test_a_name_with_a_number_is_checked_whole() -> None:
+    terms = question_terms("How much does the Aria 3 cost?")
+    assert terms.names == ["Aria 3"]
+    assert terms.missing_names("The Aria 2 costs $329.") == ["Aria 3"]
+    assert not terms.missing_names("The Aria\n3 costs $399.")  # wrapped over a line
+    assert question_terms("Who leads support?").unmentioned_words("Support is led by Maria.") == []
+
+
+def test_sentences_run_over_wrapped_lines_but_not_over_list_items() -> None:
+    from reasonloop.reasoning.evidence_answer.sentences import sentence_units
+
+    text = "## Leave\nUnused days must be used by\n31 March. Ask HR.\n\n- One item\n- Another\n  item.\n| a | b |"
+    assert [text[a:b] for a, b in sentence_units(text)] == [
+        "## Leave",
+        "Unused days must be used by\n31 March.",
+        "Ask HR.",
+        "- One item",
+        "- Another\n  item.",
+        "| a | b |",
+    ]

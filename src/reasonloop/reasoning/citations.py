@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from reasonloop.events import Citation
 from reasonloop.kb.base import Hit
-from reasonloop.kb.chunking import sentence_spans
+from reasonloop.reasoning.evidence_answer.sentences import sentence_units
 from reasonloop.reasoning.evidence_answer.terms import question_terms
 
 __all__ = ["cite", "markers", "supporting_sentence"]
@@ -45,7 +45,7 @@ def supporting_sentence(claim: str, citation: Citation, hit: Hit) -> Citation:
     """``citation`` narrowed to the sentence of ``hit`` that shares most of ``claim``'s words (the
     passage's first sentence when none does), with its offsets on the page."""
     text = hit.text
-    spans = sentence_spans(text)
+    spans = sentence_units(text)
     if not spans:
         return citation
     terms = question_terms(claim)

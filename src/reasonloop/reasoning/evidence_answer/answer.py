@@ -5,7 +5,9 @@
 2. **Check** that the evidence speaks of what the question is about: a passage was found, every
    name or code the question holds occurs in one, and some sentence shares its words. If not,
    the answer says the documents don't say, with what was searched (an empty knowledge base says
-   so instead).
+   so instead). When an English content word of the question is in no passage ("chief
+   *technology* officer" over passages naming only a chief executive), the answer says which,
+   beside the closest sentence, and decides nothing.
 3. **Answer** by the form of the question (:mod:`.form`):
 
    - how/why: the supporting sentence, quoted;
@@ -21,6 +23,7 @@ Every citation of the answer is the sentence it rests on, with its offsets on th
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
@@ -110,6 +113,12 @@ async def _kb_empty(ctx: RunContext) -> bool:
     return all(s.documents == 0 for s in stats)
 
 
+def _question_words(question: str, stems: Sequence[str]) -> list[str]:
+    """The words of ``question`` that the ``stems`` come from, as the question writes them."""
+    words = re.findall(r"[A-Za-z][A-Za-z\-']*", question)
+    return [next((w for w in words if w.lower().startswith(stem)), stem) for stem in stems]
+
+
 def _without(question: str, options: Sequence[str]) -> str:
     """``question`` with its options taken out: what it asks of them."""
     for option in options:
@@ -175,6 +184,14 @@ async def answer_from_evidence(
 
     def cite(sentence: Sentence) -> tuple[str, list[Citation]]:
         return f"[{sentence.marker}]", [sentence.citation(log.get(sentence.marker))]
+
+    unmentioned = terms.unmentioned_words(" ".join(f"{hit.title} {hit.text}" for hit, _ in shown))
+    if unmentioned:  # part of what is asked is in no passage: say so beside the closest sentence
+        marker, into.citations = cite(best)
+        words = ", ".join(w for w in _question_words(question, unmentioned))
+        into.text = text("partial", language, words=words, quote=_quote(best), marker=marker)
+        into.abstained = True
+        return
 
     form = answer_form(question)
     if form.kind in ("yes_no", "choice"):

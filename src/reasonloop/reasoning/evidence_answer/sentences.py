@@ -17,10 +17,9 @@ from dataclasses import dataclass
 
 from reasonloop.events import Citation
 from reasonloop.kb.base import Hit
-from reasonloop.kb.chunking import sentence_spans
 from reasonloop.reasoning.evidence_answer.terms import QuestionTerms
 
-__all__ = ["Sentence", "rank_sentences", "sentences_of"]
+__all__ = ["Sentence", "rank_sentences", "sentence_units", "sentences_of"]
 
 _BULLET = re.compile(r"^(?:[-*+•]\s+|\d{1,3}[.)]\s+|>\s*)+")
 _HEADING = re.compile(r"^#{1,6}\s|^[=\-_*]{3,}$|^```|^~~~")
@@ -55,12 +54,53 @@ class Sentence:
         return cited
 
 
+_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)|[。！？；]+[”’」』）)]*")
+_BLOCK_START = re.compile(r"^\s*(?:[-*+•]\s|\d{1,3}[.)]\s|#{1,6}\s|\||>|```|~~~|$)")
+
+
+def _blocks(text: str) -> list[tuple[int, int]]:
+    """Paragraphs, list items, headings and table rows of ``text``: lines wrapped inside a
+    paragraph are joined, so a sentence that runs over a line break stays whole."""
+    blocks: list[tuple[int, int]] = []
+    start = pos = 0
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        end = pos + len(line)
+        following = lines[i + 1] if i + 1 < len(lines) else ""
+        standalone = bool(re.match(r"^\s*(?:#{1,6}\s|\|)", line)) or not line.strip()
+        if i + 1 == len(lines) or standalone or _BLOCK_START.match(following):
+            blocks.append((start, end))
+            start = end + 1
+        pos = end + 1
+    return blocks
+
+
+def sentence_units(text: str) -> list[tuple[int, int]]:
+    """Character spans of the sentences of ``text`` (whitespace trimmed), wrapped lines joined."""
+    spans: list[tuple[int, int]] = []
+    for a, b in _blocks(text):
+        pos = a
+        for m in _SENTENCE_END.finditer(text, a, b):
+            spans.append(_trimmed(text, pos, m.end()))
+            pos = m.end()
+        spans.append(_trimmed(text, pos, b))
+    return [(x, y) for x, y in spans if x < y]
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
 def sentences_of(shown: Sequence[tuple[Hit, int]]) -> list[Sentence]:
     """The candidate sentences of the numbered passages, in passage order."""
     out: list[Sentence] = []
     for hit, marker in shown:
         text = hit.text
-        for a, b in sentence_spans(text):
+        for a, b in sentence_units(text):
             piece = text[a:b]
             if _HEADING.search(piece) or _QUESTION.search(piece):
                 continue

@@ -46,9 +46,77 @@ _NEGATION = re.compile(
 )
 
 
+_IRREGULAR = {
+    past: base
+    for base, forms in {
+        "lead": "led",
+        "pay": "paid",
+        "buy": "bought",
+        "sell": "sold",
+        "make": "made",
+        "hold": "held",
+        "take": "took taken",
+        "give": "gave given",
+        "go": "went gone",
+        "begin": "began begun",
+        "run": "ran",
+        "win": "won",
+        "build": "built",
+        "keep": "kept",
+        "leave": "left",
+        "meet": "met",
+        "send": "sent",
+        "spend": "spent",
+        "tell": "told",
+        "think": "thought",
+        "find": "found",
+        "bring": "brought",
+        "write": "wrote written",
+        "choose": "chose chosen",
+        "drive": "drove driven",
+        "fly": "flew flown",
+        "grow": "grew grown",
+        "know": "knew known",
+        "see": "saw seen",
+        "speak": "spoke spoken",
+        "stand": "stood",
+        "teach": "taught",
+        "become": "became",
+        "feel": "felt",
+        "lose": "lost",
+        "mean": "meant",
+        "say": "said",
+        "sit": "sat",
+        "wear": "wore worn",
+        "fall": "fell fallen",
+        "fight": "fought",
+        "ride": "rode ridden",
+        "rise": "rose risen",
+        "show": "shown",
+        "break": "broke broken",
+        "get": "got gotten",
+        "lend": "lent",
+        "bear": "bore borne",
+        "draw": "drew drawn",
+        "eat": "ate eaten",
+        "drink": "drank drunk",
+        "forget": "forgot forgotten",
+        "freeze": "froze frozen",
+        "steal": "stole stolen",
+        "light": "lit",
+        "feed": "fed",
+        "deal": "dealt",
+    }.items()
+    for past in forms.split()
+}
+"""Past forms of irregular English verbs, read as their base ("led" is a form of "lead")."""
+
+
 def _bare(word: str) -> str:
-    """``word`` in lower case without a possessive or plural ``s``."""
+    """``word`` in lower case without a possessive or plural ``s``, an irregular past as its base."""
     word = word.lower()
+    if word in _IRREGULAR:
+        return _IRREGULAR[word]
     if word.endswith("'s"):
         word = word[:-2]
     if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
@@ -111,10 +179,18 @@ class QuestionTerms:
         """The question's names that ``text`` does not contain."""
         return [n for n in self.names if not _has_name(text, n)]
 
+    def unmentioned_words(self, text: str) -> list[str]:
+        """The question's English content words (as stems) that ``text`` holds in no form.
+
+        Chinese words are not checked: without word boundaries a character pair of the question
+        is too often a different word of the text."""
+        found = self._found(text)
+        return sorted(w for w in self.words if w[:1].isascii() and w not in found)
+
 
 def _has_name(text: str, name: str) -> bool:
-    low = text.lower()
-    name = name.lower()
+    low = " ".join(text.lower().split())
+    name = " ".join(name.lower().split())
     return name in low or (name.endswith("s") and name[:-1] in low)
 
 
@@ -128,6 +204,9 @@ def _names(question: str) -> list[str]:
         word = m.group()
         bare = word[:-2] if word.endswith("'s") else word
         code = any(c.isdigit() for c in bare) and any(c.isalpha() for c in bare)
+        if run and bare.isdigit():  # "Aria 3": a model number belongs to its name
+            run.append(bare)
+            continue
         before = question[: m.start()].rstrip()
         opens = not before or before[-1] in _CLAUSE_START  # a capital there starts a sentence or a clause
         proper = not opens and bare[:1].isupper() and not bare.isupper() and bare.lower() not in _STOP
@@ -139,8 +218,13 @@ def _names(question: str) -> list[str]:
             run = []
     if run:
         names.append(" ".join(run))
-    # each word of a run is checked on its own: "Maria Lopez" may be written "Ms Lopez"
-    return list(dict.fromkeys(w for n in names for w in n.split()))
+    # each word of a run is checked on its own ("Maria Lopez" may be written "Ms Lopez"), but a
+    # name with a number is checked whole ("Aria 3" is not "Aria 2")
+    out: list[str] = []
+    for name in names:
+        numbered = any(w.isdigit() for w in name.split())
+        out.extend([name] if numbered else name.split())
+    return list(dict.fromkeys(out))
 
 
 def question_terms(question: str) -> QuestionTerms:
