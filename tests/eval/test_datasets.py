@@ -179,3 +179,38 @@ def test_a_folder_corpus_without_documents_or_with_a_bad_file_is_refused(tmp_pat
     (root / "latin1.md").write_text("# only a title\n", encoding="utf-8")
     with pytest.raises(EvalDataError, match=r"latin1.md: is empty"):
         load_qa_set(questions, corpus=root)
+
+
+def test_a_musique_list_is_read_with_paragraphs_of_one_title_kept_apart(tmp_path) -> None:
+    import json as _json
+
+    from reasonloop.eval.datasets import load_qa_set
+
+    rows = [
+        {
+            "id": "2hop_1",
+            "question": "Who founded the town where the mill stands?",
+            "answer": "Ada Brook",
+            "answer_aliases": ["A. Brook"],
+            "paragraphs": [
+                {"idx": 0, "title": "Mill", "paragraph_text": "The mill stands in Ferrow.", "is_supporting": True},
+                {
+                    "idx": 1,
+                    "title": "Ferrow",
+                    "paragraph_text": "Ferrow was founded by Ada Brook.",
+                    "is_supporting": True,
+                },
+                {"idx": 2, "title": "Mill", "paragraph_text": "Another mill, in Dunn.", "is_supporting": False},
+            ],
+        }
+    ]
+    path = tmp_path / "musique.json"
+    path.write_text(_json.dumps(rows), encoding="utf-8")
+    qa = load_qa_set(path)
+    (item,) = qa.items
+    assert item.answers == ("Ada Brook", "A. Brook") and item.gold_ids == ("Mill", "Ferrow")
+    assert {d.id: d.text for d in qa.docs} == {
+        "Mill": "The mill stands in Ferrow.",
+        "Ferrow": "Ferrow was founded by Ada Brook.",
+        "Mill (2)": "Another mill, in Dunn.",
+    }

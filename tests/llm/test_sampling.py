@@ -101,3 +101,12 @@ async def test_an_answer_cut_at_the_runs_max_tokens_says_so(reasoning):
     assert cut.stop_reason == "length" and 0 < len(cut.content.split()) <= 12
     whole = await agent.run("q?")
     assert whole.stop_reason == "final" and len(whole.content.split()) == 40
+
+
+async def test_a_sampled_model_scores_as_its_inner_model() -> None:
+    from reasonloop.llm.scripted import ScriptedProvider
+
+    inner = ScriptedProvider(replies=[], scores=[{" Yes": -0.5, " No": -2.0}])
+    sampled = with_sampling(inner, Sampling(max_tokens=8, temperature=0))
+    assert sampled.capabilities.scores_continuations
+    assert await sampled.score("Q: ok?\nA:", [" Yes", " No"]) == [-0.5, -2.0]

@@ -225,14 +225,14 @@ async def test_a_span_not_in_the_sentences_gives_way_to_the_quoted_sentence(kb) 
     result = await Agent(reasoning="qa", llm=llm, kb=kb).run("What does the X200 weigh?")
     assert "2 kilos" not in result.content
     (citation,) = result.citations
-    assert result.content == f'The documents say: "{citation.quote}" [{citation.marker}]'
-    assert citation.document_id == "x200"
+    assert result.content == f'The closest the documents say: "{citation.quote}" [{citation.marker}]'
+    assert citation.document_id == "x200" and result.abstained
 
 
 async def test_a_span_of_the_questions_own_words_is_no_answer(kb) -> None:
     llm = ScriptedProvider(replies=["the X200"], base_model=True)
     result = await Agent(reasoning="qa", llm=llm, kb=kb).run("What is the X200?")
-    assert result.content.startswith("The documents say:")
+    assert result.content.startswith("The closest the documents say:") and result.abstained
 
 
 async def test_a_faqs_own_question_is_never_the_answer(kb) -> None:
@@ -409,3 +409,19 @@ def test_sentences_run_over_wrapped_lines_but_not_over_list_items() -> None:
         "- Another\n  item.",
         "| a | b |",
     ]
+
+
+def test_a_name_inside_a_longer_name_is_another_thing() -> None:
+    terms = question_terms("Can the Aria 2 stay connected to a laptop?")
+    assert terms.names_elsewhere("The Aria 2 Pro can stay connected to two devices.") == ["Aria 2"]
+    assert terms.names_elsewhere("The Aria 2 can stay connected. The Pro cannot.") == []
+
+
+async def test_a_yes_about_a_longer_name_is_not_given(tmp_path) -> None:
+    kb = await _open(tmp_path / "kb3", [("aria", "Aria", "The Aria 2 Pro can stay connected to two devices.")])
+    try:
+        llm = Scorer({"Yes": -0.1, "No": -5.0}, {"Yes": -2.0, "No": -2.0})
+        result = await Agent(reasoning="qa", llm=llm, kb=kb).run("Can the Aria 2 stay connected to two devices?")
+    finally:
+        await kb.close()
+    assert result.abstained and not result.content.startswith("Yes")

@@ -9,7 +9,8 @@ Formats:
   JSONL of ``{"question", "relevant": [doc ids]}`` (optional ``id``) with a corpus JSONL of
   ``{"id", "title", "text"}``.
 - **QA**: HotpotQA (``question_text`` or ``question``, ``answers_objects`` or ``answer``,
-  ``contexts`` with ``title``, ``paragraph_text``, ``is_supporting``), SQuAD (``data`` →
+  ``contexts`` with ``title``, ``paragraph_text``, ``is_supporting``), MuSiQue (a JSON list of
+  ``question``, ``answer``, ``answer_aliases``, ``paragraphs`` as HotpotQA's contexts), SQuAD (``data`` →
   ``paragraphs`` → ``qas``: CMRC 2018), or a JSONL of ``{"question", "answers", "gold_ids"?}``
   (optional ``id``, ``group``, ``answerable``, ``evidence``) with an optional corpus: a corpus
   JSONL, or a folder of documents (``.md``, ``.markdown``, ``.txt``; a document's id is its
@@ -333,10 +334,14 @@ def _hotpot_row(path: Path, line: int, obj: dict[str, Any], docs: dict[str, Doc]
             raise _bad(path, "expected an object", line=line, field_name=f"contexts[{i}]")
         title = _text(path, ctx, ("title",), line)
         text = _text(path, ctx, ("paragraph_text", "text"), line)
-        docs.setdefault(title, Doc(title, title, text))
-        titles.append(title)
+        doc_id, n = title, 1
+        while doc_id in docs and docs[doc_id].text != text:  # another paragraph under the same title
+            n += 1
+            doc_id = f"{title} ({n})"
+        docs.setdefault(doc_id, Doc(doc_id, title, text))
+        titles.append(doc_id)
         if ctx.get("is_supporting"):
-            gold.append(title)
+            gold.append(doc_id)
     qid = str(obj.get("question_id") or obj.get("id") or f"q{line}")
     return QAItem(qid, question, tuple(answers), tuple(gold), tuple(titles))
 
@@ -352,12 +357,17 @@ def load_qa_set(path: str | Path, *, corpus: str | Path | None = None) -> QASet:
         EvalDataError: a missing file or field, named with its line.
     """
     path = Path(path)
+    rows: list[tuple[int, dict[str, Any]]]
     if path.suffix == ".json":
-        docs, items = _squad_docs_and_items(path)
-        return QASet(path.stem, items, docs)
+        data = _read_json(path)
+        if not (isinstance(data, list) and data and isinstance(data[0], dict) and "paragraphs" in data[0]):
+            docs, items = _squad_docs_and_items(path)
+            return QASet(path.stem, items, docs)
+        rows = [(i + 1, _musique_row(obj)) for i, obj in enumerate(data)]  # MuSiQue: a list of questions
+    else:
+        rows = list(_jsonl(path))
     pool: dict[str, Doc] = {}
     items: list[QAItem] = []
-    rows = list(_jsonl(path))
     if not rows:
         raise _bad(path, "no questions")
     hotpot = "contexts" in rows[0][1]
@@ -381,6 +391,19 @@ def load_qa_set(path: str | Path, *, corpus: str | Path | None = None) -> QASet:
                         field_name="gold_ids",
                     )
     return QASet(path.stem, items, docs)
+
+
+def _musique_row(obj: Any) -> dict[str, Any]:
+    """A MuSiQue question (``paragraphs``, ``answer``, ``answer_aliases``) in HotpotQA's shape."""
+    if not isinstance(obj, dict):
+        return {}
+    answers = [obj.get("answer"), *(obj.get("answer_aliases") or [])]
+    return {
+        "id": obj.get("id"),
+        "question": obj.get("question"),
+        "answer": [a for a in answers if isinstance(a, str) and a.strip()],
+        "contexts": obj.get("paragraphs"),
+    }
 
 
 def _question_row(path: Path, line: int, obj: dict[str, Any]) -> QAItem:

@@ -73,6 +73,10 @@ class SampledLLM(LLM):
             **kwargs,
         )
 
+    async def score(self, prompt: str, continuations: Sequence[str]) -> list[float]:
+        """The inner model's scores: sampling settings do not change a likelihood."""
+        return await self.inner.score(prompt, continuations)
+
     async def aclose(self) -> None:
         """Nothing to release: the wrapped model is its owner's to close."""
 

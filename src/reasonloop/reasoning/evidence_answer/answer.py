@@ -12,7 +12,7 @@
 
    - how/why: the supporting sentence, quoted;
    - a span: the model's short span when it is verbatim in a supporting sentence (:mod:`.span`),
-     else that sentence quoted;
+     else the closest sentence quoted, as the closest the documents come (not as an answer);
    - yes/no and either/or: decided only by the model's calibrated likelihoods, above a margin
      and past the guards of :mod:`.decision`, with the sentence quoted beside the decision;
      below it, the sentence is quoted and the answer says it does not settle the question.
@@ -53,7 +53,7 @@ __all__ = [
 
 SENTENCES = 3
 """Supporting sentences the span prompt reads."""
-DEFAULT_MARGIN = 0.5
+DEFAULT_MARGIN = 1.0
 """How much (natural log) the evidence must favour one candidate over the other to decide
 (benchmarks/README.md, "Honest answers", has how it was chosen)."""
 QUERY_CHARS = 2000
@@ -233,4 +233,8 @@ async def answer_from_evidence(
             into.text = f"{span} {marker}"
             return
     marker, into.citations = cite(best)
+    if form.kind == "span":  # no span came out of it: the sentence may not hold the answer
+        into.text = text("closest", language, quote=_quote(best), marker=marker)
+        into.abstained = True
+        return
     into.text = text("says", language, quote=_quote(best), marker=marker)

@@ -9,8 +9,9 @@ candidate by at least ``margin`` (natural log, so 1.0 is an odds ratio of e).
 
 Guards that only ever turn a decision into "not decided":
 
-- "yes" needs the supporting sentence to contain every name and number of the question, at
-  least half of its content words, and to agree with it in polarity (a "not", "cannot", 不 … on
+- "yes" needs the supporting sentence to contain every name and number of the question (a name
+  only inside a longer one, "Aria 2" in "Aria 2 Pro", is another thing), at least half of its
+  content words, and to agree with it in polarity (a "not", "cannot", 不 … on
   one side only is never a "yes");
 - "no" over sentences that do not negate the question needs twice the margin;
 - an option must be named in the evidence to be picked, and the pick must not change when the
@@ -110,6 +111,10 @@ async def decide_yes_no(
             return Decision(None, f"{read}; the evidence negates what the question asserts", shifts)
         if missing := terms.missing_names(passage) + _missing_numbers(terms.question, passage):
             return Decision(None, f"{read}; the evidence does not name {', '.join(missing)}", shifts)
+        if elsewhere := terms.names_elsewhere(passage):
+            return Decision(
+                None, f"{read}; the evidence names {', '.join(elsewhere)} only as part of another name", shifts
+            )
         if terms.coverage(passage) < COVERED:
             return Decision(None, f"{read}; the evidence states too little of what the question asks", shifts)
         if lead < margin:

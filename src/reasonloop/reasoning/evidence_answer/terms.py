@@ -179,6 +179,12 @@ class QuestionTerms:
         """The question's names that ``text`` does not contain."""
         return [n for n in self.names if not _has_name(text, n)]
 
+    def names_elsewhere(self, text: str) -> list[str]:
+        """The question's names with a number that ``text`` holds only inside a longer name ("Aria 2"
+        only as "Aria 2 Pro"): there it speaks of another model."""
+        coded = [n for n in self.names if any(c.isdigit() for c in n)]  # model names and codes
+        return [n for n in coded if _has_name(text, n) and not _has_exact_name(text, n)]
+
     def unmentioned_words(self, text: str) -> list[str]:
         """The question's English content words (as stems) that ``text`` holds in no form.
 
@@ -192,6 +198,12 @@ def _has_name(text: str, name: str) -> bool:
     low = " ".join(text.lower().split())
     name = " ".join(name.lower().split())
     return name in low or (name.endswith("s") and name[:-1] in low)
+
+
+def _has_exact_name(text: str, name: str) -> bool:
+    """Whether ``name`` occurs in ``text`` not followed by more of a name (a capitalised word or a number)."""
+    pattern = r"(?<![\w])" + r"\s+".join(re.escape(w) for w in name.split()) + r"s?(?![\w+])(?!\s+(?:[A-Z0-9][\w+]*))"
+    return re.search(pattern, text, re.I if name.islower() else 0) is not None
 
 
 def _names(question: str) -> list[str]:
@@ -218,12 +230,12 @@ def _names(question: str) -> list[str]:
             run = []
     if run:
         names.append(" ".join(run))
-    # each word of a run is checked on its own ("Maria Lopez" may be written "Ms Lopez"), but a
-    # name with a number is checked whole ("Aria 3" is not "Aria 2")
+    # each word of a two-word run is checked on its own ("Maria Lopez" may be written "Ms Lopez"),
+    # but a name with a number or of three words is checked whole ("Aria 3" is not "Aria 2")
     out: list[str] = []
     for name in names:
-        numbered = any(w.isdigit() for w in name.split())
-        out.extend([name] if numbered else name.split())
+        whole = any(w.isdigit() for w in name.split()) or len(name.split()) > 2  # "Halo Mini Max"
+        out.extend([name] if whole else name.split())
     return list(dict.fromkeys(out))
 
 
