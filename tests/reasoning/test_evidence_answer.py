@@ -425,3 +425,10 @@ async def test_a_yes_about_a_longer_name_is_not_given(tmp_path) -> None:
     finally:
         await kb.close()
     assert result.abstained and not result.content.startswith("Yes")
+
+
+async def test_a_span_from_a_sentence_about_something_else_is_not_kept(kb) -> None:
+    llm = ScriptedProvider(replies=["Tom Reyes"], base_model=True)
+    result = await Agent(reasoning="qa", llm=llm, kb=kb).run("Who leads the support team?")
+    assert not result.content.startswith("Tom Reyes") and result.abstained
+    assert result.content.startswith("The closest the documents say:")

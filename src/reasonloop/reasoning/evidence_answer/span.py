@@ -2,8 +2,9 @@
 
 The model continues a few-shot completion prompt over the supporting sentences; its continuation,
 cut at the line end, is a candidate span. It is kept only when it occurs in one of those
-sentences (case and spacing ignored) and says something the question does not (a span made of
-the question's own words answers nothing); otherwise the caller quotes the sentence.
+sentences (case and spacing ignored), that sentence (with its passage's title) holds at least
+half of the question's content words and no fewer than any other sentence shown, and the span says something the question does not (a span
+made of the question's own words answers nothing); otherwise the caller quotes the sentence.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ __all__ = ["SPAN_TOKENS", "extract_span", "span_in"]
 SPAN_TOKENS = 24
 """Longest span the model may write (short answers are spans of a few words)."""
 QUESTION_TOKENS = 200
+SUPPORTED = 0.5
+"""Share of the question's content words the sentence holding a span must contain (with its
+passage's title) for the span to be kept."""
 _TOKEN = re.compile(r"\w+")
 
 _PROMPT = {
@@ -91,5 +95,13 @@ async def extract_span(
         yield event
     span = _clean(turn.text)
     found = span_in(span, sentences) if span else None
-    if found is not None and _says_more_than(span, question):
-        into.append((span, found))
+    if found is None or not _says_more_than(span, question):
+        return
+    # the sentence holding the span must say most of what is asked (itself or by its passage's
+    # title), and no less of it than another sentence shown: "the sales team is led by Tom" does
+    # not answer who leads the support team when "the support team is led by Maria" is there too
+    terms = question_terms(question)
+    covered = {id(s): terms.coverage(f"{s.hit.title} {s.text}") for s in sentences}
+    if covered[id(found)] < max(SUPPORTED, *covered.values()):
+        return
+    into.append((span, found))
