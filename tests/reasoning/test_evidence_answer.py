@@ -432,3 +432,9 @@ async def test_a_span_from_a_sentence_about_something_else_is_not_kept(kb) -> No
     result = await Agent(reasoning="qa", llm=llm, kb=kb).run("Who leads the support team?")
     assert not result.content.startswith("Tom Reyes") and result.abstained
     assert result.content.startswith("The closest the documents say:")
+
+
+def test_names_apart_in_chinese_text_are_two_names() -> None:
+    terms = question_terms("在中国大陆能不能从 Google Play 下载 Tessaro Connect 应用？")
+    assert terms.names == ["Google", "Play", "Tessaro", "Connect"]
+    assert question_terms("Is the Halo Mini Max, or the Aria 2 Pro, louder?").names == ["Halo Mini Max", "Aria 2 Pro"]

@@ -212,8 +212,13 @@ def _names(question: str) -> list[str]:
     spell out ("CEO", "HR")."""
     names: list[str] = []
     run: list[str] = []
+    last = 0
     for m in _LATIN_WORD.finditer(question):
         word = m.group()
+        if run and question[last : m.start()].strip():  # words apart ("Google Play 下载 Tessaro") are two names
+            names.append(" ".join(run))
+            run = []
+        last = m.end()
         bare = word[:-2] if word.endswith("'s") else word
         code = any(c.isdigit() for c in bare) and any(c.isalpha() for c in bare)
         if run and bare.isdigit():  # "Aria 3": a model number belongs to its name
