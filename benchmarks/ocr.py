@@ -1,13 +1,18 @@
-"""OCR engines on known text, Chinese and English: character accuracy and speed, side by side.
+"""OCR engines on known text, Chinese and English: character and word accuracy and speed, side by side.
 
 Pages are made by rendering real sentences (SciFact abstracts, CMRC 2018 passages, from
 ../shared/data) with Noto CJK into page-sized images (as a 150 dpi scan would look) and into
 image-only PDFs; each engine reads them back and is scored on
 character accuracy = 1 - edit distance / reference length (whitespace ignored, so a space OCR adds
-or drops between Chinese characters costs nothing), and on seconds per page (wall and CPU).
+or drops between Chinese characters costs nothing); on word accuracy = 1 - word-level edit
+distance / reference words, words being what whitespace separates (English only: a word that loses
+the space to its neighbour is wrong, as keyword search sees it); on spaces between two Chinese
+characters (there are none in the reference: each one splits a word); and on seconds per page
+(wall and CPU).
 
 Engines: RapidOCR (``rapidocr-onnxruntime``, PP-OCRv4 models in the wheel; what the loaders use)
-as reasonloop drives it, and Debian's tesseract 5 CLI with ``chi_sim+eng`` (``apt-get install
+as reasonloop drives it, also with the recogniser's own spaces only (``space_words=False``: the
+text before word gaps were read from the page, for a before/after in one run), and Debian's tesseract 5 CLI with ``chi_sim+eng`` (``apt-get install
 tesseract-ocr tesseract-ocr-chi-sim``; reported missing if absent). PDFs go through the real loader
 (render at 200 dpi, then RapidOCR).
 
@@ -23,6 +28,7 @@ import argparse
 import io
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -102,8 +108,25 @@ def accuracy(reference: str, got: str) -> float:
     return max(0.0, 1 - distance(ref, out) / max(len(ref), 1))
 
 
+def word_accuracy(reference: str, got: str) -> float:
+    ref = reference.split()
+    return max(0.0, 1 - distance(ref, got.split()) / max(len(ref), 1))
+
+
+_HAN_SPACE = re.compile(r"(?<=[\u3400-\u9fff\uf900-\ufaff])[ \t]+(?=[\u3400-\u9fff\uf900-\ufaff])")
+
+
+def han_spaces(text: str) -> int:
+    """Spaces standing between two Chinese characters."""
+    return len(_HAN_SPACE.findall(text))
+
+
 def rapidocr_image(image) -> str:
     return "\n".join(line.text for line in recognize(image))
+
+
+def rapidocr_image_unspaced(image) -> str:
+    return "\n".join(line.text for line in recognize(image, space_words=False))
 
 
 def tesseract_image(image) -> str:
@@ -131,7 +154,11 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=None)
     args = parser.parse_args()
     count = args.pages or (2 if args.quick else 6)
-    engines = {"rapidocr (image)": rapidocr_image, "rapidocr (image-only PDF, loader)": loader_pdf}
+    engines = {
+        "rapidocr (image, recogniser's spaces)": rapidocr_image_unspaced,
+        "rapidocr (image)": rapidocr_image,
+        "rapidocr (image-only PDF, loader)": loader_pdf,
+    }
     if shutil.which("tesseract"):
         engines["tesseract chi_sim+eng (image)"] = tesseract_image
     else:
@@ -139,20 +166,26 @@ def main() -> None:
     rapid_warm = recognize(render(["warm up"]))  # model load is not per page
     del rapid_warm
     print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}; 2 cores")
-    print(f"{'engine':36} {'lang':4} {'pages':>5} {'char acc':>9} {'s/page':>7} {'cpu s/page':>10}")
+    print(
+        f"{'engine':38} {'lang':4} {'pages':>5} {'char acc':>9} {'word acc':>9} {'han spaces':>10} "
+        f"{'s/page':>7} {'cpu s/page':>10}"
+    )
     for lang in ("en", "zh"):
         sets = pages(lang, count)
         images = [render(p) for p in sets]
         for name, fn in engines.items():
-            accs, wall, cpu = [], 0.0, 0.0
+            accs, words, spaces, wall, cpu = [], [], 0, 0.0, 0.0
             for lines, image in zip(sets, images, strict=True):
                 t0, c0 = time.perf_counter(), _cpu()
                 got = fn(image)
                 wall += time.perf_counter() - t0
                 cpu += _cpu() - c0
                 accs.append(accuracy("\n".join(lines), got))
+                words.append(word_accuracy("\n".join(lines), got))
+                spaces += han_spaces(got)
             n = len(sets)
-            print(f"{name:36} {lang:4} {n:5d} {sum(accs) / n:9.4f} {wall / n:7.2f} {cpu / n:10.2f}")
+            word = f"{sum(words) / n:9.4f}" if lang == "en" else f"{'-':>9}"
+            print(f"{name:38} {lang:4} {n:5d} {sum(accs) / n:9.4f} {word} {spaces:10d} {wall / n:7.2f} {cpu / n:10.2f}")
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 

@@ -37,6 +37,8 @@ def test_ingest_search_stats_list_delete(docs, capsys, tmp_path):
     assert code == 3  # some failed, the rest ingested
     assert "added 2" in out and "failed 1" in out
     assert "bad.txt" in err and "binary" in err
+    flat = " ".join(err.split())
+    assert f"failed {docs / 'bad.txt'}: " in flat and "skipped" not in flat  # the summary's word
     assert (tmp_path / ".reasonloop" / "kb.sqlite").exists()  # default location
 
     code, out, _ = run(["ingest", str(docs), "--exclude", "skip.txt", "--json"], capsys)

@@ -1,5 +1,10 @@
 """What ``reasonloop ingest`` tells the user beyond its progress bar: its exit code, the time a
-long ingest will take (said before most of the work), and what an interrupted one committed."""
+long ingest will take (said before most of the work), its summary, and what an interrupted one
+committed.
+
+The estimate counts the chunks still to do at the rate the embedder showed in this run: chunks
+whose vectors came from the cache (an ingest resumed after an interruption reuses everything the
+stopped one embedded) are work skipped, not work done, so they count in neither."""
 
 from __future__ import annotations
 
@@ -10,11 +15,14 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_OK",
     "EXIT_PARTIAL",
+    "FAILED",
     "LONG_INGEST_S",
+    "embedding_rate",
     "exit_code",
     "interrupted_message",
     "long_ingest_warning",
     "seconds_left",
+    "summary_line",
 ]
 
 EXIT_OK = 0
@@ -26,10 +34,13 @@ EXIT_PARTIAL = 3
 EXIT_INTERRUPTED = 130
 """Stopped with Ctrl-C; what was committed before stays."""
 
+FAILED = "failed"
+"""The word for a source that could not be ingested, in the summary and on each such source's line."""
+
 LONG_INGEST_S = 600.0
 """An ingest expected to take longer than this is announced with its estimate."""
 MIN_MEASURED_CHUNKS = 8
-"""Chunks to embed before the embedding rate is trusted for an estimate."""
+"""Chunks actually embedded (cache hits excluded) before the embedding rate is trusted for an estimate."""
 
 
 def exit_code(report: IngestReport) -> int:
@@ -41,11 +52,21 @@ def exit_code(report: IngestReport) -> int:
     return EXIT_FAILED
 
 
-def seconds_left(p: IngestProgress) -> float | None:
-    """Time the chunks known so far still need, at the rate measured so far (``None`` before there is one)."""
-    if p.chunks_done < MIN_MEASURED_CHUNKS or p.embed_seconds <= 0:
+def embedding_rate(p: IngestProgress) -> float | None:
+    """Chunks embedded per second in this run, cache hits excluded (``None`` before there is one)."""
+    if p.chunks_embedded < MIN_MEASURED_CHUNKS or p.embed_seconds <= 0:
         return None
-    return (p.chunks_total - p.chunks_done) * p.embed_seconds / p.chunks_done
+    return p.chunks_embedded / p.embed_seconds
+
+
+def seconds_left(p: IngestProgress) -> float | None:
+    """Time the chunks known so far and not done yet still need, at the rate measured on the chunks
+    this run embedded (``None`` before there is one). Chunks taken from the cache are neither work
+    left nor work that measured the rate."""
+    rate = embedding_rate(p)
+    if rate is None:
+        return None
+    return max(p.chunks_total - p.chunks_done, 0) / rate
 
 
 def _duration(seconds: float) -> str:
@@ -60,13 +81,25 @@ def long_ingest_warning(p: IngestProgress, limit_s: float | None = None) -> str 
     """A warning with the estimate when the work known so far takes longer than ``limit_s``
     (default :data:`LONG_INGEST_S`), else ``None``."""
     left = seconds_left(p)
-    if left is None or left < (LONG_INGEST_S if limit_s is None else limit_s):
+    rate = embedding_rate(p)
+    if left is None or rate is None or left < (LONG_INGEST_S if limit_s is None else limit_s):
         return None
-    rate = p.chunks_done / p.embed_seconds
+    reused = p.chunks_done - p.chunks_embedded
+    since = f" ({reused:,} more were embedded before and came from the cache)" if reused > 0 else ""
     return (
-        f"{p.chunks_total - p.chunks_done:,} chunks still to embed; at the {rate:,.1f} chunks/s measured so far "
-        f"that takes about {_duration(left)}. Ctrl-C stops it: documents committed by then stay searchable, "
-        "and the vectors already computed are reused by the next ingest."
+        f"{p.chunks_total - p.chunks_done:,} chunks still to embed{since}; at the {rate:,.1f} chunks/s measured "
+        f"so far that takes about {_duration(left)}. Ctrl-C stops it: documents committed by then stay "
+        "searchable, and the vectors already computed are reused by the next ingest."
+    )
+
+
+def summary_line(report: IngestReport) -> str:
+    """The one-line account of a finished ingest; its :data:`FAILED` count is the number of sources
+    listed after it under that same word."""
+    return (
+        f"added {len(report.added)}, updated {len(report.updated)}, unchanged {len(report.unchanged)}, "
+        f"deleted {len(report.deleted)}, {FAILED} {len(report.failed)}; "
+        f"{report.chunks_added} chunks ({report.chunks_embedded} embedded) in {report.seconds:.1f}s"
     )
 
 

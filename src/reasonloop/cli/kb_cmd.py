@@ -58,7 +58,14 @@ def ingest(
     3 when some failed or do not exist, 1 when none could be ingested, 130 when stopped with
     Ctrl-C (what was committed by then stays).
     """
-    from reasonloop.cli.ingest_report import EXIT_INTERRUPTED, exit_code, interrupted_message, long_ingest_warning
+    from reasonloop.cli.ingest_report import (
+        EXIT_INTERRUPTED,
+        FAILED,
+        exit_code,
+        interrupted_message,
+        long_ingest_warning,
+        summary_line,
+    )
 
     last: list[IngestProgress] = []
     warned: list[str] = []
@@ -107,13 +114,9 @@ def ingest(
     if as_json:
         print(report.model_dump_json(indent=2))
     else:
-        console.print(
-            f"added {len(report.added)}, updated {len(report.updated)}, unchanged {len(report.unchanged)}, "
-            f"deleted {len(report.deleted)}, failed {len(report.failed)}; "
-            f"{report.chunks_added} chunks ({report.chunks_embedded} embedded) in {report.seconds:.1f}s"
-        )
+        console.print(summary_line(report))
     for source, reason in report.failed.items():
-        err_console.print(f"[yellow]skipped[/] {escape(source)}: {escape(reason)}", highlight=False, soft_wrap=True)
+        err_console.print(f"[yellow]{FAILED}[/] {escape(source)}: {escape(reason)}", highlight=False, soft_wrap=True)
     for source, warning in report.warnings.items():
         err_console.print(f"[yellow]warning[/] {escape(source)}: {escape(warning)}", highlight=False, soft_wrap=True)
     code = exit_code(report)

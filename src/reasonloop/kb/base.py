@@ -82,7 +82,8 @@ class IngestProgress(BaseModel):
     seconds: float = 0.0
     """Time since the ingest started."""
     embed_seconds: float = 0.0
-    """Time spent getting the vectors of the chunks done so far (what an embedding rate is measured over)."""
+    """Time spent getting the vectors of the chunks embedded so far (what an embedding rate is measured
+    over, with :attr:`chunks_embedded`); batches served wholly from the vector cache are not counted."""
     pages_done: int = 0
     """Pages read of the paged file being read (PDF pages, slides, sheets, chapters)."""
     pages_total: int = 0

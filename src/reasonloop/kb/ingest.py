@@ -348,7 +348,8 @@ class Ingestor:
         for i in range(0, len(texts), step):
             began = time.perf_counter()
             part, embedded = await embed_with_cache(self.index.embedder, self.index.store.vectors, texts[i : i + step])
-            self.progress.embed_seconds += time.perf_counter() - began
+            if embedded:  # a step served wholly from the cache is no measure of the embedder
+                self.progress.embed_seconds += time.perf_counter() - began
             vectors_parts.append(part)
             self.progress.chunks_done += len(part)
             self.progress.chunks_embedded += embedded
