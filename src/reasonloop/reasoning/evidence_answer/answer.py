@@ -32,8 +32,8 @@ from reasonloop.kb.base import Hit
 from reasonloop.llm.base import Message
 from reasonloop.reasoning.base import RunContext
 from reasonloop.reasoning.budget import BudgetTracker
-from reasonloop.reasoning.evidence_answer.decision import decide_choice, decide_yes_no, names_option
-from reasonloop.reasoning.evidence_answer.form import answer_form
+from reasonloop.reasoning.evidence_answer.decision import Decision, decide_choice, decide_yes_no, names_option
+from reasonloop.reasoning.evidence_answer.form import AnswerForm, answer_form
 from reasonloop.reasoning.evidence_answer.sentences import Sentence, rank_sentences, sentences_of
 from reasonloop.reasoning.evidence_answer.span import extract_span
 from reasonloop.reasoning.evidence_answer.terms import QuestionTerms, question_terms
@@ -130,6 +130,32 @@ def _quote(sentence: Sentence) -> str:
     return " ".join(sentence.text.split())
 
 
+async def _decide(
+    ctx: RunContext,
+    tracker: BudgetTracker,
+    language: str,
+    terms: QuestionTerms,
+    question: str,
+    form: AnswerForm,
+    ranked: list[Sentence],
+    best: Sentence,
+    margin: float,
+) -> tuple[Decision, Sentence]:
+    """A yes/no or either/or decision, and the sentence to quote beside it."""
+    if form.kind == "yes_no":
+        return await decide_yes_no(ctx.llm, tracker.usage, language, terms, best.text, margin=margin), best
+    # the sentence naming each option that best says what the question asks of them (ranked by
+    # the question without the options: "Which is cheaper, … or …?")
+    asked = _without(question, form.options)
+    by_asked = await rank_sentences(asked, question_terms(asked), list(ranked), ctx.retrievers)
+    about = [next((s for s in by_asked if names_option(s.text, o)), None) for o in form.options]
+    picked = [s for i, s in enumerate(about) if s is not None and s not in about[:i]]
+    passage = " ".join(s.text for s in picked) or best.text
+    decision = await decide_choice(ctx.llm, tracker.usage, language, terms, passage, form.options, margin=margin)
+    chosen = about[form.options.index(decision.choice)] if decision.choice is not None else None
+    return decision, chosen or (picked[0] if picked else best)
+
+
 async def answer_from_evidence(
     ctx: RunContext,
     tracker: BudgetTracker,
@@ -195,22 +221,7 @@ async def answer_from_evidence(
 
     form = answer_form(question)
     if form.kind in ("yes_no", "choice"):
-        if form.kind == "yes_no":
-            decision = await decide_yes_no(ctx.llm, tracker.usage, language, terms, best.text, margin=margin)
-        else:
-            # the sentence naming each option that best says what the question asks of them
-            # (ranked by the question without the options: "Which is cheaper, … or …?")
-            asked = _without(question, form.options)
-            by_asked = await rank_sentences(asked, question_terms(asked), list(ranked), ctx.retrievers)
-            about = [next((s for s in by_asked if names_option(s.text, o)), None) for o in form.options]
-            best = next((s for s in about if s is not None), best)
-            shown = [s for i, s in enumerate(about) if s is not None and s not in about[:i]]
-            passage = " ".join(s.text for s in shown) or best.text
-            decision = await decide_choice(
-                ctx.llm, tracker.usage, language, terms, passage, form.options, margin=margin
-            )
-            if decision.choice is not None:
-                best = about[form.options.index(decision.choice)] or best
+        decision, best = await _decide(ctx, tracker, language, terms, question, form, ranked, best, margin)
         marker, into.citations = cite(best)
         if decision.choice is None:
             yield Progress(message=text("undecided_by", language, why=decision.why))
