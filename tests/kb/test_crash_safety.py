@@ -158,27 +158,34 @@ async def test_failed_ingest_reconciles_in_process(tmp_path, embedder):
     await kb.close()
 
 
-async def test_second_writer_is_refused_and_readers_do_not_repair(tmp_path, embedder):
+async def test_a_second_writer_waits_its_turn_and_readers_do_not_repair(tmp_path, embedder):
     kb = KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=embedder)
     await kb.ingest_records(_records()[:3])
-    # While this process holds the writer lock (as during an ingest), another opener must
-    # neither write nor "repair" half-finished work.
+    # While this handle holds the writer lock (as during a writer's turn), another opener must
+    # neither "repair" half-finished work nor write: it waits, saying so, and writes after.
     kb.index._writer.acquire()
     kb.index.store.dirty = True
     other = KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=HashEmbedder())
     assert other.index.store.dirty  # left for the writer
     assert len(await other.search("uniqueword1", mode="lexical")) == 1  # reading works
-    try:
-        await other.ingest_records(_records()[3:4])
-    except Exception as exc:
-        assert "another process is writing" in str(exc)
-    else:
-        raise AssertionError("a second writer must be refused")
-    await other.close()
+    assert other.index.store.dirty
+    waits: list[str] = []
+    task = asyncio.create_task(
+        other.ingest_records(_records()[3:4], on_progress=lambda p: p.waiting and waits.append(p.waiting))
+    )
+    for _ in range(500):
+        if waits:
+            break
+        await asyncio.sleep(0.01)
+    assert waits and f"waiting for process {os.getpid()}" in waits[0]
+    assert not task.done()
     kb.index.store.dirty = False
     kb.index._writer.release()
-    await kb.ingest_records(_records()[3:4])  # the lock is free again
-    assert (await kb.stats()).documents == 4
+    report = await asyncio.wait_for(task, 30)
+    assert report.added == ["doc3"]
+    assert (await kb.stats()).documents == (await other.stats()).documents == 4
+    assert [h.document_id for h in await kb.search("uniqueword3", top_k=1, mode="lexical")] == ["doc3"]
+    await other.close()
     await kb.close()
 
 

@@ -41,6 +41,10 @@ def _open(kb_dir: Path | None) -> Any:
     return KnowledgeBase.open(kb_dir, settings=settings, registry=Registry(settings.plugins.paths))
 
 
+def _say_waiting(message: str) -> None:
+    err_console.print(f"[yellow]{escape(message)}[/]", highlight=False, soft_wrap=True)
+
+
 @app.command("ingest")
 def ingest(
     paths: Annotated[list[str], typer.Argument(help="Files, folders (recursive) or http(s) URLs.")],
@@ -70,8 +74,13 @@ def ingest(
     last: list[IngestProgress] = []
     warned: list[str] = []
 
+    waiting: list[str] = []
+
     def seen(p: IngestProgress) -> None:
         last[:] = [p]
+        if p.waiting and p.waiting not in waiting:  # another process is writing: say so, once
+            waiting.append(p.waiting)
+            err_console.print(f"[yellow]{escape(p.waiting)}[/]", highlight=False, soft_wrap=True)
         if not warned:
             warning = long_ingest_warning(p)
             if warning:
@@ -309,7 +318,7 @@ def delete(
         removed: list[str] = []
         try:
             for target in targets:
-                removed.extend(await kb.delete(target))
+                removed.extend(await kb.delete(target, on_wait=_say_waiting))
         finally:
             await kb.close()
         return removed

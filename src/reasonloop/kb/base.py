@@ -94,6 +94,9 @@ class IngestProgress(BaseModel):
     """The first source, in that order, that is not finished yet (empty when all are)."""
     failed: int = 0
     """Sources (or records of a JSON/JSONL file) that could not be read, so far."""
+    waiting: str = ""
+    """What the ingest waits for before its next commit (another process writing to the same
+    knowledge base), empty when it is not waiting."""
 
 
 class IngestReport(BaseModel):

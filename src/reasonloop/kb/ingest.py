@@ -155,6 +155,10 @@ class Ingestor:
         if self.on_progress is not None:
             self.on_progress(self.progress.model_copy())
 
+    def _waiting(self, message: str) -> None:
+        self.progress.waiting = message
+        self._tick()
+
     def _page_read(self, done: int, total: int) -> None:
         self.progress.pages_done, self.progress.pages_total = done, total
         self._tick()
@@ -360,6 +364,12 @@ class Ingestor:
             self.index.ensure_vectors(vectors.shape[1])
         else:
             vectors = np.zeros((0, 0), np.float32)
+        begin = getattr(self.index, "begin_commit", None)
+        if begin is not None:  # wait for another process's writer turn to end, saying so
+            await begin(self._waiting)
+            if self.progress.waiting:
+                self.progress.waiting = ""
+                self._tick()
         now = time.perf_counter()
         commit_lexical = now - self._last_lexical_commit >= LEXICAL_COMMIT_EVERY_S
         if commit_lexical:

@@ -13,7 +13,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -209,8 +209,12 @@ class KnowledgeBase:
             return row, "\n\n".join(p for p in pages if p)
         return row, _stitched(chunks)
 
-    async def delete(self, doc_id_or_source: str) -> list[str]:
+    async def delete(self, doc_id_or_source: str, *, on_wait: Callable[[str], None] | None = None) -> list[str]:
         """Delete a document by id or source (a folder or JSON file removes everything under it).
+
+        Args:
+            on_wait: Called with a message when another process is writing to the knowledge base
+                and this waits for its turn (default: a log warning).
 
         Returns:
             The removed sources.
@@ -218,7 +222,10 @@ class KnowledgeBase:
         Raises:
             KBError: nothing matched.
         """
-        removed = await self.index.delete(doc_id_or_source)
+        if on_wait is None:  # an index plugin need not know the argument
+            removed = await self.index.delete(doc_id_or_source)
+        else:
+            removed = await self.index.delete(doc_id_or_source, on_wait=on_wait)
         if not removed:
             raise KBError(f"no document with id or source {doc_id_or_source!r}", target=doc_id_or_source)
         return removed

@@ -70,7 +70,20 @@ class LexicalIndex:
         self._writer: tantivy.IndexWriter | None = None
         self._lock = threading.RLock()
         self._pending = False
-        self._searcher = self._index.searcher()
+        self._searcher = self._open_searcher()
+
+    def _open_searcher(self) -> tantivy.Searcher:
+        # A writer in another process may remove a merged-away segment file between this process
+        # reading the list of segments and opening them: read the list again.
+        error: ValueError | None = None
+        for attempt in range(5):
+            try:
+                if attempt:
+                    self._index.reload()
+                return self._index.searcher()
+            except ValueError as exc:
+                error = exc
+        raise KBError(f"unreadable BM25 index ({error})")
 
     def _w(self) -> tantivy.IndexWriter:
         if self._writer is None:
@@ -116,11 +129,30 @@ class LexicalIndex:
             self._searcher = self._index.searcher()
             self._pending = False
 
-    def refresh(self) -> None:
-        """See commits made by other processes since this index was opened."""
+    def refresh(self) -> bool:
+        """See commits made by other processes since this index was opened.
+
+        Returns:
+            False when the index could not be read just now (a writer of another process removed
+            a segment file between reading the index's list and opening it): the previous view
+            stays in use, and the next refresh tries again.
+        """
         with self._lock:
-            self._index.reload()
-            self._searcher = self._index.searcher()
+            try:
+                self._index.reload()
+                self._searcher = self._index.searcher()
+            except ValueError:
+                return False
+            return True
+
+    def release_writer(self) -> None:
+        """Commit pending writes and let go of tantivy's own writer lock, so that another
+        process can write next (a writer is opened again by the next write)."""
+        with self._lock:
+            self.commit()
+            if self._writer is not None:
+                self._writer.wait_merging_threads()
+                self._writer = None
 
     def __len__(self) -> int:
         return int(self._searcher.num_docs)

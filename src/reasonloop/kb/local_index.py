@@ -6,14 +6,24 @@ Layout of the directory (``.reasonloop/`` by default)::
     lexical/         tantivy BM25 index          (derived from kb.sqlite)
     vectors.npz      flat vectors, small indexes (derived from kb.sqlite)
     vectors.usearch  HNSW graph, large indexes   (derived from kb.sqlite)
-    writer.lock      held by the process writing (one at a time)
+    writer.lock      flock held by the process writing, one writer turn at a time
 
 Crash safety: sqlite is the source of truth, and a document is in the index once its sqlite
 transaction commits. The derived indexes are updated after that commit, under a ``dirty`` flag
-set for the whole ingest; opening an index whose flag is still set (the ingest was killed)
-reconciles them with sqlite: vectors missing from the HNSW graph are re-added from the cached
-vectors, entries whose chunk no longer exists are purged, and BM25 is rebuilt from the stored
-text. Documents that never reached their commit point are simply absent and get ingested again.
+set for each writer turn; when a process finds the flag set and the writer lock free (the
+writer was killed), it reconciles them with sqlite: vectors missing from the HNSW graph are
+re-added from the cached vectors, entries whose chunk no longer exists are purged, and BM25 is
+rebuilt from the stored text. Documents that never reached their commit point are simply
+absent and get ingested again.
+
+Many processes: any number may open the directory. Readers take no lock: before each search
+they compare sqlite's ``data_version`` with the one they last saw (no I/O), and when another
+process committed they reload the BM25 searcher and bring their in-memory vectors in line with
+sqlite (the vectors of new chunks come from the vector cache in sqlite). Writers take turns
+under ``writer.lock``: a turn begins by catching up in the same way, commits groups of
+documents for about :data:`TURN_S` seconds, then commits BM25, lets go of tantivy's own writer
+lock and of ``writer.lock``; the embedding of the next group runs outside any lock. A writer
+that finds the lock taken waits, saying so through the ingest progress (or the log).
 """
 
 from __future__ import annotations
@@ -57,6 +67,13 @@ ProgressFn = Callable[[IngestProgress], None]
 _T = TypeVar("_T")
 logger = logging.getLogger(__name__)
 
+TURN_S = 1.0
+"""A writer lets a waiting writer in after holding the writer lock about this long (at the end of
+a commit group): each turn ends with a BM25 commit, so this is also how often BM25 commits."""
+
+REPAIR_EVERY_S = 1.0
+"""How often a reader that saw the dirty flag checks whether the writer that set it is gone."""
+
 
 class LocalIndex:
     """The ``local`` index: sqlite + tantivy + usearch (or Qdrant) under ``path``.
@@ -95,16 +112,26 @@ class LocalIndex:
         self._reranker: RerankStep | None = None
         self._write_lock = asyncio.Lock()
         self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._mutate = threading.RLock()  # sqlite commits + derived-index updates, vs. repairs
+        self._mutate = threading.RLock()  # sqlite commits + derived-index updates, vs. repairs and catch-ups
         self._writer = WriterLock(self.path / "writer.lock")
-        # Repairs need the writer lock. Without it another process is ingesting: its sqlite
-        # commits run ahead of the files it flushes, so this one only reads, and every write
-        # operation below reconciles again once it holds the lock.
+        self._turn_began: float | None = None
+        """When this process's current writer turn began (None: it holds no turn)."""
+        self._seen_version: int | None = None
+        self._suspect_dirty = False
+        """The dirty flag was set when last looked at, by a writer of another process."""
+        self._last_repair_try = 0.0
+        self._view: tuple[int, int] | None = None
+        """sqlite's :meth:`~MetadataStore.key_summary` that the in-memory vectors match (None: unknown)."""
+        # Repairs need the writer lock. Without it another process is writing: its sqlite
+        # commits run ahead of its BM25 commits, so this one only brings its view up to date,
+        # and every write operation below catches up again once it holds the lock.
         if self._writer.try_acquire():
             try:
                 self.reconcile()
             finally:
                 self._writer.release()
+        else:
+            self.catch_up(force=True)
 
     # -- model bookkeeping ----------------------------------------------------------------------------
     def _check_model(self) -> None:
@@ -192,31 +219,132 @@ class LocalIndex:
         with self._mutate:
             self._reconcile()
 
-    def _reconcile(self) -> None:
+    def _reconcile(self, *, flush: bool = True) -> None:
+        """:meth:`_sync`, then repair what a killed writer left: documents whose vectors are
+        lost, a BM25 index that disagrees with sqlite; ``flush`` writes the vector file."""
         dirty = self.store.dirty
-        keys = self.store.all_keys()
-        self.lexical.refresh()
-        if self.vectors is not None:
-            have = self.vectors.keys()
-            extra = np.setdiff1d(have, keys)
-            missing = np.setdiff1d(keys, have)
-            if len(extra):
-                self.vectors.remove([int(k) for k in extra])
-            if len(missing):
-                model = self.store.get_meta("embedding_model") or self.embedder.name
-                found, matrix, lost = self.store.vectors_for(model, [int(k) for k in missing])
-                if found:
-                    self.vectors.add(found, matrix)
-                if lost:  # no cached vector: drop those documents so the next ingest redoes them
-                    self.store.delete_documents(self.store.doc_ids_of_keys(lost))
+        self.lexical.commit()  # what this process applied, first: a rebuild must not meet it pending
+        lost = self._sync()
+        if lost:  # no cached vector: drop those documents so the next ingest redoes them
+            self.store.delete_documents(self.store.doc_ids_of_keys(lost))
+            self._view = None
+        if flush and self.vectors is not None:
             self.vectors.flush()
         if dirty or len(self.lexical) != self.store.chunk_count():
             self.lexical.clear()
             for batch in self.store.iter_lexical():
                 self.lexical.add(batch)
-            self.lexical.commit()
+            self.lexical.release_writer()
         if dirty:
             self.store.dirty = False
+        self._suspect_dirty = False
+
+    def _sync(self) -> list[int]:
+        """Bring this process's view in line with sqlite, in memory only: reload the BM25
+        searcher, add the vectors of chunks committed elsewhere (from the vector cache), drop
+        those of chunks deleted elsewhere.
+
+        Returns:
+            Keys of chunks whose vector is in no cache (only a repair can deal with them).
+        """
+        self._seen_version = self.store.data_version()
+        self.lexical.refresh()
+        if self.vectors is None:
+            dim = self.store.get_meta("embedding_dim")
+            if not dim:
+                return []
+            self.ensure_vectors(int(dim))
+            assert self.vectors is not None
+        top, count = self.store.key_summary()
+        added = self.store.keys_after(self._view[0]) if self._view is not None else None
+        if added is not None and self._view is not None and count == self._view[1] + len(added):
+            missing = added  # only additions since the last look (the usual case): no full scan
+        else:
+            keys = self.store.all_keys()
+            have = self.vectors.keys()
+            extra = np.setdiff1d(have, keys)
+            missing = np.setdiff1d(keys, have)
+            if len(extra):
+                self.vectors.remove([int(k) for k in extra])
+        self._view = (top, count)
+        lost: list[int] = []
+        if len(missing):
+            model = self.store.get_meta("embedding_model") or self.embedder.name
+            found, matrix, lost = self.store.vectors_for(model, [int(k) for k in missing])
+            if found:
+                self.vectors.add(found, matrix)
+        return lost
+
+    def catch_up(self, *, force: bool = False) -> bool:
+        """See what other processes committed (cheap when they committed nothing: one pragma).
+
+        Called before every search. When another process committed since the last look, BM25
+        is reloaded and the in-memory vectors brought in line with sqlite (reading only the
+        chunks added since, unless some were deleted). A dirty flag left by a writer that
+        is gone (its lock is free) is repaired here. Never waits: while this process's own
+        writer holds the index, the search uses the view as it is.
+
+        Returns:
+            Whether the view was brought up to date.
+        """
+        now = time.monotonic()
+        changed = self.store.data_version() != self._seen_version
+        repair = self._suspect_dirty and now - self._last_repair_try >= REPAIR_EVERY_S
+        if not force and not repair and not changed:
+            return False
+        if not self._mutate.acquire(blocking=force):
+            return False
+        try:
+            synced = False
+            if changed or force:
+                self._sync()
+                synced = True
+                self._suspect_dirty = not self._writer.held and self.store.dirty
+            if self._suspect_dirty and not self._writer.held:
+                self._last_repair_try = now
+                if self._writer.try_acquire():  # the writer that set the flag is gone
+                    try:
+                        self._reconcile()
+                        synced = True
+                    finally:
+                        self._writer.release()
+            return synced
+        finally:
+            self._mutate.release()
+
+    # -- writer turns ---------------------------------------------------------------------------------
+    async def begin_commit(self, on_wait: Callable[[str], None] | None = None) -> None:
+        """Hold a writer turn before committing (waiting for another process's turn to end).
+
+        ``on_wait`` is called once with a message when this has to wait (default: the log).
+        """
+        if self._turn_began is not None:
+            return
+        await self._writer.acquire_async(on_wait or _log_wait)
+        try:
+            await asyncio.to_thread(self._begin_turn)
+        except BaseException:
+            self._writer.release()
+            raise
+
+    def _begin_turn(self) -> None:
+        """Under the writer lock: catch up with (or repair after) other writers, mark dirty."""
+        with self._mutate:
+            if self.store.dirty or self.store.data_version() != self._seen_version:
+                self._reconcile(flush=False)
+            self.store.dirty = True
+            self._turn_began = time.monotonic()
+
+    def _end_turn(self, *, flush_vectors: bool = False) -> None:
+        """Commit BM25, let go of tantivy's writer and of the writer lock (under ``_mutate``)."""
+        if self._turn_began is None:
+            return
+        try:
+            self._settle(flush_vectors=flush_vectors)
+            self.store.dirty = False  # left set if the above failed: the next holder repairs
+        finally:
+            self._turn_began = None
+            self._writer.release()
 
     def commit_group(
         self,
@@ -232,6 +360,13 @@ class LocalIndex:
             The new chunk keys of each document.
         """
         with self._mutate:
+            if self._turn_began is None:  # a caller that did not await begin_commit: wait here
+                self._writer.acquire(_log_wait)
+                try:
+                    self._begin_turn()
+                except BaseException:
+                    self._writer.release()
+                    raise
             removed, new_keys = self.store.commit_documents(writes)
             lexical = [
                 item
@@ -240,6 +375,8 @@ class LocalIndex:
             ]
             flat_keys = [k for keys in new_keys for k in keys]
             self.apply(removed, lexical, flat_keys, vectors, commit_lexical=commit_lexical)
+            if time.monotonic() - (self._turn_began or 0.0) >= TURN_S:
+                self._end_turn()  # let a waiting writer in; the next group begins another turn
             return new_keys
 
     def apply(
@@ -256,6 +393,9 @@ class LocalIndex:
         ``commit_lexical=False`` batches BM25 commits during a long ingest (each tantivy commit
         writes a segment); the ingest commits at its end, and the dirty flag covers a crash.
         """
+        if self._view is not None:  # this process's own writes, in its turn: the view stays exact
+            top = max([self._view[0], *(int(k) for k in keys)])
+            self._view = (top, self._view[1] + len(keys) - len(removed))
         self.lexical.delete(removed)
         self.lexical.add(lexical)
         if commit_lexical:
@@ -265,10 +405,11 @@ class LocalIndex:
             if len(keys):
                 self.vectors.add(keys, vectors)
 
-    def _settle(self) -> None:
-        """Make what was applied durable and searchable (BM25 commit, vector flush)."""
-        self.lexical.commit()
-        if self.vectors is not None:
+    def _settle(self, *, flush_vectors: bool = False) -> None:
+        """Make what was applied durable and searchable by every process (BM25 commit, and the
+        vector file with ``flush_vectors``), and let go of tantivy's own writer lock."""
+        self.lexical.release_writer()
+        if flush_vectors and self.vectors is not None:
             self.vectors.flush()
 
     # -- ingest ---------------------------------------------------------------------------------------
@@ -339,13 +480,6 @@ class LocalIndex:
 
     async def _run(self, ingestor: Ingestor, produce: Callable[[asyncio.Queue[Any]], Any]) -> IngestReport:
         async with self._write_lock:
-            self._writer.acquire()
-            try:
-                await asyncio.to_thread(self.reconcile)  # catch up with writes of other processes
-            except BaseException:
-                self._writer.release()
-                raise
-            self.store.dirty = True
             queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
             producer = asyncio.ensure_future(produce(queue))
             consumer = asyncio.ensure_future(ingestor.consume(queue))
@@ -357,17 +491,20 @@ class LocalIndex:
                 for task in (producer, consumer):
                     task.cancel()
                 await asyncio.gather(producer, consumer, return_exceptions=True)
-                try:
-                    # Under _mutate: a consumer cancelled while its commit ran in a worker thread
-                    # returns at once, but the thread finishes that commit; settle after it.
-                    with self._mutate:
-                        self._settle()
-                        if ok:
-                            self.store.dirty = False
-                        else:
-                            self.reconcile()
-                finally:
-                    self._writer.release()
+                # Under _mutate: a consumer cancelled while its commit ran in a worker thread
+                # returns at once, but the thread finishes that commit; settle after it.
+                flushed = False
+                with self._mutate:
+                    if self._turn_began is not None:
+                        if not ok:
+                            self._reconcile(flush=False)
+                        self._end_turn(flush_vectors=True)
+                        flushed = True
+            if ok and not flushed and self.vectors is not None and ingestor.report.chunks_added:
+                # The vector file is written once per ingest (opening reads it), in a turn of its own.
+                await self.begin_commit()
+                with self._mutate:
+                    self._end_turn(flush_vectors=True)
         ingestor.report.seconds = time.perf_counter() - ingestor.started
         return ingestor.report
 
@@ -385,8 +522,11 @@ class LocalIndex:
         # A folder or a JSON file: every document under it.
         return [d for d in self.store.documents(target) if d.source[len(target) : len(target) + 1] in ("/", "#")]
 
-    async def delete(self, doc_id_or_source: str) -> list[str]:
+    async def delete(self, doc_id_or_source: str, *, on_wait: Callable[[str], None] | None = None) -> list[str]:
         """Remove a document (by id or source), or every document under a folder/JSON file.
+
+        Args:
+            on_wait: Called with a message when another process is writing and this waits for it.
 
         Returns:
             The sources removed (empty when nothing matched).
@@ -395,17 +535,13 @@ class LocalIndex:
             docs = await asyncio.to_thread(self._resolve, doc_id_or_source)
             if not docs:
                 return []
-            self._writer.acquire()
-            try:
-                with self._mutate:
-                    self._reconcile()
-                    self.store.dirty = True
+            await self.begin_commit(on_wait)
+            with self._mutate:
+                try:
                     removed = self.store.delete_documents([d.id for d in docs])
                     self.apply(removed, [], [], np.zeros((0, 0), np.float32))
-                    self._settle()
-                    self.store.dirty = False
-            finally:
-                self._writer.release()
+                finally:
+                    self._end_turn(flush_vectors=True)
             return [d.source for d in docs]
 
     async def documents(self) -> list[DocumentRow]:
@@ -443,11 +579,13 @@ class LocalIndex:
         return vector
 
     async def dense_search(self, query: str, k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
+        self.catch_up()
         if self.vectors is None or len(self.vectors) == 0:
             return []
         return self.vectors.search(await self.query_vector(query), k, allowed)
 
     def lexical_search(self, query: str, k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
+        self.catch_up()
         return self.lexical.search(query, k, allowed)
 
     def allowed_keys(self, filters: Sequence[Filter]) -> set[int]:
@@ -515,7 +653,8 @@ class LocalIndex:
 
     async def close(self) -> None:
         async with self._write_lock:
-            self._close_search()
+            with self._mutate:
+                self._close_search()
             self.store.close()
         if self._reranker is not None:
             await self._reranker.reranker.aclose()
@@ -523,5 +662,15 @@ class LocalIndex:
 
     def _close_search(self) -> None:
         self.lexical.close()
-        if self.vectors is not None:
-            self.vectors.close()
+        # The vector file is written only under the writer lock (two processes must never write
+        # it at once); when another process is writing, it writes the file itself.
+        if self.vectors is not None and self._writer.try_acquire():
+            try:
+                self._sync()
+                self.vectors.close()
+            finally:
+                self._writer.release()
+
+
+def _log_wait(message: str) -> None:
+    logger.warning("%s", message)

@@ -260,7 +260,12 @@ class MilvusIndex(LocalIndex):
         )
         return int(rows[0]["count(*)"]) if rows else 0
 
-    def _reconcile(self) -> None:
+    def _sync(self) -> list[int]:
+        """Nothing to bring up to date: every process searches the same Milvus collection."""
+        self._seen_version = self.store.data_version()
+        return []
+
+    def _reconcile(self, *, flush: bool = True) -> None:
         if self._dim is None:
             return
         dirty = self.store.dirty
@@ -345,7 +350,7 @@ class MilvusIndex(LocalIndex):
         if removed:
             self._delete_keys(list(removed))
 
-    def _settle(self) -> None:
+    def _settle(self, *, flush_vectors: bool = False) -> None:
         """Writes are visible to the next search already (strong consistency); nothing to do."""
 
     # -- search backend -------------------------------------------------------------------------------

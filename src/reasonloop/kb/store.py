@@ -30,6 +30,9 @@ from reasonloop.kb.filters import filter_sql
 
 __all__ = ["ChunkRow", "ChunkWrite", "DocumentRow", "DocumentWrite", "MetadataStore"]
 
+BUSY_TIMEOUT_S = 60.0
+"""How long a statement waits for another process's write transaction before failing."""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS documents (
@@ -115,7 +118,11 @@ class MetadataStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.conn = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+            # Other processes write to the same file (one at a time, under the writer lock); a
+            # statement that meets one of their short transactions waits for it instead of failing.
+            self.conn = sqlite3.connect(
+                str(self.path), check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_S
+            )
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.executescript(_SCHEMA)
@@ -123,6 +130,15 @@ class MetadataStore:
             raise KBError(f"{self.path}: not a reasonloop index database ({exc})", path=str(self.path)) from exc
         self.lock = threading.RLock()
         self.vectors = VectorCache(self.conn, self.lock)
+
+    def data_version(self) -> int:
+        """A number that changes whenever another connection (another process, or another handle
+        in this one) commits to the database; this connection's own commits leave it as it is.
+
+        Reading it costs no I/O: it is how a reader notices, cheaply, that a writer committed.
+        """
+        with self.lock:
+            return int(self.conn.execute("PRAGMA data_version").fetchone()[0])
 
     # -- meta -----------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -338,6 +354,20 @@ class MetadataStore:
     def all_keys(self) -> np.ndarray:
         with self.lock:
             rows = self.conn.execute("SELECT key FROM chunks ORDER BY key").fetchall()
+        return np.asarray([r[0] for r in rows], dtype=np.uint64)
+
+    def key_summary(self) -> tuple[int, int]:
+        """``(largest chunk key, number of chunks)``: keys only grow, so a reader that knew an
+        earlier summary knows that nothing was deleted when the count grew by exactly the number
+        of keys above the earlier largest one."""
+        with self.lock:
+            top, count = self.conn.execute("SELECT coalesce(max(key), 0), count(*) FROM chunks").fetchone()
+        return int(top), int(count)
+
+    def keys_after(self, key: int) -> np.ndarray:
+        """The chunk keys above ``key``, in order."""
+        with self.lock:
+            rows = self.conn.execute("SELECT key FROM chunks WHERE key > ? ORDER BY key", (int(key),)).fetchall()
         return np.asarray([r[0] for r in rows], dtype=np.uint64)
 
     def iter_lexical(self, batch: int = 2000) -> Iterator[list[tuple[int, str]]]:
