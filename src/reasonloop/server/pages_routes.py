@@ -75,7 +75,8 @@ def _layout(path: Path, number: int) -> tuple[Any, bytes]:
     try:
         page = pdf.pages[number - 1]
         try:
-            return page_layout(page, data, number), data
+            # A scanned page is OCR'd here too: rendered within the same pixel cap as the image.
+            return page_layout(page, data, number, max_pixels=MAX_PIXELS), data
         finally:
             page.close()
     finally:
