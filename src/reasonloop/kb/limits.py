@@ -169,7 +169,9 @@ def failure_reason(exc: BaseException, limits: ParseLimits) -> str:
         numbers = [int(n) for n in re.findall(r"\d+", str(exc))]
         pixels = numbers[0] if numbers else limits.max_pixels + 1
         return _pixels_message(pixels, limits)
-    if name in ("EntitiesForbidden", "DTDForbidden", "ExternalReferenceForbidden", "NotSupportedError"):
+    if name == "DTDForbidden":  # openpyxl reads through defusedxml, which takes no DTD at all
+        return "document type declaration (DTD) refused: office files have none"
+    if name in ("EntitiesForbidden", "ExternalReferenceForbidden", "NotSupportedError"):
         return "entity expansion refused"
     if isinstance(exc, MemoryError):
         return f"needs more memory than the limit of {limits.memory_mb} MB ([kb.limits] memory_mb)"
