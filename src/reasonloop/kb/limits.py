@@ -66,7 +66,7 @@ class ParseLimits(BaseModel):
     """Wall-clock seconds one file may take to parse; then its worker is killed."""
     workers: int = Field(default=0, ge=0)
     """Files parsed at once, each in its own worker process; 0 means the machine's cores (at most 4)."""
-    files_per_worker: int = Field(default=16, ge=1)
+    files_per_worker: int = Field(default=64, ge=1)
     """Files a worker parses before a fresh one takes over (any failure retires it at once)."""
 
 
