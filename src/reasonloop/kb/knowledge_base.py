@@ -83,6 +83,8 @@ class KnowledgeBase:
             embedder = create_embedder(settings.kb.embedder, options.get("embedder"), registry)
         factory: Any = resolve("index", settings.kb.index, registry)
         index = factory(Path(path if path is not None else settings.kb.path), embedder, options)
+        if hasattr(index, "parse_limits"):
+            index.parse_limits = settings.kb.limits
         return cls(index, owns_embedder=owns)
 
     async def __aenter__(self) -> KnowledgeBase:

@@ -49,6 +49,7 @@ from reasonloop.kb.embedding import Embedder
 from reasonloop.kb.fetch import is_url
 from reasonloop.kb.hybrid import HybridRetriever, Reranker
 from reasonloop.kb.lexical import LexicalIndex
+from reasonloop.kb.limits import ParseLimits
 from reasonloop.kb.locking import WriterLock
 from reasonloop.kb.settings import LocalIndexOptions, parse_options, parse_retriever_settings
 from reasonloop.kb.store import ChunkRow, DocumentRow, DocumentWrite, MetadataStore
@@ -100,6 +101,10 @@ class LocalIndex:
         self.embedder = embedder
         self.chunker = Chunker(self.options.chunk_tokens, self.options.chunk_overlap)
         self.content_signature = f"{self.chunker.signature}/title={int(self.options.embed_title)}/once"
+        self.parse_limits = ParseLimits()
+        """What one file may cost while it is parsed (``[kb.limits]``, set by :meth:`KnowledgeBase.open`)."""
+        self.parse_loaders: dict[str, str] = {}
+        """Loader plugins: a suffix -> ``package.module:function``, run in the parsing workers."""
         self.path.mkdir(parents=True, exist_ok=True)
         self.store = MetadataStore(self.path / "kb.sqlite")
         try:

@@ -3,7 +3,10 @@ stats, search (hybrid, dense or lexical) — per tenant.
 
 Each tenant has its own knowledge base directory (the ``default`` tenant uses ``[kb] path``
 itself, others ``[kb] path/tenants/<tenant>``), so one tenant never sees another's documents.
-Uploaded files are stored under ``uploads/`` with sanitised names before ingestion.
+Uploaded files are stored under ``uploads/`` with sanitised names before ingestion. The answer
+to an upload says, file by file, what became of it (``added``, ``updated``, ``unchanged`` or
+``failed`` with the reason); a file that could not be ingested is removed from ``uploads/``, and
+whatever a file holds, the answer is never a bare server error.
 """
 
 from __future__ import annotations
@@ -230,8 +233,11 @@ async def upload(
 
     With ``progress=true`` the answer (once the files are stored) is ``application/x-ndjson``:
     ``{"type": "progress", ...}`` lines as chunks are embedded (``chunks_done`` of
-    ``chunks_total``), then ``{"type": "done", "files", "report"}``, or ``{"type": "error",
+    ``chunks_total``), then ``{"type": "done", "files", "results", "report"}``, or ``{"type": "error",
     "error": {"code", "message"}}`` when the ingest failed.
+
+    ``results`` holds one ``{"file", "status"}`` per stored file, ``status`` one of ``added``,
+    ``updated``, ``unchanged``, ``failed`` (then with ``reason``); failed files are not kept.
     """
     state = server_state(request)
     limit = state.settings.server.max_upload_bytes
@@ -262,12 +268,55 @@ async def upload(
         for path in saved:
             path.unlink(missing_ok=True)
         raise
-    kb = await provider.get(who.tenant)
+    try:
+        kb = await provider.get(who.tenant)
+    except BaseException:
+        _forget(saved)
+        raise
     names = [p.name for p in saved]
     if progress:
         return StreamingResponse(_ingest_lines(kb, saved, names), status_code=201, media_type="application/x-ndjson")
-    report = await kb_call(kb.ingest, [str(p) for p in saved])
-    return {"files": names, "report": jsonable_encoder(report)}
+    try:
+        report = await kb_call(kb.ingest, [str(p) for p in saved])
+    except ReasonLoopError:
+        _forget(saved)
+        raise
+    except Exception as exc:  # said as a knowledge-base error, in JSON like every other
+        _forget(saved)
+        raise KBError(f"the ingest failed: {exc}") from exc
+    return {"files": names, "results": _results(saved, report), "report": jsonable_encoder(report)}
+
+
+def _forget(saved: list[Path]) -> None:
+    for path in saved:
+        path.unlink(missing_ok=True)
+
+
+def _results(saved: list[Path], report: Any) -> list[dict[str, Any]]:
+    """What became of each stored file; a file that failed is removed from ``uploads/``."""
+    failed: dict[str, str] = getattr(report, "failed", {}) or {}
+    outcome = {
+        **{s: "added" for s in getattr(report, "added", [])},
+        **{s: "updated" for s in getattr(report, "updated", [])},
+        **{s: "unchanged" for s in getattr(report, "unchanged", [])},
+    }
+    results: list[dict[str, Any]] = []
+    for path in saved:
+        source = str(path.resolve())
+        entry: dict[str, Any] = {"file": path.name}
+        if source in failed or str(path) in failed:
+            entry["status"] = "failed"
+            entry["reason"] = failed.get(source) or failed.get(str(path))
+            path.unlink(missing_ok=True)
+        else:
+            # A JSON/JSONL file's records are sources of their own (``path#id``).
+            records = [st for s, st in outcome.items() if s.split("#", 1)[0] == source]
+            entry["status"] = outcome.get(source) or (records[0] if records else "unchanged")
+            bad = {s: r for s, r in failed.items() if s.startswith(source + "#") or s.startswith(source + ":")}
+            if bad:
+                entry["failed_records"] = bad
+        results.append(entry)
+    return results
 
 
 _INGESTS: set[asyncio.Task[Any]] = set()
@@ -302,13 +351,16 @@ async def _ingest_lines(kb: Any, saved: list[Path], names: list[str]) -> AsyncIt
     try:
         report = task.result()
     except ReasonLoopError as exc:
+        _forget(saved)
         yield json.dumps({"type": "error", "error": {"code": exc.code, "message": exc.message}}) + "\n"
         return
     except Exception as exc:
+        _forget(saved)
         error = {"code": "kb.error", "message": f"the ingest failed: {exc}"}
         yield json.dumps({"type": "error", "error": error}, ensure_ascii=False) + "\n"
         return
-    yield json.dumps({"type": "done", "files": names, "report": jsonable_encoder(report)}, ensure_ascii=False) + "\n"
+    done = {"type": "done", "files": names, "results": _results(saved, report), "report": jsonable_encoder(report)}
+    yield json.dumps(done, ensure_ascii=False) + "\n"
 
 
 @router.get("/documents")

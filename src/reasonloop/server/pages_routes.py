@@ -75,7 +75,8 @@ def _layout(path: Path, number: int) -> tuple[Any, bytes]:
     try:
         page = pdf.pages[number - 1]
         try:
-            return page_layout(page, data, number), data
+            # A scanned page is OCR'd here too: rendered within the same pixel cap as the image.
+            return page_layout(page, data, number, max_pixels=MAX_PIXELS), data
         finally:
             page.close()
     finally:
@@ -147,9 +148,10 @@ def _render(path: Path, number: int, span: tuple[int, int] | None, scale: float)
 
     from reasonloop.kb.loaders.pdf import render_page, span_boxes
 
-    layout, data = _layout(path, number)
+    # The page's layout (an OCR of a scanned page) only for the boxes of a span.
+    layout, data = _layout(path, number) if span is not None else (None, path.read_bytes())
     image = render_page(data, number, scale, max_pixels=MAX_PIXELS).convert("RGBA")
-    if span is not None:
+    if layout is not None and span is not None:
         # The boxes are in PDF units; the image's own size says how many pixels each one became.
         sx, sy = image.width / layout.width, image.height / layout.height
         overlay = Image.new("RGBA", image.size, (0, 0, 0, 0))

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from reasonloop.errors import KBLoadError
+from reasonloop.kb.limits import ParseLimits, check_archive, refuse_entities
 from reasonloop.kb.loaders.document import LoadedDocument, Page, PageFn, RecordError, missing_extra
 from reasonloop.kb.loaders.pdf import DAMAGED_PDF
 
@@ -29,9 +30,11 @@ __all__ = [
     "DAMAGED_PDF",
     "DEFAULT_EXCLUDE",
     "SUPPORTED_SUFFIXES",
+    "ZIP_KINDS",
     "LoadedDocument",
     "Page",
     "RecordError",
+    "kind_of",
     "load_bytes",
     "load_file",
     "walk",
@@ -74,6 +77,8 @@ _BY_TYPE: dict[str, str] = {
     "image/jpeg": "image",
     "image/tiff": "image",
 }
+ZIP_KINDS = frozenset({"docx", "pptx", "xlsx", "epub"})
+"""Formats that are zip containers of XML: their members are checked before a parser opens them."""
 _NEEDS_EXTRA = {
     "pptx": "slides (.pptx)",
     "xlsx": "spreadsheets (.xlsx)",
@@ -137,23 +142,32 @@ def load_bytes(
     default_title: str = "",
     content_type: str = "",
     on_page: PageFn | None = None,
+    limits: ParseLimits | None = None,
 ) -> list[LoadedDocument | RecordError]:
     """Parse ``data`` by ``suffix`` (or by HTTP ``content_type`` when it names a known format).
 
+    This parses in the calling process: untrusted files go through :mod:`reasonloop.kb.parsing`,
+    which calls this in a worker process under memory and time limits.
+
     Args:
         on_page: Called with ``(pages_done, pages_total)`` after each page of a paged format.
+        limits: Sizes and pixels a file may unpack to (default :class:`ParseLimits`).
 
     Raises:
-        KBLoadError: empty, unsupported, corrupt or text-less input, or a format whose optional
-            dependencies are not installed.
+        KBLoadError: empty, unsupported, corrupt or text-less input, over the ``limits``, or a
+            format whose optional dependencies are not installed.
     """
+    limits = limits or ParseLimits()
     if not data.strip():
         raise KBLoadError(f"{source}: empty file", source=source)
     kind = _kind(suffix, content_type)
     if kind is None:
         raise KBLoadError(f"{source}: unsupported file type {suffix or content_type!r}", source=source)
+    if kind in ZIP_KINDS:
+        check_archive(data, source, limits)
+        refuse_entities(data, source)
     try:
-        docs = _parse(kind, data, source, default_title, on_page)
+        docs = _parse(kind, data, source, default_title, on_page, limits)
     except ImportError as exc:
         if kind not in _NEEDS_EXTRA:
             raise
@@ -164,15 +178,20 @@ def load_bytes(
     return docs
 
 
+def kind_of(suffix: str, content_type: str = "") -> str | None:
+    """The format of a file by its ``suffix`` or HTTP ``content_type`` (``None``: unsupported)."""
+    return _kind(suffix, content_type)
+
+
 def _parse(
-    kind: str, data: bytes, source: str, title: str, on_page: PageFn | None
+    kind: str, data: bytes, source: str, title: str, on_page: PageFn | None, limits: ParseLimits
 ) -> list[LoadedDocument | RecordError]:
     from reasonloop.kb.loaders import text as plain
 
     if kind == "pdf":
         from reasonloop.kb.loaders.pdf import load_pdf
 
-        return [load_pdf(data, source, title, on_page)]
+        return [load_pdf(data, source, title, on_page, max_pixels=limits.max_pixels)]
     if kind == "docx":
         from reasonloop.kb.loaders.word import load_docx
 
@@ -192,7 +211,7 @@ def _parse(
     if kind == "image":
         from reasonloop.kb.loaders.images import load_image
 
-        return [load_image(data, source, title, on_page)]
+        return [load_image(data, source, title, on_page, limits=limits)]
     text = plain.decode(data, source)
     if kind == "csv":
         from reasonloop.kb.loaders.sheets import load_csv

@@ -26,6 +26,7 @@ from reasonloop.kb.loaders.document import DOCUMENTS_EXTRA, LoadedDocument, Page
 
 __all__ = [
     "DAMAGED_PDF",
+    "MAX_OCR_PIXELS",
     "PageLayout",
     "fit_scale",
     "load_pdf",
@@ -42,7 +43,10 @@ DAMAGED_PDF = (
     "(--debug shows what the PDF reader repaired)"
 )
 OCR_SCALE = 200 / 72
-"""Scanned pages are rendered at 200 dpi for OCR (PDF units are 1/72 inch)."""
+"""Scanned pages are rendered at 200 dpi for OCR (PDF units are 1/72 inch)..."""
+MAX_OCR_PIXELS = 50_000_000
+"""...or at the scale that makes at most this many pixels (``[kb.limits] max_pixels``): a poster
+page of 14,400 units would otherwise be 40,000 × 40,000 pixels, several GB."""
 
 Box = tuple[float, float, float, float]
 """``(x0, top, x1, bottom)`` in PDF units from the page's top-left corner."""
@@ -135,7 +139,11 @@ def open_pdf(data: bytes, source: str) -> tuple[Any, list[str]]:
     return pdf, repairs
 
 
-def load_pdf(data: bytes, source: str, title: str, on_page: PageFn | None = None) -> LoadedDocument:
+def load_pdf(
+    data: bytes, source: str, title: str, on_page: PageFn | None = None, *, max_pixels: int = MAX_OCR_PIXELS
+) -> LoadedDocument:
+    """The text of each page; a scanned page is rendered for OCR at :data:`OCR_SCALE`, or at the
+    smaller scale that keeps it within ``max_pixels``."""
     pdf, repairs = open_pdf(data, source)
     warnings: list[str] = [DAMAGED_PDF] if repairs else []
     pages: list[Page] = []
@@ -146,7 +154,7 @@ def load_pdf(data: bytes, source: str, title: str, on_page: PageFn | None = None
         meta_title = str((pdf.metadata or {}).get("Title") or "").strip()
         for number, page in enumerate(pdf.pages, start=1):
             try:
-                layout = page_layout(page, data, number)
+                layout = page_layout(page, data, number, max_pixels=max_pixels)
                 pages.append(Page(number, layout.text))
             except ImportError:
                 needs_ocr.append(number)
@@ -186,18 +194,19 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(out)
 
 
-def page_layout(page: Any, data: bytes, number: int) -> PageLayout:
+def page_layout(page: Any, data: bytes, number: int, *, max_pixels: int = MAX_OCR_PIXELS) -> PageLayout:
     """The text of a pdfplumber ``page`` (number ``number`` of the PDF ``data``) with its boxes.
 
     Text lines top to bottom; each ruled table becomes a Markdown table (a paragraph of its
-    own) where it stands. A page without characters but with an image is OCR'd.
+    own) where it stands. A page without characters but with an image is OCR'd, rendered with
+    at most ``max_pixels`` pixels.
 
     Raises:
         ImportError: the page needs OCR and the OCR engine is not installed.
     """
     width, height = float(page.width), float(page.height)
     if not page.chars and page.images:
-        return _ocr_layout(data, number, width, height)
+        return _ocr_layout(data, number, width, height, max_pixels)
     tables = [t for t in page.find_tables() if t.rows]
     body = page
     if tables:
@@ -277,11 +286,12 @@ def _table_chars(table: Any) -> list[tuple[str, Box | None]]:
     return out
 
 
-def _ocr_layout(data: bytes, number: int, width: float, height: float) -> PageLayout:
+def _ocr_layout(data: bytes, number: int, width: float, height: float, max_pixels: int) -> PageLayout:
     from reasonloop.kb.loaders.ocr import recognize
 
-    image = render_page(data, number, OCR_SCALE)
-    return ocr_lines_layout(recognize(image), width, height, OCR_SCALE, ocr=True)
+    image = render_page(data, number, OCR_SCALE, max_pixels=max_pixels)
+    scale = image.width / width if width > 0 else OCR_SCALE  # the scale it was rendered at
+    return ocr_lines_layout(recognize(image), width, height, scale, ocr=True)
 
 
 def ocr_lines_layout(lines: list[Any], width: float, height: float, scale: float, *, ocr: bool) -> PageLayout:
