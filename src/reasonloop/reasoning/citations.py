@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from reasonloop.events import Citation
 from reasonloop.kb.base import Hit
-from reasonloop.reasoning.evidence_answer.sentences import sentence_units
+from reasonloop.reasoning.evidence_answer.sentences import quoting, sentence_units
 from reasonloop.reasoning.evidence_answer.terms import question_terms
 
 __all__ = ["cite", "markers", "supporting_sentence"]
@@ -50,15 +50,7 @@ def supporting_sentence(claim: str, citation: Citation, hit: Hit) -> Citation:
         return citation
     terms = question_terms(claim)
     best = max(spans, key=lambda span: (terms.coverage(text[span[0] : span[1]]), -span[0]))
-    chunk_start = hit.metadata.get("start")
-    narrowed = citation.model_copy()
-    narrowed.quote = text[best[0] : best[1]]
-    narrowed.chunk_start, narrowed.chunk_end = chunk_start, hit.metadata.get("end")
-    if isinstance(chunk_start, int):
-        narrowed.start, narrowed.end = chunk_start + best[0], chunk_start + best[1]
-    else:
-        narrowed.start = narrowed.end = None
-    return narrowed
+    return quoting(citation, hit, *best)
 
 
 def cite(text: str, evidence: Mapping[int, Citation], passages: Mapping[int, Hit] | None = None) -> list[Citation]:

@@ -19,7 +19,7 @@ from reasonloop.events import Citation
 from reasonloop.kb.base import Hit
 from reasonloop.reasoning.evidence_answer.terms import QuestionTerms
 
-__all__ = ["Sentence", "rank_sentences", "sentence_units", "sentences_of"]
+__all__ = ["Sentence", "quoting", "rank_sentences", "sentence_units", "sentences_of"]
 
 _BULLET = re.compile(r"^(?:[-*+•]\s+|\d{1,3}[.)]\s+|>\s*)+")
 _HEADING = re.compile(r"^#{1,6}\s|^[=\-_*]{3,}$|^```|^~~~")
@@ -42,16 +42,21 @@ class Sentence:
 
     def citation(self, base: Citation | None) -> Citation:
         """The passage's citation narrowed to this sentence (offsets on the page when the passage has them)."""
-        cited = base.model_copy() if base is not None else self.hit.citation(marker=self.marker)
-        chunk_start = self.hit.metadata.get("start")
-        cited.quote = self.text
-        cited.chunk_start = chunk_start
-        cited.chunk_end = self.hit.metadata.get("end")
-        if isinstance(chunk_start, int):
-            cited.start, cited.end = chunk_start + self.start, chunk_start + self.end
-        else:
-            cited.start = cited.end = None
-        return cited
+        return quoting(base or self.hit.citation(marker=self.marker), self.hit, self.start, self.end)
+
+
+def quoting(citation: Citation, hit: Hit, start: int, end: int) -> Citation:
+    """A copy of ``citation`` quoting ``hit.text[start:end]``, with the quote's offsets on the page
+    and its passage's range (``page_text[start:end] == quote`` when the passage has offsets)."""
+    cited = citation.model_copy()
+    chunk_start = hit.metadata.get("start")
+    cited.quote = hit.text[start:end]
+    cited.chunk_start, cited.chunk_end = chunk_start, hit.metadata.get("end")
+    if isinstance(chunk_start, int):
+        cited.start, cited.end = chunk_start + start, chunk_start + end
+    else:
+        cited.start = cited.end = None
+    return cited
 
 
 _SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)|[。！？；]+[”’」』）)]*")
