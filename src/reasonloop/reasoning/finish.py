@@ -33,9 +33,11 @@ def close(
     stop_reason: StopReason | None = None,
     *,
     citations: list[Citation] | None = None,
+    abstained: bool = False,
 ) -> Answer:
     """The run's one :class:`Answer`: guard applied, markers mapped (each citation quoting the
-    sentence the answer rests on), never empty. ``citations``: the answer's own, already narrowed."""
+    sentence the answer rests on), never empty. ``citations``: the answer's own, already narrowed;
+    ``abstained``: the answer does not decide the question."""
     reason: StopReason = stop_reason or tracker.stop_reason or "final"
     if reason == "final" and tracker.last_finish == "length":  # the answering call ran out of tokens
         reason = "length"
@@ -52,7 +54,7 @@ def close(
     if citations is None:
         log = ctx.scope.evidence
         citations = cite(text, log.citations, log.hits) if log is not None and log.citations else []
-    return Answer(text=text, citations=citations, usage=ctx.usage.copy(), stop_reason=reason)
+    return Answer(text=text, citations=citations, usage=ctx.usage.copy(), stop_reason=reason, abstained=abstained)
 
 
 async def forced_answer(

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from reasonloop.events import Answer, Event
+from reasonloop.events import Event
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.evidence_answer.answer import evidence_gap, not_found_text
@@ -103,18 +103,13 @@ class QAReasoning(Reasoning):
             # nothing found, or a name or code of the question in no passage: no model is asked to guess
             gap = evidence_gap(question_terms(searched), evidence.hits, language, words=False)
             if gap is not None:
-                yield self._abstain(tracker, not_found_text(searched, gap, language), language)
+                yield close(ctx, settings, tracker, not_found_text(searched, gap, language), language, abstained=True)
                 return
         if not evidence.text and not ctx.history:
-            yield self._abstain(tracker, render("dont_know", language), language)
+            yield close(ctx, settings, tracker, render("dont_know", language), language, abstained=True)
             return
         user = render("qa_user", language, evidence=evidence.text or "(none)", question=question)
         system = system_prompt("qa", language, ctx.instructions)
         async for event in direct_answer(ctx, tracker, ctx.llm, system, ctx.history, user, answer):
             yield event
         yield close(ctx, settings, tracker, answer.text, language)
-
-    def _abstain(self, tracker: BudgetTracker, text: str, language: str) -> Answer:
-        answer = close(self.ctx, self.settings, tracker, text, language)
-        answer.abstained = True
-        return answer

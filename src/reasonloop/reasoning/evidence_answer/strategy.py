@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from reasonloop.events import Answer, Event, Progress
+from reasonloop.events import Event, Progress
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings, RunContext
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.evidence_answer.answer import DEFAULT_MARGIN, EvidenceAnswer, answer_from_evidence
@@ -81,9 +81,6 @@ class EvidenceAnswerReasoning(Reasoning):
             margin=settings.margin,
         ):
             yield event
-        yield self._close(tracker, answer, language)
-
-    def _close(self, tracker: BudgetTracker, answer: EvidenceAnswer, language: str) -> Answer:
-        closed = close(self.ctx, self.settings, tracker, answer.text, language, citations=answer.citations)
-        closed.abstained = answer.abstained
-        return closed
+        yield close(
+            ctx, settings, tracker, answer.text, language, citations=answer.citations, abstained=answer.abstained
+        )
