@@ -438,3 +438,68 @@ def test_names_apart_in_chinese_text_are_two_names() -> None:
     terms = question_terms("在中国大陆能不能从 Google Play 下载 Tessaro Connect 应用？")
     assert terms.names == ["Google", "Play", "Tessaro", "Connect"]
     assert question_terms("Is the Halo Mini Max, or the Aria 2 Pro, louder?").names == ["Halo Mini Max", "Aria 2 Pro"]
+
+
+CAPS = [
+    (
+        "travel",
+        "Travel policy",
+        "## Hotels\n\nThe nightly hotel cap is 160 pounds. In Paris and Rome the cap is 240 pounds.",
+    ),
+    ("store", "Acme store", "Acme sells the Kettle 3. Kettle 3 firmware 1.4 was published on 2 May 2024."),
+    ("offices", "Offices", "## Oslo\n\nThe Oslo office has 12 desks. The office manager is Ane Berg."),
+]
+
+
+@pytest.mark.parametrize(
+    ("question", "span"),
+    [
+        ("What is the nightly hotel cap in Paris?", "160 pounds"),  # the sentence naming Paris says 240
+        ("When was the Kettle 3 launched?", "2 May 2024"),  # a date of a firmware, not of a launch
+        ("How many desks does the Bergen office have?", "12 desks"),  # another office's desks
+    ],
+)
+async def test_a_span_needs_a_sentence_naming_what_is_asked_about(tmp_path, question, span) -> None:
+    kb = await _open(tmp_path / "kb", CAPS)
+    try:
+        llm = ScriptedProvider(replies=[span], base_model=True)
+        result = await Agent(reasoning="qa", llm=llm, kb=kb).run(question)
+    finally:
+        await kb.close()
+    assert not result.content.startswith(span) and result.abstained
+
+
+@pytest.mark.parametrize(
+    ("question", "span"),
+    [
+        ("What is the nightly hotel cap in Paris?", "240 pounds"),
+        ("Who is the office manager in Oslo?", "Ane Berg"),  # Oslo is the heading above the sentence
+    ],
+)
+async def test_a_span_from_a_sentence_naming_what_is_asked_about_is_kept(tmp_path, question, span) -> None:
+    kb = await _open(tmp_path / "kb", CAPS)
+    try:
+        llm = ScriptedProvider(replies=[span], base_model=True)
+        result = await Agent(reasoning="qa", llm=llm, kb=kb).run(question)
+    finally:
+        await kb.close()
+    assert result.content.startswith(span) and not result.abstained
+
+
+def test_a_name_followed_by_another_word_of_a_name_is_another_thing() -> None:
+    terms = question_terms("Can the Halo charge a phone?")
+    assert terms.names_elsewhere("A USB-C output lets the Halo Max charge a phone.") == ["Halo"]
+    assert terms.names_elsewhere("The Halo cannot charge other devices.") == []
+    # the next word being the question's own name is the same name, not a longer one
+    assert question_terms("Does Maria Okafor lead support?").names_elsewhere("Maria Okafor leads support.") == []
+
+
+async def test_a_span_under_the_heading_of_a_longer_name_is_not_kept(tmp_path) -> None:
+    docs = [("kettles", "Kettles", "## Kettle\n\nWeight: 1.1 kg.\n\n## Kettle Max\n\nWeight: 2.4 kg.")]
+    kb = await _open(tmp_path / "kb", docs)
+    try:
+        llm = ScriptedProvider(replies=["2.4 kg"], base_model=True)
+        result = await Agent(reasoning="qa", llm=llm, kb=kb).run("How much does the Kettle weigh?")
+    finally:
+        await kb.close()
+    assert not result.content.startswith("2.4 kg") and result.abstained

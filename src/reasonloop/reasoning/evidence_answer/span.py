@@ -2,9 +2,13 @@
 
 The model continues a few-shot completion prompt over the supporting sentences; its continuation,
 cut at the line end, is a candidate span. It is kept only when it occurs in one of those
-sentences (case and spacing ignored), that sentence (with its passage's title) holds at least
-half of the question's content words and no fewer than any other sentence shown, and the span says something the question does not (a span
-made of the question's own words answers nothing); otherwise the caller quotes the sentence.
+sentences (case and spacing ignored), that sentence holds every name of the question (or its
+passage's subject does: the title, the headings above the sentence and the passage's opening
+sentence), and, with its title and headings, at least half of the question's other content words and no
+fewer of them than any other sentence shown that names the same, and the span says something the question does not (a span made of the
+question's own words answers nothing); otherwise the caller quotes the sentence. A sentence that
+gives the cap "in hotels" does not answer for London when London is named elsewhere, and a date
+in a line that does not say "launched" does not date a launch.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from reasonloop.llm.base import LLM, Message
 from reasonloop.llm.sampling import Sampling, with_sampling
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.evidence_answer.sentences import Sentence
-from reasonloop.reasoning.evidence_answer.terms import STOP_WORDS, question_terms
+from reasonloop.reasoning.evidence_answer.terms import STOP_WORDS, QuestionTerms, question_terms
 from reasonloop.reasoning.llmcall import Turn, llm_turn
 from reasonloop.tokens import trim_to_tokens
 
@@ -27,9 +31,11 @@ SPAN_TOKENS = 24
 """Longest span the model may write (short answers are spans of a few words)."""
 QUESTION_TOKENS = 200
 SUPPORTED = 0.5
-"""Share of the question's content words the sentence holding a span must contain (with its
-passage's title) for the span to be kept."""
+"""Share of the question's content words other than its names that the sentence holding a span
+must contain (with its passage's title and headings) for the span to be kept."""
 _TOKEN = re.compile(r"\w+")
+_HEADING_LINE = re.compile(r"^\s*#{1,6}\s+(.+)$", re.M)
+_FIRST_SENTENCE = re.compile(r"^(?:\s*#{1,6}\s.*\n)*\s*(.+?(?:[.!?。！？](?=\s)|$))", re.S)
 
 _PROMPT = {
     "en": (
@@ -101,7 +107,37 @@ async def extract_span(
     # title), and no less of it than another sentence shown: "the sales team is led by Tom" does
     # not answer who leads the support team when "the support team is led by Maria" is there too
     terms = question_terms(question)
-    covered = {id(s): terms.coverage(f"{s.hit.title} {s.text}") for s in sentences}
+    named = [s for s in sentences if names_held(terms, s)]
+    if found not in named:
+        return
+    asked = _other_words(terms)
+    covered = {id(s): asked.coverage(f"{subject(s, opening=False)} {s.text}") for s in named}
     if covered[id(found)] < max(SUPPORTED, *covered.values()):
         return
     into.append((span, found))
+
+
+def subject(sentence: Sentence, *, opening: bool = True) -> str:
+    """What ``sentence``'s passage is about: its title, the headings above the sentence and (with
+    ``opening``) the passage's opening sentence, which may name the passage's subject but does not
+    say what its other sentences say about it."""
+    before = sentence.hit.text[: sentence.start]
+    headings = " ".join(m.group(1) for m in _HEADING_LINE.finditer(before))
+    first = _FIRST_SENTENCE.match(sentence.hit.text) if opening else None
+    return " ".join([sentence.hit.title or "", headings, first.group(1) if first else ""])
+
+
+def names_held(terms: QuestionTerms, sentence: Sentence) -> bool:
+    """Whether every name of the question is in ``sentence`` or in its passage's subject, and none
+    only inside a longer name ("Aria 2" as "Aria 2 Pro") in the sentence or the heading right above it."""
+    context = f"{subject(sentence)} {sentence.text}"
+    headings = _HEADING_LINE.findall(sentence.hit.text[: sentence.start])
+    nearest = f"{headings[-1]}\n{sentence.text}" if headings else sentence.text  # "## Halo Max" above "Weight: 2.4 kg"
+    return not terms.missing_names(context) and not terms.names_elsewhere(nearest)
+
+
+def _other_words(terms: QuestionTerms) -> QuestionTerms:
+    """``terms`` without the words of its names (what is asked about them)."""
+    named = question_terms(" ".join(terms.names)).words if terms.names else set()
+    rest = terms.words - named
+    return QuestionTerms(question=terms.question, words=rest or terms.words, names=terms.names, negated=terms.negated)

@@ -180,10 +180,11 @@ class QuestionTerms:
         return [n for n in self.names if not _has_name(text, n)]
 
     def names_elsewhere(self, text: str) -> list[str]:
-        """The question's names with a number that ``text`` holds only inside a longer name ("Aria 2"
-        only as "Aria 2 Pro"): there it speaks of another model."""
-        coded = [n for n in self.names if any(c.isdigit() for c in n)]  # model names and codes
-        return [n for n in coded if _has_name(text, n) and not _has_exact_name(text, n)]
+        """The question's names that ``text`` holds only inside a longer name ("Aria 2" only as
+        "Aria 2 Pro", "Halo" only as "Halo Max"): there it speaks of another thing. A name followed
+        by another of the question's names ("Maria" in "Maria Okafor") is not inside a longer one."""
+        known = {w.lower() for n in self.names for w in n.split()}
+        return [n for n in self.names if _has_name(text, n) and not _has_exact_name(text, n, known)]
 
     def unmentioned_words(self, text: str) -> list[str]:
         """The question's English content words (as stems) that ``text`` holds in no form.
@@ -200,10 +201,18 @@ def _has_name(text: str, name: str) -> bool:
     return name in low or (name.endswith("s") and name[:-1] in low)
 
 
-def _has_exact_name(text: str, name: str) -> bool:
-    """Whether ``name`` occurs in ``text`` not followed by more of a name (a capitalised word or a number)."""
-    pattern = r"(?<![\w])" + r"\s+".join(re.escape(w) for w in name.split()) + r"s?(?![\w+])(?!\s+(?:[A-Z0-9][\w+]*))"
-    return re.search(pattern, text, re.I if name.islower() else 0) is not None
+_NEXT_NAME_WORD = re.compile(r"[ \t]+([A-Z0-9][\w+]*)")
+
+
+def _has_exact_name(text: str, name: str, known: frozenset[str] | set[str] = frozenset()) -> bool:
+    """Whether ``name`` occurs in ``text`` not followed by more of a name (a capitalised word or a
+    number that is not one of the ``known`` words)."""
+    pattern = r"(?<![\w])" + r"\s+".join(re.escape(w) for w in name.split()) + r"s?(?![\w+])"
+    for m in re.finditer(pattern, text, re.I if name.islower() else 0):
+        more = _NEXT_NAME_WORD.match(text, m.end())
+        if more is None or more.group(1).lower() in known:
+            return True
+    return False
 
 
 def _names(question: str) -> list[str]:
