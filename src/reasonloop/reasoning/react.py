@@ -18,6 +18,7 @@ from typing import ClassVar
 
 from reasonloop.events import Event, Progress, Thought
 from reasonloop.llm.base import Message
+from reasonloop.reasoning.answer_spotter import AnswerSpotter
 from reasonloop.reasoning.base import LoopSettings, Reasoning
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.finish import close, forced_answer, guard_armed
@@ -25,7 +26,7 @@ from reasonloop.reasoning.format_watch import FormatWatch
 from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn, llm_turn
 from reasonloop.reasoning.prompts import conversation, describe_tools, render, system_prompt
-from reasonloop.reasoning.react_parser import AnswerSpotter, cut_observation, parse_react
+from reasonloop.reasoning.react_parser import cut_observation, parse_react
 from reasonloop.reasoning.toolexec import PlannedCall, ToolRound, coerce_input
 from reasonloop.registry import PluginInfo
 from reasonloop.tools.base import Tool

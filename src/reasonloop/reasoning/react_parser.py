@@ -15,9 +15,6 @@ action wins: the answer was written before seeing the observation.
 
 A turn that tries the format and cannot be read (an action naming no tool, a call that is not
 valid JSON, an empty reply) has kind ``"unreadable"`` and says why in ``problem``.
-
-:class:`AnswerSpotter` finds the answer inside a stream of text as it arrives, so answer
-tokens can be streamed live.
 """
 
 from __future__ import annotations
@@ -27,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from reasonloop.reasoning.answer_spotter import FINAL_LABEL
 from reasonloop.reasoning.text_calls import (
     TextCall,
     final_text,
@@ -36,7 +34,7 @@ from reasonloop.reasoning.text_calls import (
     looks_like_json_call,
 )
 
-__all__ = ["AnswerSpotter", "ReActParse", "cut_observation", "parse_react", "strip_scaffolding"]
+__all__ = ["ReActParse", "cut_observation", "parse_react", "strip_scaffolding"]
 
 _COLON = r"\s*(?:\d+\s*)?(?:\*\*)?\s*[:：](?:\*\*)?[ \t]*"
 _LABELS = (
@@ -199,7 +197,7 @@ def parse_react(text: str) -> ReActParse:
     """Read one ReAct turn (see the module docstring for what is tolerated)."""
     cleaned, think = strip_scaffolding(cut_observation(text))
     body = _unfence(cleaned.strip())
-    final = _FINAL.search(body)  # labels inside the final answer's prose are not split off
+    final = FINAL_LABEL.search(body)  # labels inside the final answer's prose are not split off
     cut = final.start() if final else len(body)
     body = _MIDLINE.sub("\n", body[:cut]) + body[cut:]
     sections: list[tuple[str, str]] = []
@@ -274,56 +272,3 @@ def _canonical(label: str) -> str:
     if key in ("action", "行动", "动作"):
         return "action"
     return "final"
-
-
-_FINAL = re.compile(r"(?:final[ _]?answer|最终答案|最终回答)\s*(?:\*\*)?\s*[:：](?:\*\*)?[ \t]*", re.I)
-_LEAD = re.compile(r"^\s*(?:\*\*)?\s*(thought|action|final|思考|行动|最终|answer|答案|```|<|\{|do i need)", re.I)
-
-
-class AnswerSpotter:
-    """Picks the answer out of streamed text, chunk by chunk.
-
-    Args:
-        direct: The text is the answer unless it starts like a ReAct turn (forced
-            answers); otherwise the answer starts after ``Final Answer:``.
-    """
-
-    __slots__ = ("_buf", "_direct", "_scanned", "_sent", "_start")
-
-    def __init__(self, direct: bool = False) -> None:
-        self._buf = ""
-        self._direct = direct
-        self._start: int | None = None
-        self._sent = 0
-        self._scanned = 0
-
-    @property
-    def head(self) -> str:
-        """The text before the answer (once the answer has started)."""
-        return self._buf[: self._start] if self._start is not None else ""
-
-    def feed(self, chunk: str) -> str:
-        """The part of ``chunk`` (and of what was held back) that is answer text."""
-        self._buf += chunk
-        if self._start is None:
-            m = _FINAL.search(self._buf, max(0, self._scanned - 24))
-            self._scanned = len(self._buf)
-            if m:
-                self._start = m.end()
-            elif self._direct:
-                head = self._buf.lstrip()
-                if len(head) < 16 and "\n" not in head:
-                    return ""
-                if _LEAD.match(head):
-                    self._direct = False
-                    return ""
-                self._start = 0
-            else:
-                return ""
-        out = self._buf[self._start + self._sent :]
-        if not self._sent:
-            stripped = out.lstrip()
-            self._start += len(out) - len(stripped)
-            out = stripped
-        self._sent += len(out)
-        return out

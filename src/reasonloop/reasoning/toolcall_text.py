@@ -11,6 +11,7 @@ turn's text as answer deltas, but never a ``<think>`` block or a call written as
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,18 +100,31 @@ def read_text_turn(text: str, native: Sequence[PlannedCall], tools: Mapping[str,
         return TextTurn(thought=think, problem="the reply starts a JSON tool call that is not valid JSON")
     if not body:
         return TextTurn(thought=think, problem="the reply holds only thinking" if think else "the reply is empty")
-    return TextTurn(answer=body, thought=think)
+    return TextTurn(answer=_FINAL_LABEL.sub("", body, count=1).strip(), thought=think)
 
 
 _CALL_TAGS = ("<tool_call>", "<function=")
 _THINK_TAGS = ("<think>", "<thinking>")
+_FINAL_LABEL = re.compile(r"^(?:\*\*)?final[ _]?answer(?:\*\*)?\s*[:：](?:\*\*)?\s*", re.I)
+
+
+def _opens_with_data(text: str) -> bool | None:
+    """Whether a turn opens with a JSON object, fenced or not (``None``: cannot tell yet)."""
+    if text.startswith("```"):
+        newline = text.find("\n")
+        if newline < 0:
+            return None
+        rest = text[newline:].lstrip()
+        return None if not rest else rest.startswith("{")
+    return text.startswith("{")
 
 
 def _visible(text: str) -> str:
-    """The part of ``text`` that may stream as answer: ``<think>`` blocks left out, nothing from a
-    call tag on, nothing of a turn that opens with ``{``, and no tail that may still become a tag."""
+    """The part of ``text`` that may stream as answer: ``<think>`` blocks and a ``Final Answer:``
+    label left out, nothing from a call tag on, nothing of a turn that opens with a JSON object,
+    and no tail that may still become a tag."""
     text = text.lstrip()
-    if text.startswith("{"):
+    if _opens_with_data(text) is not False:
         return ""
     out: list[str] = []
     i = 0
@@ -118,20 +132,27 @@ def _visible(text: str) -> str:
         out.append(text[i:j])
         tail = text[j:]
         if tail.startswith(_CALL_TAGS):
-            return "".join(out).lstrip()
+            return _unlabelled("".join(out).lstrip())
         if tail.startswith(_THINK_TAGS):
             end = tail.find("</think")
             close = tail.find(">", end) if end >= 0 else -1
             if close < 0:
-                return "".join(out).lstrip()  # thinking still under way
+                return _unlabelled("".join(out).lstrip())  # thinking still under way
             i = j + close + 1
             continue
         if any(tag.startswith(tail) for tag in (*_CALL_TAGS, *_THINK_TAGS)):
-            return "".join(out).lstrip()  # may still become a tag
+            return _unlabelled("".join(out).lstrip())  # may still become a tag
         out.append("<")
         i = j + 1
     out.append(text[i:])
-    return "".join(out).lstrip()
+    return _unlabelled("".join(out).lstrip())
+
+
+def _unlabelled(text: str) -> str:
+    """``text`` without a leading ``Final Answer:`` ("" while it may still become one)."""
+    if len(text) < 16 and "final answer:".startswith(text.lower().replace("_", " ").strip("*")):
+        return ""
+    return _FINAL_LABEL.sub("", text, count=1)
 
 
 class ProseStream:
