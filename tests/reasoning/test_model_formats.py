@@ -190,3 +190,10 @@ def test_a_turn_that_tries_the_format_and_fails_says_why(reply: str, problem: st
     parsed = parse_react(reply)
     assert parsed.kind == "unreadable" and problem in (parsed.problem or "")
     assert "{" not in parsed.text_answer() and "<" not in parsed.text_answer()
+
+
+def test_json_in_an_answer_that_is_no_call_stays_the_answer() -> None:
+    text = 'The export holds one record: {"name": "Ada", "role": "admin"}.'
+    assert parse_react(text).kind == "text" and parse_react(text).text_answer() == text
+    cut = 'An example record looks like {"name": "Ada", ... and so on.'
+    assert parse_react(cut).kind == "text"

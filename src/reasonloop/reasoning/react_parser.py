@@ -27,11 +27,11 @@ from typing import Any, Literal
 from reasonloop.reasoning.answer_spotter import FINAL_LABEL
 from reasonloop.reasoning.text_calls import (
     TextCall,
+    broken_json_call,
     final_text,
     find_json_call,
     find_tag_calls,
     is_final_name,
-    looks_like_json_call,
 )
 
 __all__ = ["ReActParse", "cut_observation", "parse_react", "strip_scaffolding"]
@@ -188,7 +188,7 @@ def _data_call(raw: str, body: str, think: str) -> ReActParse | None:
     call = find_json_call(body)
     if call is not None:
         return _from_call(raw, _outside(body, call.start) or think, call)
-    if looks_like_json_call(body):
+    if broken_json_call(body):
         return ReActParse(raw=raw, thought=think, problem="the reply starts a JSON tool call that is not valid JSON")
     return None
 

@@ -26,11 +26,11 @@ from typing import Any
 __all__ = [
     "TextCall",
     "TextCalls",
+    "broken_json_call",
     "final_text",
     "find_json_call",
     "find_tag_calls",
     "is_final_name",
-    "looks_like_json_call",
 ]
 
 _NAME_KEYS = ("action", "tool_name", "tool", "name", "function")
@@ -44,7 +44,7 @@ _TOOL_CALL = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|$)", re.
 _FUNCTION = re.compile(r"<function=(?P<name>[^>\s]+)>\s*(?P<body>.*?)\s*(?:</function>|$)", re.S)
 _PARAMETER = re.compile(r"<parameter=(?P<key>[^>\s]+)>\s*(?P<value>.*?)\s*(?:</parameter>|(?=<parameter=)|$)", re.S)
 _FENCE = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?```$", re.S)
-_CALL_START = re.compile(r"\{\s*\"(?:" + "|".join(_NAME_KEYS) + r")\"\s*:")
+_CALL_START = re.compile(r"^[ \t]*(?P<open>\{)\s*\"(?:" + "|".join(_NAME_KEYS) + r")\"\s*:", re.M)
 
 
 @dataclass(slots=True)
@@ -135,9 +135,15 @@ def find_json_call(text: str) -> TextCall | None:
     return None
 
 
-def looks_like_json_call(text: str) -> bool:
-    """True when ``text`` starts a JSON call (a ``{"action":``-like opening), readable or not."""
-    return _CALL_START.search(text) is not None
+def broken_json_call(text: str) -> bool:
+    """True when a line of ``text`` opens a JSON call (``{"action": ...``) that is not valid JSON."""
+    decoder = json.JSONDecoder()
+    for m in _CALL_START.finditer(text):
+        try:
+            decoder.raw_decode(text, m.start("open"))
+        except json.JSONDecodeError:
+            return True
+    return False
 
 
 def _unfence(text: str) -> str:

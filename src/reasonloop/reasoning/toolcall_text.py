@@ -19,11 +19,11 @@ from typing import Any
 from reasonloop.reasoning.react_parser import strip_scaffolding
 from reasonloop.reasoning.text_calls import (
     TextCall,
+    broken_json_call,
     final_text,
     find_json_call,
     find_tag_calls,
     is_final_name,
-    looks_like_json_call,
 )
 from reasonloop.reasoning.toolexec import PlannedCall, coerce_input
 from reasonloop.tools.base import Tool
@@ -96,7 +96,7 @@ def read_text_turn(text: str, native: Sequence[PlannedCall], tools: Mapping[str,
         prose = cleaned[: call.start].strip().removesuffix("```json").removesuffix("```").strip()
         return TextTurn([_planned(call, tools, f"{id_prefix}_0")], thought=_joined(think, prose), said=prose)
     body = cleaned.strip()
-    if call is None and body.lstrip("`json \n").startswith("{") and looks_like_json_call(body):
+    if call is None and body.lstrip("`json \n").startswith("{") and broken_json_call(body):
         return TextTurn(thought=think, problem="the reply starts a JSON tool call that is not valid JSON")
     if not body:
         return TextTurn(thought=think, problem="the reply holds only thinking" if think else "the reply is empty")
