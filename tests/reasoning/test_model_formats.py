@@ -61,6 +61,14 @@ SHAPES: dict[str, tuple[str, str]] = {
         f'{{"type": "function", "function": {{"name": "docsearch", "arguments": "{{\\"query\\": \\"{QUERY}\\"}}"}}}}',
         f"Thought: I can answer.\nFinal Answer: {ANSWER}",
     ),
+    "json_name_parameters_keys": (
+        f'{{"name": "docsearch", "parameters": {{"query": "{QUERY}"}}}}',
+        ANSWER,
+    ),
+    "json_list_after_a_special_token": (
+        f'[TOOL_CALLS] [{{"name": "docsearch", "arguments": {{"query": "{QUERY}"}}}}]',
+        f"Final Answer: {ANSWER}",
+    ),
     "react_paper_finish": (
         f"Thought 1: I need the warranty of the X200.\nAction 1: docsearch[{QUERY}]",
         f"Thought 2: The manual gives it.\nAction 2: Finish[{ANSWER}]",
@@ -130,6 +138,18 @@ async def test_toolcall_reads_calls_left_in_the_text(shape: str) -> None:
     assert events[-1].text == ANSWER
     streamed = "".join(e.text for e in events if isinstance(e, AnswerDelta))
     assert "<" not in streamed and "{" not in streamed and "The passage says" not in streamed
+
+
+async def test_toolcall_runs_every_call_of_a_list_left_in_the_text() -> None:
+    listed = (
+        '[TOOL_CALLS] [{"name": "docsearch", "arguments": {"query": "warranty"}}, '
+        '{"name": "DocSearch", "arguments": {"query": "X200 repairs"}}]'
+    )
+    a, llm, retriever = agent([listed, ANSWER], "toolcall")
+    events = await collect_events(a, "q")
+    assert sorted(retriever.queries) == ["X200 repairs", "warranty"]
+    assert [e.tool for e in events if isinstance(e, ToolCall)] == ["docsearch", "docsearch"]
+    assert llm.prompts[1][-3].content == "" and len(llm.prompts[1][-3].tool_calls) == 2
 
 
 async def test_toolcall_streams_the_answer_after_thinking_and_keeps_the_thinking_as_a_thought() -> None:

@@ -32,6 +32,7 @@ from reasonloop.reasoning.text_calls import (
     find_json_call,
     find_tag_calls,
     is_final_name,
+    prose_before,
 )
 
 __all__ = ["ReActParse", "cut_observation", "parse_react", "strip_scaffolding"]
@@ -171,10 +172,9 @@ def _from_call(raw: str, thought: str, call: TextCall) -> ReActParse:
 
 
 def _outside(body: str, start: int) -> str:
-    """The prose before a call, as its thought (labels, fences and a JSON opener removed)."""
-    text = re.sub(r"```[\w-]*\s*$", "", body[:start]).strip()
-    text = re.sub(r"(?:^|\n)[ \t*]*(?:action|行动|动作)[ \t]*(?:\*\*)?[:：](?:\*\*)?[ \t]*$", "", text, flags=re.I)
-    return _LABEL.sub("", text, count=1).strip() if _LABEL.match(text) else text.strip()
+    """The prose before a call, as its thought (a leading label removed)."""
+    text = prose_before(body, start)
+    return _LABEL.sub("", text, count=1).strip() if _LABEL.match(text) else text
 
 
 def _data_call(raw: str, body: str, think: str) -> ReActParse | None:

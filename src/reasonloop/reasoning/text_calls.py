@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,8 @@ __all__ = [
     "find_json_call",
     "find_tag_calls",
     "is_final_name",
+    "iter_json_calls",
+    "prose_before",
 ]
 
 _NAME_KEYS = ("action", "tool_name", "tool", "name", "function")
@@ -45,6 +48,21 @@ _FUNCTION = re.compile(r"<function=(?P<name>[^>\s]+)>\s*(?P<body>.*?)\s*(?:</fun
 _PARAMETER = re.compile(r"<parameter=(?P<key>[^>\s]+)>\s*(?P<value>.*?)\s*(?:</parameter>|(?=<parameter=)|$)", re.S)
 _FENCE = re.compile(r"^```[\w-]*\s*\n?(.*?)\n?```$", re.S)
 _CALL_START = re.compile(r"^[ \t]*(?P<open>\{)\s*\"(?:" + "|".join(_NAME_KEYS) + r")\"\s*:", re.M)
+
+
+_LEAD_IN = re.compile(
+    r"(?:```[\w-]*|<\|[\w-]+\|>|\[TOOL_CALLS\]|\[|(?:^|\n)[ \t*]*(?:action|行动|动作)[ \t]*(?:\*\*)?[:：](?:\*\*)?)\s*$",
+    re.I,
+)
+"""What may stand right before a call: a fence, a special token, a list's bracket, an Action label."""
+
+
+def prose_before(text: str, start: int) -> str:
+    """The prose before a call at ``text[start]``, without what leads into the call."""
+    head = text[:start].rstrip()
+    while (m := _LEAD_IN.search(head)) is not None and m.end() > m.start():
+        head = head[: m.start()].rstrip()
+    return head.strip()
 
 
 @dataclass(slots=True)
@@ -117,6 +135,11 @@ def _as_call(value: Any) -> TextCall | None:
 
 def find_json_call(text: str) -> TextCall | None:
     """The first JSON object in ``text`` that is a call (see the module docstring)."""
+    return next(iter_json_calls(text), None)
+
+
+def iter_json_calls(text: str) -> Iterator[TextCall]:
+    """Every JSON object in ``text`` that is a call, in order (a list of calls gives each)."""
     decoder = json.JSONDecoder()
     start = text.find("{")
     tries = 0
@@ -130,9 +153,10 @@ def find_json_call(text: str) -> TextCall | None:
         call = _as_call(value)
         if call is not None:
             call.start, call.end = start, end
-            return call
-        start = text.find("{", end)
-    return None
+            yield call
+            start = text.find("{", end)
+        else:
+            start = text.find("{", start + 1)  # a call may sit inside an object that is none
 
 
 def broken_json_call(text: str) -> bool:

@@ -24,6 +24,8 @@ from reasonloop.reasoning.text_calls import (
     find_json_call,
     find_tag_calls,
     is_final_name,
+    iter_json_calls,
+    prose_before,
 )
 from reasonloop.reasoning.toolexec import PlannedCall, coerce_input
 from reasonloop.tools.base import Tool
@@ -83,7 +85,7 @@ def read_text_turn(text: str, native: Sequence[PlannedCall], tools: Mapping[str,
     if tags is not None:
         if not tags.calls:
             return TextTurn(thought=think, problem=tags.problem)
-        prose = cleaned[: tags.calls[0].start].strip()
+        prose = prose_before(cleaned, tags.calls[0].start)
         wanted = [c for c in tags.calls if not is_final_name(c.name)]
         if not wanted:
             return TextTurn(answer=final_text(tags.calls[0].arguments), thought=think)
@@ -93,8 +95,10 @@ def read_text_turn(text: str, native: Sequence[PlannedCall], tools: Mapping[str,
     if call is not None and is_final_name(call.name):
         return TextTurn(answer=final_text(call.arguments), thought=think)
     if call is not None and _known(call.name, tools) is not None:
-        prose = cleaned[: call.start].strip().removesuffix("```json").removesuffix("```").strip()
-        return TextTurn([_planned(call, tools, f"{id_prefix}_0")], thought=_joined(think, prose), said=prose)
+        wanted = [c for c in iter_json_calls(cleaned) if _known(c.name, tools) is not None]
+        prose = prose_before(cleaned, call.start)
+        calls = [_planned(c, tools, f"{id_prefix}_{i}") for i, c in enumerate(wanted)]
+        return TextTurn(calls, thought=_joined(think, prose), said=prose)
     body = cleaned.strip()
     if call is None and body.lstrip("`json \n").startswith("{") and broken_json_call(body):
         return TextTurn(thought=think, problem="the reply starts a JSON tool call that is not valid JSON")
