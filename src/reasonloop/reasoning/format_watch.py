@@ -37,7 +37,7 @@ def format_error(strategy: str, llm: LLM, what: str, problem: str) -> FormatNotF
     other = suggestion(strategy, llm)
     return FormatNotFollowed(
         f"The model {llm.name} {what} (the last problem: {problem}). "
-        f"Try --reasoning {other}, {_WHY[other]}, or a model that follows instructions.",
+        f"Try the {other} strategy (--reasoning {other}), {_WHY[other]}, or a model that follows instructions.",
         strategy=strategy,
         model=llm.name,
         problem=problem,
