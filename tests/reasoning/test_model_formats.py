@@ -217,3 +217,10 @@ def test_json_in_an_answer_that_is_no_call_stays_the_answer() -> None:
     assert parse_react(text).kind == "text" and parse_react(text).text_answer() == text
     cut = 'An example record looks like {"name": "Ada", ... and so on.'
     assert parse_react(cut).kind == "text"
+
+
+def test_no_action_without_input_answers_with_the_thought_never_the_labels() -> None:
+    parsed = parse_react("Thought: Hello! How can I help you today?\nAction: None\nAction Input: None")
+    assert parsed.kind == "final" and parsed.text_answer() == "Hello! How can I help you today?"
+    assert parse_react("Action: None\nAction Input: None").kind == "unreadable"
+    assert parse_react("Thought: done\nAction: Final Answer").problem == "the Final Answer is empty"

@@ -249,6 +249,8 @@ def _read_action(result: ReActParse, action_text: str) -> None:
             result.final_answer = final_text(inline)  # Finish[answer]
         elif result.final_answer is None and name and result.action_input not in (None, ""):
             result.final_answer = final_text(result.action_input)
+        elif result.final_answer is None:  # "Action: None" and no input: the thought is the reply
+            result.final_answer = "" if is_final_name(name) else result.thought
         result.action_input = None
     elif not _TOOL_NAME.match(name):
         result.problem = f"the Action line names no tool: {name[:80]!r}"
