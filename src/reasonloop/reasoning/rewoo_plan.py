@@ -1,8 +1,10 @@
-"""ReWOO plans: parsing ``#E1 = tool[input]`` lines and running steps as soon as they can run.
+"""ReWOO plans: parsing ``#E1 = tool[input]`` steps and running them as soon as they can run.
 
-:func:`parse_plan` reads a planner's text into a :class:`Plan` and marks every step that
-cannot run (unknown tool, a reference to a step that does not exist, to itself or to a
-later step) with a ``problem``. :func:`execute` runs a plan: each step starts the moment
+:func:`parse_plan` reads a planner's text into a :class:`Plan` (steps on their own lines or
+after their ``Plan:`` on the same line, numbered or not) and marks every step that cannot
+run (unknown tool, a reference to a step that does not exist, to itself or to a later step)
+with a ``problem``. :func:`reference_text` is the bounded piece of a result that replaces a
+``#En`` reference. :func:`execute` runs a plan: each step starts the moment
 its own dependencies have finished (no level-by-level barrier), independent steps run in
 parallel, a failed step fails its dependents, and dependency cycles are reported up front,
 so no plan can hang. The scheduler knows nothing about tools or models: it calls
