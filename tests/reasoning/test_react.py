@@ -243,3 +243,10 @@ async def test_one_unreadable_turn_is_asked_again_and_a_readable_one_starts_the_
     result = await a.run("q")
     assert result.content == "value of a" and result.stop_reason == "final" and result.error is None
     assert [s.observation for s in result.steps] == ["value of a"] and llm.requests == 5
+
+
+async def test_a_forced_answer_never_shows_its_thinking() -> None:
+    a, _ = agent([act("lookup", {"key": "a"}), "<think>It must be a.</think>\nIt is a."], settings={"max_rounds": 1})
+    events = await collect_events(a, "q")
+    assert events[-1].text == "It is a." and events[-1].stop_reason == "max_rounds"
+    assert "think" not in "".join(e.text for e in events if isinstance(e, AnswerDelta))
