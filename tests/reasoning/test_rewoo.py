@@ -207,8 +207,9 @@ async def test_a_reference_sends_a_bounded_piece_of_the_evidence_and_the_trace_s
     llm = ScriptedProvider(replies=[plan, "Acme [1]."])
     events = await collect_events(Agent("rewoo", llm=llm, kb=retriever), "Where is the maker of the X200 based?")
     sent = [e.input["query"] for e in events if isinstance(e, ToolCall)]
-    assert sent[1].startswith("head office of The X200 is made by Acme Corporation. Acme also makes")
-    assert sent[1].endswith("hotels.") and "[1]" not in sent[1] and "makers.md" not in sent[1]
+    # the sentence of #E1's evidence that shares most words with #E1's own input
+    assert sent[1] == "head office of The X200 is made by Acme Corporation."
+    assert "[1]" not in sent[1] and "makers.md" not in sent[1]
     assert count_tokens(sent[1]) <= count_tokens("head office of ") + 40 < count_tokens(long)
     assert retriever.queries[1] == sent[1]  # what the trace shows is what the tool got
     result = await Agent("rewoo", llm=ScriptedProvider(replies=[plan, "Acme [1]."]), kb=retriever).run("q")

@@ -253,3 +253,14 @@ async def test_empty_plan_yields_nothing() -> None:
         raise AssertionError("no steps")
 
     assert await run_plan(Plan(), run_step) == ([], {})
+
+
+def test_reference_text_given_the_query_keeps_the_sentence_that_answers_it() -> None:
+    evidence = (
+        "[1] Cables (cables.md)\nWho makes cables? A company founded in Oslo makes them. " * 3
+        + "\n\n[2] Aria (aria.md)\nThe Aria 2 headphones are made by Northwind Audio. They ship in May."
+    )
+    ref = reference_text(evidence, 40, "Who makes the Aria 2 headphones?")
+    assert ref == "The Aria 2 headphones are made by Northwind Audio."
+    # no sentence shares a word with the query: the first sentences, as without one
+    assert reference_text(evidence, 40, "zzz qqq") == reference_text(evidence, 40)

@@ -187,7 +187,10 @@ class ReWOOReasoning(Reasoning):
             return out.text
 
         def resolve(text: str, done: dict[str, str]) -> str:
-            return substitute(text, {k: reference_text(v, settings.reference_tokens) for k, v in done.items()})
+            inputs = {s.id: s.input for s in plan.steps}
+            return substitute(
+                text, {k: reference_text(v, settings.reference_tokens, inputs.get(k, "")) for k, v in done.items()}
+            )
 
         async def schedule() -> None:
             try:

@@ -198,20 +198,47 @@ def substitute(text: str, outputs: Mapping[str, str]) -> str:
     return REF.sub(lambda m: outputs.get(f"E{int(m.group(1))}", m.group(0)), text)
 
 
-def reference_text(output: str, max_tokens: int) -> str:
+def reference_text(output: str, max_tokens: int, query: str = "") -> str:
     """What replaces a ``#En`` reference in a later step's input: a bounded piece of ``En``'s result.
 
     The rule: drop the headers of numbered passages (``[1] Title (source, p. 2)``) and join the
-    lines; a result of at most ``max_tokens`` tokens is used whole (a short answer); a longer one
-    is cut to its first ``max_tokens`` tokens, back to the last sentence end within them when
-    there is one. A whole evidence block never becomes a search query.
+    lines; a result of at most ``max_tokens`` tokens is used whole (a short answer). A longer one
+    is cut: given the ``query`` that produced it (``En``'s own input), to the sentence of the
+    result that shares the most words with that query (the first such sentence on a tie; the
+    second hop of a question is searched with the sentence that names the bridge entity, not with
+    whatever passage came first); otherwise, or when no sentence shares a word, to its first
+    sentences. Either is cut to ``max_tokens`` tokens, back to the last sentence end within them
+    when there is one. A whole evidence block never becomes a search query.
     """
     text = " ".join(_PASSAGE_HEADER.sub("", output).split())
     if count_tokens(text) <= max_tokens:
         return text
+    wanted = _words(query)
+    if wanted:
+        sentences = [s for s in _SENTENCE_SPLIT.split(text) if s.strip()]
+        overlap = [len(wanted & _words(s)) for s in sentences]
+        if overlap and max(overlap) > 0:
+            text = sentences[overlap.index(max(overlap))]
+            if count_tokens(text) <= max_tokens:
+                return text
     head = trim_to_tokens(text, max_tokens, marker="")
     ends = list(_SENTENCE_END.finditer(head))
     return head[: ends[-1].end()] if ends else head
+
+
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？])\s+")
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> set[str]:
+    """The lower-cased words of ``text`` longer than two characters (CJK characters one by one)."""
+    out = set()
+    for w in _WORD.findall(text.lower()):
+        if re.search(r"[\u4e00-\u9fff]", w):
+            out.update(w)
+        elif len(w) > 2:
+            out.add(w)
+    return out
 
 
 def _cycles(steps: dict[str, PlanStep]) -> dict[str, str]:
