@@ -133,14 +133,18 @@ class DecomposeReasoning(Reasoning):
 
         # 2. Retrieve and answer every sub-question concurrently.
         findings = [_Finding(i, q) for i, q in enumerate(subquestions, 1)]
+        waiting = {f.index for f in findings if references(f.question, f.index)}
         for f in findings:
-            yield ToolCall(call_id=f"sub_{f.index}", tool="docsearch", input={"query": f.question})
+            if f.index not in waiting:  # a sub-question using an earlier answer is shown once it has it
+                yield ToolCall(call_id=f"sub_{f.index}", tool="docsearch", input={"query": f.question})
         by_index = {f.index: f for f in findings}
         tasks = {asyncio.create_task(self._answer_part(f, by_index)): f for f in findings}
         try:
             for next_done in asyncio.as_completed(tasks):
                 f = await next_done
                 ctx.steps.append(Step(action="subquestion", action_input=f.question, observation=f.answer))
+                if f.index in waiting:
+                    yield ToolCall(call_id=f"sub_{f.index}", tool="docsearch", input={"query": f.question})
                 for note in f.notes:
                     yield note
                 yield ToolResult(call_id=f"sub_{f.index}", tool="docsearch", output=f.evidence or "(no passages found)")
