@@ -199,7 +199,7 @@ def test_hotpot_bridge_comparison_and_unclear_questions() -> None:
         gold_ids=("Shirley Temple", "Kiss and Tell (1945 film)"),
     )
     assert hotpot_hops(bridge, docs) == (
-        Hop("Kiss and Tell (1945 film)", bridge.question, "Shirley Temple"),
+        Hop("Kiss and Tell (1945 film)", "Kiss and Tell", "Shirley Temple"),
         Hop("Shirley Temple", "#1"),
     )
     comparison = QAItem(

@@ -11,9 +11,10 @@ them:
   paragraph that supports it.
 - **HotpotQA** (two supporting paragraphs, no decomposition): a *comparison* when both
   paragraphs' titles are in the question (two independent hops, one per title); otherwise a
-  *bridge*: the first hop is the paragraph that names the other one's title, and the second hop
-  is a search for that title (the bridge entity). A question whose order cannot be read this way
-  has no hops.
+  *bridge*: the first hop is the paragraph that names the other one's title, looked up by its own
+  title when the question names it (by the question otherwise), and the second hop is a search
+  for the other title (the bridge entity). A question whose order cannot be read this way has
+  no hops.
 
 :func:`hop_recall` counts, per strategy, the questions whose first-hop document, second-hop
 document and every hop document were among those the run retrieved.
@@ -72,7 +73,9 @@ def hotpot_hops(item: QAItem, docs: Mapping[str, Doc]) -> tuple[Hop, ...]:
         first, second = (a, b) if in_q[a.id] else (b, a)
     else:
         return ()
-    return (Hop(first.id, item.question, answer=_name(second)), Hop(second.id, "#1"))
+    # the first hop looks up the entity the question names (its title), else the question itself
+    lookup = _name(first) if in_q[first.id] else item.question
+    return (Hop(first.id, lookup, answer=_name(second)), Hop(second.id, "#1"))
 
 
 def _doc_index(docs: Sequence[Doc]) -> dict[tuple[str, str], str]:
