@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +135,8 @@ class HopRecall:
     second: int = 0
     every: int = 0
     """Questions whose every hop document was retrieved."""
+    usage: dict[str, float] = field(default_factory=dict)
+    """Model calls, prompt and completion tokens and tool calls per question, over the same questions."""
 
     def share(self, name: str) -> float | None:
         return getattr(self, name) / self.questions if self.questions else None
@@ -144,6 +146,7 @@ class HopRecall:
             "strategy": self.strategy,
             "questions": self.questions,
             **{f"{n}_hop": self.share(n) for n in ("first", "second", "every")},
+            **self.usage,
         }
 
 
@@ -161,25 +164,25 @@ def hop_recall(strategy: str, rows: Sequence[Mapping[str, Any]], hops: Mapping[s
         score.first += found[0]
         score.second += found[1]
         score.every += all(found)
+        for name, value in (row.get("usage") or {}).items():
+            score.usage[name] = score.usage.get(name, 0.0) + value
+    score.usage = {name: total / score.questions for name, total in score.usage.items()}
     return score
 
 
-def hop_table(scores: Sequence[HopRecall], costs: Mapping[str, Mapping[str, float]] | None = None) -> str:
-    """A Markdown table: per strategy, the share of questions with each hop's document retrieved
-    (and, when ``costs`` gives them, model calls, tokens and tool calls per question)."""
-    head = "| strategy | questions | 1st hop found | 2nd hop found | all hops found |"
-    rule = "|---|---:|---:|---:|---:|"
-    if costs:
-        head += " model calls | tokens | tool calls |"
-        rule += "---:|---:|---:|"
-    lines = [head, rule]
+def hop_table(scores: Sequence[HopRecall]) -> str:
+    """A Markdown table: per strategy, the share of questions with each hop's document retrieved,
+    and model calls, tokens (prompt + completion) and tool calls per question."""
+    lines = [
+        "| strategy | questions | 1st hop found | 2nd hop found | all hops found | model calls | tokens | tool calls |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for s in scores:
         cells = [s.strategy, str(s.questions)]
         cells += [f"{100 * v:.0f}%" if (v := s.share(n)) is not None else "-" for n in ("first", "second", "every")]
-        if costs:
-            c = costs.get(s.strategy, {})
-            tokens = c.get("prompt_tokens", 0.0) + c.get("completion_tokens", 0.0)
-            cells += [f"{c.get('llm_calls', 0.0):.2f}", f"{tokens:.0f}", f"{c.get('tool_calls', 0.0):.2f}"]
+        u = s.usage
+        tokens = u.get("prompt_tokens", 0.0) + u.get("completion_tokens", 0.0)
+        cells += [f"{u.get('llm_calls', 0.0):.2f}", f"{tokens:.0f}", f"{u.get('tool_calls', 0.0):.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -189,8 +192,4 @@ def hop_section(report: Any, hops: Mapping[str, Sequence[Hop]]) -> str:
     if not hops:
         return ""
     scores = [hop_recall(s.strategy, report.rows.get(s.strategy, []), hops) for s in report.scores]
-    costs = {
-        s.strategy: {n: getattr(s, n) for n in ("llm_calls", "prompt_tokens", "completion_tokens", "tool_calls")}
-        for s in report.scores
-    }
-    return "\n\nEvidence per hop, over the questions whose hops are known:\n" + hop_table(scores, costs)
+    return "\n\nEvidence per hop, over the questions whose hops are known:\n" + hop_table(scores)
