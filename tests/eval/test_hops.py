@@ -209,3 +209,16 @@ def test_hotpot_bridge_comparison_and_unclear_questions() -> None:
     assert hotpot_hops(comparison, docs) == (Hop("Scott Derrickson", "Scott Derrickson"), Hop("Ed Wood", "Ed Wood"))
     unclear = QAItem("u", "Which one?", ("x",), ("Lone", "Ed Wood"))
     assert hotpot_hops(unclear, docs) == ()
+
+
+def test_eval_qa_prints_evidence_per_hop_on_a_multi_hop_set(tmp_path, capsys) -> None:
+    from tests.cli_run import run_cli
+
+    path = _musique(tmp_path)
+    argv = ["eval", "qa", str(path), "--reasoning", "qa,react", "--ideal", "--work", str(tmp_path / "w")]
+    code, out, _ = run_cli(capsys, *argv)
+    assert code == 0
+    text = " ".join(out.split())
+    assert "model scripted:ideal-hops" in text
+    assert "Evidence per hop" in text
+    assert "| qa | 1 | 100% | 0% | 0% |" in text and "| react | 1 | 100% | 100% | 100% |" in text
