@@ -132,10 +132,11 @@ async def test_the_first_search_alone_misses_the_second_hop(two_hop) -> None:
     assert "Marta Lind" not in answer.text
 
 
-async def test_a_bridge_never_shown_is_never_searched(two_hop) -> None:
+@pytest.mark.parametrize("strategy", ["react", "toolcall", "decompose", "rewoo"])
+async def test_a_bridge_never_shown_is_never_searched(two_hop, strategy) -> None:
     qa, hops, kb = two_hop
     await kb.delete("Aria 2")  # the only passage naming the bridge entity
-    queries, docs, answer = await _run("react", ideal_model(qa.items, hops), kb.retriever())
+    queries, docs, answer = await _run(strategy, ideal_model(qa.items, hops), kb.retriever())
     assert not any("Northwind" in q for q in queries)
     assert "Northwind Audio" not in docs
     assert "Marta Lind" not in answer.text

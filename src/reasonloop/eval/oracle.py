@@ -121,21 +121,27 @@ def ideal_model(items: Sequence[QAItem], hops: Mapping[str, Sequence[Hop]] | Non
                 return item
         raise LookupError("no question of the set in the request")
 
-    def part_of(messages: Sequence[Message]) -> tuple[QAItem, int] | None:
-        """The question and hop of a decomposition's sub-question being answered, if it is one."""
+    def part_of(messages: Sequence[Message]) -> tuple[QAItem, int] | bool | None:
+        """The question and hop of a decomposition's sub-question being answered; False when it has
+        the form of one but an earlier answer put in it is none the set knows (the earlier hop was
+        not found: the model cannot tell what it is asked about); None when it is no sub-question."""
         asked = re.findall(r"Question: (.*)", messages[-1].content) if messages else []
         if not asked:
             return None
         line = " ".join(asked[-1].split())
+        seen = False
         for pattern, item, k in parts:
             m = pattern.fullmatch(line)
+            if m is None:
+                continue
+            seen = True
             chain = hops[item.id]
-            if m and all(
+            if all(
                 " ".join(_MARKERS.sub("", v).split()).lower() == chain[int(n[1:]) - 1].answer.lower()
                 for n, v in m.groupdict().items()
             ):
                 return item, k
-        return None
+        return False if seen else None
 
     def final(item: QAItem, messages: Sequence[Message]) -> str:
         yes_no = is_yes_no(item.answers)
@@ -155,6 +161,8 @@ def ideal_model(items: Sequence[QAItem], hops: Mapping[str, Sequence[Hop]] | Non
             found = part_of(messages)
             if found is None:
                 raise
+            if found is False:
+                return DONT_KNOW
             item, k = found
             chain = hops[item.id]
             if k == len(chain) - 1:
