@@ -45,7 +45,8 @@ tests can match on; the message is for people and may change. The tree::
     │   ├── RunFinished                  run.finished
     │   ├── RunQueueFull                 run.queue_full        (retryable)
     │   ├── RunStoreUnavailable          run.store_unavailable (retryable)
-    │   └── PlanStepFailed               agent.plan_step_failed (a ReWOO step could not run)
+    │   ├── PlanStepFailed               agent.plan_step_failed (a ReWOO step could not run)
+    │   └── FormatNotFollowed            agent.format_not_followed (the model's replies follow no readable format)
     ├── EvalDataError                    eval.bad_data         (an evaluation set's file, line and field)
     ├── RequestInvalid                   request.invalid
     ├── AuthError                        auth.invalid_key
@@ -71,6 +72,7 @@ __all__ = [
     "DocumentNotFound",
     "DuplicatePlugin",
     "EvalDataError",
+    "FormatNotFollowed",
     "GuardTripped",
     "KBEmpty",
     "KBError",
@@ -371,6 +373,14 @@ class PlanStepFailed(RunError):
     """A plan step could not run: unknown tool, bad reference, dependency cycle, failed input or timeout."""
 
     code = "agent.plan_step_failed"
+
+
+class FormatNotFollowed(RunError):
+    """The model's replies could not be read in the strategy's format (ReAct text, tool calls, a
+    ReWOO plan), so the run ended instead of guessing; ``details`` name the strategy, the model,
+    the last problem and ``suggestion``, a strategy the model can run."""
+
+    code = "agent.format_not_followed"
 
 
 class AgentConfigError(ConfigError):

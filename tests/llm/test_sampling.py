@@ -72,14 +72,14 @@ def test_out_of_range_or_unknown_values_are_refused(values, field):
 
 
 async def test_an_agents_strategy_calls_its_models_with_the_runs_sampling():
-    planner = ScriptedProvider(replies=['{"steps": []}'], repeat_last=True)
+    planner = ScriptedProvider(replies=["#E1 = lookup[q]"], repeat_last=True)
     solver = ScriptedProvider(replies=["planned answer"], repeat_last=True)
     llm = ScriptedProvider(replies=["plain answer"], repeat_last=True)
     agent = Agent(reasoning="rewoo", llm=llm, planner_llm=planner, solver_llm=solver, tools=[])
-    result = await agent.run("q?", sampling=Sampling(max_tokens=7, temperature=0.0))
+    result = await agent.run("q?", sampling=Sampling(max_tokens=12, temperature=0.0))
     assert result.content
     seen = [*planner.sampling_seen, *solver.sampling_seen, *llm.sampling_seen]
-    assert seen and all(s == (7, 0.0) for s in seen)
+    assert seen and all(s == (12, 0.0) for s in seen)
     await agent.run("q?")  # the next run without sampling: the models' own settings again
     assert planner.sampling_seen[-1] == (None, None)
 

@@ -6,7 +6,7 @@ from reasonloop.agents import Agent
 from reasonloop.events import Answer, Thought, ToolResult
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
-from reasonloop.reasoning.decompose import parse_subquestions
+from reasonloop.reasoning.decompose import parse_subquestions, references
 from tests.reasoning.helpers import FakeRetriever, collect_events
 
 
@@ -56,3 +56,43 @@ def test_parse_subquestions_forms() -> None:
     assert parse_subquestions("A?\nB?", 5) == ["A?", "B?"]
     assert parse_subquestions("1、甲？\n2、乙？", 1) == ["甲？"]
     assert parse_subquestions("", 3) == []
+
+
+def test_references_name_only_earlier_sub_questions() -> None:
+    assert references("Where does #1 work, and #2?", 3) == [1, 2]
+    assert references("Who sang the #3 hit?", 3) == []  # not an earlier sub-question: text
+    assert references("What is #12?", 13) == [12]
+
+
+async def test_a_sub_question_waits_for_the_answer_it_refers_to_and_searches_with_it() -> None:
+    def chained(messages: list[Message], tools) -> str:
+        system, last = messages[0].content, messages[-1].content
+        if "sub-questions" in system and "Split" in system:
+            return "1. What is the capital of France?\n2. What river flows through #1?"
+        if last.startswith("Sub-questions"):
+            return "The Seine [2]."
+        asked = last.rsplit("Question: ", 1)[-1]
+        return "Paris [1]" if "capital" in asked else "The Seine [2]"
+
+    retriever = FakeRetriever(delay_s=0.01)
+    llm = ScriptedProvider(replies=chained)
+    result = await Agent("decompose", llm=llm, kb=retriever).run("Which river flows through the capital of France?")
+    # the second search ran after the first answer, with that answer in place of #1 (markers removed)
+    assert retriever.queries == ["What is the capital of France?", "What river flows through Paris?"]
+    assert retriever.max_active == 1
+    assert [s.action_input for s in result.steps] == [
+        "What is the capital of France?",
+        "What river flows through Paris?",
+    ]
+
+
+async def test_a_sub_question_whose_earlier_answer_found_nothing_is_not_searched() -> None:
+    def chained(messages: list[Message], tools) -> str:
+        if "sub-questions" in messages[0].content and "Split" in messages[0].content:
+            return "1. zzz qqq?\n2. What river flows through #1?"
+        return "I don't know."
+
+    retriever = FakeRetriever()
+    result = await Agent("decompose", llm=ScriptedProvider(replies=chained), kb=retriever).run("qqq zzz?")
+    assert retriever.queries == ["zzz qqq?"]
+    assert result.content.startswith("I don't know")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from reasonloop.agents import Agent
-from reasonloop.events import Answer, AnswerDelta, ToolCall, ToolResult
+from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Progress, ToolCall, ToolResult
 from reasonloop.kb.base import Hit
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
@@ -203,3 +203,50 @@ async def test_forced_answer_that_still_calls_a_tool_keeps_only_the_thought() ->
     assert result.content == "a is known" and len(result.steps) == 1
     a, _ = agent([act("lookup", {"key": "a"}), "Action: lookup[b]"], settings={"max_rounds": 1})
     assert "could not reach an answer" in (await a.run("q")).content
+
+
+NO_FORMAT = [
+    "Action: I will look through the documents for this",
+    "",
+    '<tool_call>\n{"name": "lookup", "arguments": {"key": \n</tool_call>',
+    "Final Answer: never asked for",
+]
+
+
+async def test_a_model_that_never_follows_the_format_ends_the_run_saying_so() -> None:
+    a, llm = agent(NO_FORMAT)
+    events = await collect_events(a, "q")
+    assert not [e for e in events if isinstance(e, Answer | ToolCall)]
+    error = events[-1]
+    assert isinstance(error, ErrorEvent) and error.code == "agent.format_not_followed"
+    assert "did not follow the react format: 3 replies in a row could not be read" in error.message
+    assert "--reasoning toolcall" in error.message and "native tool calls" in error.message
+    assert llm.requests == 3  # not looped to the round budget (6)
+    retry = llm.prompts[1]
+    assert retry[-2].content == NO_FORMAT[0] and "could not be read: the Action line names no tool" in retry[-1].content
+    assert "Action: one tool name from [lookup, boom, slow]" in retry[-1].content
+    assert llm.prompts[2][-2].content == "(an empty reply)"
+    progress = [e.message for e in events if isinstance(e, Progress)]
+    assert len(progress) == 2 and all("asking again" in m for m in progress)
+
+
+async def test_a_text_only_model_that_follows_no_format_is_told_to_use_qa() -> None:
+    llm = ScriptedProvider(replies=NO_FORMAT, native_tools=False)
+    result = await Agent("toolcall", llm=llm, tools=make_tools()).run("q")  # falls back to ReAct
+    assert result.stop_reason == "error" and result.error["code"] == "agent.format_not_followed"
+    assert result.error["suggestion"] == "qa" and "--reasoning qa" in result.error["message"]
+    assert result.error["strategy"] == "react" and result.error["model"] == llm.name
+
+
+async def test_one_unreadable_turn_is_asked_again_and_a_readable_one_starts_the_count_again() -> None:
+    a, llm = agent(["", act("lookup", {"key": "a"}), "Action: look it up", "", "Final Answer: value of a"])
+    result = await a.run("q")
+    assert result.content == "value of a" and result.stop_reason == "final" and result.error is None
+    assert [s.observation for s in result.steps] == ["value of a"] and llm.requests == 5
+
+
+async def test_a_forced_answer_never_shows_its_thinking() -> None:
+    a, _ = agent([act("lookup", {"key": "a"}), "<think>It must be a.</think>\nIt is a."], settings={"max_rounds": 1})
+    events = await collect_events(a, "q")
+    assert events[-1].text == "It is a." and events[-1].stop_reason == "max_rounds"
+    assert "think" not in "".join(e.text for e in events if isinstance(e, AnswerDelta))

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 
 from reasonloop.agents import Agent
-from reasonloop.events import Answer, AnswerDelta, Progress, Thought, ToolCall, ToolResult
+from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Progress, Thought, ToolCall, ToolResult
+from reasonloop.kb.base import Hit
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.tokens import count_tokens
 from reasonloop.tools.base import ToolContext, tool
 from tests.reasoning.helpers import FakeRetriever, Gauge, collect_events, make_tools
 
@@ -109,17 +111,48 @@ async def test_small_talk_skips_planning() -> None:
     assert not [e for e in events if isinstance(e, ToolCall)]
 
 
-async def test_plan_without_steps_is_solved_directly_with_history() -> None:
-    llm = ScriptedProvider(replies=["No tools are needed.", "As I said, 330 metres."])
+async def test_a_plan_without_steps_is_asked_for_again_with_the_history() -> None:
+    llm = ScriptedProvider(
+        replies=["No tools are needed.", "Plan: look the height up\n#E1 = lookup[height]", "As I said, 330 metres."]
+    )
     history = [Message.user("How tall is the Eiffel Tower?"), Message.assistant("330 metres.")]
     events = await collect_events(Agent("rewoo", llm=llm, tools=make_tools()), "Say it again?", history=history)
     assert any(isinstance(e, Thought) for e in events)
-    assert [m.content for m in llm.prompts[1][1:3]] == ["How tall is the Eiffel Tower?", "330 metres."]
+    retry = llm.prompts[1]
+    assert [m.content for m in retry[1:3]] == ["How tall is the Eiffel Tower?", "330 metres."]
+    assert retry[-2].content == "No tools are needed." and "No step of your plan could be read" in retry[-1].content
+    assert "#E1 = tool[input]" in retry[-1].content and "lookup" in retry[-1].content
+    assert [m.message for m in events if isinstance(m, Progress)][1].startswith("planning again")
+    assert [e.call_id for e in events if isinstance(e, ToolCall)] == ["rewoo_2_E1"]
+    assert "Plan 2:" not in llm.prompts[2][-1].content  # the unreadable plan is no section of the evidence
     assert "".join(e.text for e in events if isinstance(e, AnswerDelta)) == "As I said, 330 metres."
 
 
+async def test_two_plans_without_steps_end_the_run_with_a_clear_error_not_an_answer() -> None:
+    llm = ScriptedProvider(replies=["I think the answer is 42.", "", "42, surely."], native_tools=False)
+    events = await collect_events(Agent("rewoo", llm=llm, tools=make_tools()), "What is the answer?")
+    assert not [e for e in events if isinstance(e, Answer | ToolCall)]
+    error = events[-1]
+    assert isinstance(error, ErrorEvent) and error.code == "agent.format_not_followed"
+    assert "wrote no step that could be read in 2 plans" in error.message
+    assert "the reply is empty" in error.message and "--reasoning qa" in error.message
+    assert len(llm.prompts) == 2  # no solver call: nothing was gathered to solve from
+    result = await Agent(
+        "rewoo", llm=ScriptedProvider(replies=["Paris."]), tools=make_tools(), settings={"replan": False}
+    ).run("q")
+    assert result.stop_reason == "error" and result.error["code"] == "agent.format_not_followed"
+    assert "in 1 plan " in result.error["message"] and result.error["suggestion"] == "toolcall"
+
+
+async def test_an_unreadable_replan_keeps_the_first_plans_evidence() -> None:
+    llm = ScriptedProvider(replies=["#E1 = lookup[a]\n#E2 = boom[b]", "Sorry, I cannot plan.", "a has a value."])
+    result = await Agent("rewoo", llm=llm, tools=make_tools()).run("q")
+    assert result.content == "a has a value." and result.error is None
+    assert "Evidence #E1: value of a" in llm.prompts[2][-1].content
+
+
 async def test_guard_on_rewoo() -> None:
-    llm = ScriptedProvider(replies=["No steps.", "From memory."])
+    llm = ScriptedProvider(replies=["#E1 = nosuch[x]", "#E1 = nosuch[y]", "From memory."])
     result = await Agent("rewoo", llm=llm, tools=make_tools(), settings={"require_tool_call": True}).run("q")
     assert result.stop_reason == "guard" and result.steps[-1].observation == "From memory."
 
@@ -165,3 +198,23 @@ async def test_a_steps_nested_events_arrive_while_it_runs_beside_other_steps() -
 
     await asyncio.wait_for(consume(), 10)
     assert "Answer" in seen
+
+
+async def test_a_reference_sends_a_bounded_piece_of_the_evidence_and_the_trace_shows_it() -> None:
+    long = "The X200 is made by Acme Corporation. " + "Acme also makes kettles and toasters for hotels. " * 40
+    retriever = FakeRetriever([Hit(chunk_id="m1", document_id="d", source="makers.md", text=long)])
+    plan = "Plan: who makes it #E1 = docsearch[maker of the X200]\nPlan: where #E2 = docsearch[head office of #E1]"
+    llm = ScriptedProvider(replies=[plan, "Acme [1]."])
+    events = await collect_events(Agent("rewoo", llm=llm, kb=retriever), "Where is the maker of the X200 based?")
+    sent = [e.input["query"] for e in events if isinstance(e, ToolCall)]
+    # the sentence of #E1's evidence that shares most words with #E1's own input
+    assert sent[1] == "head office of The X200 is made by Acme Corporation."
+    assert "[1]" not in sent[1] and "makers.md" not in sent[1]
+    assert count_tokens(sent[1]) <= count_tokens("head office of ") + 40 < count_tokens(long)
+    assert retriever.queries[1] == sent[1]  # what the trace shows is what the tool got
+    result = await Agent("rewoo", llm=ScriptedProvider(replies=[plan, "Acme [1]."]), kb=retriever).run("q")
+    assert result.steps[1].planned_input == "head office of #E1" and result.steps[1].action_input == {"query": sent[1]}
+    wide = Agent("rewoo", llm=ScriptedProvider(replies=[plan, "ok"]), kb=retriever, settings={"reference_tokens": 12})
+    assert (await wide.run("q")).steps[1].action_input == {
+        "query": "head office of The X200 is made by Acme Corporation."
+    }

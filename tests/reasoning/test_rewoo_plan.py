@@ -14,8 +14,10 @@ from reasonloop.reasoning.rewoo_plan import (
     StepStarted,
     execute,
     parse_plan,
+    reference_text,
     substitute,
 )
+from reasonloop.tokens import count_tokens
 
 
 async def run_plan(plan: Plan, run_step, **kwargs) -> tuple[list[str], dict[str, StepResult]]:
@@ -44,6 +46,57 @@ def test_parse_twelve_plus_steps_and_every_form() -> None:
     assert plan.steps[13].input == "quoted" and plan.steps[14].input == "2+2"
     assert plan.steps[15].input == "spaced"
     assert all(s.problem is None for s in plan.steps)
+
+
+def test_steps_on_the_same_line_as_their_plan() -> None:
+    text = (
+        "Plan: Find out which company makes the X200. #E1 = docsearch[maker of the X200]\n"
+        "Plan: Find where that company has its head office. #E2 = docsearch[head office of #E1]"
+    )
+    plan = parse_plan(text, tools={"docsearch"})
+    assert [(s.id, s.tool, s.input, s.deps) for s in plan.steps] == [
+        ("E1", "docsearch", "maker of the X200", ()),
+        ("E2", "docsearch", "head office of #E1", ("E1",)),
+    ]
+    assert plan.steps[1].reason == "Find where that company has its head office."
+    assert all(s.problem is None for s in plan.steps)
+
+
+def test_numbered_plans_bold_labels_and_two_steps_on_one_line() -> None:
+    text = (
+        "1. Plan: Look up when the bridge opened. #E1 = Search[opening year of the Harbour Bridge]\n"
+        "2. **Plan 2:** Compare with the tunnel. #E2 = Search[opening year of the tunnel, not #E1 [sic]]\n"
+        "Plan: first check. #E3 = Search[a] Plan: second check. #E4 = Search(b)"
+    )
+    plan = parse_plan(text, tools={"search"})  # the tool written in another case is that tool
+    assert [(s.id, s.tool, s.input, s.reason) for s in plan.steps] == [
+        ("E1", "search", "opening year of the Harbour Bridge", "Look up when the bridge opened."),
+        ("E2", "search", "opening year of the tunnel, not #E1 [sic]", "Compare with the tunnel."),
+        ("E3", "search", "a", "first check."),
+        ("E4", "search", "b", "second check."),
+    ]
+    assert plan.steps[1].deps == ("E1",) and all(s.problem is None for s in plan.steps)
+
+
+def test_a_reference_in_prose_is_no_step_and_prose_alone_is_no_plan() -> None:
+    text = "Plan: Given #E1 = the maker, find its office.\n#E1 = docsearch[maker]"
+    assert [(s.id, s.input) for s in parse_plan(text).steps] == [("E1", "maker")]
+    assert parse_plan("The X200 is made by Acme; no search is needed.").steps == []
+    assert parse_plan("").steps == []
+
+
+def test_reference_text_keeps_a_short_answer_whole_and_bounds_a_long_one() -> None:
+    assert reference_text("Acme Corporation", 40) == "Acme Corporation"
+    evidence = (
+        "[1] Makers (makers.md, p. 2)\nThe X200 is made by Acme Corporation. Acme was founded in 1950 "
+        + "and makes many other devices. " * 30
+        + "\n\n[2] Other (other.md)\nUnrelated text."
+    )
+    ref = reference_text(evidence, 40)
+    assert ref.startswith("The X200 is made by Acme Corporation.") and ref.endswith(".")
+    assert count_tokens(ref) <= 40 and "[1]" not in ref and "\n" not in ref
+    unbroken = "word " * 100  # no sentence end within the bound: the first tokens
+    assert count_tokens(reference_text(unbroken, 20)) <= 20
 
 
 def test_parse_marks_unknown_tools_missing_self_and_forward_references() -> None:
@@ -200,3 +253,14 @@ async def test_empty_plan_yields_nothing() -> None:
         raise AssertionError("no steps")
 
     assert await run_plan(Plan(), run_step) == ([], {})
+
+
+def test_reference_text_given_the_query_keeps_the_sentence_that_answers_it() -> None:
+    evidence = (
+        "[1] Cables (cables.md)\nWho makes cables? A company founded in Oslo makes them. " * 3
+        + "\n\n[2] Aria (aria.md)\nThe Aria 2 headphones are made by Northwind Audio. They ship in May."
+    )
+    ref = reference_text(evidence, 40, "Who makes the Aria 2 headphones?")
+    assert ref == "The Aria 2 headphones are made by Northwind Audio."
+    # no sentence shares a word with the query: the first sentences, as without one
+    assert reference_text(evidence, 40, "zzz qqq") == reference_text(evidence, 40)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from reasonloop.agents import Agent
-from reasonloop.events import Answer, Progress, Thought, ToolResult
+from reasonloop.events import Answer, ErrorEvent, Progress, Thought, ToolResult
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
 from tests.reasoning.helpers import FakeRetriever, Gauge, collect_events, make_tools
@@ -147,3 +147,28 @@ async def test_an_llm_wrapper_with_the_documented_stream_signature_still_works()
     llm = Traced(replies=[calls(("lookup", {"key": "a"})), "From a."])
     result = await Agent("toolcall", llm=llm, tools=make_tools()).run("q")
     assert result.stop_reason == "final" and result.content == "From a." and len(seen) == 2
+
+
+async def test_a_model_whose_turns_cannot_be_read_ends_the_run_suggesting_react() -> None:
+    llm = ScriptedProvider(
+        replies=[
+            "",
+            {"tool_calls": [{"id": "x", "name": "lookup", "arguments": "key is a"}]},
+            "<tool_call>lookup a</tool_call>",
+            "Never asked for.",
+        ]
+    )
+    events = await collect_events(Agent("toolcall", llm=llm, tools=make_tools()), "q")
+    error = events[-1]
+    assert isinstance(error, ErrorEvent) and error.code == "agent.format_not_followed"
+    assert "did not follow the toolcall format: 3 replies in a row could not be read" in error.message
+    assert "<tool_call> tag does not hold a JSON object" in error.message and "--reasoning react" in error.message
+    assert llm.requests == 3 and not [e for e in events if isinstance(e, Answer)]
+    assert "Your last reply could not be read: the reply is empty" in llm.prompts[1][-1].content
+    assert llm.prompts[2][-1].role == "tool" and "not valid JSON" in llm.prompts[2][-1].content
+
+
+async def test_an_empty_turn_is_asked_again_not_answered_with_nothing() -> None:
+    llm = ScriptedProvider(replies=["", "<think>   </think>", "Berlin."])
+    result = await Agent("toolcall", llm=llm, tools=make_tools()).run("q")
+    assert result.content == "Berlin." and llm.requests == 3 and result.error is None

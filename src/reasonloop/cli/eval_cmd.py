@@ -269,6 +269,7 @@ def qa(
     import asyncio
 
     from reasonloop.eval.datasets import load_qa_set
+    from reasonloop.eval.hops import hop_section, read_hops
     from reasonloop.eval.judge import Judge
     from reasonloop.eval.qa import evaluate_qa, open_eval_kb
     from reasonloop.eval.report import qa_tables
@@ -282,11 +283,12 @@ def qa(
     settings = _strategy_settings(sets or [], strategies)
     full = load_qa_set(data, corpus=corpus)
     chosen = full.select(limit, seed, own_docs=own_docs)
+    hops = read_hops(data, chosen)  # multi-hop sets: the documents of each hop (MuSiQue, HotpotQA)
     if ideal:
         from reasonloop.eval.oracle import ideal_model
 
-        model = ideal_model(chosen.items)
-        model.model = "ideal"
+        model = ideal_model(chosen.items, hops)
+        model.model = "ideal-hops" if hops else "ideal"
     else:
         model = _llm(llm)
     judge_llm = _llm(judge) if judge else None
@@ -370,7 +372,7 @@ def qa(
         as_json=as_json,
         heading=f"{escape(full.name)}: {len(chosen.items)} questions, model {escape(model.name)}; "
         f"results in {escape(str(folder))}",
-        table=qa_tables(report.scores),
+        table=qa_tables(report.scores) + hop_section(report, hops),
     )
     failures = sum(s.failed for s in report.scores)
     if failures:

@@ -9,22 +9,36 @@ set gives one) — or, when no passage it was shown holds it, or the question ha
 the documents, that the passages do not say. Comparing strategies with it isolates what each strategy
 costs (calls, tokens, tool calls, time) from what a model gets wrong; the F1 it reaches is what
 retrieval allows.
+
+Given the hops of multi-hop questions (:mod:`reasonloop.eval.hops`), it works hop by hop as a
+capable model does, and knows no more than one: ReAct and native tool calls search the question
+first; when the answer is not in what came back, they search for the next hop, but a search
+that needs an earlier hop's answer (the bridge entity) is written only once that answer is in a
+passage the model was shown; a model that never saw it stops and says the passages do not say.
+Decomposition splits the question into the hops' sub-questions (``#1`` for the first one's
+answer) and answers each from its own evidence; a ReWOO plan has one step per hop, ``#E1``
+standing for the first step's result. It never answers from a gold answer it was not shown.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reasonloop.eval.datasets import QAItem
+from reasonloop.eval.hops import Hop
 from reasonloop.eval.metrics import contains_answer
 from reasonloop.eval.outcomes import is_yes_no
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
 
 __all__ = ["ideal_model"]
+
+_REF = re.compile(r"#(\d+)(?!\d)")
+_MARKERS = re.compile(r"\s*\[\d+\]")
+DONT_KNOW = "The passages do not say."
 
 _BLOCK = re.compile(r"(?:^|(?<=: ))\[(\d+)\][^\n]*\n(.*?)(?=\n\[\d+\]|\Z)", re.M | re.S)
 
@@ -40,9 +54,65 @@ def _marker(messages: Sequence[Message], answers: Sequence[str]) -> str:
     return ""
 
 
-def ideal_model(items: Sequence[QAItem]) -> ScriptedProvider:
-    """A scripted model replying ideally to any built-in strategy on ``items``."""
+def _issued(messages: Sequence[Message]) -> list[str]:
+    """The search queries the model wrote so far (ReAct ``Action Input`` or native tool calls)."""
+    queries = []
+    for m in messages:
+        if m.role != "assistant":
+            continue
+        queries += [str(part.arguments.get("query", "")) for part in m.tool_calls]
+        for raw in re.findall(r"Action Input: (.*)", m.content):
+            try:
+                queries.append(str(json.loads(raw).get("query", "")))
+            except (ValueError, AttributeError):
+                continue
+    return [" ".join(q.split()).lower() for q in queries]
+
+
+def _fill(query: str, hops: Sequence[Hop]) -> str:
+    """``query`` with each ``#k`` replaced by the answer of hop ``k``."""
+    return _REF.sub(lambda m: hops[int(m.group(1)) - 1].answer, query)
+
+
+def _next_query(hops: Sequence[Hop], shown: str, issued: Sequence[str]) -> str | None:
+    """The search a capable model writes next, knowing only what it was shown: the first hop
+    not yet done, when every earlier answer it needs is in ``shown``; None when there is none."""
+    for hop in hops:
+        needs = [hops[int(n) - 1].answer for n in _REF.findall(hop.query)]
+        if any(not a or not contains_answer(shown, [a]) for a in needs):
+            return None  # a bridge the model has not seen: it cannot write the search
+        query = _fill(hop.query, hops)
+        done = contains_answer(shown, [hop.answer]) if hop.answer else " ".join(query.split()).lower() in issued
+        if done:
+            continue
+        return None if " ".join(query.split()).lower() in issued else query
+    return None
+
+
+def _subquestion(hop: Hop) -> str:
+    """A hop's search as a sub-question (a bare entity or reference becomes a question about it)."""
+    return (
+        hop.query
+        if hop.query.rstrip().endswith("?") or ">>" in hop.query
+        else f"What do the documents say about {hop.query}?"
+    )
+
+
+def ideal_model(items: Sequence[QAItem], hops: Mapping[str, Sequence[Hop]] | None = None) -> ScriptedProvider:
+    """A scripted model replying ideally to any built-in strategy on ``items`` (hop by hop for the
+    questions ``hops`` gives the hops of)."""
     by_length = sorted(items, key=lambda i: -len(i.question))
+    hops = hops or {}
+    # A decomposition's sub-question, read back to its question and hop: (pattern, item, hop index).
+    parts: list[tuple[re.Pattern[str], QAItem, int]] = []
+    for item in items:
+        for k, hop in enumerate(hops.get(item.id, ())):
+            template = _subquestion(hop)
+            if template.split() == item.question.split():
+                continue
+            pattern = re.escape(" ".join(template.split())).replace(r"\ ", " ")
+            pattern = re.sub(r"\\?#(\d+)", r"(?P<r\1>.+?)", pattern)
+            parts.append((re.compile(pattern, re.I), item, k))
 
     def item_of(messages: Sequence[Message]) -> QAItem:
         text = " ".join(" ".join(m.content.split()) for m in messages if m.role in ("user", "tool"))
@@ -51,10 +121,29 @@ def ideal_model(items: Sequence[QAItem]) -> ScriptedProvider:
                 return item
         raise LookupError("no question of the set in the request")
 
-    def reply(messages: list[Message], tools: list[Any] | None) -> Any:
-        item = item_of(messages)
-        system = messages[0].content if messages and messages[0].role == "system" else ""
-        searched = any(m.role == "tool" or (m.role != "system" and "Observation:" in m.content) for m in messages)
+    def part_of(messages: Sequence[Message]) -> tuple[QAItem, int] | bool | None:
+        """The question and hop of a decomposition's sub-question being answered; False when it has
+        the form of one but an earlier answer put in it is none the set knows (the earlier hop was
+        not found: the model cannot tell what it is asked about); None when it is no sub-question."""
+        asked = re.findall(r"Question: (.*)", messages[-1].content) if messages else []
+        if not asked:
+            return None
+        line = " ".join(asked[-1].split())
+        seen = False
+        for pattern, item, k in parts:
+            m = pattern.fullmatch(line)
+            if m is None:
+                continue
+            seen = True
+            chain = hops[item.id]
+            if all(
+                " ".join(_MARKERS.sub("", v).split()).lower() == chain[int(n[1:]) - 1].answer.lower()
+                for n, v in m.groupdict().items()
+            ):
+                return item, k
+        return False if seen else None
+
+    def final(item: QAItem, messages: Sequence[Message]) -> str:
         yes_no = is_yes_no(item.answers)
         marker = _marker(messages, [item.evidence] if item.evidence else item.answers)
         if not marker and yes_no and item.gold_ids and not item.evidence:
@@ -62,19 +151,51 @@ def ideal_model(items: Sequence[QAItem]) -> ScriptedProvider:
             shown = "\n".join(m.content for m in messages)
             marker = " [1]" if all(f"({g})" in shown for g in item.gold_ids) else ""
         # An ideal model answers from the evidence it was shown: without the answer there, it says so.
-        answer = item.answers[0] + marker if marker and item.answers else "The passages do not say."
-        if tools and not searched:  # native tool calling
-            return {"tool_calls": [{"name": "docsearch", "arguments": {"query": item.question}}]}
+        return item.answers[0] + marker if marker and item.answers else DONT_KNOW
+
+    def reply(messages: list[Message], tools: list[Any] | None) -> Any:
+        system = messages[0].content if messages and messages[0].role == "system" else ""
+        try:
+            item = item_of(messages)
+        except LookupError:
+            found = part_of(messages)
+            if found is None:
+                raise
+            if found is False:
+                return DONT_KNOW
+            item, k = found
+            chain = hops[item.id]
+            if k == len(chain) - 1:
+                return final(item, messages)
+            found_text = chain[k].answer or chain[k].query  # a lookup hop finds what it looked up
+            marker = _marker(messages, [found_text])
+            return found_text + marker if marker else DONT_KNOW
+        chain = hops.get(item.id, ())
+        searched = any(m.role == "tool" or (m.role != "system" and "Observation:" in m.content) for m in messages)
+        answer = final(item, messages)
+        shown = "\n".join(m.content for m in messages if m.role != "system")
+        query: str | None = item.question
+        if searched:  # a second hop only when the answer is not there yet and the next search can be written
+            query = None if answer != DONT_KNOW or not chain else _next_query(chain, shown, _issued(messages))
+        if tools and "Action Input:" not in system:  # native tool calling
+            if query is not None:
+                return {"tool_calls": [{"name": "docsearch", "arguments": {"query": query}}]}
+            return answer
         if "Action Input:" in system:  # ReAct text
-            if not searched:
-                query = json.dumps({"query": item.question}, ensure_ascii=False)
-                return f"Thought: I need to search the documents.\nAction: docsearch\nAction Input: {query}"
-            return f"Thought: The passages answer it.\nFinal Answer: {answer}"
+            if query is not None:
+                text = json.dumps({"query": query}, ensure_ascii=False)
+                return f"Thought: I need to search the documents.\nAction: docsearch\nAction Input: {text}"
+            return f"Thought: The passages answer it, or nothing more can be searched.\nFinal Answer: {answer}"
         if "#E<n>" in system or "#E1 =" in system:  # ReWOO planner
-            return f"Plan: Search the documents for the question.\n#E1 = docsearch[{item.question}]"
+            if not chain:
+                return f"Plan: Search the documents for the question.\n#E1 = docsearch[{item.question}]"
+            steps = [_REF.sub(r"#E\1", hop.query) for hop in chain]
+            return "\n".join(f"Plan: Find hop {k}.\n#E{k} = docsearch[{q}]" for k, q in enumerate(steps, 1))
         planning = messages[-1].role == "user" and messages[-1].content.split() == item.question.split()
         if planning and ("sub-question" in system or "子问题" in system):  # decompose's split
-            return f"1. {item.question}"
+            if not chain:
+                return f"1. {item.question}"
+            return "\n".join(f"{k}. {_subquestion(hop)}" for k, hop in enumerate(chain, 1))
         return answer
 
     return ScriptedProvider(replies=reply)

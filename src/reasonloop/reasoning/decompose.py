@@ -3,6 +3,14 @@
 The model splits the question into at most N sub-questions; each is retrieved and answered
 at the same time as the others; one streamed synthesis then answers the original question
 from the sub-answers, citing the evidence of all of them (numbers are shared by the run).
+
+A sub-question may use the answer of an earlier one, written ``#1``, ``#2``, ... ("1. Who
+wrote the report?" / "2. Where does #1 work?"): it waits for that answer, and the reference is
+replaced by it (citation markers removed, bounded as a ReWOO reference is:
+:func:`~reasonloop.reasoning.rewoo_plan.reference_text`) before it is searched, so the second
+hop of a two-hop question is searched with the entity the first hop found. A sub-question
+whose earlier answer found no evidence is not searched. ``#n`` that does not name an earlier
+sub-question stays text.
 """
 
 from __future__ import annotations
@@ -26,10 +34,16 @@ from reasonloop.reasoning.llmcall import Turn, llm_turn
 from reasonloop.reasoning.prompts import render, system_prompt
 from reasonloop.reasoning.retrieval import Search, direct_answer, run_search, transform
 from reasonloop.reasoning.retrieval_settings import RetrievalSettings
+from reasonloop.reasoning.rewoo_plan import reference_text
 from reasonloop.registry import PluginInfo
 from reasonloop.tools.evidence import format_evidence
 
-__all__ = ["DecomposeReasoning", "DecomposeSettings", "parse_subquestions"]
+__all__ = ["DecomposeReasoning", "DecomposeSettings", "parse_subquestions", "references"]
+
+_REF = re.compile(r"#(\d+)(?!\d)")
+_MARKER = re.compile(r"\s*\[\d+\]")
+REFERENCE_TOKENS = 40
+"""Most tokens of an earlier sub-answer that replace its ``#n`` reference."""
 
 _ITEM = re.compile(r"^\s*(?:[-*•]|\(?\d{1,2}[.)、:：]|[Qq]\d{1,2}[.:：])\s*(?P<q>.+?)\s*$")
 
@@ -45,6 +59,21 @@ def parse_subquestions(text: str, limit: int) -> list[str]:
         if q and q not in unique:
             unique.append(q)
     return unique[:limit]
+
+
+def references(subquestion: str, index: int) -> list[int]:
+    """The earlier sub-questions (numbers below ``index``) that ``subquestion`` refers to as ``#n``."""
+    return sorted({n for n in map(int, _REF.findall(subquestion)) if 1 <= n < index})
+
+
+def _fill(subquestion: str, index: int, answers: dict[int, str]) -> str:
+    def one(m: re.Match[str]) -> str:
+        n = int(m.group(1))
+        if not 1 <= n < index or n not in answers:
+            return m.group(0)
+        return reference_text(_MARKER.sub("", answers[n]), REFERENCE_TOKENS)
+
+    return _REF.sub(one, subquestion)
 
 
 class DecomposeSettings(ReasoningSettings):
@@ -65,6 +94,7 @@ class _Finding:
     answer: str = ""
     notes: list[Event] = field(default_factory=list)
     """The rerank steps of its search, for the trace."""
+    done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class DecomposeReasoning(Reasoning):
@@ -103,13 +133,18 @@ class DecomposeReasoning(Reasoning):
 
         # 2. Retrieve and answer every sub-question concurrently.
         findings = [_Finding(i, q) for i, q in enumerate(subquestions, 1)]
+        waiting = {f.index for f in findings if references(f.question, f.index)}
         for f in findings:
-            yield ToolCall(call_id=f"sub_{f.index}", tool="docsearch", input={"query": f.question})
-        tasks = {asyncio.create_task(self._answer_part(f)): f for f in findings}
+            if f.index not in waiting:  # a sub-question using an earlier answer is shown once it has it
+                yield ToolCall(call_id=f"sub_{f.index}", tool="docsearch", input={"query": f.question})
+        by_index = {f.index: f for f in findings}
+        tasks = {asyncio.create_task(self._answer_part(f, by_index)): f for f in findings}
         try:
             for next_done in asyncio.as_completed(tasks):
                 f = await next_done
                 ctx.steps.append(Step(action="subquestion", action_input=f.question, observation=f.answer))
+                if f.index in waiting:
+                    yield ToolCall(call_id=f"sub_{f.index}", tool="docsearch", input={"query": f.question})
                 for note in f.notes:
                     yield note
                 yield ToolResult(call_id=f"sub_{f.index}", tool="docsearch", output=f.evidence or "(no passages found)")
@@ -135,8 +170,21 @@ class DecomposeReasoning(Reasoning):
             yield event
         yield close(ctx, settings, tracker, answer.text, language)
 
-    async def _answer_part(self, finding: _Finding) -> _Finding:
+    async def _answer_part(self, finding: _Finding, by_index: dict[int, _Finding]) -> _Finding:
+        try:
+            return await self._answer(finding, by_index)
+        finally:
+            finding.done.set()
+
+    async def _answer(self, finding: _Finding, by_index: dict[int, _Finding]) -> _Finding:
         ctx, settings = self.ctx, self.settings
+        earlier = [by_index[n] for n in references(finding.question, finding.index)]
+        for f in earlier:
+            await f.done.wait()
+        if any(not f.evidence for f in earlier):
+            finding.answer = render("dont_know", self.language)
+            return finding
+        finding.question = _fill(finding.question, finding.index, {f.index: f.answer for f in earlier})
         if ctx.retrievers:
             ctx.searched()
         found = Search(query=finding.question)

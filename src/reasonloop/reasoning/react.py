@@ -4,7 +4,9 @@ Each round the model writes ``Thought / Action / Action Input``; generation stop
 ``Observation:`` so the model never invents one; the tool runs and its result is sent back
 as the observation. The loop ends with ``Final Answer:``, with text that is not a ReAct turn
 at all (taken as the direct answer), or with a budget, after which one last tool-less call
-answers from what was gathered.
+answers from what was gathered. A turn that tries the format and cannot be read is answered
+with what was wrong and the format; three such turns in a row end the run with
+:class:`~reasonloop.errors.FormatNotFollowed` (:mod:`reasonloop.reasoning.format_watch`).
 """
 
 from __future__ import annotations
@@ -14,15 +16,17 @@ from contextlib import aclosing
 from functools import partial
 from typing import ClassVar
 
-from reasonloop.events import Event, Thought
+from reasonloop.events import Event, Progress, Thought
 from reasonloop.llm.base import Message
+from reasonloop.reasoning.answer_spotter import AnswerSpotter
 from reasonloop.reasoning.base import LoopSettings, Reasoning
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.finish import close, forced_answer, guard_armed
+from reasonloop.reasoning.format_watch import FormatWatch
 from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn, llm_turn
-from reasonloop.reasoning.prompts import conversation, describe_tools, system_prompt
-from reasonloop.reasoning.react_parser import AnswerSpotter, cut_observation, parse_react
+from reasonloop.reasoning.prompts import conversation, describe_tools, render, system_prompt
+from reasonloop.reasoning.react_parser import cut_observation, parse_react
 from reasonloop.reasoning.toolexec import PlannedCall, ToolRound, coerce_input
 from reasonloop.registry import PluginInfo
 from reasonloop.tools.base import Tool
@@ -60,6 +64,7 @@ class ReActReasoning(Reasoning):
             tool_names=", ".join(ctx.tools),
         )
         messages = conversation(system, ctx.history, f"Question: {question}")
+        watch = FormatWatch("react", ctx.llm)
 
         while tracker.exhausted() is None:
             tracker.start_round()
@@ -76,6 +81,15 @@ class ReActReasoning(Reasoning):
             step = parse_react(turn.text)
             if step.thought and not early:
                 yield Thought(text=step.thought)
+            if step.kind == "unreadable":
+                problem = step.problem or "unreadable"
+                watch.unreadable(problem)
+                yield Progress(message=f"the model's reply could not be read ({problem}): asking again")
+                said = cut_observation(turn.text).rstrip() or "(an empty reply)"
+                retry = render("react_retry", language, problem=problem, tool_names=", ".join(ctx.tools))
+                messages.extend([Message.assistant(said), Message.user(retry)])
+                continue
+            watch.readable()
             if step.kind != "action":
                 yield close(ctx, settings, tracker, step.text_answer(), language, "final")
                 return

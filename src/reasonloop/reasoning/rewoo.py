@@ -5,7 +5,11 @@ results ``#En``); the worker runs every step as soon as its own dependencies are
 independent ones in parallel (:mod:`reasonloop.reasoning.rewoo_plan`); the solver answers
 from the plan and the evidence, with citations. Since observations never go back to the
 planner, the prompt does not grow with every step as in ReAct. If evidence failed, the
-planner may write one new plan that knows what failed. Planner and solver may be
+planner may write one new plan that knows what failed. A plan with no step that can be read
+is no plan: the planner is asked once more, and a second such plan ends the run with
+:class:`~reasonloop.errors.FormatNotFollowed`, never with an answer made without evidence.
+A ``#En`` reference in a later input is replaced by a bounded piece of ``En``'s result
+(:func:`~reasonloop.reasoning.rewoo_plan.reference_text`). Planner and solver may be
 different models.
 """
 
@@ -24,6 +28,7 @@ from reasonloop.llm.base import Message
 from reasonloop.reasoning.base import LoopSettings, Reasoning
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.finish import close, guard_armed
+from reasonloop.reasoning.format_watch import format_error
 from reasonloop.reasoning.intent import needs_no_retrieval
 from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn, llm_turn
@@ -36,6 +41,7 @@ from reasonloop.reasoning.rewoo_plan import (
     StepResult,
     execute,
     parse_plan,
+    reference_text,
     substitute,
 )
 from reasonloop.reasoning.toolexec import PlannedCall, ToolRound, coerce_input, failure, record_result
@@ -50,8 +56,13 @@ class ReWOOSettings(LoopSettings):
     """When evidence failed, let the planner write one new plan."""
     max_concurrency: int = Field(default=8, ge=1)
     """Most steps running at once."""
-    reference_tokens: int = Field(default=300, ge=10)
-    """How much of an earlier result replaces a ``#En`` reference in a later input."""
+    reference_tokens: int = Field(default=40, ge=10)
+    """Most tokens of an earlier result that replace a ``#En`` reference in a later input
+    (see :func:`~reasonloop.reasoning.rewoo_plan.reference_text`)."""
+
+
+REPLAN_EVIDENCE_TOKENS = 300
+"""Tokens of each good result shown to the planner when it replans."""
 
 
 class ReWOOReasoning(Reasoning):
@@ -82,32 +93,51 @@ class ReWOOReasoning(Reasoning):
         system = system_prompt("rewoo_planner", language, ctx.instructions, tools=describe_tools(ctx.tools.values()))
         messages = [Message.system(system), *ctx.history, Message.user(question)]
         sections: list[str] = []
+        read_any = False
+        doing = "planning"
         for attempt in (1, 2):
             # Plan.
             tracker.start_round()
-            yield Progress(message="planning" if attempt == 1 else "replanning after failed steps")
+            yield Progress(message=doing)
             planned = Turn()
             async for event in llm_turn(planner, messages, planned, tracker):
                 yield event
             plan = parse_plan(planned.text, tools=ctx.tools.keys())
             if planned.text.strip():
                 yield Thought(text=planned.text.strip())
+            if not plan.steps:
+                if read_any:  # the first plan's evidence stands
+                    break
+                problem = "the reply is empty" if not planned.text.strip() else "no line like '#E1 = tool[input]'"
+                if attempt == 2 or not settings.replan or tracker.exhausted() is not None:
+                    plans = "plans" if attempt == 2 else "plan"
+                    raise format_error(
+                        "rewoo", planner, f"wrote no step that could be read in {attempt} {plans}", problem
+                    )
+                doing = f"planning again: no step of the plan could be read ({problem})"
+                retry = render("rewoo_unreadable", language, tool_names=", ".join(ctx.tools))
+                messages = [
+                    *messages,
+                    Message.assistant(planned.text.strip() or "(an empty reply)"),
+                    Message.user(retry),
+                ]
+                continue
+            read_any = True
 
             # Work.
             results: dict[str, StepResult] = {}
             async for event in self._work(plan, attempt, results):
                 yield event
-            sections.append(self._section(plan, results, attempt))
+            sections.append(self._section(plan, results, len(sections) + 1))
 
             failures = [r for r in results.values() if not r.ok]
             if not (failures and settings.replan and attempt == 1 and tracker.exhausted() is None):
                 break
+            doing = "replanning after failed steps"
             listing = "\n".join(f"#{r.step.id} = {r.step.tool}[{r.step.input}]: {r.error}" for r in failures)
             kept = (
                 "\n".join(
-                    f"#{sid}: {trim_to_tokens(r.output, settings.reference_tokens)}"
-                    for sid, r in results.items()
-                    if r.ok
+                    f"#{sid}: {trim_to_tokens(r.output, REPLAN_EVIDENCE_TOKENS)}" for sid, r in results.items() if r.ok
                 )
                 or "(none)"
             )
@@ -157,7 +187,10 @@ class ReWOOReasoning(Reasoning):
             return out.text
 
         def resolve(text: str, done: dict[str, str]) -> str:
-            return substitute(text, {k: trim_to_tokens(v, settings.reference_tokens) for k, v in done.items()})
+            inputs = {s.id: s.input for s in plan.steps}
+            return substitute(
+                text, {k: reference_text(v, settings.reference_tokens, inputs.get(k, "")) for k, v in done.items()}
+            )
 
         async def schedule() -> None:
             try:

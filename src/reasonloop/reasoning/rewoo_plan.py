@@ -1,8 +1,10 @@
-"""ReWOO plans: parsing ``#E1 = tool[input]`` lines and running steps as soon as they can run.
+"""ReWOO plans: parsing ``#E1 = tool[input]`` steps and running them as soon as they can run.
 
-:func:`parse_plan` reads a planner's text into a :class:`Plan` and marks every step that
-cannot run (unknown tool, a reference to a step that does not exist, to itself or to a
-later step) with a ``problem``. :func:`execute` runs a plan: each step starts the moment
+:func:`parse_plan` reads a planner's text into a :class:`Plan` (steps on their own lines or
+after their ``Plan:`` on the same line, numbered or not) and marks every step that cannot
+run (unknown tool, a reference to a step that does not exist, to itself or to a later step)
+with a ``problem``. :func:`reference_text` is the bounded piece of a result that replaces a
+``#En`` reference. :func:`execute` runs a plan: each step starts the moment
 its own dependencies have finished (no level-by-level barrier), independent steps run in
 parallel, a failed step fails its dependents, and dependency cycles are reported up front,
 so no plan can hang. The scheduler knows nothing about tools or models: it calls
@@ -23,15 +25,31 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Plan", "PlanStep", "StepFailed", "StepResult", "StepStarted", "execute", "parse_plan", "substitute"]
+from reasonloop.tokens import count_tokens, trim_to_tokens
+
+__all__ = [
+    "Plan",
+    "PlanStep",
+    "StepFailed",
+    "StepResult",
+    "StepStarted",
+    "execute",
+    "parse_plan",
+    "reference_text",
+    "substitute",
+]
 
 REF = re.compile(r"#E(\d+)(?!\d)")
 _STEP = re.compile(
-    r"^\s*(?:[-*]\s*)?(?:\*\*)?#E(?P<n>\d+)(?:\*\*)?\s*[=:：]\s*(?P<tool>[A-Za-z_][\w.\-]*)\s*(?P<rest>.*)$"
+    r"(?P<lead>^[ \t]*(?:[-*]\s*)?)?(?:\*\*)?#E(?P<n>\d+)(?:\*\*)?[ \t]*(?P<sep>[=:：])[ \t]*"
+    r"(?P<tool>[A-Za-z_][\w.\-]*)[ \t]*",
+    re.M,
 )
-_REASON = re.compile(
-    r"^\s*(?:[-*]\s*)?(?:\*\*)?(?:plan|计划)(?:\s*\d+)?(?:\*\*)?\s*[:：](?:\*\*)?\s*(?P<text>.*)$", re.I
-)
+"""A step's head, ``#E<n> = tool``: at a line's start, or after its ``Plan:`` on the same line."""
+_REASON = re.compile(r"(?:^|\s|\*)(?:plan|计划)(?:\s*\d+)?(?:\*\*)?\s*[:：](?:\*\*)?", re.I)
+_CLOSERS = {"[": "]", "(": ")"}
+_PASSAGE_HEADER = re.compile(r"^\[\d+\][^\n]*$", re.M)
+_SENTENCE_END = re.compile(r"[.!?。！？](?=\s|$)")
 
 
 @dataclass(slots=True)
@@ -80,43 +98,67 @@ class StepFailed(Exception):
     """Raised by ``run_step`` to fail a step with a message (no traceback needed)."""
 
 
-def _strip_input(rest: str) -> str:
-    rest = rest.strip().removeprefix(":").removeprefix("：").strip()
-    if rest[:1] in "[(":
-        closer = "]" if rest[0] == "[" else ")"
-        rest = rest[1:]
-        if rest.endswith(closer):
-            rest = rest[:-1]
-    rest = rest.strip()
-    if len(rest) >= 2 and rest[0] == rest[-1] and rest[0] in "\"'":
-        rest = rest[1:-1]
-    return rest.strip()
+def _read_input(text: str, at: int) -> tuple[str, int]:
+    """The input that starts at ``text[at]`` and where it ends: a bracketed input up to its
+    matching bracket (nested brackets kept), otherwise the rest of the line."""
+    opener = text[at : at + 1]
+    if opener in _CLOSERS:
+        closer, depth = _CLOSERS[opener], 0
+        for i in range(at, len(text)):
+            if text[i] == opener:
+                depth += 1
+            elif text[i] == closer:
+                depth -= 1
+                if depth == 0:
+                    return _unquote(text[at + 1 : i]), i + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        return _unquote(text[at + 1 : end].rstrip().removesuffix(closer)), end
+    end = text.find("\n", at)
+    end = len(text) if end < 0 else end
+    return _unquote(text[at:end].strip().removeprefix(":").removeprefix("：")), end
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1]
+    return text.strip()
+
+
+def _reason(segment: str) -> str:
+    """The text after the last ``Plan:`` label of ``segment`` (what a step is for)."""
+    labels = list(_REASON.finditer(segment))
+    return segment[labels[-1].end() :].strip().strip("*").strip() if labels else ""
 
 
 def parse_plan(text: str, tools: Collection[str] | None = None, *, allow_forward_refs: bool = False) -> Plan:
     """Read a planner's output.
 
     Args:
-        text: Lines ``Plan: ...`` and ``#E<n> = tool[input]`` (``tool(input)`` also works).
-        tools: Known tool names; a step naming another tool gets a problem. ``None`` skips the check.
+        text: ``Plan: ...`` lines and ``#E<n> = tool[input]`` steps (``tool(input)`` also works),
+            a step on its own line or on the same line as its ``Plan:`` (numbered or not, in
+            bold or not); a step that does not start a line needs its input in brackets.
+        tools: Known tool names; a step naming another tool gets a problem (a known name
+            written in another case is that tool). ``None`` skips the check.
         allow_forward_refs: Let a step use a later step's result (synthetic plans);
             planners must only use earlier results.
     """
     plan = Plan()
-    reason = ""
     order: dict[str, int] = {}
-    for line in text.splitlines():
-        if m := _REASON.match(line):
-            reason = m.group("text").strip()
+    by_case = {name.lower(): name for name in tools} if tools is not None else {}
+    pos = 0
+    while (m := _STEP.search(text, pos)) is not None:
+        at = m.end()
+        if m.group("lead") is None and text[at : at + 1] not in _CLOSERS:
+            pos = m.end("n")  # "#E1 = the author" inside a sentence is no step
             continue
-        m = _STEP.match(line)
-        if not m:
-            continue
+        raw_input, pos = _read_input(text, at)
         step_id = f"E{int(m.group('n'))}"
-        raw_input = _strip_input(m.group("rest"))
+        tool = by_case.get(m.group("tool").lower(), m.group("tool"))
         deps = tuple(dict.fromkeys(f"E{int(n)}" for n in REF.findall(raw_input)))
-        step = PlanStep(id=step_id, tool=m.group("tool"), input=raw_input, deps=deps, reason=reason)
-        reason = ""
+        reason = _reason(text[text.rfind("\n", 0, m.start()) + 1 : m.start()]) or _reason_above(text, m.start())
+        step = PlanStep(id=step_id, tool=tool, input=raw_input, deps=deps, reason=reason)
         if step_id in order:
             plan.notes.append(f"#{step_id} is defined twice; the first definition is used")
             continue
@@ -141,9 +183,62 @@ def parse_plan(text: str, tools: Collection[str] | None = None, *, allow_forward
     return plan
 
 
+def _reason_above(text: str, start: int) -> str:
+    """The ``Plan:`` line above a step that starts its own line (blank lines skipped)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    if text[line_start:start].strip(" \t-*"):
+        return ""
+    lines = text[: max(0, line_start - 1)].splitlines()
+    above = next((line for line in reversed(lines) if line.strip()), "")
+    return "" if _STEP.search(above) else _reason(above)
+
+
 def substitute(text: str, outputs: Mapping[str, str]) -> str:
     """Replace ``#En`` in ``text`` by the output of step ``En`` (unknown references stay)."""
     return REF.sub(lambda m: outputs.get(f"E{int(m.group(1))}", m.group(0)), text)
+
+
+def reference_text(output: str, max_tokens: int, query: str = "") -> str:
+    """What replaces a ``#En`` reference in a later step's input: a bounded piece of ``En``'s result.
+
+    The rule: drop the headers of numbered passages (``[1] Title (source, p. 2)``) and join the
+    lines; a result of at most ``max_tokens`` tokens is used whole (a short answer). A longer one
+    is cut: given the ``query`` that produced it (``En``'s own input), to the sentence of the
+    result that shares the most words with that query (the first such sentence on a tie; the
+    second hop of a question is searched with the sentence that names the bridge entity, not with
+    whatever passage came first); otherwise, or when no sentence shares a word, to its first
+    sentences. Either is cut to ``max_tokens`` tokens, back to the last sentence end within them
+    when there is one. A whole evidence block never becomes a search query.
+    """
+    text = " ".join(_PASSAGE_HEADER.sub("", output).split())
+    if count_tokens(text) <= max_tokens:
+        return text
+    wanted = _words(query)
+    if wanted:
+        sentences = [s for s in _SENTENCE_SPLIT.split(text) if s.strip()]
+        overlap = [len(wanted & _words(s)) for s in sentences]
+        if overlap and max(overlap) > 0:
+            text = sentences[overlap.index(max(overlap))]
+            if count_tokens(text) <= max_tokens:
+                return text
+    head = trim_to_tokens(text, max_tokens, marker="")
+    ends = list(_SENTENCE_END.finditer(head))
+    return head[: ends[-1].end()] if ends else head
+
+
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?。！？])\s+")
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> set[str]:
+    """The lower-cased words of ``text`` longer than two characters (CJK characters one by one)."""
+    out = set()
+    for w in _WORD.findall(text.lower()):
+        if re.search(r"[\u4e00-\u9fff]", w):
+            out.update(w)
+        elif len(w) > 2:
+            out.add(w)
+    return out
 
 
 def _cycles(steps: dict[str, PlanStep]) -> dict[str, str]:

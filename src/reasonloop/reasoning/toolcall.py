@@ -4,6 +4,12 @@ Each round the model either answers in text or returns tool calls; the calls of 
 run concurrently and their results go back as ``tool`` messages, one per call. Budgets end
 the loop with one last tool-less call. A model without native tool calling is served by
 the ReAct loop instead, with the same tools.
+
+Calls a model (or its server) writes into the text instead are read as calls
+(:mod:`reasonloop.reasoning.toolcall_text`); ``<think>`` blocks never reach the answer. A turn
+that cannot be read (an empty reply, a tag that is not JSON, native calls whose arguments are
+not JSON) is answered with what was wrong; three in a row end the run with
+:class:`~reasonloop.errors.FormatNotFollowed`, which suggests the ReAct text format.
 """
 
 from __future__ import annotations
@@ -17,9 +23,11 @@ from reasonloop.llm.base import Message, ToolCallPart
 from reasonloop.reasoning.base import LoopSettings, Reasoning
 from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.finish import close, forced_answer, guard_armed
+from reasonloop.reasoning.format_watch import FormatWatch
 from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn, llm_turn
-from reasonloop.reasoning.prompts import conversation, system_prompt, tool_spec
+from reasonloop.reasoning.prompts import conversation, render, system_prompt, tool_spec
+from reasonloop.reasoning.toolcall_text import ProseStream, read_text_turn
 from reasonloop.reasoning.toolexec import ToolRound
 from reasonloop.registry import PluginInfo
 
@@ -28,10 +36,6 @@ __all__ = ["ToolCallReasoning", "ToolCallSettings"]
 
 class ToolCallSettings(LoopSettings):
     """Tool-calling settings: the loop budget and guard."""
-
-
-def _whole(text: str) -> str:
-    return text
 
 
 class ToolCallReasoning(Reasoning):
@@ -61,19 +65,31 @@ class ToolCallReasoning(Reasoning):
         specs = [tool_spec(tool) for tool in ctx.tools.values()] or None
         messages = conversation(system_prompt("toolcall", language, ctx.instructions), ctx.history, question)
 
+        watch = FormatWatch("toolcall", ctx.llm)
         while tracker.exhausted() is None:
             tracker.start_round()
             turn = Turn()
-            deltas = None if guard_armed(settings, ctx) else _whole
+            deltas = None if guard_armed(settings, ctx) else ProseStream().feed
             async for event in llm_turn(ctx.llm, messages, turn, tracker, tools=specs, deltas=deltas):
                 yield event
             if turn.cut_short:
                 break
-            if not turn.calls:
-                yield close(ctx, settings, tracker, turn.text, language, "final")
+            read = read_text_turn(turn.text, turn.calls, ctx.tools, f"text_{tracker.rounds}")
+            if read.problem is not None:
+                watch.unreadable(read.problem)
+                if not turn.calls:  # nothing to run: say what was wrong and ask again
+                    yield Progress(message=f"the model's reply could not be read ({read.problem}): asking again")
+                    retry = render("toolcall_retry", language, problem=read.problem, tool_names=", ".join(ctx.tools))
+                    messages.extend([Message.assistant(turn.text.strip() or "(an empty reply)"), Message.user(retry)])
+                    continue
+            else:
+                watch.readable()
+            if read.answer is not None:
+                yield close(ctx, settings, tracker, read.answer, language, "final")
                 return
-            if turn.text.strip():
-                yield Thought(text=turn.text.strip())
+            turn.calls = read.calls
+            if read.thought:
+                yield Thought(text=read.thought)
 
             if len(turn.calls) > 1:  # a reused call id would answer two calls with one message
                 seen: set[str] = set()
@@ -83,7 +99,7 @@ class ToolCallReasoning(Reasoning):
                     seen.add(call.call_id)
             messages.append(
                 Message.assistant(
-                    turn.text, [ToolCallPart(id=c.call_id, name=c.tool, arguments=c.arguments) for c in turn.calls]
+                    read.said, [ToolCallPart(id=c.call_id, name=c.tool, arguments=c.arguments) for c in turn.calls]
                 )
             )
             tools = ToolRound(ctx, tracker, turn.calls, settings.max_evidence_tokens)
