@@ -5,13 +5,9 @@ every port closed."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import socket
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncIterator
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -21,93 +17,15 @@ from reasonloop.config import LLMSettings
 from reasonloop.llm import discovery
 from reasonloop.llm.discovery import Discovery, discover, discover_sync, kind_from_name
 from reasonloop.llm.resolve import create_llm, resolve_auto
-from tests.llm.fixtures.llama_server import free_port, llama_server_at
-
-# -- what Ollama's API says about its models ----------------------------------------------------
-CHAT_TEMPLATE = (
-    "{{- range .Messages }}<|start_header_id|>{{ .Role }}<|end_header_id|>\n\n{{ .Content }}<|eot_id|>"
-    "{{- end }}{{ if .Tools }}{{ .Tools }}{{ end }}<|start_header_id|>assistant<|end_header_id|>"
+from tests.llm.fixtures.llama_server import llama_server_at
+from tests.llm.fixtures.local_servers import (
+    OLLAMA_MODELS,
+    closed_port,
+    discovery_settings,
+    ollama_app,
+    openai_app,
+    serving,
 )
-OLLAMA_MODELS: dict[str, dict[str, Any] | None] = {
-    "llama3.2:3b": {
-        "template": CHAT_TEMPLATE,
-        "capabilities": ["completion", "tools"],
-        "model_info": {"general.architecture": "llama", "llama.context_length": 131072},
-    },
-    "llama3:text": {
-        "template": "{{ .Prompt }}",
-        "capabilities": ["completion"],
-        "model_info": {"llama.context_length": 8192},
-    },
-    "nomic-embed-text:latest": {"template": "", "capabilities": ["embedding"], "model_info": {}},
-    "phi3:mini": {"template": "<|user|>\n{{ .Prompt }}<|end|>\n<|assistant|>\n"},  # an Ollama without capabilities
-    "mystery-7b-instruct": None,  # /api/show fails: the name is all there is
-}
-
-
-def ollama_app(models: dict[str, dict[str, Any] | None], seen: list[str]) -> Starlette:
-    """A loopback server answering ``/api/tags`` and ``/api/show`` as Ollama does."""
-
-    async def tags(request: Request) -> JSONResponse:
-        seen.append("/api/tags")
-        return JSONResponse({"models": [{"name": n, "model": n, "size": 1} for n in models]})
-
-    async def show(request: Request) -> JSONResponse:
-        name = (await request.json())["model"]
-        seen.append(f"/api/show {name}")
-        shown = models.get(name)
-        if shown is None:
-            return JSONResponse({"error": "boom"}, status_code=500)
-        return JSONResponse({"details": {"family": "llama"}, **shown})
-
-    return Starlette(routes=[Route("/api/tags", tags), Route("/api/show", show, methods=["POST"])])
-
-
-def openai_app(routes: dict[str, Any], seen: list[str]) -> Starlette:
-    """A loopback server answering each path in ``routes`` with its JSON (a status int: that error)."""
-
-    def answer(path: str, body: Any) -> Callable[[Request], Any]:
-        async def endpoint(request: Request) -> JSONResponse:
-            seen.append(path)
-            if isinstance(body, int):
-                return JSONResponse({"error": "no"}, status_code=body)
-            return JSONResponse(body)
-
-        return endpoint
-
-    return Starlette(routes=[Route(path, answer(path, body)) for path, body in routes.items()])
-
-
-@contextlib.asynccontextmanager
-async def serving(app: Starlette) -> AsyncIterator[int]:
-    """Serve ``app`` with uvicorn on a free loopback port, on this event loop; yields the port."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:  # noqa: ASYNC110  # uvicorn sets a flag, no event to wait on
-        await asyncio.sleep(0.01)
-    try:
-        yield port
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
-
-
-def closed_port() -> int:
-    return free_port()
-
-
-def settings(ollama: list[int] | None = None, openai: list[int] | None = None, **more: Any) -> LLMSettings:
-    """Discovery on the given ports only (closed ones for the kind not given)."""
-    ollama = ollama or [closed_port()]
-    return LLMSettings(
-        discover_ollama_ports=ollama,
-        discover_openai_ports=openai or [closed_port()],
-        **{"ollama_url": f"http://127.0.0.1:{ollama[0]}", **more},
-    )
 
 
 @pytest.fixture
@@ -145,7 +63,7 @@ def test_kind_from_name(name, kind):
 
 # -- Ollama -------------------------------------------------------------------------------------
 async def test_ollama_models_are_judged_by_what_the_server_says(ollama, seen):
-    found = await discover(settings([ollama]), fresh=True)
+    found = await discover(discovery_settings([ollama]), fresh=True)
     by_name = {m.name: m for m in found.models}
     assert list(by_name) == list(OLLAMA_MODELS)
     chat = by_name["llama3.2:3b"]
@@ -167,16 +85,16 @@ async def test_ollama_models_are_judged_by_what_the_server_says(ollama, seen):
 async def test_a_base_or_embedding_model_is_never_chosen(seen):
     models = {k: OLLAMA_MODELS[k] for k in ("llama3:text", "nomic-embed-text:latest")}
     async with serving(ollama_app(models, seen)) as port:
-        found = await discover(settings([port]), fresh=True)
+        found = await discover(discovery_settings([port]), fresh=True)
         assert [m.kind for m in found.models] == ["base", "embedding"]
         assert found.choice() is None
-        resolved, note = await asyncio.to_thread(resolve_auto, settings([port]))
+        resolved, note = await asyncio.to_thread(resolve_auto, discovery_settings([port]))
     assert note == ""
     assert resolved.provider == "local"  # the embedded model, as without discovery
 
 
 async def test_create_llm_uses_the_found_model_and_says_how_to_change_it(ollama):
-    llm = await asyncio.to_thread(create_llm, None, settings([ollama], temperature=0.2))
+    llm = await asyncio.to_thread(create_llm, None, discovery_settings([ollama], temperature=0.2))
     try:
         assert llm.id == "ollama" and llm.model == "llama3.2:3b"
         assert llm.settings.base_url == f"http://127.0.0.1:{ollama}"
@@ -189,7 +107,7 @@ async def test_create_llm_uses_the_found_model_and_says_how_to_change_it(ollama)
 
 
 async def test_a_model_named_in_the_settings_is_taken_from_the_server_that_has_it(ollama):
-    resolved, note = await asyncio.to_thread(resolve_auto, settings([ollama], model="llama3:text"))
+    resolved, note = await asyncio.to_thread(resolve_auto, discovery_settings([ollama], model="llama3:text"))
     assert (resolved.provider, resolved.model, resolved.base_url) == (
         "ollama",
         "llama3:text",
@@ -199,19 +117,19 @@ async def test_a_model_named_in_the_settings_is_taken_from_the_server_that_has_i
 
 
 async def test_discover_off_asks_nothing(ollama, seen):
-    resolved, note = await asyncio.to_thread(resolve_auto, settings([ollama], discover=False))
+    resolved, note = await asyncio.to_thread(resolve_auto, discovery_settings([ollama], discover=False))
     assert seen == [] and note == ""
     assert resolved.provider != "ollama"
 
 
 async def test_a_configured_base_url_or_provider_asks_nothing(ollama, seen):
-    await asyncio.to_thread(resolve_auto, settings([ollama], base_url="http://127.0.0.1:1/v1"))
-    await asyncio.to_thread(resolve_auto, settings([ollama], provider="scripted"))
+    await asyncio.to_thread(resolve_auto, discovery_settings([ollama], base_url="http://127.0.0.1:1/v1"))
+    await asyncio.to_thread(resolve_auto, discovery_settings([ollama], provider="scripted"))
     assert seen == []
 
 
 async def test_a_result_is_reused_for_a_while(ollama, seen, monkeypatch):
-    looking = settings([ollama])
+    looking = discovery_settings([ollama])
     first = await discover(looking, fresh=True)
     asked = len(seen)
     assert await discover(looking) is first and len(seen) == asked
@@ -225,14 +143,14 @@ async def test_a_result_is_reused_for_a_while(ollama, seen, monkeypatch):
 def test_discover_sync_works_inside_and_outside_an_event_loop(seen):
     async def inside() -> Discovery:
         async with serving(ollama_app(OLLAMA_MODELS, seen)) as port:
-            return await asyncio.to_thread(discover_sync, settings([port]), fresh=True)
+            return await asyncio.to_thread(discover_sync, discovery_settings([port]), fresh=True)
 
     assert asyncio.run(inside()).choice().name == "llama3.2:3b"
-    assert discover_sync(settings(), fresh=True).models == ()
+    assert discover_sync(discovery_settings(), fresh=True).models == ()
 
 
 async def test_a_loopback_ollama_url_is_looked_at_too(ollama):
-    looking = settings(ollama_url=f"http://localhost:{ollama}")
+    looking = discovery_settings(ollama_url=f"http://localhost:{ollama}")
     found = await discover(looking, fresh=True)
     assert found.choice().name == "llama3.2:3b"
     assert [p.url for p in found.probes][:2] == [
@@ -255,7 +173,7 @@ async def test_lm_studio_style_server_adds_types_tools_and_context(seen):
         "/props": 404,
     }
     async with serving(openai_app(routes, seen)) as port:
-        found = await discover(settings(openai=[port]), fresh=True)
+        found = await discover(discovery_settings(openai=[port]), fresh=True)
     qwen, mine, nomic = found.models
     assert (qwen.server, qwen.base_url, qwen.spec) == (
         "openai",
@@ -276,7 +194,7 @@ async def test_llama_cpp_style_chat_template_says_instruction_tuned(seen):
         "/api/v0/models": 404,
     }
     async with serving(openai_app(routes, seen)) as port:
-        [model] = (await discover(settings(openai=[port]), fresh=True)).models
+        [model] = (await discover(discovery_settings(openai=[port]), fresh=True)).models
     assert (model.kind, model.kind_from, model.context_length) == ("instruct", "server", 4096)
 
 
@@ -284,7 +202,7 @@ async def test_reasonloop_servers_and_refusals_offer_nothing(seen):
     own = {"/v1/models": {"object": "list", "data": [{"id": "react", "owned_by": "reasonloop"}]}}
     locked = {"/v1/models": 401}
     async with serving(openai_app(own, seen)) as mine, serving(openai_app(locked, seen)) as theirs:
-        found = await discover(settings(openai=[mine, theirs]), fresh=True)
+        found = await discover(discovery_settings(openai=[mine, theirs]), fresh=True)
     assert found.models == ()
     assert [(p.answered, p.error) for p in found.probes[1:]] == [(True, "reasonloop's own server"), (False, "HTTP 401")]
 
@@ -296,14 +214,14 @@ async def test_a_server_that_does_not_answer_in_time_is_left_out(seen):
 
     app = Starlette(routes=[Route("/api/tags", slow)])
     async with serving(app) as port:
-        found = await discover(settings([port], discover_timeout_s=0.2), fresh=True)
+        found = await discover(discovery_settings([port], discover_timeout_s=0.2), fresh=True)
     assert found.models == ()
     assert (found.probes[0].answered, found.probes[0].error) == (False, "timed out")
 
 
 # -- every port closed --------------------------------------------------------------------------
 async def test_every_port_closed_finds_nothing_and_falls_back():
-    quiet = settings([closed_port()], [closed_port(), closed_port()])
+    quiet = discovery_settings([closed_port()], [closed_port(), closed_port()])
     found = await discover(quiet, fresh=True)
     assert found.models == () and found.choice() is None
     assert [(p.answered, p.error) for p in found.probes] == [(False, "connection refused")] * 3
@@ -324,13 +242,13 @@ async def test_discovers_the_real_llama_cpp_server_and_answers_through_it(tmp_pa
 
     with llama_server_at(tmp_path / "server.log", alias="gemma-3-270m") as (base_url, port):
         quiet_ollama = closed_port()
-        found = await discover(settings([quiet_ollama], [port]), fresh=True)
+        found = await discover(discovery_settings([quiet_ollama], [port]), fresh=True)
         [model] = found.models
         # llama-cpp-python's server lists names only: the name is all there is, and it says nothing.
         assert (model.server, model.name, model.base_url) == ("openai", "gemma-3-270m", base_url)
         assert (model.kind, model.kind_from, model.tool_calls, model.context_length) == ("unknown", "name", None, None)
         assert found.choice() is model  # nothing better on the machine
-        llm = await asyncio.to_thread(create_llm, None, settings([quiet_ollama], [port], max_retries=0))
+        llm = await asyncio.to_thread(create_llm, None, discovery_settings([quiet_ollama], [port], max_retries=0))
         try:
             assert (llm.id, llm.model, llm.settings.base_url) == ("openai", "gemma-3-270m", base_url)
             assert "openai:gemma-3-270m" in llm.chosen_by
