@@ -261,3 +261,15 @@ async def test_discovers_the_real_llama_cpp_server_and_answers_through_it(tmp_pa
             assert "Paris" in text
         finally:
             await llm.aclose()
+
+
+async def test_the_run_records_the_found_model_and_why(ollama):
+    from reasonloop.agents import Agent
+
+    llm = await asyncio.to_thread(create_llm, None, discovery_settings([ollama]))
+    try:
+        result = await Agent(reasoning="qa", llm=llm).run("What is the capital of France?")
+    finally:
+        await llm.aclose()
+    assert result.meta.model == "ollama:llama3.2:3b"
+    assert result.meta.model_chosen_by == llm.chosen_by and "found on this machine" in result.meta.model_chosen_by

@@ -468,6 +468,8 @@ class Agent:
                 run_id=ctx.run_id,
                 reasoning=self.reasoning_id,
                 ran=self.plan(ctx.llm).ran,
+                model=getattr(ctx.llm, "name", ""),
+                model_chosen_by=getattr(ctx.llm, "chosen_by", ""),
                 started_at=started,
                 ended_at=time.time(),
             ),
