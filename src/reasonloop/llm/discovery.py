@@ -47,6 +47,7 @@ __all__ = [
     "discover",
     "discover_sync",
     "kind_from_name",
+    "last_found",
 ]
 
 Kind = Literal["instruct", "base", "embedding", "unknown"]
@@ -178,6 +179,15 @@ class Discovery:
         return next((m for m in self.models if m.id == model_id), None)
 
 
+def _key(settings: LLMSettings) -> tuple[Any, ...]:
+    return (*_ports(settings), settings.discover_timeout_s)
+
+
+def last_found(settings: LLMSettings) -> Discovery | None:
+    """The latest discovery with these settings, however old (``None``: none yet)."""
+    return _cache.get(_key(settings))
+
+
 def _ports(settings: LLMSettings) -> tuple[tuple[int, ...], tuple[int, ...]]:
     ollama = list(settings.discover_ollama_ports)
     configured = urlsplit(settings.ollama_url)
@@ -197,8 +207,8 @@ async def discover(settings: LLMSettings | None = None, *, fresh: bool = False) 
         fresh: Ask again even when a result younger than :data:`CACHE_TTL_S` is kept.
     """
     settings = settings or LLMSettings()
-    ollama_ports, openai_ports = _ports(settings)
-    key = (ollama_ports, openai_ports, settings.discover_timeout_s)
+    key = _key(settings)
+    ollama_ports, openai_ports = key[0], key[1]
     kept = _cache.get(key)
     if kept is not None and not fresh and time.monotonic() - kept.at < CACHE_TTL_S:
         return kept
