@@ -26,9 +26,14 @@ function chosen() {
 }
 
 function modelLabel(m) {
-  const kind = t(`model.${m.kind}`);
-  const ctx = m.context_length ? `, ${m.context_length}` : "";
-  return `${m.spec} (${kind}${ctx}) · ${m.base_url}`;
+  return `${m.spec} (${t(`model.${m.kind}`)})`;
+}
+
+function modelDetails(m) {
+  const parts = [m.base_url];
+  if (m.tool_calls !== null) parts.push(t(m.tool_calls ? "model.tools" : "model.noTools"));
+  if (m.context_length) parts.push(`${m.context_length} ${t("model.tokens")}`);
+  return parts.join(" · ");
 }
 
 function renderModels() {
@@ -53,7 +58,12 @@ function describeModel() {
   const value = $("model").value;
   localStorage.setItem("rl.model", value);
   const picked = llm?.found.find((m) => m.id === value);
-  $("model-desc").textContent = picked ? "" : llm?.in_use.chosen_by || llm?.in_use.problem || "";
+  // The model auto found: its details and where to change it, shorter than the server's sentence.
+  const found = llm?.in_use.chosen_by && llm.found.find((m) => m.spec === llm.in_use.name);
+  let text = llm?.in_use.chosen_by || llm?.in_use.problem || "";
+  if (picked) text = modelDetails(picked);
+  else if (found) text = `${t("model.foundNote")} ${modelDetails(found)}`;
+  $("model-desc").textContent = text;
 }
 
 async function loadModels() {
