@@ -5,6 +5,7 @@ every port closed."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator
 
 import pytest
@@ -228,6 +229,19 @@ async def test_every_port_closed_finds_nothing_and_falls_back():
     resolved, note = await asyncio.to_thread(resolve_auto, quiet)
     assert note == ""
     assert resolved.provider == "local"  # the embedded model, as without discovery
+
+
+def test_port_check_finds_the_listening_ports_only():
+    from reasonloop.llm._port_check import listening
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        open_port = server.getsockname()[1]
+        closed = closed_port()
+        assert listening("127.0.0.1", [closed, open_port, open_port], 0.5) == {open_port}
+    assert listening("127.0.0.1", [open_port, closed], 0.5) == set()
+    assert listening("127.0.0.1", [], 0.5) == set()
 
 
 def test_ports_must_be_real_ports():

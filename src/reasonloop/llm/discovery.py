@@ -4,8 +4,9 @@ With ``[llm] provider = "auto"`` and nothing else choosing a model, :func:`disco
 once and on loopback only (127.0.0.1), a local Ollama (``/api/tags``, then ``/api/show`` for each
 model) and OpenAI-compatible servers at the usual ports (LM Studio 1234, llama.cpp's server 8080,
 vLLM 8000: ``GET /v1/models``, plus llama.cpp's ``/props`` and LM Studio's ``/api/v0/models`` for
-what they add). A port nobody listens on refuses the connection at once, so looking costs a few
-milliseconds when nothing runs (benchmarks/discovery.py).
+what they add). Every port is first tried with a plain connection, all at once; only those that
+accept are asked over HTTP, so a machine serving nothing costs a fraction of a millisecond
+(benchmarks/discovery.py).
 
 Whether a model follows instructions is judged, in this order:
 
@@ -26,18 +27,17 @@ server listing models per request does not probe every time.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import re
-import ssl
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
-import httpx
-
 from reasonloop.config import LLMSettings
+from reasonloop.llm._port_check import listening
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "CACHE_TTL_S",
@@ -199,6 +199,13 @@ def _ports(settings: LLMSettings) -> tuple[tuple[int, ...], tuple[int, ...]]:
 _cache: dict[tuple[Any, ...], Discovery] = {}
 
 
+def _kept(key: tuple[Any, ...], fresh: bool) -> Discovery | None:
+    kept = _cache.get(key)
+    if kept is not None and not fresh and time.monotonic() - kept.at < CACHE_TTL_S:
+        return kept
+    return None
+
+
 async def discover(settings: LLMSettings | None = None, *, fresh: bool = False) -> Discovery:
     """Ask every configured loopback port, concurrently, which models it serves.
 
@@ -208,45 +215,96 @@ async def discover(settings: LLMSettings | None = None, *, fresh: bool = False) 
     """
     settings = settings or LLMSettings()
     key = _key(settings)
-    ollama_ports, openai_ports = key[0], key[1]
-    kept = _cache.get(key)
-    if kept is not None and not fresh and time.monotonic() - kept.at < CACHE_TTL_S:
+    kept = _kept(key, fresh)
+    if kept is not None:
         return kept
+    import asyncio
+
     started = time.perf_counter()
-    timeout = httpx.Timeout(settings.discover_timeout_s)
-    # Plain HTTP to loopback only: no proxy from the environment, and no certificate store to load.
-    async with httpx.AsyncClient(timeout=timeout, trust_env=False, verify=_NO_TLS) as client:
-        found = await asyncio.gather(
-            *(_ollama(client, f"http://{LOOPBACK}:{port}") for port in ollama_ports),
-            *(_openai(client, f"http://{LOOPBACK}:{port}") for port in openai_ports),
-        )
-    models = tuple(m for _, ms in found for m in ms)
-    result = Discovery(models, tuple(p for p, _ in found), time.perf_counter() - started)
+    ports = (*key[0], *key[1])
+    open_ports = await asyncio.to_thread(listening, LOOPBACK, ports, settings.discover_timeout_s)
+    result = await _ask(settings, open_ports, started)
     _cache[key] = result
     return result
 
 
 def discover_sync(settings: LLMSettings | None = None, *, fresh: bool = False) -> Discovery:
-    """:func:`discover` from synchronous code (in a worker thread when an event loop runs here)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(discover(settings, fresh=fresh))
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, discover(settings, fresh=fresh)).result()
+    """:func:`discover` from synchronous code (in a worker thread when an event loop runs here).
+
+    When no port accepts a connection, no event loop is started at all.
+    """
+    settings = settings or LLMSettings()
+    key = _key(settings)
+    kept = _kept(key, fresh)
+    if kept is not None:
+        return kept
+    started = time.perf_counter()
+    open_ports = listening(LOOPBACK, (*key[0], *key[1]), settings.discover_timeout_s)
+    if not open_ports:
+        result = _refused(settings, started)
+    else:
+        import asyncio
+        import concurrent.futures
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            result = asyncio.run(_ask(settings, open_ports, started))
+        else:
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                result = pool.submit(asyncio.run, _ask(settings, open_ports, started)).result()
+    _cache[key] = result
+    return result
 
 
-_NO_TLS = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-"""Never used (every address is plain http on loopback); given so the client does not load the
-system's certificates for nothing."""
+REFUSED = "connection refused"
+
+
+def _refused(settings: LLMSettings, started: float) -> Discovery:
+    ollama_ports, openai_ports = _ports(settings)
+    probes = [Probe("ollama", f"http://{LOOPBACK}:{p}", False, REFUSED) for p in ollama_ports]
+    probes += [Probe("openai", f"http://{LOOPBACK}:{p}/v1", False, REFUSED) for p in openai_ports]
+    return Discovery((), tuple(probes), time.perf_counter() - started)
+
+
+async def _ask(settings: LLMSettings, open_ports: set[int], started: float) -> Discovery:
+    """Ask the ports that accepted a connection over HTTP; the others refused it."""
+    import asyncio
+    import ssl
+
+    import httpx
+
+    ollama_ports, openai_ports = _ports(settings)
+
+    async def ollama(client: httpx.AsyncClient, port: int) -> tuple[Probe, list[FoundModel]]:
+        base = f"http://{LOOPBACK}:{port}"
+        return await _ollama(client, base) if port in open_ports else (Probe("ollama", base, False, REFUSED), [])
+
+    async def openai(client: httpx.AsyncClient, port: int) -> tuple[Probe, list[FoundModel]]:
+        root = f"http://{LOOPBACK}:{port}"
+        if port not in open_ports:
+            return Probe("openai", f"{root}/v1", False, REFUSED), []
+        return await _openai(client, root)
+
+    # Plain HTTP to loopback only: no proxy from the environment, and no certificate store to load.
+    no_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    timeout = httpx.Timeout(settings.discover_timeout_s)
+    async with httpx.AsyncClient(timeout=timeout, trust_env=False, verify=no_tls) as client:
+        found = await asyncio.gather(
+            *(ollama(client, port) for port in ollama_ports), *(openai(client, port) for port in openai_ports)
+        )
+    models = tuple(m for _, ms in found for m in ms)
+    return Discovery(models, tuple(p for p, _ in found), time.perf_counter() - started)
 
 
 async def _get(client: httpx.AsyncClient, url: str) -> tuple[Any, str]:
     """``(json, "")`` or ``(None, why not)``."""
+    import httpx
+
     try:
         response = await client.get(url)
     except httpx.ConnectError:
-        return None, "connection refused"
+        return None, REFUSED
     except httpx.TimeoutException:
         return None, "timed out"
     except httpx.HTTPError as exc:
@@ -260,6 +318,8 @@ async def _get(client: httpx.AsyncClient, url: str) -> tuple[Any, str]:
 
 
 async def _ollama(client: httpx.AsyncClient, base: str) -> tuple[Probe, list[FoundModel]]:
+    import asyncio
+
     tags, error = await _get(client, f"{base}/api/tags")
     names = [m.get("name") or m.get("model") for m in (tags or {}).get("models", []) if isinstance(m, dict)]
     names = [n for n in names if isinstance(n, str) and n]
@@ -271,6 +331,8 @@ async def _ollama(client: httpx.AsyncClient, base: str) -> tuple[Probe, list[Fou
 
 
 async def _ollama_show(client: httpx.AsyncClient, base: str, name: str) -> FoundModel:
+    import httpx
+
     try:
         response = await client.post(f"{base}/api/show", json={"model": name})
         show = response.json() if response.status_code == 200 else None
@@ -308,6 +370,8 @@ _CONTEXT_KEYS = ("max_model_len", "max_context_length", "context_length")
 
 
 async def _openai(client: httpx.AsyncClient, root: str) -> tuple[Probe, list[FoundModel]]:
+    import asyncio
+
     base = f"{root}/v1"
     listed, error = await _get(client, f"{base}/models")
     entries = listed.get("data") if isinstance(listed, dict) else None
