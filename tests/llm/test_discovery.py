@@ -107,6 +107,20 @@ async def test_create_llm_uses_the_found_model_and_says_how_to_change_it(ollama)
         await llm.aclose()
 
 
+async def test_a_model_without_tool_calls_is_built_without_native_tools(ollama):
+    llm = await asyncio.to_thread(create_llm, None, discovery_settings([ollama], model="phi3:mini"))
+    try:
+        assert llm.model == "phi3:mini"
+        assert not llm.capabilities.native_tools  # toolcall then runs the ReAct text format
+    finally:
+        await llm.aclose()
+    llm = await asyncio.to_thread(create_llm, None, discovery_settings([ollama]))
+    try:
+        assert llm.model == "llama3.2:3b" and llm.capabilities.native_tools
+    finally:
+        await llm.aclose()
+
+
 async def test_a_model_named_in_the_settings_is_taken_from_the_server_that_has_it(ollama):
     resolved, note = await asyncio.to_thread(resolve_auto, discovery_settings([ollama], model="llama3:text"))
     assert (resolved.provider, resolved.model, resolved.base_url) == (

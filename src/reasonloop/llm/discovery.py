@@ -112,6 +112,8 @@ class FoundModel:
         extra = dict(settings.extra)
         if self.context_length:
             extra.setdefault("context_window", self.context_length)
+        if self.tool_calls is False:  # the server says so: tool-calling strategies use ReAct's text format
+            extra.setdefault("native_tools", False)
         return settings.model_copy(
             update={"provider": self.server, "model": self.name, "base_url": self.base_url, "extra": extra}
         )
