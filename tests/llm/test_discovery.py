@@ -296,8 +296,12 @@ async def test_the_run_records_the_found_model_and_why(ollama):
 
     llm = await asyncio.to_thread(create_llm, None, discovery_settings([ollama]))
     try:
-        result = await Agent(reasoning="qa", llm=llm).run("What is the capital of France?")
+        agent = Agent(reasoning="qa", llm=llm)
+        result = await agent.run("What is the capital of France?")
+        events = [e async for e in agent.stream("What is the capital of France?")]
     finally:
         await llm.aclose()
+    assert [type(e).__name__ for e in events[:2]] == ["RunStarted", "Progress"]
+    assert events[1].message == f"ollama:llama3.2:3b: {llm.chosen_by}"  # the trace says it too
     assert result.meta.model == "ollama:llama3.2:3b"
     assert result.meta.model_chosen_by == llm.chosen_by and "found on this machine" in result.meta.model_chosen_by
