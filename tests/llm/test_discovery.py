@@ -222,6 +222,33 @@ async def test_reasonloop_servers_and_refusals_offer_nothing(seen):
     assert [(p.answered, p.error) for p in found.probes[1:]] == [(True, "reasonloop's own server"), (False, "HTTP 401")]
 
 
+async def test_replies_that_are_not_what_the_api_says_are_left_out(seen):
+    from starlette.responses import PlainTextResponse
+
+    async def text(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("hello")
+
+    odd_ollama = Starlette(routes=[Route("/api/tags", lambda request: JSONResponse([1, 2]))])
+    odd_openai = openai_app(
+        {
+            "/v1/models": {"data": [{"id": "good-instruct", "meta": {"n_ctx_train": True}}, "junk", {"id": 7}]},
+            "/api/v0/models": {"data": "nothing"},
+            "/props": [],
+        },
+        seen,
+    )
+    not_json = Starlette(routes=[Route("/v1/models", text)])
+    async with serving(odd_ollama) as a, serving(odd_openai) as b, serving(not_json) as c:
+        found = await discover(discovery_settings([a], [b, c]), fresh=True)
+    [model] = found.models
+    assert (model.name, model.kind, model.context_length, model.tool_calls) == ("good-instruct", "instruct", None, None)
+    assert [(p.answered, p.error) for p in found.probes] == [
+        (False, "unexpected reply"),
+        (True, ""),
+        (False, "not JSON"),
+    ]
+
+
 async def test_a_server_that_does_not_answer_in_time_is_left_out(seen):
     async def slow(request: Request) -> JSONResponse:
         await asyncio.sleep(1)

@@ -155,7 +155,8 @@ class Probe:
     """Why nothing usable came back (``connection refused``, ``HTTP 401``, ...)."""
 
 
-_RANK = {("instruct", "server"): 0, ("instruct", "name"): 1, ("unknown", "server"): 2, ("unknown", "name"): 2}
+_RANK = {("instruct", "server"): 0, ("instruct", "name"): 1, ("unknown", "name"): 2}
+"""The order of preference of :meth:`Discovery.choice`; kinds not listed are never chosen."""
 
 
 @dataclass(frozen=True)
@@ -323,10 +324,11 @@ async def _ollama(client: httpx.AsyncClient, base: str) -> tuple[Probe, list[Fou
     import asyncio
 
     tags, error = await _get(client, f"{base}/api/tags")
-    names = [m.get("name") or m.get("model") for m in (tags or {}).get("models", []) if isinstance(m, dict)]
-    names = [n for n in names if isinstance(n, str) and n]
-    if tags is None or not isinstance(tags, dict):
+    listed = tags.get("models") if isinstance(tags, dict) else None
+    if not isinstance(listed, list):
         return Probe("ollama", base, False, error or "unexpected reply"), []
+    names = [m.get("name") or m.get("model") for m in listed if isinstance(m, dict)]
+    names = [n for n in names if isinstance(n, str) and n]
     shown = await asyncio.gather(*(_ollama_show(client, base, n) for n in names[:MAX_MODELS_SHOWN]))
     rest = [FoundModel("ollama", base, n, kind_from_name(n), "name") for n in names[MAX_MODELS_SHOWN:]]
     return Probe("ollama", base, True), [*shown, *rest]
@@ -362,7 +364,7 @@ def _context_length(show: dict[str, Any]) -> int | None:
     info = show.get("model_info")
     if isinstance(info, dict):
         for key, value in info.items():
-            if key.endswith(".context_length") and isinstance(value, int) and value > 0:
+            if key.endswith(".context_length") and _positive_int(value):
                 return value
     return None
 
@@ -388,11 +390,8 @@ async def _openai(client: httpx.AsyncClient, root: str) -> tuple[Probe, list[Fou
     (props, _), (lmstudio, _) = await asyncio.gather(
         _get(client, f"{root}/props"), _get(client, f"{root}/api/v0/models")
     )
-    by_id = (
-        {m.get("id"): m for m in (lmstudio or {}).get("data", []) if isinstance(m, dict)}
-        if isinstance(lmstudio, dict)
-        else {}
-    )
+    described = lmstudio.get("data") if isinstance(lmstudio, dict) else None
+    by_id = {m.get("id"): m for m in described if isinstance(m, dict)} if isinstance(described, list) else {}
     template = props.get("chat_template") if isinstance(props, dict) else None
     models = []
     for entry in entries:
@@ -410,11 +409,15 @@ async def _openai(client: httpx.AsyncClient, root: str) -> tuple[Probe, list[Fou
     return Probe("openai", base, True), models
 
 
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
 def _first_int(*sources: Any) -> int | None:
     for source in sources:
         if isinstance(source, dict):
             for key in (*_CONTEXT_KEYS, "n_ctx_train"):
                 value = source.get(key)
-                if isinstance(value, int) and value > 0:
+                if _positive_int(value):
                     return value
     return None
