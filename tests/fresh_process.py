@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.environment import is_outside_setting
+
 PROBE = """
 import json, sys
 from reasonloop.cli import main
@@ -27,7 +29,7 @@ def run_fresh(cwd: Path, *argv: str) -> tuple[str, set[str]]:
     The process gets no ``REASONLOOP_*`` variables; ``cwd`` should hold no ``reasonloop.toml``.
     """
     modules = cwd / "modules.json"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLOOP_")}
+    env = {k: v for k, v in os.environ.items() if not is_outside_setting(k)}
     done = subprocess.run(
         [sys.executable, "-c", PROBE, str(modules), *argv], cwd=cwd, env=env, capture_output=True, text=True, check=True
     )

@@ -18,6 +18,7 @@ from reasonloop.errors import ConfigError
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.registry import Registry
 from tests.cli_run import run_cli as run
+from tests.environment import is_outside_setting
 
 REPLIES = [
     'Thought: I should look this up.\nAction: lookup\nAction Input: {"key": "sky"}',
@@ -70,7 +71,7 @@ PLUGIN = textwrap.dedent('''
 def isolated(monkeypatch, tmp_path):
     """A cwd with a plugin module for tools, no REASONLOOP_* variables, the registry restored."""
     for name in list(os.environ):
-        if name.startswith("REASONLOOP_"):
+        if is_outside_setting(name):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "cli_test_tools.py").write_text(PLUGIN, encoding="utf-8")

@@ -15,6 +15,7 @@ from reasonloop.cli import main
 from reasonloop.config import load_settings
 from reasonloop.registry import BUILTINS, Registry
 from tests.cli_run import run_cli as run
+from tests.environment import is_outside_setting
 from tests.fresh_process import run_fresh
 from tests.test_registry import make_dist, make_module
 
@@ -25,7 +26,7 @@ REASONLOOP = str(Path(sys.executable).with_name("reasonloop"))
 def isolated(monkeypatch, tmp_path):
     """A cwd without reasonloop.toml, no REASONLOOP_* variables, and the default registry restored."""
     for name in list(os.environ):
-        if name.startswith("REASONLOOP_"):
+        if is_outside_setting(name):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
     saved = Registry._default
@@ -228,7 +229,7 @@ def test_usage_error_exits_non_zero(capsys):
 
 
 def test_console_script_errors_without_traceback(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLOOP_")}
+    env = {k: v for k, v in os.environ.items() if not is_outside_setting(k)}
     proc = subprocess.run(
         [REASONLOOP, "llm", "--llm", "nosuchprovider:x", "hi"],
         capture_output=True,

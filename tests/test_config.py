@@ -9,13 +9,14 @@ import pytest
 
 from reasonloop.config import Settings, load_settings, masked_dump, secret
 from reasonloop.errors import ConfigError
+from tests.environment import is_outside_setting
 
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch, tmp_path):
     """No REASONLOOP_* variables from the outside, and a cwd without reasonloop.toml."""
     for name in list(os.environ):
-        if name.startswith("REASONLOOP_"):
+        if is_outside_setting(name):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
 

@@ -18,6 +18,7 @@ from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.registry import Registry
 from reasonloop.server import create_app
 from tests.cli_run import run_cli
+from tests.environment import is_outside_setting
 from tests.server.helpers import event_data, make_settings, serve, sse_events
 
 
@@ -25,7 +26,7 @@ from tests.server.helpers import event_data, make_settings, serve, sse_events
 def isolated(monkeypatch, tmp_path):
     """A working directory without a config or a knowledge base, no REASONLOOP_* variables."""
     for name in list(os.environ):
-        if name.startswith("REASONLOOP_"):
+        if is_outside_setting(name):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
     saved = Registry._default

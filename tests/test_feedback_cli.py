@@ -14,12 +14,13 @@ from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.registry import Registry
 from reasonloop.tools.feedback import FeedbackStore, FeedbackTool
 from tests.cli_run import run_cli as cli
+from tests.environment import is_outside_setting
 
 
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch, tmp_path):
     for name in list(os.environ):
-        if name.startswith("REASONLOOP_"):
+        if is_outside_setting(name):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "reasonloop.toml").write_text(

@@ -17,6 +17,7 @@ from reasonloop.cli.ingest_report import (
     summary_line,
 )
 from reasonloop.kb.base import IngestProgress, IngestReport
+from tests.environment import is_outside_setting
 
 
 def test_exit_codes():
@@ -110,7 +111,7 @@ def test_interrupted_messages():
 
 def test_ingest_warns_before_most_of_the_work_when_it_will_be_long(tmp_path, monkeypatch, capsys):
     for name in list(os.environ):
-        if name.startswith("REASONLOOP_"):
+        if is_outside_setting(name):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "reasonloop.toml").write_text("[kb.options]\nchunk_tokens = 16\nchunk_overlap = 0\n")

@@ -12,6 +12,7 @@ import pytest
 
 from reasonloop.registry import Registry
 from tests.cli_run import run_cli as cli
+from tests.environment import is_outside_setting
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "scripts" / "demo.sh"
@@ -34,7 +35,7 @@ def demo_commands() -> dict[str, list[str]]:
 def project(tmp_path, monkeypatch):
     """A working directory like the repository's: a docs/ folder, no reasonloop.toml."""
     for name in list(os.environ):
-        if name.startswith("REASONLOOP_"):
+        if is_outside_setting(name):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
     docs = tmp_path / "docs"

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from reasonloop.cli import main
+from tests.environment import is_outside_setting
 from tests.runs.helpers import free_port
 
 REASONLOOP = str(Path(sys.executable).with_name("reasonloop"))
@@ -24,7 +25,7 @@ class Served:
     """A ``reasonloop serve`` subprocess whose stderr lines are read as they come."""
 
     def __init__(self, *args: str, cwd: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLOOP_")}
+        env = {k: v for k, v in os.environ.items() if not is_outside_setting(k)}
         self.proc = subprocess.Popen(
             [REASONLOOP, "serve", *args],
             cwd=cwd,
@@ -75,7 +76,7 @@ class Served:
 def elsewhere(tmp_path, monkeypatch):
     """A knowledge base outside the working directory, with one document in it."""
     for name in list(os.environ):
-        if name.startswith("REASONLOOP_"):
+        if is_outside_setting(name):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "note.md").write_text("# Note\n\nThe pump goes before the filter.", encoding="utf-8")

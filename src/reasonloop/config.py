@@ -14,7 +14,7 @@ import contextvars
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -46,6 +46,9 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+_Port = Annotated[int, Field(ge=1, le=65535)]
+
+
 class LLMSettings(_Section):
     """Which model answers, and how patiently we talk to it."""
 
@@ -71,7 +74,17 @@ class LLMSettings(_Section):
     temperature: float | None = None
     max_tokens: int | None = None
     ollama_url: str = "http://127.0.0.1:11434"
-    """Where ``auto`` looks for a local Ollama server."""
+    """The ollama provider's server when ``base_url`` is empty (``auto`` looks here too when it is on loopback)."""
+    discover: bool = True
+    """With ``provider = "auto"``, no model named and no API key in the environment, look for models
+    served on this machine (loopback only) before falling back to the embedded one
+    (``REASONLOOP_LLM__DISCOVER=false`` turns it off)."""
+    discover_ollama_ports: list[_Port] = Field(default_factory=lambda: [11434])
+    """Loopback ports where Ollama's API is looked for."""
+    discover_openai_ports: list[_Port] = Field(default_factory=lambda: [1234, 8080, 8000])
+    """Loopback ports where OpenAI-compatible servers are looked for (LM Studio, llama.cpp's server, vLLM)."""
+    discover_timeout_s: float = Field(default=0.5, gt=0)
+    """Longest wait for one discovery request; a port nobody listens on answers at once."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Provider-specific options passed through unchanged (e.g. ``api_version`` for Azure)."""
 

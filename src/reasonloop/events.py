@@ -296,6 +296,11 @@ class RunMeta(BaseModel):
     reasoning: str
     ran: str = ""
     """What actually answered, when it differs from ``reasoning`` (see :attr:`RunStarted.ran`)."""
+    model: str = ""
+    """The model that answered, ``provider:model``."""
+    model_chosen_by: str = ""
+    """Set when ``[llm] provider = "auto"`` picked a model served on this machine: which, and how
+    to choose another."""
     started_at: float
     ended_at: float | None = None
 

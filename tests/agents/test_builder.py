@@ -18,6 +18,7 @@ from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.registry import Registry
 from reasonloop.tools.base import tool
 from tests.cli_run import run_cli as cli
+from tests.environment import is_outside_setting
 
 MCP_SERVER = Path(__file__).parent.parent / "tools" / "mcp_servers" / "catalog_server.py"
 
@@ -31,7 +32,7 @@ async def lookup(key: str) -> str:
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch, tmp_path):
     for name in list(os.environ):
-        if name.startswith("REASONLOOP_"):
+        if is_outside_setting(name):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)
     saved = Registry._default

@@ -6,6 +6,7 @@ import re
 import pytest
 
 from reasonloop.cli import main
+from tests.environment import is_outside_setting
 
 from .helpers import make_damaged_pdf
 
@@ -120,7 +121,7 @@ def test_ctrl_c_during_ingest_exits_130_saying_what_was_committed(tmp_path):
     for i in range(1, 301):
         (docs / f"n{i:03}.txt").write_text(f"Note {i:03}: pump {i:03} goes before filter {i:03}.", encoding="utf-8")
     (tmp_path / "reasonloop.toml").write_text("[kb.options]\ncommit_chunks = 2\n", encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLOOP_")}
+    env = {k: v for k, v in os.environ.items() if not is_outside_setting(k)}
     reasonloop = str(Path(sys.executable).with_name("reasonloop"))
     proc = subprocess.Popen(
         [reasonloop, "ingest", str(docs)],
@@ -189,7 +190,7 @@ def test_kb_list_shows_whole_ids_and_sources_at_any_width(tmp_path, monkeypatch,
     assert code == 0, err
     code, out, _ = run(["kb", "list", "--kb", "kb", "--json"], capsys)
     listed = json.loads(out)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("REASONLOOP_")}, "COLUMNS": str(columns)}
+    env = {**{k: v for k, v in os.environ.items() if not is_outside_setting(k)}, "COLUMNS": str(columns)}
     shown = subprocess.run(
         [str(Path(sys.executable).with_name("reasonloop")), "kb", "list", "--kb", "kb"],
         cwd=tmp_path,

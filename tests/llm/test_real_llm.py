@@ -9,20 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from reasonloop.config import LLMSettings
 from reasonloop.errors import LLMBadRequest, LLMTimeout
 from reasonloop.llm.base import Done, Message, TextDelta
 from reasonloop.tokens import count_tokens
+from tests.llm.fixtures.llama_server import llama_server_at
 
 pytestmark = pytest.mark.llm_real
 
@@ -142,47 +137,11 @@ async def test_local_prompt_longer_than_the_context_is_bad_request():
 
 
 # -- the openai provider against llama.cpp's OpenAI-compatible server ---------------------------
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory) -> Iterator[str]:
     """``python -m llama_cpp.server`` on a loopback port with the packaged model; yields its /v1 URL."""
-    from reasonloop.llm.local_provider import packaged_model_path
-
-    port = free_port()
-    log = tmp_path_factory.mktemp("llama_server") / "server.log"
-    # The GGUF has no chat template; the vicuna format ("USER: ... ASSISTANT:") suits a base model.
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(packaged_model_path())]
-    cmd += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"]
-    cmd += ["--chat_format", "vicuna"]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "NO_PROXY": "*"})
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
-            try:
-                if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not answer within {SERVER_START_TIMEOUT_S}s:\n{log.read_text()}")
-            time.sleep(0.25)
+    with llama_server_at(tmp_path_factory.mktemp("llama_server") / "server.log") as (base_url, _):
         yield base_url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture

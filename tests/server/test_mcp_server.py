@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from reasonloop.config import load_settings
 from reasonloop.runs.stores import open_store
 from reasonloop.server.auth import hash_key
+from tests.environment import is_outside_setting
 from tests.runs.helpers import free_port
 
 REASONLOOP = str(Path(sys.executable).with_name("reasonloop"))
@@ -68,7 +69,7 @@ def workspace(tmp_path: Path, *, keys: bool = False) -> Path:
 
 
 def clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("REASONLOOP_")}
+    return {k: v for k, v in os.environ.items() if not is_outside_setting(k)}
 
 
 def text_of(result) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from tests.environment import is_outside_setting
 from tests.runs.helpers import free_port
 
 REASONLOOP = str(Path(sys.executable).with_name("reasonloop"))
@@ -120,7 +121,7 @@ class Server:
         self.log: list[str] = []
 
     def start(self, timeout: float = 60) -> str:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("REASONLOOP_")}
+        env = {k: v for k, v in os.environ.items() if not is_outside_setting(k)}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
         env.setdefault("OPENBLAS_NUM_THREADS", "1")
         self.proc = subprocess.Popen(

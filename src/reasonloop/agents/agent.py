@@ -387,6 +387,10 @@ class Agent:
         plan = self.plan(ctx.llm)
         started = RunStarted(reasoning=self.reasoning_id, question=question, ran=plan.ran, depth=depth, run_id=run_id)
         yield started if stamp is None else stamp(started)
+        chosen_by = getattr(ctx.llm, "chosen_by", "")
+        if chosen_by and depth == 0:  # a model nobody configured: say which, and how to change it
+            note = Progress(message=f"{ctx.llm.name}: {chosen_by}", depth=depth, run_id=run_id)
+            yield note if stamp is None else stamp(note)
         answered = False
         try:
             if self._sources or ctx.scope.feedback is not None:  # most runs have nothing to prepare
@@ -468,6 +472,8 @@ class Agent:
                 run_id=ctx.run_id,
                 reasoning=self.reasoning_id,
                 ran=self.plan(ctx.llm).ran,
+                model=getattr(ctx.llm, "name", ""),
+                model_chosen_by=getattr(ctx.llm, "chosen_by", ""),
                 started_at=started,
                 ended_at=time.time(),
             ),

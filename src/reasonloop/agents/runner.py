@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from reasonloop.agents.agent import Agent
 from reasonloop.agents.declared import declared_agents
 from reasonloop.agents.resources import AgentResources
+from reasonloop.agents.served_models import ServedModels
 from reasonloop.config import Settings
 from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.errors import KBUnavailable, LLMNotConfigured, PluginNotFound, RequestInvalid
@@ -66,6 +67,8 @@ class AgentRunner:
         self._built: dict[tuple[str, str], Any] = {}
         """(agent, tenant) -> the declared agent, built once: its model clients and tools serve
         every run (built per run, each run's clients would keep their connections open)."""
+        self.served = ServedModels(settings, registry, enabled=llm is None)
+        """The models served on this machine that a run may pick (``RunRequest.model``)."""
 
     async def _default_llm(self) -> Any:
         """The ``[llm]`` model of the server's settings, resolved once for every run.
@@ -82,9 +85,18 @@ class AgentRunner:
                     self.llm = await asyncio.to_thread(create_llm, None, self.settings, self.registry)
         return self.llm
 
+    async def models(self) -> dict[str, Any]:
+        """The model runs use and the served ones a run may pick (``GET /v1/llm``)."""
+        try:
+            llm, problem = await self._default_llm(), ""
+        except LLMNotConfigured as exc:
+            llm, problem = None, exc.message
+        return await self.served.view(llm, problem)
+
     async def aclose(self) -> None:
         """Close the models of every run's agent: the ``[llm]`` model and the declared agents' own
         (each once; the server calls this when it stops), and the resources the runner made."""
+        await self.served.aclose()
         built, self._built = list(self._built.values()), {}
         shared = [self.llm] if isinstance(self.llm, LLM) else []
         for agent in built:
@@ -115,8 +127,12 @@ class AgentRunner:
         """Reject an unknown strategy or invalid settings, naming the field.
 
         Raises:
-            RequestInvalid: ``field`` is ``reasoning``, ``agent`` or ``settings.<name>``.
+            RequestInvalid: ``field`` is ``reasoning``, ``agent``, ``model`` or ``settings.<name>``.
         """
+        if request.model is not None:
+            if request.agent is not None:
+                raise RequestInvalid("a declared agent answers with its own model: leave out model", field="model")
+            self.served.check(request.model)
         given = request.settings
         if request.agent is not None:
             declared = self._agents().get(request.agent)
@@ -185,7 +201,7 @@ class AgentRunner:
         else:
             agent = Agent(
                 reasoning=self._strategy(request),
-                llm=await self._default_llm(),
+                llm=await (self.served.get(request.model) if request.model else self._default_llm()),
                 kb=kb,
                 settings=request.settings,
                 registry=self.registry,

@@ -14,6 +14,7 @@ __all__ = ["app", "main"]
 
 COMMAND_MODULES = {
     "llm": "llm_cmd",
+    "models": "models_cmd",
     "plugins": "plugins_cmd",
     "ingest": "kb_cmd",
     "search": "kb_cmd",

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from reasonloop.cli.console import console, err_console, escape, rich_console
-from reasonloop.cli.llm_cmd import print_local_model_hint
+from reasonloop.cli.llm_cmd import print_model_note
 from reasonloop.cli.root import app, state
 from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.errors import ConfigError
@@ -245,8 +245,7 @@ def _build_agent(
                 f"[yellow]note:[/] {escape(agent.reasoning_id)} calls no tools, so --tools is not used; "
                 "choose one that does with --reasoning react, toolcall or rewoo"
             )
-    if agent.llm.id == "local":
-        print_local_model_hint()
+    print_model_note(agent.llm)
     return agent
 
 

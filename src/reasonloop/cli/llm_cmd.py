@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -22,6 +22,14 @@ def print_local_model_hint() -> None:
     err_console.print(LOCAL_MODEL_HINT, style="yellow", markup=False)
 
 
+def print_model_note(model: Any) -> None:
+    """On stderr: which served model ``auto`` picked and how to change it, or the embedded model's hint."""
+    if getattr(model, "chosen_by", ""):
+        err_console.print("note: " + model.chosen_by, style="cyan", markup=False, highlight=False)
+    elif model.id == "local":
+        print_local_model_hint()
+
+
 @app.command("llm")
 def llm(
     prompt: Annotated[str, typer.Argument(help="The prompt.")],
@@ -35,8 +43,7 @@ def llm(
     from reasonloop.llm.resolve import create_llm
 
     model = create_llm(llm_spec, state.settings)
-    if model.id == "local":
-        print_local_model_hint()
+    print_model_note(model)
     messages = ([Message.system(system)] if system else []) + [Message.user(prompt)]
 
     async def go() -> None:

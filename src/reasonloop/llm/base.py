@@ -197,6 +197,9 @@ class LLM(ABC):
     """Silence allowed before the first token when ``[llm] first_token_timeout_s`` is unset."""
     default_idle_timeout_s: ClassVar[float] = 60.0
     """Silence allowed between two tokens when ``[llm] idle_timeout_s`` is unset."""
+    chosen_by: str = ""
+    """Set when ``[llm] provider = "auto"`` picked a model served on this machine: which, and how to
+    choose another (shown on stderr by the CLI and kept in the run's metadata)."""
 
     def __init__(self, settings: LLMSettings | None = None) -> None:
         self.settings = settings or LLMSettings(provider=self.id)

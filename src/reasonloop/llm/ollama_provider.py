@@ -7,7 +7,8 @@ and ``temperature`` go in ``options`` (``num_predict``, ``stop``, ``temperature`
 
 Settings: ``base_url`` (default ``ollama_url``, ``http://127.0.0.1:11434``); ``api_key_env``
 only for a server behind authentication (sent as a bearer token); ``extra.options`` (more
-Ollama options, e.g. ``num_ctx``), ``extra.keep_alive``, ``extra.context_window``.
+Ollama options, e.g. ``num_ctx``), ``extra.keep_alive``, ``extra.context_window``, ``extra.native_tools``
+(false for a model that takes no tool calls: tool-calling strategies then use the ReAct text format).
 """
 
 from __future__ import annotations
@@ -73,7 +74,12 @@ class OllamaProvider(LLM):
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(context_window=int(self.settings.extra.get("context_window", 8192)))
+        extra = self.settings.extra
+        return Capabilities(
+            context_window=int(extra.get("context_window", 8192)),
+            native_tools=bool(extra.get("native_tools", True)),
+            parallel_tools=bool(extra.get("native_tools", True)),
+        )
 
     async def aclose(self) -> None:
         await self._client.close()

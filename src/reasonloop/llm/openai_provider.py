@@ -10,7 +10,8 @@ for api.openai.com; a custom ``base_url`` without it is called without a key), a
 ``extra``: ``api_version`` / ``azure_deployment`` (Azure OpenAI, ``base_url`` being the Azure
 endpoint), ``stream_usage = false`` for servers that reject ``stream_options``,
 ``extra_body`` (merged into each request), ``max_tokens_param`` (``max_completion_tokens`` on
-api.openai.com, ``max_tokens`` elsewhere), ``context_window``, ``scoring`` (below).
+api.openai.com, ``max_tokens`` elsewhere), ``context_window``, ``scoring`` (below), ``native_tools =
+false`` for a model that takes no tool calls (tool-calling strategies then use the ReAct text format).
 
 Scoring continuations (:meth:`OpenAIProvider.score`) needs a server that returns
 log-probabilities; ``extra.scoring`` says how to ask for them:
@@ -144,6 +145,8 @@ class OpenAIProvider(LLM):
     def capabilities(self) -> Capabilities:
         return Capabilities(
             context_window=int(self.settings.extra.get("context_window", 128_000)),
+            native_tools=bool(self.settings.extra.get("native_tools", True)),
+            parallel_tools=bool(self.settings.extra.get("native_tools", True)),
             scores_continuations=self.scoring != "off" and self.scoring_refused is None,
         )
 

@@ -102,6 +102,9 @@ class RunAsk(CheckedText):
     """Continue this conversation (its messages become the history); ``None`` starts one."""
     sampling: Sampling | None = None
     """The run's own ``max_tokens`` / ``temperature`` for its model calls (unset: the model's configuration)."""
+    model: str | None = None
+    """A model served on the server's machine, by the ``id`` ``GET /v1/llm`` lists (``None``: the
+    server's model). Offered only while ``[llm] provider = "auto"`` looks for served models."""
 
     @field_validator("question")
     @classmethod

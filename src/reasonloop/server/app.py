@@ -124,6 +124,7 @@ def create_app(
             await run_store.close()
             raise
         state.store, state.manager = run_store, manager
+        state.models = getattr(chosen, "models", None)
         if settings.runs.store == "redis":  # every instance draws from the same rate budgets
             from reasonloop.runs.stores.redis.store import RedisRunStore
             from reasonloop.server.rate_limit import RedisTokenBuckets

@@ -13,7 +13,7 @@ import inspect
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.errors import ReasonLoopError
@@ -123,3 +123,45 @@ def _strategy_schema(registry: Any, strategy_id: str) -> dict[str, Any] | None:
         return _schema(resolve("reasoning", strategy_id, registry), "Settings")
     except ReasonLoopError:
         return None
+
+
+class FoundModelView(BaseModel):
+    """A model served on the server's machine (:class:`~reasonloop.llm.discovery.FoundModel`)."""
+
+    id: str
+    """What a run request's ``model`` names."""
+    spec: str
+    server: str
+    base_url: str
+    name: str
+    kind: str
+    """``instruct``, ``base``, ``embedding`` or ``unknown``."""
+    kind_from: str
+    """``server`` (its metadata said) or ``name`` (judged from the model's name)."""
+    tool_calls: bool | None = None
+    context_length: int | None = None
+
+
+class InUseView(BaseModel):
+    name: str = ""
+    """``provider:model`` of the model runs use; empty when none is configured or found."""
+    chosen_by: str = ""
+    """Why, when ``[llm] provider = "auto"`` picked a served model, and how to choose another."""
+    problem: str = ""
+    """Why no model answers (``llm.not_configured``'s message)."""
+
+
+class LLMView(BaseModel):
+    in_use: InUseView
+    offered: bool = False
+    """Whether a run may pick one of ``found`` (only while ``[llm] provider = "auto"`` looks for them)."""
+    found: list[FoundModelView] = Field(default_factory=list)
+
+
+@router.get("/llm", response_model=LLMView)
+async def llm_view(request: Request, who: Annotated[Principal, Depends(principal)]) -> LLMView:
+    """The model runs use, and the models served on the server's machine a run may pick instead."""
+    describe = server_state(request).models
+    if describe is None:
+        return LLMView(in_use=InUseView())
+    return LLMView.model_validate(await describe())

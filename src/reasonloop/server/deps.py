@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,9 @@ class ServerState:
     """Gives the client of the configured MCP servers (a
     :class:`~reasonloop.tools.mcp_client.MCPManager`, shared with the runs); None when none is
     configured."""
+    models: Callable[[], Awaitable[dict[str, Any]]] | None = None
+    """Describes the model runs use and the served ones a run may pick (``GET /v1/llm``); set by the
+    app from its runner. None: the runner says nothing about its model."""
     read_agents: Callable[[], dict[str, Any]] = dict
     """Reads the declared agents (``[agents.*]`` and the ``agents_file``); set by the app."""
     feedback: Callable[[], Any] | None = None

@@ -5,7 +5,7 @@ docs/server.md. Client frames (``id`` is optional and echoed on the reply):
 
 * ``{"type": "ping"}`` → ``{"type": "pong"}``
 * ``{"type": "ask", "question": ..., "reasoning"?, "agent"?, "settings"?, "conversation_id"?,
-  "sampling"?: {"max_tokens"?, "temperature"?}}``
+  "sampling"?: {"max_tokens"?, "temperature"?}, "model"?}``
   → ``{"type": "run", "run_id", "conversation_id"}`` then one ``{"type": "event", "run_id",
   "event": {...}}`` frame per event until the run's answer or error.
 * ``{"type": "stop", "run_id": ...}`` → ``{"type": "stopped", "run_id", "status"}``

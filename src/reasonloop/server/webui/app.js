@@ -1,5 +1,6 @@
-// The page: views by URL hash, sign-in with an API key when the server asks for one, the strategy
-// selector and its settings form, the language switch, the connection banner.
+// The page: views by URL hash, sign-in with an API key when the server asks for one, the model in
+// use and the served ones a run may pick, the strategy selector and its settings form, the
+// language switch, the connection banner.
 
 import { api, ApiError, auth, on } from "./api.js";
 import { Chat } from "./chat.js";
@@ -13,12 +14,61 @@ const settings = new SettingsForm($("settings-form"));
 let plugins = new Map(); // option value -> {kind, id, schema, description}
 let chat = null;
 let started = false;
+let llm = null; // GET /v1/llm: {in_use, offered, found}
 
 function chosen() {
   const value = $("strategy").value;
   const p = plugins.get(value);
   if (!p) return {};
-  return p.kind === "agent" ? { agent: p.id } : { reasoning: p.id };
+  if (p.kind === "agent") return { agent: p.id };
+  const model = $("model").value;
+  return model ? { reasoning: p.id, model } : { reasoning: p.id };
+}
+
+function modelLabel(m) {
+  return `${m.spec} (${t(`model.${m.kind}`)})`;
+}
+
+function modelDetails(m) {
+  const parts = [m.base_url];
+  if (m.tool_calls !== null) parts.push(t(m.tool_calls ? "model.tools" : "model.noTools"));
+  if (m.context_length) parts.push(`${m.context_length} ${t("model.tokens")}`);
+  return parts.join(" · ");
+}
+
+function renderModels() {
+  const select = $("model");
+  const saved = select.value || localStorage.getItem("rl.model") || "";
+  select.replaceChildren();
+  if (!llm) return;
+  const inUse = llm.in_use.name || t("model.none");
+  select.append(new Option(`${inUse} (${t("model.inUse")})`, ""));
+  const offered = llm.offered ? llm.found.filter((m) => m.kind !== "embedding") : [];
+  if (offered.length) {
+    const group = el("optgroup");
+    group.label = t("model.found");
+    for (const m of offered) group.append(new Option(modelLabel(m), m.id));
+    select.append(group);
+  }
+  select.value = offered.some((m) => m.id === saved) ? saved : "";
+  describeModel();
+}
+
+function describeModel() {
+  const value = $("model").value;
+  localStorage.setItem("rl.model", value);
+  const picked = llm?.found.find((m) => m.id === value);
+  // The model auto found: its details and where to change it, shorter than the server's sentence.
+  const found = llm?.in_use.chosen_by && llm.found.find((m) => m.spec === llm.in_use.name);
+  let text = llm?.in_use.chosen_by || llm?.in_use.problem || "";
+  if (picked) text = modelDetails(picked);
+  else if (found) text = `${t("model.foundNote")} ${modelDetails(found)}`;
+  $("model-desc").textContent = text;
+}
+
+async function loadModels() {
+  llm = await api("v1/llm");
+  renderModels();
 }
 
 function renderSettings() {
@@ -116,6 +166,7 @@ async function boot() {
     return;
   }
   $("logout").hidden = !auth.key;
+  loadModels().catch(report); // a slow look around the machine never holds up the page
   if (!chat) chat = new Chat({ strategy: chosen, settings, onCite: (c) => showCitation(c).catch(report) });
   started = true;
   route();
@@ -129,10 +180,12 @@ function init() {
   $("lang").addEventListener("change", (e) => setLanguage(e.target.value));
   window.addEventListener("rl:language", () => {
     renderSettings();
+    renderModels();
     if (chat) chat.relabel();
     route();
   });
   $("strategy").addEventListener("change", renderSettings);
+  $("model").addEventListener("change", describeModel);
   $("settings-reset").addEventListener("click", () => { settings.reset(); renderSettings(); });
   $("login-form").addEventListener("submit", signIn);
   $("login-dialog").addEventListener("cancel", (e) => e.preventDefault()); // nothing works without a key
