@@ -48,6 +48,8 @@ tests can match on; the message is for people and may change. The tree::
     │   └── PlanStepFailed               agent.plan_step_failed (a ReWOO step could not run)
     ├── EvalDataError                    eval.bad_data         (an evaluation set's file, line and field)
     ├── RequestInvalid                   request.invalid
+    │   ├── RequestNotFound              request.not_found     (no such path)
+    │   └── MethodNotAllowed             request.method_not_allowed
     ├── AuthError                        auth.invalid_key
     └── RateLimited                      auth.rate_limited     (retryable)
 
@@ -88,6 +90,7 @@ __all__ = [
     "LLMTimeout",
     "LLMToolSchemaRejected",
     "LLMUnreachable",
+    "MethodNotAllowed",
     "ModelNotFound",
     "PlanStepFailed",
     "PluginError",
@@ -96,6 +99,7 @@ __all__ = [
     "RateLimited",
     "ReasonLoopError",
     "RequestInvalid",
+    "RequestNotFound",
     "RunError",
     "RunFinished",
     "RunNotFound",
@@ -314,6 +318,18 @@ class RequestInvalid(ReasonLoopError):
     """A request names an unknown plugin or carries invalid settings; ``field`` names the culprit."""
 
     code = "request.invalid"
+
+
+class RequestNotFound(RequestInvalid):
+    """A request for a path the server does not serve."""
+
+    code = "request.not_found"
+
+
+class MethodNotAllowed(RequestInvalid):
+    """A request with a method its path does not take (``GET`` on a ``POST`` route)."""
+
+    code = "request.method_not_allowed"
 
 
 class AuthError(ReasonLoopError):

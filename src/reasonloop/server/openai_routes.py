@@ -171,7 +171,7 @@ async def chat_completions(
     state = server_state(request)
     try:
         asked = _run_request(body, who.tenant, state.agents, trace_headers(request.headers))
-        record = await state.runs.start(asked)
+        record = await state.start(asked, field="messages")
     except RequestInvalid as exc:
         if exc.details.get("field") not in ("reasoning", "agent"):
             raise

@@ -34,7 +34,7 @@ class RunView(BaseModel):
 async def start_run(body: RunAsk, request: Request, who: Annotated[Principal, Depends(principal)]) -> RunRecord:
     """Start a run; it executes in the background. Stream it from ``/v1/runs/{id}/events``."""
     run_req = RunRequest(**body.model_dump(), tenant=who.tenant, trace_context=trace_headers(request.headers))
-    return await server_state(request).runs.start(run_req)
+    return await server_state(request).start(run_req)
 
 
 @router.get("", response_model=list[RunRecord])
