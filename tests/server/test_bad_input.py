@@ -161,3 +161,29 @@ async def test_openai_route_through_the_sdk(url):
         assert unknown.value.body["code"] == "model.not_found"
     finally:
         await client.close()
+
+
+class _BrokenRunner:
+    """A runner with a defect: its check of a request raises something nobody foresaw."""
+
+    def validate(self, request):
+        raise RuntimeError("a defect")
+
+    def __call__(self, request):
+        raise AssertionError("never reached")
+
+
+async def test_a_defect_is_a_500_in_the_same_shape_with_its_traceback_in_the_log_only(tmp_path):
+    settings = make_settings(tmp_path)
+    app = create_app(settings, runner=_BrokenRunner())
+    async with serve(app, settings) as base, httpx.AsyncClient(base_url=base) as http:
+        crashed = await http.post("/v1/runs", json={"question": "q"})
+    assert crashed.status_code == 500
+    assert crashed.json() == {
+        "error": {
+            "code": "server.internal",
+            "message": "the server failed to answer this request; its log has the details",
+            "type": "server.internal",
+        }
+    }
+    assert "a defect" not in crashed.text

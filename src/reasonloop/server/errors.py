@@ -43,7 +43,10 @@ from reasonloop.errors import (
     UploadTooLarge,
 )
 
-__all__ = ["error_response", "install_error_handlers", "invalid_request", "status_for"]
+__all__ = ["INTERNAL", "error_response", "install_error_handlers", "invalid_request", "status_for"]
+
+INTERNAL = "server.internal"
+"""The code of a failure nobody foresaw (a defect, logged with its traceback)."""
 
 _STATUS: list[tuple[type[ReasonLoopError], int]] = [
     (RunNotFound, 404),
@@ -149,6 +152,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ReasonLoopError, handle)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(Exception, _crashed)
 
 
 async def _invalid_request(request: Request, exc: Exception) -> JSONResponse:
@@ -175,3 +179,16 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
         error = RequestInvalid(str(exc.detail))
     body = {"error": {**error.to_dict(), "type": error.code}}
     return ErrorJSON(body, status_code=exc.status_code, headers=exc.headers)
+
+
+async def _crashed(request: Request, exc: Exception) -> JSONResponse:
+    """A failure nobody foresaw (a defect): a 500 in the same shape, its traceback in the server's
+    log only (the server logs it once this response is sent)."""
+    body = {
+        "error": {
+            "code": INTERNAL,
+            "message": "the server failed to answer this request; its log has the details",
+            "type": INTERNAL,
+        }
+    }
+    return ErrorJSON(body, status_code=500)

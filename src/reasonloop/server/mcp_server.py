@@ -52,7 +52,7 @@ from reasonloop.kb.loaders import walk
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import ServerState
-from reasonloop.server.errors import invalid_arguments
+from reasonloop.server.errors import INTERNAL, invalid_arguments
 from reasonloop.telemetry import trace_headers
 
 __all__ = ["DOCUMENT_URI", "build_mcp_server"]
@@ -165,7 +165,7 @@ def _failure(name: str, exc: SDKToolError) -> CallToolResult:
         text = str(invalid_arguments(cause))  # arguments the input schema refuses
     elif isinstance(exc, UnexpectedToolError):
         log.error("MCP tool %r failed", name, exc_info=cause)
-        text = f"[server.internal] the tool {name} failed unexpectedly; the server's log has the details"
+        text = f"[{INTERNAL}] the tool {name} failed unexpectedly; the server's log has the details"
     else:
         text = f"[tool.error] {exc}"
     return _error_result(name, text)

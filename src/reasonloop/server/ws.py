@@ -40,7 +40,7 @@ from reasonloop.runs.reading import Following, RunFeed
 from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
 from reasonloop.server.cross_site import check_host, check_origin
 from reasonloop.server.deps import ServerState
-from reasonloop.server.errors import invalid_arguments
+from reasonloop.server.errors import INTERNAL, invalid_arguments
 from reasonloop.server.ws_frames import (
     CLIENT_FRAMES,
     DIRECT_TEXT,
@@ -138,7 +138,7 @@ class _Session:
             await coro
         except Exception:
             log.exception("WebSocket frame handler failed")
-            self.error("server.internal", "the server failed to handle this frame; see its log", ref)
+            self.error(INTERNAL, "the server failed to handle this frame; see its log", ref)
 
     async def serve(self) -> None:
         """Authenticate and accept the socket, then read its frames until it closes."""
