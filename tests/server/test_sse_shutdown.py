@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+import openai
 
 from reasonloop.runs.models import TERMINAL
 from tests.runs.helpers import free_port
@@ -152,3 +153,33 @@ async def test_a_stream_of_a_run_executed_elsewhere_is_resumed_there(tmp_path):
     finally:
         runner.kill()
         reader.kill()
+
+
+async def test_a_streamed_chat_completion_ends_with_its_finish_when_reasonloop_serve_stops(tmp_path):
+    config = workspace(tmp_path)
+    server = Serve(config, tmp_path)
+    try:
+        await server.ready()
+        client = openai.AsyncOpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
+        stream = await client.chat.completions.create(
+            model="slow", messages=[{"role": "user", "content": "wait"}], stream=True
+        )
+        chunks = []
+        stopped = False
+        async for chunk in stream:  # ends without an error: the stream was closed with [DONE]
+            chunks.append(chunk)
+            lane = (chunk.choices[0].delta.model_extra or {}).get("reasoning_content") if chunk.choices else None
+            if lane and lane.startswith("→ hang(") and not stopped:
+                server.proc.send_signal(signal.SIGTERM)
+                stopped = time.monotonic()
+        ended = time.monotonic()
+        await client.close()
+        assert stopped and ended - stopped < 10  # ended by the stop, not by the hang's 30 s
+        assert server.proc.wait(30) in (0, -signal.SIGTERM), server.log.read_text()
+        assert "Traceback" not in server.log.read_text()
+    finally:
+        server.end()
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finishes == ["stop"], [c.model_dump() for c in chunks[-3:]]
+    assert chunks[-1].model_extra["citations"] == []
+    assert "woke" not in "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Annotated
 
-import anyio
 from fastapi import APIRouter, Depends, Header, Query, Request
 from pydantic import BaseModel
 from sse_starlette.sse import EventSourceResponse
@@ -18,16 +16,12 @@ from reasonloop.runs.models import MAX_SEQ, RunAsk, RunRecord, RunRequest
 from reasonloop.runs.reading import RunFeed
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
+from reasonloop.server.stopping import run_stream
 from reasonloop.telemetry import trace_headers
 
-__all__ = ["SHUTDOWN_GRACE_S", "router", "sse_frames"]
+__all__ = ["router", "sse_frames"]
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
-
-SHUTDOWN_GRACE_S = 2.0
-"""How long an event stream goes on once the server begins to stop: its run, interrupted, ends in
-far less; a run another process executes does not end here, and its stream is then cut (under
-``reasonloop serve``'s 5 s for open connections to close)."""
 
 
 class RunView(BaseModel):
@@ -77,13 +71,7 @@ async def run_events(
     after_seq = max(after or 0, _parse_seq(last_event_id))
     runs = server_state(request).runs
     feed = await runs.read(run_id, after_seq, who.tenant)
-    stopping = anyio.Event()  # set by the response when the server begins to stop
-    return EventSourceResponse(
-        sse_frames(feed, stopping, runs.interrupt),
-        ping=15,
-        shutdown_event=stopping,
-        shutdown_grace_period=SHUTDOWN_GRACE_S,
-    )
+    return run_stream(sse_frames(feed), runs)
 
 
 def _parse_seq(value: str | None) -> int:
@@ -102,32 +90,13 @@ def _parse_seq(value: str | None) -> int:
     return seq
 
 
-async def sse_frames(
-    feed: RunFeed, stopping: anyio.Event | None = None, interrupt: Callable[[], Awaitable[None]] | None = None
-) -> AsyncIterator[dict[str, str]]:
-    """SSE messages for a run's events; a failure while streaming becomes a last ``error`` message.
-
-    When ``stopping`` is set (the server begins to stop), ``interrupt`` ends the runs this process
-    executes, so the stream goes on to the run's ``interrupted`` answer and ends with it. A run
-    another process executes goes on there: its stream is cut after :data:`SHUTDOWN_GRACE_S`, each
-    message sent so far carrying its ``id`` to resume from (``Last-Event-ID``).
-    """
-    watcher = None
-    if stopping is not None and interrupt is not None:
-        watcher = asyncio.create_task(_interrupt_when(stopping, interrupt))
+async def sse_frames(feed: RunFeed) -> AsyncIterator[dict[str, str]]:
+    """SSE messages for a run's events; a failure while streaming becomes a last ``error`` message."""
     try:
         async for delivery in feed:
             yield {"id": str(delivery.seq), "event": delivery.type, "data": delivery.payload}
     except ReasonLoopError as exc:
         yield {"event": "error", "data": json.dumps({"type": "error", "code": exc.code, "message": exc.message})}
-    finally:
-        if watcher is not None:
-            watcher.cancel()
-
-
-async def _interrupt_when(stopping: anyio.Event, interrupt: Callable[[], Awaitable[None]]) -> None:
-    await stopping.wait()
-    await interrupt()
 
 
 @router.post("/{run_id}/stop", response_model=RunRecord)
