@@ -154,4 +154,16 @@ async def test_ingest_roots_default_to_none(tmp_path):
                     "[tool.blocked] ingesting local paths is off until [mcp] ingest_roots"
                 )
             assert (await client.call_tool("kb_stats", {})).structured_content["documents"] == 0
+            assert "reasonloop mcp --ingest-root" in text_of(refused)
     no_traceback((tmp_path / "stderr.log").read_text())
+
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.md").write_text("# Todo\n\nWater the plants.\n", encoding="utf-8")
+    params.args += ["--ingest-root", "notes"]  # what the host's configuration may pass instead
+    with (tmp_path / "stderr-rooted.log").open("w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            added = await client.call_tool("ingest", {"paths_or_urls": [str(tmp_path / "notes")]})
+            assert not added.is_error and added.structured_content["added"] == [str(tmp_path / "notes" / "todo.md")]
+            outside = await client.call_tool("ingest", {"paths_or_urls": [str(tmp_path / "notes.md")]})
+            assert text_of(outside).startswith("[tool.blocked] ") and "outside the allowed roots" in text_of(outside)
+    no_traceback((tmp_path / "stderr-rooted.log").read_text())

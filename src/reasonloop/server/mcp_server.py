@@ -388,8 +388,8 @@ def _allowed_sources(source: str, roots: list[str], urls: bool, kb_root: str) ->
     if not roots:
         raise ToolBlocked(
             f"ingesting local paths is off until [mcp] ingest_roots names the folders ingest may read "
-            f'(for example ingest_roots = ["~/notes"] in reasonloop.toml, or '
-            f"REASONLOOP_MCP__INGEST_ROOTS='[\"~/notes\"]'): {source}",
+            f'(for example ingest_roots = ["~/notes"] in reasonloop.toml, '
+            f"REASONLOOP_MCP__INGEST_ROOTS='[\"~/notes\"]', or reasonloop mcp --ingest-root ~/notes): {source}",
             source=source,
         )
     allowed = [Path(root).expanduser().resolve() for root in roots]
