@@ -24,8 +24,8 @@ TERMINAL_EVENTS = {"answer", "error"}
 
 
 async def ready(server: Serve | ServerProcess) -> None:
-    """Until the server answers ``/readyz`` (a minute at most: a loaded machine starts slowly)."""
-    deadline = time.monotonic() + 60
+    """Until the server answers ``/readyz`` (90 s at most: a machine busy with other work starts it slowly)."""
+    deadline = time.monotonic() + 90
     async with httpx.AsyncClient(base_url=server.url, timeout=2) as http:
         while True:
             assert server.proc.poll() is None, server.log.read_text()
