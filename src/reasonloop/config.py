@@ -222,9 +222,10 @@ class MCPSettings(_Section):
     http: bool = True
     """Mount the streamable-HTTP endpoint on ``reasonloop serve`` (behind the same API keys)."""
     path: str = Field(default="/mcp", pattern=r"^/[\w\-/]*$")
-    ingest_roots: list[str] = Field(default_factory=lambda: ["."])
+    ingest_roots: list[str] = Field(default_factory=list)
     """Directories the ``ingest`` tool may read (with everything below them); relative ones start
-    at the working directory. Empty: no local paths."""
+    at the working directory. Empty (the default): ``ingest`` reads no local path until roots are
+    set, so a server started from ``/`` or a home directory does not offer every readable file."""
     ingest_urls: bool = False
     """Let ``ingest`` fetch http(s) URLs."""
     ingest_over_http: bool = False
@@ -339,6 +340,10 @@ class ServerSettings(_Section):
     burst: int = Field(default=20, ge=1)
     """Requests a key may make at once before the rate applies."""
     max_upload_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    max_question_chars: int = Field(default=32_000, ge=1)
+    """Longest question a run may be asked over HTTP, WebSocket, MCP or the OpenAI-compatible route,
+    and longest search query (about 8,000 tokens); a longer one is refused with ``request.invalid``
+    before any work starts (embedding megabytes for a search alone keeps a core busy for minutes)."""
     ws_max_frame_bytes: int = Field(default=64 * 1024, ge=64)
     """Largest WebSocket frame accepted from a client; larger ones are refused."""
     ws_ping_interval_s: float = Field(default=20.0, gt=0)

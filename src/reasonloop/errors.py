@@ -49,6 +49,8 @@ tests can match on; the message is for people and may change. The tree::
     │   └── FormatNotFollowed            agent.format_not_followed (the model's replies follow no readable format)
     ├── EvalDataError                    eval.bad_data         (an evaluation set's file, line and field)
     ├── RequestInvalid                   request.invalid
+    │   ├── RequestNotFound              request.not_found     (no such path)
+    │   └── MethodNotAllowed             request.method_not_allowed
     ├── AuthError                        auth.invalid_key
     └── RateLimited                      auth.rate_limited     (retryable)
 
@@ -90,6 +92,7 @@ __all__ = [
     "LLMTimeout",
     "LLMToolSchemaRejected",
     "LLMUnreachable",
+    "MethodNotAllowed",
     "ModelNotFound",
     "PlanStepFailed",
     "PluginError",
@@ -98,6 +101,7 @@ __all__ = [
     "RateLimited",
     "ReasonLoopError",
     "RequestInvalid",
+    "RequestNotFound",
     "RunError",
     "RunFinished",
     "RunNotFound",
@@ -316,6 +320,18 @@ class RequestInvalid(ReasonLoopError):
     """A request names an unknown plugin or carries invalid settings; ``field`` names the culprit."""
 
     code = "request.invalid"
+
+
+class RequestNotFound(RequestInvalid):
+    """A request for a path the server does not serve."""
+
+    code = "request.not_found"
+
+
+class MethodNotAllowed(RequestInvalid):
+    """A request with a method its path does not take (``GET`` on a ``POST`` route)."""
+
+    code = "request.method_not_allowed"
 
 
 class AuthError(ReasonLoopError):

@@ -1,23 +1,31 @@
 """Reshape a JSON-schema tool signature into the OpenAPI subset Gemini accepts.
 
 Gemini's function declarations take a ``Schema`` (an OpenAPI 3.0 subset): one upper-case
-``type``, ``nullable`` instead of ``null`` unions, string-only ``enum``, and none of
-``additionalProperties``, ``$schema``, ``default``, ``const``, ``examples``... and no OBJECT
-without properties. A schema with such keys is rejected with HTTP 400, so :func:`gemini_schema`
-keeps only what Gemini reads: an object that names no properties is left untyped and described
-as a JSON object (the provider leaves a tool's parameters out entirely when it takes none).
+``type``, ``nullable`` instead of ``null`` unions, string-only ``enum``, a ``format`` only among
+the few its type documents (:data:`FORMATS`), and none of ``additionalProperties``, ``$schema``,
+``default``, ``const``, ``examples``... and no OBJECT without properties. A schema with such keys
+or values is rejected with HTTP 400, so :func:`gemini_schema` keeps only what Gemini reads: an
+object that names no properties is left untyped and described as a JSON object, and another
+format (``date``, ``email``, ``uri``...) is said in the description instead (the provider leaves a
+tool's parameters out entirely when it takes none).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["gemini_schema"]
+__all__ = ["FORMATS", "gemini_schema"]
+
+FORMATS: dict[str, frozenset[str]] = {
+    "STRING": frozenset({"enum", "date-time"}),
+    "NUMBER": frozenset({"float", "double"}),
+    "INTEGER": frozenset({"int32", "int64"}),
+}
+"""The ``format`` values Gemini documents for each type of its Schema; any other is refused."""
 
 # JSON-schema keys Gemini's Schema understands (beside type/properties/items/anyOf, handled apart).
 _KEEP = (
     "description",
-    "format",
     "required",
     "minimum",
     "maximum",
@@ -87,6 +95,13 @@ def _convert(node: Any, root: bool = False) -> dict[str, Any]:
             out["enum"] = strings
             out.setdefault("type", "STRING")
             nullable = nullable or None in enum
+
+    fmt = node.get("format")
+    if isinstance(fmt, str) and fmt:
+        if fmt in FORMATS.get(out.get("type", ""), ()):
+            out["format"] = fmt
+        else:  # refused by Gemini: the model still reads it in the description
+            out["description"] = f"{out.get('description', '')} (format: {fmt})".strip()
 
     props = node.get("properties")
     if isinstance(props, dict):

@@ -120,21 +120,10 @@ class RunManager:
         """Cancel the background loops and interrupt runs still executing (their partial answer is kept)."""
         for task in self._background:
             task.cancel()
-        unstarted = []
-        for run in list(self._executing.values()):
-            if run.task is not None and not run.live.done:
-                run.shutting_down = True
-                if run.started:
-                    self._cancel(run)
-                else:  # cancelled before its first step, the task runs none of its clean-up: do it here
-                    run.task.cancel()
-                    unstarted.append(run)
-        tasks = [t for t in (*self._background, *(run.task for run in self._executing.values())) if t is not None]
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for run in unstarted:
-            self._waiting -= 1
-            await self._driver.finish_stopped(run)
-            run.live.end()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.interrupt()
+        ending = [run.task for run in self._executing.values() if run.task is not None]  # interrupted earlier
+        await asyncio.gather(*ending, return_exceptions=True)
         await self.recorder.drain()
         try:  # the store may be back by now
             await self.recorder.record_lost_ends()
@@ -147,6 +136,27 @@ class RunManager:
         if self.journal is not None:
             self.journal.close()
         self._background = []
+
+    async def interrupt(self) -> None:
+        """Interrupt the runs this process executes, as a server that is stopping does: each ends
+        ``interrupted`` with its partial answer, and its readers get that end. Called as soon as the
+        server begins to stop, its open event streams end with it rather than being cut."""
+        unstarted = []
+        ending = []
+        for run in list(self._executing.values()):
+            if run.task is not None and not run.live.done and not run.shutting_down:
+                run.shutting_down = True
+                ending.append(run.task)
+                if run.started:
+                    self._cancel(run)
+                else:  # cancelled before its first step, the task runs none of its clean-up: do it here
+                    run.task.cancel()
+                    unstarted.append(run)
+        await asyncio.gather(*ending, return_exceptions=True)
+        for run in unstarted:
+            self._waiting -= 1
+            await self._driver.finish_stopped(run)
+            run.live.end()
 
     # -- starting ---------------------------------------------------------------------------------
     def active_counts(self) -> dict[str, int]:

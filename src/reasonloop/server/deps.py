@@ -10,8 +10,10 @@ from typing import Any
 from fastapi import Request
 
 from reasonloop.config import Settings
+from reasonloop.errors import RequestInvalid
 from reasonloop.registry import Registry
 from reasonloop.runs.manager import RunManager
+from reasonloop.runs.models import RunRecord, RunRequest
 from reasonloop.runs.stores import RunStore
 from reasonloop.server.auth import Authenticator, Principal
 from reasonloop.server.cross_site import guarded_hosts
@@ -69,6 +71,31 @@ class ServerState:
     def runs(self) -> RunManager:
         assert self.manager is not None, "the server has not started"
         return self.manager
+
+    def check_length(self, text: str, field: str, what: str = "question") -> None:
+        """Refuse a question or search query over ``[server] max_question_chars``.
+
+        Raises:
+            RequestInvalid: it is longer (``field`` names it as the client sent it).
+        """
+        limit = self.settings.server.max_question_chars
+        if len(text) > limit:
+            raise RequestInvalid(
+                f"{field}: the {what} has {len(text)} characters, over the limit of {limit} "
+                "([server] max_question_chars)",
+                field=field,
+                limit=limit,
+            )
+
+    async def start(self, request: RunRequest, *, field: str = "question") -> RunRecord:
+        """Start a run asked for by a client (every surface starts runs here).
+
+        Raises:
+            RequestInvalid: the question is over ``[server] max_question_chars`` (``field`` names it
+                as the client sent it), or the run manager refused the request.
+        """
+        self.check_length(request.question, field)
+        return await self.runs.start(request)
 
 
 def server_state(request: Request) -> ServerState:

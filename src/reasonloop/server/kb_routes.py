@@ -400,6 +400,9 @@ async def search(
     mode: Literal["hybrid", "dense", "lexical"] = Query("hybrid", description="Fused, vectors only, or BM25 only."),
 ) -> Any:
     """Search the tenant's knowledge base."""
+    if not q.strip():
+        raise RequestInvalid("q: the query is empty", field="q")
+    server_state(request).check_length(q, "q", "query")
     kb = await _kb(request).get(who.tenant)
     options: dict[str, Any] = {k: v for k, v in {"rerank": rerank, "candidates": candidates}.items() if v is not None}
     if mode != "hybrid":

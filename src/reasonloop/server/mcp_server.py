@@ -12,32 +12,44 @@ streamable HTTP (``/mcp`` on ``reasonloop serve``, see :mod:`reasonloop.server.m
   ``ingest_over_http``), ``list_documents``, ``kb_stats``, ``delete_document`` (``allow_delete``).
 
 Every document is a resource, ``reasonloop://documents/{document_id}``, read as text. A failure is
-an MCP tool error whose text starts with our stable code (``[kb.document_not_found] ...``); the
-session goes on. Over HTTP each request is the tenant of its API key; over stdio, ``default``.
+a tool result with ``isError`` whose text is our stable code, then the message
+(``[kb.document_not_found] ...``, ``[request.invalid] question: the question is empty``), arguments
+the input schema refuses included; the session goes on, and the server logs one line, not a
+traceback. Over HTTP each request is the tenant of its API key; over stdio, ``default``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Awaitable
+import logging
 from contextvars import ContextVar
-from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 import anyio
+from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
-from pydantic import BaseModel, Field
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, UnexpectedToolError
+from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel, Field, ValidationError
 
 from reasonloop import __version__
-from reasonloop.errors import DocumentNotFound, KBEmpty, ReasonLoopError, ToolBlocked
+from reasonloop.errors import (
+    DocumentNotFound,
+    KBEmpty,
+    ReasonLoopError,
+    RequestInvalid,
+    RunError,
+    ToolNotFound,
+)
 from reasonloop.events import Answer, Citation, ErrorEvent, Event, Progress, ToolCall, ToolResult
-from reasonloop.kb.loaders import walk
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import ServerState
+from reasonloop.server.errors import INTERNAL, invalid_arguments
+from reasonloop.server.mcp_inputs import allowed_sources, search_filters
 from reasonloop.telemetry import trace_headers
 
 __all__ = ["DOCUMENT_URI", "build_mcp_server"]
@@ -53,7 +65,10 @@ _caller: ContextVar[Principal | None] = ContextVar("reasonloop_mcp_caller", defa
 _TRACE_LINES = 20
 """Steps kept in ``ask``'s trace summary (the whole trace is at ``/v1/runs/{id}``)."""
 
-_T = TypeVar("_T")
+log = logging.getLogger(__name__)
+
+_NOT_BLANK = {"minLength": 1, "pattern": r"\S"}
+"""Published in a text argument's schema; a blank one is refused in our words (``[request.invalid]``)."""
 
 
 class Hit(BaseModel):
@@ -112,12 +127,50 @@ def _who() -> Principal:
     return _caller.get() or _LOCAL
 
 
-async def _guarded(work: Awaitable[_T]) -> _T:
-    """Our errors as MCP tool errors, their code first."""
-    try:
-        return await work
-    except ReasonLoopError as exc:
-        raise ToolError(str(exc)) from exc
+class _RunFailed(Exception):
+    """A run ``ask`` followed ended with an error event: reported with the event's own code."""
+
+    def __init__(self, event: ErrorEvent) -> None:
+        super().__init__(f"[{event.code}] {event.message}")
+
+
+class _Server(MCPServer):
+    """The SDK's server, reporting every failed tool call in our words: an ``isError`` result whose
+    text starts with our code, instead of the SDK's ``Error executing tool NAME: ...``."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
+        names = sorted(tool.name for tool in await self.list_tools())
+        if name not in names:
+            return _error_result(name, str(ToolNotFound(f"no tool {name!r} (tools: {', '.join(names)})")))
+        try:
+            return await super().call_tool(name, arguments, context)
+        except MCPError:
+            raise  # a protocol error, answered as one
+        except SDKToolError as exc:
+            return _failure(name, exc)
+
+
+def _failure(name: str, exc: SDKToolError) -> CallToolResult:
+    """The result of a failed call of tool ``name``: ``[code] message``, logged in one line (with a
+    traceback only for a failure nobody foresaw)."""
+    cause = exc.__cause__
+    while isinstance(cause, SDKToolError) and cause.__cause__ is not None:  # a nested tool's wrapper
+        cause = cause.__cause__
+    if isinstance(cause, ReasonLoopError | _RunFailed):
+        text = str(cause)
+    elif isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
+        text = str(invalid_arguments(cause))  # arguments the input schema refuses
+    elif isinstance(exc, UnexpectedToolError):
+        log.error("MCP tool %r failed", name, exc_info=cause)
+        text = f"[{INTERNAL}] the tool {name} failed unexpectedly; the server's log has the details"
+    else:
+        text = f"[tool.error] {exc}"
+    return _error_result(name, text)
+
+
+def _error_result(name: str, text: str) -> CallToolResult:
+    log.info("MCP tool %r refused: %s", name, text.partition(" ")[0])
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
 def _summary(event: Event) -> str | None:
@@ -133,7 +186,7 @@ def _summary(event: Event) -> str | None:
 def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"]) -> MCPServer:
     """The MCP server over ``state`` (its run manager and knowledge bases must be open when called)."""
     settings = state.settings.mcp
-    server = MCPServer(
+    server = _Server(
         "reasonloop",
         version=__version__,
         instructions=(
@@ -149,7 +202,7 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
 
     @server.tool()
     async def search(
-        query: Annotated[str, Field(min_length=1, description="What to look for, in any language")],
+        query: Annotated[str, Field(json_schema_extra=_NOT_BLANK, description="What to look for, in any language")],
         top_k: Annotated[int, Field(ge=1, le=50, description="How many hits")] = 5,
         mode: Annotated[
             Literal["hybrid", "dense", "lexical"],
@@ -157,37 +210,42 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
         ] = "hybrid",
         filters: Annotated[
             dict[str, Any] | None,
-            Field(description='Metadata conditions, e.g. {"source": "docs/a.md"} or {"page": {"gte": 3}}'),
+            Field(
+                description=(
+                    'Metadata conditions, all of which must hold: {"source": "docs/a.md"} (equal), '
+                    '{"page": {"gte": 3, "lte": 5}}, {"tags": {"contains": "x"}}, {"page": {"in": [1, 2]}}'
+                )
+            ),
         ] = None,
     ) -> SearchResult:
         """Search the user's documents; returns the best passages with their source, page and score."""
-
-        async def work() -> SearchResult:
-            kb = await tenant_kb()
-            if (await kb.stats()).documents == 0:
-                raise KBEmpty("the knowledge base has no documents yet: ingest some first")
-            hits = await kb.search(query, top_k, filters, mode)
-            return SearchResult(
-                hits=[
-                    Hit(
-                        citation_id=n,
-                        text=h.text,
-                        source=h.source,
-                        title=h.title,
-                        page=h.metadata.get("page"),
-                        score=h.score,
-                        document_id=h.document_id,
-                        chunk_id=h.chunk_id,
-                    )
-                    for n, h in enumerate(hits, 1)
-                ]
-            )
-
-        return await _guarded(work())
+        if not query.strip():
+            raise RequestInvalid("query: the query is empty", field="query")
+        state.check_length(query, "query", "query")
+        conditions = search_filters(filters)
+        kb = await tenant_kb()
+        if (await kb.stats()).documents == 0:
+            raise KBEmpty("the knowledge base has no documents yet: ingest some first")
+        hits = await kb.search(query, top_k, conditions, mode)
+        return SearchResult(
+            hits=[
+                Hit(
+                    citation_id=n,
+                    text=h.text,
+                    source=h.source,
+                    title=h.title,
+                    page=h.metadata.get("page"),
+                    score=h.score,
+                    document_id=h.document_id,
+                    chunk_id=h.chunk_id,
+                )
+                for n, h in enumerate(hits, 1)
+            ]
+        )
 
     @server.tool()
     async def ask(
-        question: Annotated[str, Field(min_length=1, description="The question, in any language")],
+        question: Annotated[str, Field(json_schema_extra=_NOT_BLANK, description="The question, in any language")],
         ctx: Context,
         reasoning: Annotated[
             str | None, Field(description="Strategy: qa, decompose, react, toolcall or rewoo (default: the server's)")
@@ -197,66 +255,57 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
     ) -> AskResult:
         """Answer a question from the user's documents, with citations; progress is reported while it runs."""
         who = _who()
-        request = RunRequest(
-            question=question,
-            reasoning=reasoning,
-            agent=agent,
-            settings=settings or {},
-            tenant=who.tenant,
-            trace_context=trace_headers(ctx.headers),
-        )
-        record = await _guarded(state.runs.start(request))
-        return await _guarded(_follow(state, record.run_id, who.tenant, ctx))
+        try:
+            request = RunRequest(
+                question=question,
+                reasoning=reasoning,
+                agent=agent,
+                settings=settings or {},
+                tenant=who.tenant,
+                trace_context=trace_headers(ctx.headers),
+            )
+        except ValidationError as exc:  # a blank question
+            raise invalid_arguments(exc) from exc
+        record = await state.start(request)
+        return await _follow(state, record.run_id, who.tenant, ctx)
 
     if transport == "stdio" or settings.ingest_over_http:
 
         @server.tool()
         async def ingest(
             paths_or_urls: Annotated[
-                list[str], Field(min_length=1, description="Files or folders (under the allowed roots), or URLs")
+                list[str], Field(min_length=1, description="Files or folders (under [mcp] ingest_roots), or URLs")
             ],
         ) -> dict[str, Any]:
             """Add documents to the knowledge base (unchanged ones cost nothing); reports what was added or failed."""
-
-            async def work() -> dict[str, Any]:
-                kb_root = state.settings.kb.path  # every tenant's index and uploads: never a source
-                sources: list[str] = []
-                for source in paths_or_urls:
-                    sources += _allowed_sources(source, settings.ingest_roots, settings.ingest_urls, kb_root)
-                report = await (await tenant_kb()).ingest(sources)
-                return report.model_dump(mode="json")
-
-            return await _guarded(work())
+            kb_root = state.settings.kb.path  # every tenant's index and uploads: never a source
+            sources: list[str] = []
+            for source in paths_or_urls:
+                sources += allowed_sources(source, settings.ingest_roots, settings.ingest_urls, kb_root)
+            report = await (await tenant_kb()).ingest(sources)
+            return report.model_dump(mode="json")
 
     @server.tool()
     async def list_documents() -> DocumentList:
         """The documents in the knowledge base, each with its resource URI."""
-
-        async def work() -> DocumentList:
-            rows = await (await tenant_kb()).documents()
-            return DocumentList(
-                documents=[
-                    Document(
-                        id=r.id,
-                        source=r.source,
-                        title=r.title,
-                        chunks=r.chunks,
-                        uri=DOCUMENT_URI.format(document_id=r.id),
-                    )
-                    for r in rows
-                ]
-            )
-
-        return await _guarded(work())
+        rows = await (await tenant_kb()).documents()
+        return DocumentList(
+            documents=[
+                Document(
+                    id=r.id,
+                    source=r.source,
+                    title=r.title,
+                    chunks=r.chunks,
+                    uri=DOCUMENT_URI.format(document_id=r.id),
+                )
+                for r in rows
+            ]
+        )
 
     @server.tool()
     async def kb_stats() -> dict[str, Any]:
         """Size of the knowledge base: documents, chunks, bytes, chunks per source, embedding model."""
-
-        async def work() -> dict[str, Any]:
-            return (await (await tenant_kb()).stats()).model_dump(mode="json")
-
-        return await _guarded(work())
+        return (await (await tenant_kb()).stats()).model_dump(mode="json")
 
     if settings.allow_delete:
 
@@ -265,15 +314,13 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
             document: Annotated[str, Field(min_length=1, description="Document id or source")],
         ) -> dict[str, list[str]]:
             """Remove a document (by id or source) from the knowledge base."""
-
-            async def work() -> dict[str, list[str]]:
-                try:
-                    removed = await (await tenant_kb()).delete(document)
-                except ReasonLoopError as exc:
-                    raise DocumentNotFound(exc.message, document=document) from exc
-                return {"deleted": removed}
-
-            return await _guarded(work())
+            try:
+                removed = await (await tenant_kb()).delete(document)
+            except ReasonLoopError as exc:
+                raise DocumentNotFound(exc.message, document=document) from exc
+            if not removed:
+                raise DocumentNotFound(f"no document {document!r}", document=document)
+            return {"deleted": removed}
 
     @server.resource(DOCUMENT_URI, mime_type="text/plain", description="A document of the knowledge base, as text")
     async def document_text(document_id: str) -> str:
@@ -298,7 +345,7 @@ async def _follow(state: ServerState, run_id: str, tenant: str, ctx: Context) ->
             if event.depth == 0 and isinstance(event, Answer):
                 answer = event
             elif event.depth == 0 and isinstance(event, ErrorEvent):
-                raise ToolError(f"[{event.code}] {event.message}")
+                raise _RunFailed(event)
             elif (line := _summary(event)) is not None:
                 step += 1
                 if len(trace) < _TRACE_LINES:
@@ -310,7 +357,7 @@ async def _follow(state: ServerState, run_id: str, tenant: str, ctx: Context) ->
                 await _stop(state, run_id, tenant)
         raise
     if answer is None:
-        raise ToolError(f"[run.error] run {run_id} ended without an answer")
+        raise RunError(f"run {run_id} ended without an answer", run_id=run_id)
     return AskResult(
         answer=answer.text, citations=answer.citations, run_id=run_id, stop_reason=answer.stop_reason, trace=trace
     )
@@ -319,33 +366,3 @@ async def _follow(state: ServerState, run_id: str, tenant: str, ctx: Context) ->
 async def _stop(state: ServerState, run_id: str, tenant: str) -> None:
     with contextlib.suppress(ReasonLoopError):  # it ended meanwhile
         await state.runs.stop(run_id, tenant)
-
-
-def _allowed_sources(source: str, roots: list[str], urls: bool, kb_root: str) -> list[str]:
-    """What ingest may read of ``source``: the URL, the file, or a folder's files. Every path is
-    checked after its links are resolved, a folder's files one by one (a link inside an allowed
-    folder that leads out of it is left out), and nothing under the knowledge bases' own folder
-    (``kb_root``: every tenant's index and uploads) is read.
-
-    Raises:
-        ToolBlocked: a URL while URLs are off, or a path outside every allowed root.
-    """
-    if source.startswith(("http://", "https://")):
-        if not urls:
-            raise ToolBlocked(f"ingesting URLs is off ([mcp] ingest_urls): {source}", source=source)
-        return [source]
-    allowed = [Path(root).expanduser().resolve() for root in roots]
-    barred = Path(kb_root).expanduser().resolve()
-
-    def readable(path: Path) -> bool:
-        return any(path.is_relative_to(root) for root in allowed) and not path.is_relative_to(barred)
-
-    path = Path(source).expanduser().resolve()
-    if not readable(path):
-        raise ToolBlocked(
-            f"{source} is outside the allowed roots ([mcp] ingest_roots: {roots}) or inside the knowledge base",
-            source=source,
-        )
-    if not path.is_dir():
-        return [str(path)]
-    return [str(f) for f in (p.resolve() for p in walk(path)) if readable(f)]

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Callable, Collection
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from reasonloop.errors import ModelNotFound, ReasonLoopError, RequestInvalid
@@ -37,6 +37,7 @@ from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
+from reasonloop.server.stopping import run_stream
 from reasonloop.telemetry import trace_headers
 from reasonloop.unicode_text import CheckedText
 
@@ -171,7 +172,7 @@ async def chat_completions(
     state = server_state(request)
     try:
         asked = _run_request(body, who.tenant, state.agents, trace_headers(request.headers))
-        record = await state.runs.start(asked)
+        record = await state.start(asked, field="messages")
     except RequestInvalid as exc:
         if exc.details.get("field") not in ("reasoning", "agent"):
             raise
@@ -186,9 +187,10 @@ async def chat_completions(
         abandoned = functools.partial(_stop_later, state.runs, record.run_id, who.tenant)
     if body.stream:
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
-        return StreamingResponse(
+        return run_stream(  # ends with the run's interrupted answer when the server stops
             _stream(events, completion_id, created, body.model, include_usage, abandoned),
-            media_type="text/event-stream",
+            state.runs,
+            ping=0,
             headers=headers | {"Cache-Control": "no-cache"},
         )
     parts: list[str] = []

@@ -16,6 +16,7 @@ from reasonloop.runs.models import MAX_SEQ, RunAsk, RunRecord, RunRequest
 from reasonloop.runs.reading import RunFeed
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
+from reasonloop.server.stopping import run_stream
 from reasonloop.telemetry import trace_headers
 
 __all__ = ["router", "sse_frames"]
@@ -34,7 +35,7 @@ class RunView(BaseModel):
 async def start_run(body: RunAsk, request: Request, who: Annotated[Principal, Depends(principal)]) -> RunRecord:
     """Start a run; it executes in the background. Stream it from ``/v1/runs/{id}/events``."""
     run_req = RunRequest(**body.model_dump(), tenant=who.tenant, trace_context=trace_headers(request.headers))
-    return await server_state(request).runs.start(run_req)
+    return await server_state(request).start(run_req)
 
 
 @router.get("", response_model=list[RunRecord])
@@ -68,8 +69,9 @@ async def run_events(
     saw last), the later one wins.
     """
     after_seq = max(after or 0, _parse_seq(last_event_id))
-    feed = await server_state(request).runs.read(run_id, after_seq, who.tenant)
-    return EventSourceResponse(sse_frames(feed), ping=15)
+    runs = server_state(request).runs
+    feed = await runs.read(run_id, after_seq, who.tenant)
+    return run_stream(sse_frames(feed), runs)
 
 
 def _parse_seq(value: str | None) -> int:

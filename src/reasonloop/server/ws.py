@@ -40,6 +40,7 @@ from reasonloop.runs.reading import Following, RunFeed
 from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
 from reasonloop.server.cross_site import check_host, check_origin
 from reasonloop.server.deps import ServerState
+from reasonloop.server.errors import INTERNAL, invalid_arguments
 from reasonloop.server.ws_frames import (
     CLIENT_FRAMES,
     DIRECT_TEXT,
@@ -137,7 +138,7 @@ class _Session:
             await coro
         except Exception:
             log.exception("WebSocket frame handler failed")
-            self.error("server.internal", "the server failed to handle this frame; see its log", ref)
+            self.error(INTERNAL, "the server failed to handle this frame; see its log", ref)
 
     async def serve(self) -> None:
         """Authenticate and accept the socket, then read its frames until it closes."""
@@ -224,14 +225,15 @@ class _Session:
         try:
             ask = RunAsk.model_validate({k: v for k, v in frame.items() if k not in ("type", "id")})
         except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"])
-            return self.error("request.invalid", f"{field}: {first['msg']}", ref, field=field)
+            invalid = invalid_arguments(exc)
+            return self.error(invalid.code, invalid.message, ref, **_extra(invalid))
         runs = self.state.runs
         try:
             await self.state.auth.check_rate(self.who)
             traced = trace_headers(_trace_headers(self.ws.scope))  # the upgrade request's trace context
-            record = await runs.start(RunRequest(**ask.model_dump(), tenant=self.who.tenant, trace_context=traced))
+            record = await self.state.start(
+                RunRequest(**ask.model_dump(), tenant=self.who.tenant, trace_context=traced)
+            )
             feed = await runs.read(record.run_id, 0, self.who.tenant)
         except ReasonLoopError as exc:
             return self.error(exc.code, exc.message, ref, **_extra(exc))
