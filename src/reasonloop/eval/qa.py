@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from reasonloop.errors import ConfigError
+from reasonloop.eval.answer_scores import answer_language, best_exact_match, best_f1
 from reasonloop.eval.datasets import QAItem, QASet
-from reasonloop.eval.metrics import best_exact_match, best_f1, contains_answer, mean, percentile, strip_citations
+from reasonloop.eval.metrics import contains_answer, mean, percentile, strip_citations
 from reasonloop.eval.outcomes import is_yes_no, outcome, wrong_share, yes_no_of
 from reasonloop.eval.results import ResultStore
 from reasonloop.events import Answer, ErrorEvent, RunStarted, ToolCall, ToolResult
@@ -42,6 +43,7 @@ __all__ = [
     "StrategyScore",
     "evaluate_qa",
     "open_eval_kb",
+    "rescore",
     "row_outcome",
     "summarize",
 ]
@@ -172,6 +174,27 @@ def row_outcome(row: dict[str, Any]) -> str:
     return outcome(row["answers"], row.get("answerable", True), row.get("prediction", ""), row.get("abstained", False))
 
 
+def rescore(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its EM, F1 and outcome computed again by the current rules.
+
+    A result line keeps the answer it scored, so figures read back from an older results folder
+    (a resumed run, a baseline) are scored by the same rules as a fresh one. Rows that failed, or
+    whose question has no accepted answer, keep what they have.
+    """
+    if row.get("error") or "prediction" not in row:
+        return row
+    out = dict(row)
+    out["outcome"] = row_outcome(row)
+    answers = row.get("answers") or []
+    if answers:
+        language = answer_language(row.get("question", ""), answers)
+        scored = strip_citations(row["prediction"])
+        out["language"] = language
+        out["em"] = best_exact_match(scored, answers, language)
+        out["f1"] = best_f1(scored, answers, language)
+    return out
+
+
 def _counts(score: GroupScore | StrategyScore, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         kind = row_outcome(row)
@@ -182,8 +205,10 @@ def _counts(score: GroupScore | StrategyScore, rows: list[dict[str, Any]]) -> No
 def summarize(strategy: str, rows: list[dict[str, Any]], failed: list[dict[str, Any]]) -> StrategyScore:
     """The table row of ``strategy`` from its finished rows and its failed ones.
 
-    EM and F1 are means over the rows that have them (an unanswerable question has none).
+    EM and F1 are means over the rows that have them (an unanswerable question has none). Rows are
+    scored again by the current rules first (:func:`rescore`).
     """
+    rows = [rescore(r) for r in rows]
     score = StrategyScore(strategy, questions=len(rows) + len(failed), failed=len(failed))
     score.errors = sorted(
         {f"{r['id']}: {r['error'].get('code', '')} {r['error'].get('message', '')}"[:200] for r in failed}
@@ -245,12 +270,12 @@ async def _one(
     tool_calls: list[str] = []
     retrieved: list[str] = []
     trace: list[str] = []
-    ran = ""
+    ran = run_id = ""
     async for event in agent.stream(item.question, sampling=sampling):
         if event.depth:
             continue
         if isinstance(event, RunStarted):
-            ran = event.ran
+            ran, run_id = event.ran, event.run_id
         elif isinstance(event, ToolCall):
             tool_calls.append(event.tool)
         elif isinstance(event, ToolResult):
@@ -265,6 +290,7 @@ async def _one(
     row: dict[str, Any] = {
         "strategy": strategy,
         "id": item.id,
+        **({"run_id": run_id} if run_id else {}),
         "question": item.question,
         "answers": list(item.answers),
         **_labels(item),
@@ -280,6 +306,7 @@ async def _one(
     cited = [c for c in answer.citations if c.chunk_id or c.quote]
     cited_text = [(recorder.hits[c.chunk_id].text if c.chunk_id in recorder.hits else c.quote) for c in cited]
     answered = bool(item.answers)
+    language = answer_language(item.question, item.answers)
     # A passage cannot contain "yes" or "no": a yes/no answer's citation is checked against the
     # question's evidence sentence when the set gives one.
     cited_golds = [item.evidence] if item.evidence and is_yes_no(item.answers) else list(item.answers)
@@ -287,8 +314,9 @@ async def _one(
         prediction=text,
         abstained=answer.abstained,
         outcome=outcome(item.answers, item.answerable, text, answer.abstained),
-        em=best_exact_match(scored, item.answers) if answered else None,
-        f1=best_f1(scored, item.answers) if answered else None,
+        language=language,
+        em=best_exact_match(scored, item.answers, language) if answered else None,
+        f1=best_f1(scored, item.answers, language) if answered else None,
         evidence_recall=(len(set(item.gold_ids) & set(retrieved_ids)) / len(set(item.gold_ids)))
         if item.gold_ids
         else None,
@@ -394,6 +422,6 @@ async def evaluate_qa(
     finally:
         store.close()
     ids = [i.id for i in items]
-    rows = {s: store.rows(s, ids) for s in strategies}
+    rows = {s: [rescore(r) for r in store.rows(s, ids)] for s in strategies}
     scores = [summarize(s, rows[s], store.failed(s, ids)) for s in strategies]
     return QAReport(qa.name, llm.name, scores, rows, str(store.folder))
