@@ -146,7 +146,7 @@ async def test_html_report_embeds_its_plots(tmp_path, qa_files, embedder) -> Non
     page = write_html(tmp_path / "report.html", "Answers", kind="qa", report=report).read_text(encoding="utf-8")
     parser = _Images()
     parser.feed(page)
-    assert [img["alt"] for img in parser.images] == ["Accuracy against tokens", "Latency distribution"]
+    assert [img["alt"] for img in parser.images] == ["F1 against tokens", "Latency distribution"]
     for img in parser.images:
         prefix = "data:image/png;base64,"
         assert img["src"].startswith(prefix)

@@ -27,10 +27,13 @@ from typing import Any
 
 from reasonloop.errors import ConfigError
 from reasonloop.eval.answer_scores import answer_language, best_exact_match, best_f1
+from reasonloop.eval.comparison import figure_intervals
 from reasonloop.eval.datasets import QAItem, QASet
+from reasonloop.eval.intervals import Interval
 from reasonloop.eval.metrics import contains_answer, mean, percentile, strip_citations
 from reasonloop.eval.outcomes import is_yes_no, outcome, wrong_share, yes_no_of
 from reasonloop.eval.results import ResultStore
+from reasonloop.eval.scoring import rescore, row_outcome
 from reasonloop.events import Answer, ErrorEvent, RunStarted, ToolCall, ToolResult
 from reasonloop.kb.base import Hit
 from reasonloop.llm.base import LLM
@@ -42,9 +45,8 @@ __all__ = [
     "RecordingRetriever",
     "StrategyScore",
     "evaluate_qa",
+    "evidence_recall",
     "open_eval_kb",
-    "rescore",
-    "row_outcome",
     "summarize",
 ]
 
@@ -140,10 +142,14 @@ class StrategyScore:
     errors: list[str] = field(default_factory=list)
     groups: dict[str, GroupScore] = field(default_factory=dict)
     """Per group of questions (only when the set names groups), in the order they first appear."""
+    intervals: dict[str, Interval] = field(default_factory=dict)
+    """Figure key (``em``, ``f1``, ``correct``, ``seconds``, ...) -> its mean and 95% bootstrap interval
+    (:func:`~reasonloop.eval.comparison.figure_intervals`)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         out["groups"] = {name: g.to_dict() for name, g in self.groups.items()}
+        out["intervals"] = {name: i.to_dict() for name, i in self.intervals.items()}
         return out
 
 
@@ -167,32 +173,6 @@ class QAReport:
 def _optional_mean(values: Sequence[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return mean(present) if present else None
-
-
-def row_outcome(row: dict[str, Any]) -> str:
-    """The outcome of a finished row, by the current rules (a resumed row may have been judged by older ones)."""
-    return outcome(row["answers"], row.get("answerable", True), row.get("prediction", ""), row.get("abstained", False))
-
-
-def rescore(row: dict[str, Any]) -> dict[str, Any]:
-    """``row`` with its EM, F1 and outcome computed again by the current rules.
-
-    A result line keeps the answer it scored, so figures read back from an older results folder
-    (a resumed run, a baseline) are scored by the same rules as a fresh one. Rows that failed, or
-    whose question has no accepted answer, keep what they have.
-    """
-    if row.get("error") or "prediction" not in row:
-        return row
-    out = dict(row)
-    out["outcome"] = row_outcome(row)
-    answers = row.get("answers") or []
-    if answers:
-        language = answer_language(row.get("question", ""), answers)
-        scored = strip_citations(row["prediction"])
-        out["language"] = language
-        out["em"] = best_exact_match(scored, answers, language)
-        out["f1"] = best_f1(scored, answers, language)
-    return out
 
 
 def _counts(score: GroupScore | StrategyScore, rows: list[dict[str, Any]]) -> None:
@@ -239,9 +219,29 @@ def summarize(strategy: str, rows: list[dict[str, Any]], failed: list[dict[str, 
         setattr(score, name, mean(r["usage"][name] for r in rows))
     score.seconds = mean(times)
     score.p50_s, score.p95_s = percentile(times, 50), percentile(times, 95)
+    score.intervals = figure_intervals(rows)
     score.faithfulness = _optional_mean([r.get("judge", {}).get("faithfulness") for r in rows])
     score.relevance = _optional_mean([r.get("judge", {}).get("relevance") for r in rows])
     return score
+
+
+def evidence_recall(gold_ids: Sequence[str], ids: Sequence[str], sources: Sequence[str]) -> float | None:
+    """Share of ``gold_ids`` among the documents a run retrieved (None when the question names none).
+
+    A gold id is found when it is a retrieved document's id, or its source (the path ``reasonloop kb
+    list`` shows, for a knowledge base given with ``--kb``) or the end of that path after a ``/``
+    (``policies/travel.md`` finds ``/srv/docs/policies/travel.md``).
+    """
+    golds = set(gold_ids)
+    if not golds:
+        return None
+    known = set(ids) | {s.replace("\\", "/") for s in sources}
+
+    def found(gold: str) -> bool:
+        g = gold.replace("\\", "/")
+        return g in known or any(k.endswith("/" + g.lstrip("/")) for k in known)
+
+    return sum(found(g) for g in golds) / len(golds)
 
 
 def _labels(item: QAItem) -> dict[str, Any]:
@@ -269,6 +269,7 @@ async def _one(
     error: dict[str, Any] | None = None
     tool_calls: list[str] = []
     retrieved: list[str] = []
+    sources: list[str] = []
     trace: list[str] = []
     ran = run_id = ""
     async for event in agent.stream(item.question, sampling=sampling):
@@ -280,6 +281,7 @@ async def _one(
             tool_calls.append(event.tool)
         elif isinstance(event, ToolResult):
             retrieved.extend(c.document_id or "" for c in event.citations)
+            sources.extend(c.source for c in event.citations if c.source)
         elif isinstance(event, Answer):
             answer = event
         elif isinstance(event, ErrorEvent):
@@ -317,9 +319,9 @@ async def _one(
         language=language,
         em=best_exact_match(scored, item.answers, language) if answered else None,
         f1=best_f1(scored, item.answers, language) if answered else None,
-        evidence_recall=(len(set(item.gold_ids) & set(retrieved_ids)) / len(set(item.gold_ids)))
-        if item.gold_ids
-        else None,
+        evidence_recall=evidence_recall(
+            item.gold_ids, retrieved_ids, [*sources, *(h.source for h in recorder.hits.values())]
+        ),
         citation_precision=mean(contains_answer(t, cited_golds) for t in cited_text)
         if cited_text and cited_golds
         else None,
