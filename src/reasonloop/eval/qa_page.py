@@ -126,9 +126,9 @@ def questions_html(rows: dict[str, list[dict[str, Any]]]) -> str:
 def tokens_plot(plt: Any, scores: Sequence[Any], rows: dict[str, list[dict[str, Any]]]) -> Any:
     """F1 against tokens per question: each strategy its own marker, its mean with interval bars.
 
-    Per-question points are spread a little (sideways by up to 1.5% of the token range, up and down
-    by up to 1.5 F1) so that equal points do not stack into one; means are hollow, of decreasing size
-    and labelled, so two equal means show as two shapes one inside the other.
+    Per-question points are spread sideways a little (up to 1.5% of the token range; F1 stays exact)
+    so that equal points do not stack into one; means are hollow, of decreasing size and labelled,
+    so two equal means show as two shapes one inside the other.
     """
     import numpy as np
 
@@ -154,7 +154,7 @@ def tokens_plot(plt: Any, scores: Sequence[Any], rows: dict[str, list[dict[str, 
         f1s = np.array([100 * r["f1"] for r in items])
         ax.scatter(
             tokens + rng.uniform(-spread, spread, tokens.size),
-            f1s + rng.uniform(-1.5, 1.5, f1s.size),
+            f1s,
             s=14,
             alpha=0.35,
             marker=marker,
@@ -180,13 +180,14 @@ def tokens_plot(plt: Any, scores: Sequence[Any], rows: dict[str, list[dict[str, 
         ax.annotate(
             strategy,
             (mean_t, mean_f),
-            xytext=(10, 10 + 12 * labelled),
+            xytext=(10, (-16 - 12 * labelled) if mean_f > 80 else (10 + 12 * labelled)),  # inside the axes
             textcoords="offset points",
             color=color,
             fontsize=9,
             arrowprops={"arrowstyle": "-", "color": color, "lw": 0.6},
         )
         labelled += 1
+    ax.set_ylim(-5, 105)
     ax.set_xlabel("tokens per question (prompt + completion)")
     ax.set_ylabel("F1")
     ax.set_title("F1 against tokens, per strategy (bars: 95% interval of the mean)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -263,28 +264,40 @@ def _latency_plot(samples: dict[str, list[float]], label: str) -> list[tuple[str
 
 
 _STYLE = (
-    "body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem;color:#222}"
+    "body{font-family:system-ui,sans-serif;margin:2rem;max-width:90rem;color:#222}"
     "table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:right}"
     "td:first-child,th:first-child{text-align:left}img{max-width:100%;display:block;margin:1rem 0}"
     "pre{background:#f6f6f6;padding:.5rem;overflow:auto}"
     "dl.notes dt{font-weight:600;margin-top:.5rem}dl.notes dd{margin:0 0 0 1.5rem}"
     "li.sig{font-weight:600}li.ns{color:#555}"
     "table.questions{font-size:.85rem;width:100%}table.questions td.text{text-align:left;vertical-align:top;"
-    "overflow-wrap:anywhere;max-width:22rem}table.questions td.run{font-family:monospace;font-size:.75rem}"
+    "overflow-wrap:anywhere;max-width:22rem}table.questions td.run{font-family:monospace;font-size:.75rem;min-width:8rem;max-width:12rem}"
     "tr.wrong td.outcome{background:#fbe3e3;color:#8a1c1c}tr.abstained td.outcome{background:#f4f0dc}"
     "tr.correct td.outcome{background:#e2f3e5;color:#1d5e2a}td.outcome{text-align:left;font-weight:600}"
-    "details{margin-top:.3rem;font-size:.8rem;color:#555}"
+    "details{margin-top:.3rem;font-size:.8rem;color:#555}table.questions th{text-align:left}"
+    "span.ci{font-size:.75rem;color:#666;white-space:nowrap}div.wide{overflow-x:auto}"
 )
+
+
+_WITH_INTERVAL = re.compile(r"^(\S+) (\[\S+, \S+\])$")
+
+
+def _html_cell(text: str) -> str:
+    """A cell's text, escaped; a ``value [low, high]`` cell shows its interval small, on its own line."""
+    m = _WITH_INTERVAL.match(text)
+    if m:
+        return f'{html.escape(m.group(1))}<br><span class="ci">{html.escape(m.group(2))}</span>'
+    return html.escape(text)
 
 
 def _html_table(markdown: str) -> str:
     lines = [ln for ln in markdown.splitlines() if ln.startswith("|")]
     if len(lines) < 2:
         return f"<pre>{html.escape(markdown)}</pre>"
-    cells = [[html.escape(c.strip()) for c in ln.strip().strip("|").split("|")] for ln in lines]
+    cells = [[_html_cell(c.strip()) for c in ln.strip().strip("|").split("|")] for ln in lines]
     head = "".join(f"<th>{c}</th>" for c in cells[0])
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in cells[2:])
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def write_html(path: str | Path, title: str, *, kind: str, report: Any, command: str = "") -> Path:
