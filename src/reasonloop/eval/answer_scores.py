@@ -12,7 +12,7 @@ equal. F1: the normalised strings split at white space, tokens shared counted wi
 multiplicity (a bag of words), ``2PR / (P + R)``; 0 when nothing is shared, including when either
 side normalises to nothing.
 
-**Chinese: CMRC 2018** (``cmrc2018_evaluate.py``). Lower case and trim. A fixed list of 33 marks
+**Chinese: CMRC 2018** (``cmrc2018_evaluate.py``). Lower case and trim. A fixed list of 32 marks
 (:data:`CMRC_PUNCTUATION`: the full-width Chinese marks and ``- : _ * ^ / \\ ~ ` + =``) is
 deleted; other marks (ASCII ``. , ( ) "``, ``%``) are kept, as the official script keeps them.
 Tokens: each character of the basic CJK block (U+4E00..U+9FA5) is a token; the text between them
