@@ -290,7 +290,7 @@ def qa(
     Correct, abstained and wrong answers (overall and per group of questions), exact match, F1,
     evidence recall, citation precision, model calls, tokens, tool calls and time per strategy,
     side by side, each mean with its 95% interval. Exit code 3 when some questions failed
-    (recorded; run again to retry), 4 with --fail-if-worse when a figure is worse than the baseline's.
+    (recorded; run again to retry), 4 when a figure is worse than the baseline's and failing on it was asked.
     """
     import asyncio
 
