@@ -131,3 +131,14 @@ def test_best_over_several_gold_answers() -> None:
     assert best_exact_match("1889", ["eighteen eighty-nine", "1889"], "en") == 1.0
     assert best_f1("北京大学", ["大学", "北京大学"], "zh") == 1.0
     assert best_f1("x", [], "en") == 0.0 and best_exact_match("x", [], "zh") == 0.0
+
+
+def test_non_chinese_text_is_split_as_nltk_splits_one_line() -> None:
+    # quotes become `` and '' tokens; the final period leaves its word even before a closing quote
+    assert cmrc_tokens('他说"Kiss and Tell."') == ["他", "说", "``", "kiss", "and", "tell", ".", "''"]
+    # possessives and n't split; en dashes stand alone; a comma before a digit stays in the number
+    assert cmrc_tokens("Clinton's 1870–71 don't 9,984") == ["clinton", "'s", "1870", "–", "71", "do", "n't", "9,984"]
+    # an ASCII single quote that opens a word stands alone; "'re" does not open anything
+    assert cmrc_tokens("'hello they're") == ["'", "hello", "they", "'re"]
+    # so the F1 of a quote against its gold counts those tokens: pred `` tell . '' (4) vs tell (1)
+    assert f1_score('"Tell."', "tell", "zh") == pytest.approx(2 * 0.25 / 1.25)

@@ -22,13 +22,12 @@ len(accepted)``. Exact match: the two strings equal after lower case, trimming a
 marks of the list (spaces inside count).
 
 One named difference: the official script splits the non-Chinese runs with NLTK's
-``word_tokenize``; reasonloop does not depend on NLTK and splits them with the same rules for what
-answer spans hold (:func:`_latin_words`): at white space; ``; @ # $ % & ? !`` and brackets as tokens
-of their own; a comma or colon as its own token unless a digit follows (``1,250`` stays one
-token); a final period as its own token (``u.s.a.`` is ``u.s.a`` and ``.``); double quotes as
-their own token; English contractions split before ``'s 'm 'd 're 've 'll n't``. NLTK also
-rewrites quotes into ````` and ``''`` and splits a few rarer forms (``cannot``, ``gonna``); those
-are not reproduced.
+``word_tokenize``, which first splits the text into sentences with a trained model. reasonloop does
+not depend on NLTK: it applies the rules NLTK's word tokenizer applies to one line
+(:func:`_latin_words`: quotes, the final period, commas and colons not followed by a digit,
+brackets, dashes, possessives and contractions such as ``n't``), without the sentence split (so
+a period that ends a sentence inside a run stays on its word) and without the rarer forms NLTK
+splits further (``cannot``, ``gonna``).
 """
 
 from __future__ import annotations
@@ -84,27 +83,46 @@ def squad_tokens(text: str) -> list[str]:
 
 
 # -- CMRC 2018 ----------------------------------------------------------------------------------
-_ALWAYS_ALONE = frozenset(';@#$%&?![](){}<>"')
-_CONTRACTIONS = re.compile(r"(?i)^(.+?)('s|'m|'d|'re|'ve|'ll|n't)$")
+def _rules(*pairs: tuple[str, str]) -> tuple[tuple[re.Pattern[str], str], ...]:
+    return tuple((re.compile(pattern), repl) for pattern, repl in pairs)
+
+
+# The behaviour of NLTK's word tokenizer on one line, as ordered rewrites (our own expression of it).
+_OPENING = _rules(
+    (r"([«“‘„]|`+)", r" \1 "),  # opening marks stand alone
+    (r'^"', " `` "),  # a double quote that opens the text, or follows a space or bracket, opens
+    (r'([ (\[{<])"', r"\1 `` "),
+    (r"(?i)(?<!\w)'(?!(?:re|ve|ll|m|t|s|d|n)\b)(?=\w)", "' "),  # 'word, but not 're 've ... 'n
+)
+_MARKS = _rules(
+    (r"([^.])(\.)([\]\)}>\"'»”’ ]*)\s*$", r"\1 \2 \3 "),  # the period that ends the text
+    (r"([:,])([^\d])", r" \1 \2"),  # a comma or colon, unless a digit follows
+    (r"([:,])$", r" \1 "),
+    (r"\.{2,}", r" \g<0> "),
+    (r"[;@#$%&?!*\u2012-\u2015\]\[(){}<>]", r" \g<0> "),  # always alone (dashes: figure, en, em, bar)
+    (r"([^'])' ", r"\1 ' "),
+    (r"--", " -- "),
+)
+_CLOSING = _rules(
+    (r"([»”’])", r" \1 "),
+    (r"''", " '' "),
+    (r'"', " '' "),  # any double quote left closes
+    (r"\s+", " "),
+    (r"([^' ])('[sS]|'[mM]|'[dD]|') ", r"\1 \2 "),  # possessive 's, I'm, I'd, plural possessive '
+    (r"([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) ", r"\1 \2 "),
+)
 
 
 def _latin_words(run: str) -> list[str]:
-    """Split a run of non-Chinese text into words as NLTK's Treebank tokenizer does for answer spans."""
-    spaced = []
-    for i, ch in enumerate(run):
-        nxt = run[i + 1] if i + 1 < len(run) else ""
-        if ch in _ALWAYS_ALONE or (ch in ",:" and not nxt.isdigit()):
-            spaced.append(f" {ch} ")
-        else:
-            spaced.append(ch)
-    words = "".join(spaced).split()
-    if words and words[-1].endswith(".") and words[-1] != "." and not words[-1].endswith(".."):
-        words[-1:] = [words[-1][:-1], "."]
-    out = []
-    for word in words:
-        m = _CONTRACTIONS.match(word)
-        out.extend([m.group(1), m.group(2)] if m else [word])
-    return out
+    """Split a run of non-Chinese text into words as NLTK's word tokenizer does (module docstring)."""
+    text = run
+    for rules in (_OPENING, _MARKS):
+        for pattern, repl in rules:
+            text = pattern.sub(repl, text)
+    text = f" {text} "
+    for pattern, repl in _CLOSING:
+        text = pattern.sub(repl, text)
+    return text.split()
 
 
 def cmrc_tokens(text: str) -> list[str]:
