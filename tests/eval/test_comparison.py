@@ -160,3 +160,12 @@ def test_gold_ids_match_a_document_id_or_its_source_path() -> None:
     sources = ["/srv/docs/policies/travel.md", "C:\\docs\\hr\\leave.md"]
     assert evidence_recall(["policies/travel.md", "hr/leave.md"], ["9f3c"], sources) == 1.0
     assert evidence_recall(["travel.md"], [], ["/srv/docs/policies/my-travel.md"]) == 0.0  # whole path parts
+
+
+def test_rows_kept_from_older_rules_are_scored_by_the_current_ones() -> None:
+    # a results line written when punctuation was made a space: EM 0, F1 0.4 kept in the file
+    old = _row("qa", "q1", "1,250 kilometres [1]", answers=["1250 kilometres"], em=0.0, f1=0.4, outcome="correct")
+    zh = _row("qa", "q2", "1902年建成", answers=["1902年"], em=0.0, f1=0.0)
+    score = summarize("qa", [old, zh], [])
+    assert score.em == pytest.approx(50.0)  # EM 1 and 0
+    assert score.f1 == pytest.approx(100 * (1.0 + 2 / 3) / 2)
