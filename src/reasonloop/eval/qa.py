@@ -107,9 +107,13 @@ class GroupScore:
     """``wrong / (correct + wrong)``: how often an answer not counted as abstained is wrong."""
     em: float | None = None
     f1: float | None = None
+    intervals: dict[str, Interval] = field(default_factory=dict)
+    """``em`` and ``f1`` -> mean and 95% bootstrap interval over the group's questions."""
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        out["intervals"] = {name: i.to_dict() for name, i in self.intervals.items()}
+        return out
 
 
 @dataclass
@@ -204,6 +208,7 @@ def summarize(strategy: str, rows: list[dict[str, Any]], failed: list[dict[str, 
             _counts(group, mine)
             em, f1 = _optional_mean([r.get("em") for r in mine]), _optional_mean([r.get("f1") for r in mine])
             group.em, group.f1 = (None if em is None else 100 * em), (None if f1 is None else 100 * f1)
+            group.intervals = {k: v for k, v in figure_intervals(mine).items() if k in ("em", "f1")}
             score.groups[name or "(none)"] = group
     if not rows:
         return score

@@ -141,8 +141,8 @@ def qa_group_table(scores: Sequence[Any]) -> str:
             g.abstained,
             g.wrong,
             _share(g.wrong_share),
-            _num(g.em),
-            _num(g.f1),
+            _ci(g, "em", g.em),
+            _ci(g, "f1", g.f1),
         ]
         for s in scores
         for name, g in s.groups.items()
