@@ -268,7 +268,9 @@ async def test_outcomes_are_counted_overall_and_per_group(tmp_path, embedder) ->
         "wrong_share": 0.5,
         "em": None,
         "f1": None,
+        "intervals": {},  # no accepted answer: no EM or F1 to bound
     }
+    assert summary["groups"]["span"]["intervals"]["f1"]["n"] == 2
     page = write_html(tmp_path / "r.html", "Answers", kind="qa", report=report).read_text(encoding="utf-8")
     assert "Per group of questions" in page and "<td>absent</td>" in page and "<th>wrong/answered</th>" in page
 
