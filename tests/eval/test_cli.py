@@ -45,3 +45,88 @@ def test_a_finished_evaluation_prints_its_table_or_json_and_writes_its_html(tmp_
     assert code == 0
     assert "q: 1 questions, model scripted:ideal" in " ".join(out.split())
     assert "| strategy |" in out and "| qa " in out
+
+
+def _ideal_run(tmp_path, capsys, out) -> list[str]:
+    """An --ideal evaluation of four questions into ``out``; returns its command line."""
+    corpus = tmp_path / "corpus.jsonl"
+    docs = [("lyon", "Lyon is a city in France."), ("baikal", "Lake Baikal is in Russia."), ("nile", "The Nile flows through Egypt."), ("fuji", "Mount Fuji is in Japan.")]  # fmt: skip
+    corpus.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in docs))
+    data = tmp_path / "q.jsonl"
+    questions = [("Where is Lyon?", "France"), ("Where is Lake Baikal?", "Russia"), ("Where does the Nile flow?", "Egypt"), ("Where is Mount Fuji?", "Japan")]  # fmt: skip
+    data.write_text("".join(json.dumps({"question": q, "answers": [a]}) + "\n" for q, a in questions))
+    argv = ["eval", "qa", str(data), "--corpus", str(corpus), "--ideal", "--work", str(tmp_path / "w")]
+    code, _, _ = run_cli(capsys, *argv, "--out", str(out))
+    assert code == 0
+    return argv
+
+
+def _spoil(folder, keep: int) -> None:
+    """Make every answer after the first ``keep`` wrong, as a worse run would have written them."""
+    path = folder / "results.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for row in rows[keep:]:
+        row["prediction"] = "Atlantis [1]"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_fail_if_worse_exits_4_on_a_drop_beyond_the_interval_and_0_otherwise(tmp_path, capsys) -> None:
+    import shutil
+
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    argv = _ideal_run(tmp_path, capsys, good)
+    shutil.copytree(good, bad)
+    _spoil(bad, keep=0)
+    # the worse run (resumed from its folder) against the good one: F1 100 -> 0 on every question
+    code, out, err = run_cli(capsys, *argv, "--out", str(bad), "--baseline", str(good), "--fail-if-worse")
+    assert code == 4
+    assert "- WORSE qa \u2212 baseline qa: \u2212100.0 F1 [\u2212100.0, \u2212100.0] over 4 questions: worse" in out
+    assert "worse than the baseline" in err
+    # the same run against itself, and the good run against the worse one: nothing worse
+    code, out, _ = run_cli(capsys, *argv, "--out", str(good), "--baseline", str(good), "--fail-if-worse")
+    assert code == 0 and "+0.0 F1 [+0.0, +0.0] over 4 questions: not significant" in out
+    code, out, _ = run_cli(
+        capsys, *argv, "--out", str(good), "--baseline", str(bad / "results.jsonl"), "--fail-if-worse"
+    )
+    assert code == 0 and "WORSE" not in out and ": better" in out
+    # without --fail-if-worse a worse figure is reported and the exit status stays 0
+    code, out, _ = run_cli(capsys, *argv, "--out", str(bad), "--baseline", str(good))
+    assert code == 0 and "WORSE" in out
+    # in JSON the verdicts are part of the summary
+    code, out, _ = run_cli(capsys, *argv, "--out", str(bad), "--baseline", str(good), "--json")
+    verdicts = {(d["figure"], d["worse"]) for d in json.loads(out)["baseline"]}
+    assert ("f1", True) in verdicts and ("wrong", True) in verdicts
+
+
+def test_a_drop_within_the_interval_does_not_fail(tmp_path, capsys) -> None:
+    import shutil
+
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    argv = _ideal_run(tmp_path, capsys, good)
+    shutil.copytree(good, bad)
+    _spoil(bad, keep=3)  # one question of four: a drop of 25 points that four questions cannot tell from chance
+    code, out, _ = run_cli(capsys, *argv, "--out", str(bad), "--baseline", str(good), "--fail-if-worse")
+    assert code == 0 and "\u221225.0 F1 [\u2212" in out and "not significant" in out
+
+
+def test_baseline_options_are_checked_before_anything_runs(tmp_path, capsys) -> None:
+    data = tmp_path / "q.jsonl"
+    data.write_text(json.dumps({"question": "a?", "answers": ["x"]}) + "\n")
+    work = tmp_path / "w"
+    code, _, err = run_cli(capsys, "eval", "qa", str(data), "--ideal", "--work", str(work), "--fail-if-worse")
+    assert code == 1 and "--fail-if-worse needs --baseline" in err
+    code, _, err = run_cli(capsys, "eval", "qa", str(data), "--work", str(work), "--baseline", str(tmp_path / "nope"))
+    assert code == 1 and "baseline" in err and "not found" in err
+    assert not work.exists()
+
+
+def test_show_errors_prints_the_answers_that_are_not_correct(tmp_path, capsys) -> None:
+    good = tmp_path / "good"
+    argv = _ideal_run(tmp_path, capsys, good)
+    code, out, _ = run_cli(capsys, *argv, "--out", str(good), "--show-errors", "5")
+    assert code == 0 and "every answer is correct" in out
+    _spoil(good, keep=2)
+    code, out, _ = run_cli(capsys, *argv, "--out", str(good), "--show-errors", "1")
+    assert code == 0
+    shown = out.split("Answers that are not correct (first 1, wrong first):")[1]
+    assert shown.count("WRONG  qa") == 1 and "answer: Atlantis" in shown and "gold:" in shown

@@ -32,8 +32,28 @@ def test_missing_field_names_file_line_and_field(tmp_path) -> None:
     questions = _write(tmp_path / "q.jsonl", [{"question": "a?", "answers": ["x"]}, {"question": "b?"}])
     with pytest.raises(EvalDataError) as err:
         load_qa_set(questions)
-    assert err.value.details == {"file": str(questions), "line": 2, "field": "answer"}
-    assert f"{questions}:2" in err.value.message
+    assert err.value.details == {"file": str(questions), "line": 2, "field": "answers"}
+    assert f"{questions}:2" in err.value.message and "'answers'" in err.value.message
+
+
+def test_a_gold_document_missing_from_a_corpus_jsonl_names_file_line_and_field(tmp_path) -> None:
+    corpus = _write(tmp_path / "corpus.jsonl", [{"id": "d1", "text": "one"}])
+    questions = _write(
+        tmp_path / "q.jsonl",
+        [
+            {"question": "a?", "answers": ["x"], "gold_ids": ["d1"]},
+            {"question": "b?", "answers": ["y"], "gold_ids": ["d1", "d9"]},
+        ],
+    )
+    with pytest.raises(EvalDataError, match="'d9' is not in") as err:
+        load_qa_set(questions, corpus=corpus)
+    assert err.value.details == {"file": str(questions), "line": 2, "field": "gold_ids"}
+    relevant = _write(
+        tmp_path / "r.jsonl", [{"question": "a?", "relevant": ["d1"]}, {"question": "b?", "relevant": ["d9"]}]
+    )
+    with pytest.raises(EvalDataError, match="'d9' is not in") as err:
+        load_retrieval_set(relevant, corpus=corpus)
+    assert err.value.details == {"file": str(relevant), "line": 2, "field": "relevant"}
 
 
 def test_wrong_format_is_one_clear_error(tmp_path) -> None:
@@ -148,12 +168,14 @@ def test_a_folder_of_documents_is_a_corpus(tmp_path) -> None:
     ("row", "message", "field"),
     [
         ({"id": "x", "answers": ["yes"]}, "missing", "question"),
-        ({"id": "x", "question": "q?"}, "missing", "answer"),
+        ({"id": "x", "question": "q?"}, "missing", "answers"),
+        ({"id": "x", "question": "q?", "answer": 3.5}, "expected a list of strings", "answer"),
         ({"id": "x", "question": "q?", "answers": [" "]}, "is empty", "answers"),
         ({"id": "x", "question": "q?", "answerable": "no"}, "expected true or false", "answerable"),
         ({"id": "x", "question": "q?", "answerable": False, "answers": ["$1"]}, "has no answers", "answers"),
         ({"id": "x", "question": "q?", "answers": ["a"], "group": ["span"]}, "expected a string", "group"),
         ({"id": "x", "question": "q?", "answers": ["a"], "gold_ids": ["nope.md"]}, "'nope.md' is not in", "gold_ids"),
+        ({"id": "x", "question": "q?", "answers": ["a"], "gold_ids": "nope.md"}, "'nope.md' is not in", "gold_ids"),
         ({"id": "q1", "question": "q?", "answers": ["a"]}, "id 'q1' repeats line 1", "id"),
     ],
 )

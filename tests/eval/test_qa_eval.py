@@ -146,7 +146,7 @@ async def test_html_report_embeds_its_plots(tmp_path, qa_files, embedder) -> Non
     page = write_html(tmp_path / "report.html", "Answers", kind="qa", report=report).read_text(encoding="utf-8")
     parser = _Images()
     parser.feed(page)
-    assert [img["alt"] for img in parser.images] == ["Accuracy against tokens", "Latency distribution"]
+    assert [img["alt"] for img in parser.images] == ["F1 against tokens", "Latency distribution"]
     for img in parser.images:
         prefix = "data:image/png;base64,"
         assert img["src"].startswith(prefix)
@@ -268,7 +268,9 @@ async def test_outcomes_are_counted_overall_and_per_group(tmp_path, embedder) ->
         "wrong_share": 0.5,
         "em": None,
         "f1": None,
+        "intervals": {},  # no accepted answer: no EM or F1 to bound
     }
+    assert summary["groups"]["span"]["intervals"]["f1"]["n"] == 2
     page = write_html(tmp_path / "r.html", "Answers", kind="qa", report=report).read_text(encoding="utf-8")
     assert "Per group of questions" in page and "<td>absent</td>" in page and "<th>wrong/answered</th>" in page
 

@@ -79,14 +79,24 @@ def _command() -> str:
     return " ".join(["reasonloop", *sys.argv[1:]]) if sys.argv else "reasonloop eval"
 
 
-def _show(report: Any, *, html: Path | None, title: str, kind: str, as_json: bool, heading: str, table: str) -> None:
-    """The report as an HTML page (when asked), then as JSON or as its heading and table."""
+def _show(
+    report: Any,
+    *,
+    html: Path | None,
+    title: str,
+    kind: str,
+    as_json: bool,
+    heading: str,
+    table: str,
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """The report as an HTML page (when asked), then as JSON (with ``extra``) or as its heading and table."""
     if html:
         from reasonloop.eval.report import write_html
 
         write_html(html, title, kind=kind, report=report, command=_command())
     if as_json:
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        print(json.dumps({**report.to_dict(), **(extra or {})}, indent=2, ensure_ascii=False))
         return
     console.print(heading, highlight=False, soft_wrap=True)
     console.print(escape(table), highlight=False, soft_wrap=True)
@@ -259,15 +269,34 @@ def qa(
     ] = None,
     as_json: JsonOption = False,
     html: HtmlOption = None,
+    show_errors: Annotated[
+        int,
+        typer.Option("--show-errors", min=0, help="Also print the first N answers that are not correct, wrong first."),
+    ] = 0,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            help="Compare with an earlier run: its results folder (or its results.jsonl), paired per question.",
+        ),
+    ] = None,
+    fail_if_worse: Annotated[
+        bool,
+        typer.Option("--fail-if-worse", help="Exit 4 when a figure is worse than --baseline's beyond its interval."),
+    ] = False,
 ) -> None:
     """Score answers and their cost per strategy.
 
     Correct, abstained and wrong answers (overall and per group of questions), exact match, F1,
     evidence recall, citation precision, model calls, tokens, tool calls and time per strategy,
-    side by side. Exit code 3 when some questions failed (recorded; run again to retry).
+    side by side, each mean with its 95% interval. Exit code 3 when some questions failed
+    (recorded; run again to retry), 4 when a figure is worse than the baseline's and failing on it was asked.
     """
     import asyncio
 
+    from reasonloop.cli.eval_review import WORSE_EXIT, compare_with_baseline, print_baseline
+    from reasonloop.cli.eval_review import show_errors as print_errors
+    from reasonloop.eval.comparison import load_baseline
     from reasonloop.eval.datasets import load_qa_set
     from reasonloop.eval.hops import hop_section, read_hops
     from reasonloop.eval.judge import Judge
@@ -276,6 +305,10 @@ def qa(
     from reasonloop.llm.sampling import Sampling
     from reasonloop.registry import Registry, resolve
 
+    if fail_if_worse and baseline is None:
+        raise ConfigError("--fail-if-worse needs --baseline PREVIOUS (the results folder of an earlier run)")
+    if baseline is not None:
+        load_baseline(baseline)  # a missing or unreadable baseline stops the command before anything runs
     strategies = _csv(reasoning, "--reasoning")
     registry = Registry(state.settings.plugins.paths)
     for strategy in strategies:
@@ -364,6 +397,7 @@ def qa(
                 await judge_llm.aclose()
 
     report = asyncio.run(run())
+    diffs = compare_with_baseline(report, baseline) if baseline is not None else []
     _show(
         report,
         html=html,
@@ -372,8 +406,14 @@ def qa(
         as_json=as_json,
         heading=f"{escape(full.name)}: {len(chosen.items)} questions, model {escape(model.name)}; "
         f"results in {escape(str(folder))}",
-        table=qa_tables(report.scores) + hop_section(report, hops),
+        table=qa_tables(report.scores, report.rows) + hop_section(report, hops),
+        extra={"baseline": [d.to_dict() for d in diffs]} if baseline is not None else None,
     )
+    if not as_json:
+        if show_errors:
+            print_errors(report, show_errors)
+        if baseline is not None:
+            print_baseline(baseline, diffs)
     failures = sum(s.failed for s in report.scores)
     if failures:
         err_console.print(
@@ -386,6 +426,14 @@ def qa(
             for line in s.errors[:3]:
                 err_console.print(f"  {escape(s.strategy)}: {escape(line)}", highlight=False, soft_wrap=True)
         raise typer.Exit(3)
+    worse = [d for d in diffs if d.worse]
+    if fail_if_worse and worse:
+        err_console.print(
+            f"[bold red]{len(worse)} figure(s) worse than the baseline[/] beyond their 95% interval",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(WORSE_EXIT)
 
 
 def _strategy_settings(pairs: list[str], strategies: list[str]) -> dict[str, dict[str, Any]]:

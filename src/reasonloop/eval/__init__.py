@@ -23,6 +23,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from reasonloop.eval.answer_scores import answer_language, best_exact_match, best_f1, exact_match, f1_score
     from reasonloop.eval.datasets import (
         Doc,
         QAItem,
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
         subsample,
     )
     from reasonloop.eval.judge import Judge
-    from reasonloop.eval.metrics import best_exact_match, best_f1, f1_score, mrr, ndcg_at_k, recall_at_k
+    from reasonloop.eval.metrics import mrr, ndcg_at_k, recall_at_k
     from reasonloop.eval.outcomes import is_yes_no, mentions, outcome, yes_no_of
     from reasonloop.eval.qa import QAReport, StrategyScore, evaluate_qa, open_eval_kb
     from reasonloop.eval.report import qa_table, qa_tables, retrieval_table, routing_tables, write_html
@@ -59,8 +60,9 @@ _LAZY = {
     ),
     "Judge": "reasonloop.eval.judge",
     **dict.fromkeys(
-        ("best_exact_match", "best_f1", "f1_score", "mrr", "ndcg_at_k", "recall_at_k"), "reasonloop.eval.metrics"
+        ("answer_language", "best_exact_match", "best_f1", "exact_match", "f1_score"), "reasonloop.eval.answer_scores"
     ),
+    **dict.fromkeys(("mrr", "ndcg_at_k", "recall_at_k"), "reasonloop.eval.metrics"),
     **dict.fromkeys(("QAReport", "StrategyScore", "evaluate_qa", "open_eval_kb"), "reasonloop.eval.qa"),
     **dict.fromkeys(("is_yes_no", "mentions", "outcome", "yes_no_of"), "reasonloop.eval.outcomes"),
     **dict.fromkeys(
@@ -93,12 +95,14 @@ __all__ = [
     "RoutingItem",
     "RoutingReport",
     "StrategyScore",
+    "answer_language",
     "best_exact_match",
     "best_f1",
     "bundled_set_path",
     "evaluate_qa",
     "evaluate_retrieval",
     "evaluate_routing",
+    "exact_match",
     "f1_score",
     "is_yes_no",
     "load_qa_set",

@@ -413,6 +413,10 @@ def _question_row(path: Path, line: int, obj: dict[str, Any]) -> QAItem:
     if not isinstance(answerable, bool):
         raise _bad(path, "expected true or false", line=line, field_name="answerable")
     if answerable:
+        if "answers" not in obj and "answer" not in obj:
+            raise _bad(
+                path, "missing (a list of accepted answers, or answerable: false)", line=line, field_name="answers"
+            )
         answers = _str_list(path, obj, "answers", line) if "answers" in obj else _str_list(path, obj, "answer", line)
         answers = [a for a in answers if a.strip()]
         if not answers:

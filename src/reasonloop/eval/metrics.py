@@ -5,10 +5,9 @@ map a document id to its graded relevance (grade > 0 is relevant). nDCG uses lin
 ``log2(rank + 1)`` discount with the ideal cut at ``k``, as trec_eval's ``ndcg_cut`` (the BEIR
 convention) computes it.
 
-Answers are compared after SQuAD's normalisation (lower case, punctuation and the articles
-*a, an, the* removed, white space collapsed). F1 counts overlapping tokens: words for text
-without CJK characters, single characters (plus any Latin words and numbers among them) for text
-with CJK characters, as the CMRC 2018 scorer does, since Chinese has no spaces between words.
+Exact match and F1 of answers follow the official scorers and live in
+:mod:`reasonloop.eval.answer_scores`; here are the looser checks that read a whole answer or passage
+(:func:`contains_answer`, :func:`normalize_for_matching`).
 """
 
 from __future__ import annotations
@@ -17,23 +16,17 @@ import math
 import re
 import string
 import unicodedata
-from collections import Counter
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 __all__ = [
     "all_in_top",
-    "answer_tokens",
     "any_in_top",
-    "best_exact_match",
-    "best_f1",
     "contains_answer",
     "dedupe",
-    "exact_match",
-    "f1_score",
     "mean",
     "mrr",
     "ndcg_at_k",
-    "normalize_answer",
+    "normalize_for_matching",
     "percentile",
     "rank_with_ties",
     "recall_at_k",
@@ -122,13 +115,12 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 # -- answers ------------------------------------------------------------------------------------
+# EM and F1 follow the official scorers (reasonloop.eval.answer_scores). What follows is looser and
+# serves the checks that read a whole answer: does it mention an accepted answer, does a passage hold it.
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _CJK_PUNCT = "，。、；：？！「」『』（）《》〈〉【】“”‘’·…—～"
 _PUNCT = set(string.punctuation) | set(_CJK_PUNCT)
-_CJK_PIECE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_]+")
-
-
 _MARKERS = re.compile(r"\s*\[\d+\]")
 
 
@@ -137,58 +129,21 @@ def strip_citations(text: str) -> str:
     return _MARKERS.sub("", text).strip()
 
 
-def normalize_answer(text: str) -> str:
-    """SQuAD normalisation: lower case, no punctuation, no English articles, single spaces."""
+def normalize_for_matching(text: str) -> str:
+    """Lower case (after NFKC), every punctuation mark (any script) made a space, no English articles,
+    single spaces: text in which an answer is looked for as whole words, whatever marks surround it."""
     text = unicodedata.normalize("NFKC", text).lower()
     text = "".join(" " if ch in _PUNCT or unicodedata.category(ch).startswith("P") else ch for ch in text)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
 
 
-def answer_tokens(text: str) -> list[str]:
-    """The tokens F1 counts: words, or CJK characters one by one (and the words between them)."""
-    norm = normalize_answer(text)
-    if _CJK.search(norm):
-        return _CJK_PIECE.findall(norm)
-    return norm.split()
-
-
-def exact_match(prediction: str, gold: str) -> float:
-    """1.0 when the normalised strings are equal (spaces ignored for CJK text)."""
-    p, g = normalize_answer(prediction), normalize_answer(gold)
-    if _CJK.search(g) or _CJK.search(p):
-        p, g = p.replace(" ", ""), g.replace(" ", "")
-    return float(p == g)
-
-
-def f1_score(prediction: str, gold: str) -> float:
-    """Token-overlap F1 of ``prediction`` against one gold answer (0..1)."""
-    pred, ref = answer_tokens(prediction), answer_tokens(gold)
-    if not pred or not ref:
-        return float(pred == ref)
-    common = sum((Counter(pred) & Counter(ref)).values())
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(pred), common / len(ref)
-    return 2 * precision * recall / (precision + recall)
-
-
-def best_exact_match(prediction: str, golds: Sequence[str]) -> float:
-    """Exact match against the closest of several gold answers."""
-    return max((exact_match(prediction, g) for g in golds), default=0.0)
-
-
-def best_f1(prediction: str, golds: Sequence[str]) -> float:
-    """F1 against the closest of several gold answers."""
-    return max((f1_score(prediction, g) for g in golds), default=0.0)
-
-
 def contains_answer(passage: str, golds: Sequence[str]) -> bool:
-    """Some gold answer occurs in ``passage`` (both normalised; spaces ignored for CJK)."""
-    text = normalize_answer(passage)
+    """Some gold answer occurs in ``passage`` (both normalised for matching; spaces ignored for CJK)."""
+    text = normalize_for_matching(passage)
     squeezed = text.replace(" ", "")
     for gold in golds:
-        g = normalize_answer(gold)
+        g = normalize_for_matching(gold)
         if not g:
             continue
         if _CJK.search(g):

@@ -25,7 +25,8 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from reasonloop.eval.metrics import f1_score, normalize_answer, strip_citations
+from reasonloop.eval.answer_scores import f1_score
+from reasonloop.eval.metrics import normalize_for_matching, strip_citations
 
 __all__ = [
     "NO_PREFIXES",
@@ -153,11 +154,11 @@ def yes_no_of(answer: str) -> Literal["yes", "no"] | None:
 
 def is_yes_no(answers: Sequence[str]) -> bool:
     """Every accepted answer is ``yes`` or ``no`` (case and punctuation ignored), and there is one."""
-    return bool(answers) and all(normalize_answer(a) in ("yes", "no") for a in answers)
+    return bool(answers) and all(normalize_for_matching(a) in ("yes", "no") for a in answers)
 
 
 def _normal(text: str) -> str:
-    return normalize_answer(_THOUSANDS.sub("", text))
+    return normalize_for_matching(_THOUSANDS.sub("", text))
 
 
 def _bounded(text: str, start: int, end: int) -> bool:
@@ -202,7 +203,9 @@ def outcome(answers: Sequence[str], answerable: bool, prediction: str, abstained
         return "abstained"
     if is_yes_no(answers):
         decision = yes_no_of(prediction)
-        return "correct" if decision is not None and decision in {normalize_answer(a) for a in answers} else "wrong"
+        return (
+            "correct" if decision is not None and decision in {normalize_for_matching(a) for a in answers} else "wrong"
+        )
     if mentions(prediction, answers):
         return "correct"
     text = strip_citations(prediction)

@@ -26,10 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from reasonloop.errors import ConfigError
+from reasonloop.eval.answer_scores import answer_language, best_exact_match, best_f1
+from reasonloop.eval.comparison import figure_intervals
 from reasonloop.eval.datasets import QAItem, QASet
-from reasonloop.eval.metrics import best_exact_match, best_f1, contains_answer, mean, percentile, strip_citations
+from reasonloop.eval.intervals import Interval
+from reasonloop.eval.metrics import contains_answer, mean, percentile, strip_citations
 from reasonloop.eval.outcomes import is_yes_no, outcome, wrong_share, yes_no_of
 from reasonloop.eval.results import ResultStore
+from reasonloop.eval.scoring import rescore, row_outcome
 from reasonloop.events import Answer, ErrorEvent, RunStarted, ToolCall, ToolResult
 from reasonloop.kb.base import Hit
 from reasonloop.llm.base import LLM
@@ -41,8 +45,8 @@ __all__ = [
     "RecordingRetriever",
     "StrategyScore",
     "evaluate_qa",
+    "evidence_recall",
     "open_eval_kb",
-    "row_outcome",
     "summarize",
 ]
 
@@ -103,9 +107,13 @@ class GroupScore:
     """``wrong / (correct + wrong)``: how often an answer not counted as abstained is wrong."""
     em: float | None = None
     f1: float | None = None
+    intervals: dict[str, Interval] = field(default_factory=dict)
+    """``em`` and ``f1`` -> mean and 95% bootstrap interval over the group's questions."""
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        out["intervals"] = {name: i.to_dict() for name, i in self.intervals.items()}
+        return out
 
 
 @dataclass
@@ -138,10 +146,14 @@ class StrategyScore:
     errors: list[str] = field(default_factory=list)
     groups: dict[str, GroupScore] = field(default_factory=dict)
     """Per group of questions (only when the set names groups), in the order they first appear."""
+    intervals: dict[str, Interval] = field(default_factory=dict)
+    """Figure key (``em``, ``f1``, ``correct``, ``seconds``, ...) -> its mean and 95% bootstrap interval
+    (:func:`~reasonloop.eval.comparison.figure_intervals`)."""
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         out["groups"] = {name: g.to_dict() for name, g in self.groups.items()}
+        out["intervals"] = {name: i.to_dict() for name, i in self.intervals.items()}
         return out
 
 
@@ -167,11 +179,6 @@ def _optional_mean(values: Sequence[float | None]) -> float | None:
     return mean(present) if present else None
 
 
-def row_outcome(row: dict[str, Any]) -> str:
-    """The outcome of a finished row, by the current rules (a resumed row may have been judged by older ones)."""
-    return outcome(row["answers"], row.get("answerable", True), row.get("prediction", ""), row.get("abstained", False))
-
-
 def _counts(score: GroupScore | StrategyScore, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         kind = row_outcome(row)
@@ -182,8 +189,10 @@ def _counts(score: GroupScore | StrategyScore, rows: list[dict[str, Any]]) -> No
 def summarize(strategy: str, rows: list[dict[str, Any]], failed: list[dict[str, Any]]) -> StrategyScore:
     """The table row of ``strategy`` from its finished rows and its failed ones.
 
-    EM and F1 are means over the rows that have them (an unanswerable question has none).
+    EM and F1 are means over the rows that have them (an unanswerable question has none). Rows are
+    scored again by the current rules first (:func:`rescore`).
     """
+    rows = [rescore(r) for r in rows]
     score = StrategyScore(strategy, questions=len(rows) + len(failed), failed=len(failed))
     score.errors = sorted(
         {f"{r['id']}: {r['error'].get('code', '')} {r['error'].get('message', '')}"[:200] for r in failed}
@@ -199,6 +208,7 @@ def summarize(strategy: str, rows: list[dict[str, Any]], failed: list[dict[str, 
             _counts(group, mine)
             em, f1 = _optional_mean([r.get("em") for r in mine]), _optional_mean([r.get("f1") for r in mine])
             group.em, group.f1 = (None if em is None else 100 * em), (None if f1 is None else 100 * f1)
+            group.intervals = {k: v for k, v in figure_intervals(mine).items() if k in ("em", "f1")}
             score.groups[name or "(none)"] = group
     if not rows:
         return score
@@ -214,9 +224,29 @@ def summarize(strategy: str, rows: list[dict[str, Any]], failed: list[dict[str, 
         setattr(score, name, mean(r["usage"][name] for r in rows))
     score.seconds = mean(times)
     score.p50_s, score.p95_s = percentile(times, 50), percentile(times, 95)
+    score.intervals = figure_intervals(rows)
     score.faithfulness = _optional_mean([r.get("judge", {}).get("faithfulness") for r in rows])
     score.relevance = _optional_mean([r.get("judge", {}).get("relevance") for r in rows])
     return score
+
+
+def evidence_recall(gold_ids: Sequence[str], ids: Sequence[str], sources: Sequence[str]) -> float | None:
+    """Share of ``gold_ids`` among the documents a run retrieved (None when the question names none).
+
+    A gold id is found when it is a retrieved document's id, or its source (the path ``reasonloop kb
+    list`` shows, for a knowledge base given with ``--kb``) or the end of that path after a ``/``
+    (``policies/travel.md`` finds ``/srv/docs/policies/travel.md``).
+    """
+    golds = set(gold_ids)
+    if not golds:
+        return None
+    known = set(ids) | {s.replace("\\", "/") for s in sources}
+
+    def found(gold: str) -> bool:
+        g = gold.replace("\\", "/")
+        return g in known or any(k.endswith("/" + g.lstrip("/")) for k in known)
+
+    return sum(found(g) for g in golds) / len(golds)
 
 
 def _labels(item: QAItem) -> dict[str, Any]:
@@ -244,17 +274,19 @@ async def _one(
     error: dict[str, Any] | None = None
     tool_calls: list[str] = []
     retrieved: list[str] = []
+    sources: list[str] = []
     trace: list[str] = []
-    ran = ""
+    ran = run_id = ""
     async for event in agent.stream(item.question, sampling=sampling):
         if event.depth:
             continue
         if isinstance(event, RunStarted):
-            ran = event.ran
+            ran, run_id = event.ran, event.run_id
         elif isinstance(event, ToolCall):
             tool_calls.append(event.tool)
         elif isinstance(event, ToolResult):
             retrieved.extend(c.document_id or "" for c in event.citations)
+            sources.extend(c.source for c in event.citations if c.source)
         elif isinstance(event, Answer):
             answer = event
         elif isinstance(event, ErrorEvent):
@@ -265,6 +297,7 @@ async def _one(
     row: dict[str, Any] = {
         "strategy": strategy,
         "id": item.id,
+        **({"run_id": run_id} if run_id else {}),
         "question": item.question,
         "answers": list(item.answers),
         **_labels(item),
@@ -280,6 +313,7 @@ async def _one(
     cited = [c for c in answer.citations if c.chunk_id or c.quote]
     cited_text = [(recorder.hits[c.chunk_id].text if c.chunk_id in recorder.hits else c.quote) for c in cited]
     answered = bool(item.answers)
+    language = answer_language(item.question, item.answers)
     # A passage cannot contain "yes" or "no": a yes/no answer's citation is checked against the
     # question's evidence sentence when the set gives one.
     cited_golds = [item.evidence] if item.evidence and is_yes_no(item.answers) else list(item.answers)
@@ -287,11 +321,12 @@ async def _one(
         prediction=text,
         abstained=answer.abstained,
         outcome=outcome(item.answers, item.answerable, text, answer.abstained),
-        em=best_exact_match(scored, item.answers) if answered else None,
-        f1=best_f1(scored, item.answers) if answered else None,
-        evidence_recall=(len(set(item.gold_ids) & set(retrieved_ids)) / len(set(item.gold_ids)))
-        if item.gold_ids
-        else None,
+        language=language,
+        em=best_exact_match(scored, item.answers, language) if answered else None,
+        f1=best_f1(scored, item.answers, language) if answered else None,
+        evidence_recall=evidence_recall(
+            item.gold_ids, retrieved_ids, [*sources, *(h.source for h in recorder.hits.values())]
+        ),
         citation_precision=mean(contains_answer(t, cited_golds) for t in cited_text)
         if cited_text and cited_golds
         else None,
@@ -394,6 +429,6 @@ async def evaluate_qa(
     finally:
         store.close()
     ids = [i.id for i in items]
-    rows = {s: store.rows(s, ids) for s in strategies}
+    rows = {s: [rescore(r) for r in store.rows(s, ids)] for s in strategies}
     scores = [summarize(s, rows[s], store.failed(s, ids)) for s in strategies]
     return QAReport(qa.name, llm.name, scores, rows, str(store.folder))

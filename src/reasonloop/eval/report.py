@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -85,8 +86,17 @@ def _strategy(score: Any) -> str:
     return ran if ran else score.strategy
 
 
+def _ci(score: Any, key: str, value: float | None, fmt: str = "{:.1f}") -> str:
+    """``value [low, high]`` when the score has the 95% interval of ``key``, else the value alone."""
+    interval = getattr(score, "intervals", {}).get(key)
+    if value is None or interval is None:
+        return _num(value, fmt)
+    return f"{fmt.format(value)} [{fmt.format(interval.low)}, {fmt.format(interval.high)}]"
+
+
 def qa_table(scores: Sequence[Any]) -> str:
-    """The side-by-side table of :class:`~reasonloop.eval.qa.StrategyScore` rows."""
+    """The side-by-side table of :class:`~reasonloop.eval.qa.StrategyScore` rows, each mean with its
+    95% bootstrap interval in brackets."""
     rows = []
     judged = any(s.faithfulness is not None or s.relevance is not None for s in scores)
     for s in scores:
@@ -98,15 +108,15 @@ def qa_table(scores: Sequence[Any]) -> str:
             s.abstained,
             s.wrong,
             _share(s.wrong_share),
-            _num(s.em),
-            _num(s.f1),
-            _num(s.evidence_recall, "{:.2f}"),
-            _num(s.citation_precision, "{:.2f}"),
-            _num(s.llm_calls, "{:.2f}"),
-            _num(s.prompt_tokens, "{:.0f}"),
-            _num(s.completion_tokens, "{:.0f}"),
-            _num(s.tool_calls, "{:.2f}"),
-            _num(s.seconds, "{:.2f}"),
+            _ci(s, "em", s.em),
+            _ci(s, "f1", s.f1),
+            _ci(s, "evidence_recall", s.evidence_recall, "{:.2f}"),
+            _ci(s, "citation_precision", s.citation_precision, "{:.2f}"),
+            _ci(s, "llm_calls", s.llm_calls, "{:.2f}"),
+            _ci(s, "prompt_tokens", s.prompt_tokens, "{:.0f}"),
+            _ci(s, "completion_tokens", s.completion_tokens, "{:.0f}"),
+            _ci(s, "tool_calls", s.tool_calls, "{:.2f}"),
+            _ci(s, "seconds", s.seconds, "{:.2f}"),
             _num(s.p50_s, "{:.2f}"),
             _num(s.p95_s, "{:.2f}"),
         ]
@@ -131,8 +141,8 @@ def qa_group_table(scores: Sequence[Any]) -> str:
             g.abstained,
             g.wrong,
             _share(g.wrong_share),
-            _num(g.em),
-            _num(g.f1),
+            _ci(g, "em", g.em),
+            _ci(g, "f1", g.f1),
         ]
         for s in scores
         for name, g in s.groups.items()
@@ -140,10 +150,23 @@ def qa_group_table(scores: Sequence[Any]) -> str:
     return markdown_table(QA_GROUP_HEADER, rows) if rows else ""
 
 
-def qa_tables(scores: Sequence[Any]) -> str:
-    """The side-by-side table, then the per-group table when the set names groups."""
+def qa_tables(scores: Sequence[Any], rows: dict[str, list[dict[str, Any]]] | None = None) -> str:
+    """The side-by-side table, the per-group table when the set names groups, then (given the
+    scored ``rows`` of two strategies or more) their paired differences with 95% intervals."""
+    parts = [qa_table(scores)]
     groups = qa_group_table(scores)
-    return qa_table(scores) + (f"\n\n{groups}" if groups else "")
+    if groups:
+        parts.append(groups)
+    if rows:
+        from reasonloop.eval.comparison import format_difference, strategy_differences
+
+        diffs = strategy_differences(rows)
+        if diffs:
+            parts.append(
+                "Differences, paired over the questions both answered (95% bootstrap intervals):\n"
+                + "\n".join(f"- {format_difference(d)}" for d in diffs)
+            )
+    return "\n\n".join(parts)
 
 
 def retrieval_table(report: Any) -> str:
@@ -208,32 +231,13 @@ def _png(fig: Any) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _qa_plots(rows: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str]]:
+def _qa_plots(scores: Sequence[Any], rows: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str]]:
+    from reasonloop.eval.qa_page import tokens_plot
+
     plt = _pyplot()
     plots = []
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for strategy, items in rows.items():
-        if not items:
-            continue
-        items = [r for r in items if r.get("f1") is not None]  # a question without an answer has no F1
-        if not items:
-            continue
-        tokens = [r["usage"]["prompt_tokens"] + r["usage"]["completion_tokens"] for r in items]
-        f1s = [100 * r["f1"] for r in items]
-        ax.scatter(tokens, f1s, s=14, alpha=0.35)
-        ax.scatter(
-            [sum(tokens) / len(tokens)],
-            [sum(f1s) / len(f1s)],
-            s=90,
-            marker="D",
-            edgecolors="black",
-            label=f"{strategy} (mean)",
-        )
-    ax.set_xlabel("tokens per question (prompt + completion)")
-    ax.set_ylabel("F1")
-    ax.set_title("Accuracy against tokens, per strategy")
-    ax.legend(fontsize=8)
-    plots.append(("Accuracy against tokens", _png(fig)))
+    fig = tokens_plot(plt, scores, rows)
+    plots.append(("F1 against tokens", _png(fig)))
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(7, 4.2))
     names = [s for s, items in rows.items() if items]
@@ -260,21 +264,40 @@ def _latency_plot(samples: dict[str, list[float]], label: str) -> list[tuple[str
 
 
 _STYLE = (
-    "body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem;color:#222}"
+    "body{font-family:system-ui,sans-serif;margin:2rem;max-width:90rem;color:#222}"
     "table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:right}"
     "td:first-child,th:first-child{text-align:left}img{max-width:100%;display:block;margin:1rem 0}"
     "pre{background:#f6f6f6;padding:.5rem;overflow:auto}"
+    "dl.notes dt{font-weight:600;margin-top:.5rem}dl.notes dd{margin:0 0 0 1.5rem}"
+    "li.sig{font-weight:600}li.ns{color:#555}"
+    "table.questions{font-size:.85rem;width:100%}table.questions td.text{text-align:left;vertical-align:top;"
+    "overflow-wrap:anywhere;max-width:22rem}table.questions td.run{font-family:monospace;font-size:.75rem;min-width:8rem;max-width:12rem}"
+    "tr.wrong td.outcome{background:#fbe3e3;color:#8a1c1c}tr.abstained td.outcome{background:#f4f0dc}"
+    "tr.correct td.outcome{background:#e2f3e5;color:#1d5e2a}td.outcome{text-align:left;font-weight:600}"
+    "details{margin-top:.3rem;font-size:.8rem;color:#555}table.questions th{text-align:left}"
+    "span.ci{font-size:.75rem;color:#666;white-space:nowrap}div.wide{overflow-x:auto}"
 )
+
+
+_WITH_INTERVAL = re.compile(r"^(\S+) (\[\S+, \S+\])$")
+
+
+def _html_cell(text: str) -> str:
+    """A cell's text, escaped; a ``value [low, high]`` cell shows its interval small, on its own line."""
+    m = _WITH_INTERVAL.match(text)
+    if m:
+        return f'{html.escape(m.group(1))}<br><span class="ci">{html.escape(m.group(2))}</span>'
+    return html.escape(text)
 
 
 def _html_table(markdown: str) -> str:
     lines = [ln for ln in markdown.splitlines() if ln.startswith("|")]
     if len(lines) < 2:
         return f"<pre>{html.escape(markdown)}</pre>"
-    cells = [[html.escape(c.strip()) for c in ln.strip().strip("|").split("|")] for ln in lines]
+    cells = [[_html_cell(c.strip()) for c in ln.strip().strip("|").split("|")] for ln in lines]
     head = "".join(f"<th>{c}</th>" for c in cells[0])
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in cells[2:])
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def write_html(path: str | Path, title: str, *, kind: str, report: Any, command: str = "") -> Path:
@@ -284,12 +307,18 @@ def write_html(path: str | Path, title: str, *, kind: str, report: Any, command:
         ConfigError: matplotlib is not installed.
     """
     sections: list[str] = []
+    after: list[str] = []
     if kind == "qa":
+        from reasonloop.eval.qa_page import differences_html, notes_html, questions_html
+
         sections.append(_html_table(qa_table(report.scores)))
         groups = qa_group_table(report.scores)
         if groups:
             sections.append(f"<h2>Per group of questions</h2>{_html_table(groups)}")
-        plots = _qa_plots(report.rows)
+        sections.append(differences_html(report.rows))
+        sections.append(notes_html())
+        plots = _qa_plots(report.scores, report.rows)
+        after.append(questions_html(report.rows))
     elif kind == "retrieval":
         sections.append(_html_table(retrieval_table(report)))
         plots = _latency_plot(report.samples, "milliseconds per search")
@@ -306,6 +335,7 @@ def write_html(path: str | Path, title: str, *, kind: str, report: Any, command:
             f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
             f"<figcaption>{html.escape(caption)}</figcaption></figure>"
         )
+    sections += after
     if command:
         sections.append(f"<p>Reproduce with:</p><pre>{html.escape(command)}</pre>")
     page = (
