@@ -51,6 +51,7 @@ from reasonloop.kb.hybrid import HybridRetriever, Reranker
 from reasonloop.kb.lexical import LexicalIndex
 from reasonloop.kb.limits import ParseLimits
 from reasonloop.kb.locking import WriterLock
+from reasonloop.kb.names import path_of, source_name
 from reasonloop.kb.settings import LocalIndexOptions, parse_options, parse_retriever_settings
 from reasonloop.kb.store import ChunkRow, DocumentRow, DocumentWrite, MetadataStore
 from reasonloop.kb.vector import LocalVectorStore, VectorStore
@@ -459,8 +460,8 @@ class LocalIndex:
         for source in sources:
             folder = Path(source).expanduser()
             if not is_url(source) and folder.is_dir():
-                prefix = str(folder.resolve()) + "/"
-                gone.extend(d for d in self.store.documents(prefix) if not Path(d.source.split("#")[0]).exists())
+                prefix = source_name(str(folder.resolve())) + "/"
+                gone.extend(d for d in self.store.documents(prefix) if not _file_exists(d.source))
         return gone
 
     async def ingest_records(
@@ -515,12 +516,13 @@ class LocalIndex:
 
     # -- delete / list --------------------------------------------------------------------------------
     def _resolve(self, doc_id_or_source: str) -> list[DocumentRow]:
+        doc_id_or_source = source_name(doc_id_or_source)  # a path that is not UTF-8 is stored escaped
         doc = self.store.document(doc_id_or_source)
         if doc is not None:
             return [doc]
         target = doc_id_or_source
         if not is_url(target):
-            target = os.path.realpath(os.path.expanduser(target))
+            target = source_name(os.path.realpath(os.path.expanduser(target)))
         doc = self.store.document(target)
         if doc is not None:
             return [doc]
@@ -554,7 +556,7 @@ class LocalIndex:
 
     async def document(self, doc_id_or_source: str) -> tuple[DocumentRow, list[ChunkRow]] | None:
         """A document and its chunks in order; None when nothing matched."""
-        row = self.store.document(doc_id_or_source)
+        row = self.store.document(source_name(doc_id_or_source))
         return None if row is None else (row, self.store.chunks_of(row.id))
 
     async def stats(self) -> KBStats:
@@ -679,3 +681,12 @@ class LocalIndex:
 
 def _log_wait(message: str) -> None:
     logger.warning("%s", message)
+
+
+def _file_exists(source: str) -> bool:
+    """Whether the file a document was read from is still there (a record of a JSON file is
+    ``file#id``; a file name may hold ``#`` too, and may have been stored escaped)."""
+    for name in dict.fromkeys((source, source.split("#")[0], source.rsplit("#", 1)[0])):
+        if Path(name).exists() or Path(path_of(name)).exists():
+            return True
+    return False
