@@ -275,9 +275,15 @@ class MetadataStore:
     def documents(self, source_prefix: str | None = None) -> list[DocumentRow]:
         sql = "SELECT id, source, title, content_hash, bytes, mtime, updated, chunks, metadata FROM documents"
         args: tuple[Any, ...] = ()
-        if source_prefix is not None:
-            sql += " WHERE substr(source, 1, ?) = ?"
-            args = (len(source_prefix), source_prefix)
+        if source_prefix:
+            # A range of the unique index on source, not a scan of every document: an ingest
+            # asks this for each file it reads.
+            sql += " WHERE source >= ? AND substr(source, 1, ?) = ?"
+            args = (source_prefix, len(source_prefix), source_prefix)
+            above = _next_prefix(source_prefix)
+            if above is not None:
+                sql += " AND source < ?"
+                args += (above,)
         with self.lock:
             rows = self.conn.execute(sql + " ORDER BY source", args).fetchall()
         return [self._doc(r) for r in rows]
@@ -453,3 +459,15 @@ class MetadataStore:
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+
+
+def _next_prefix(prefix: str) -> str | None:
+    """The smallest string above every string that starts with ``prefix`` (``None``: none is)."""
+    while prefix:
+        last = ord(prefix[-1]) + 1
+        if 0xD800 <= last <= 0xDFFF:  # surrogates are no text: the next character is U+E000
+            last = 0xE000
+        if last <= 0x10FFFF:
+            return prefix[:-1] + chr(last)
+        prefix = prefix[:-1]
+    return None
