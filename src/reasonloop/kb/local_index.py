@@ -126,7 +126,7 @@ class LocalIndex:
         self._suspect_dirty = False
         """The dirty flag was set when last looked at, by a writer of another process."""
         self._last_repair_try = 0.0
-        self._view: tuple[int, int] | None = None
+        self._view: tuple[int, int, int] | None = None
         """sqlite's :meth:`~MetadataStore.key_summary` that the in-memory vectors match (None: unknown)."""
         # Repairs need the writer lock. Without it another process is writing: its sqlite
         # commits run ahead of its BM25 commits, so this one only brings its view up to date,
@@ -261,18 +261,29 @@ class LocalIndex:
                 return []
             self.ensure_vectors(int(dim))
             assert self.vectors is not None
-        top, count = self.store.key_summary()
-        added = self.store.keys_after(self._view[0]) if self._view is not None else None
-        if added is not None and self._view is not None and count == self._view[1] + len(added):
-            missing = added  # only additions since the last look (the usual case): no full scan
+        missing: np.ndarray | None = None
+        if self._view is not None:
+            # What changed since the last look: the keys above the largest seen, the removals
+            # noted since. Exact when the count agrees; else (a removal no longer remembered, a
+            # writer of an older version that noted none) every key is compared.
+            old_top, old_count, old_seq = self._view
+            view, added, removed = self.store.changes_since(old_top, old_seq)
+            if removed is not None:
+                gone = np.unique(removed[removed <= old_top])
+                if view[1] == old_count + len(added) - len(gone):
+                    if len(gone):
+                        self.vectors.remove([int(k) for k in gone])
+                    missing = added
         else:
+            view = self.store.key_summary()
+        if missing is None:
             keys = self.store.all_keys()
             have = self.vectors.keys()
             extra = np.setdiff1d(have, keys)
             missing = np.setdiff1d(keys, have)
             if len(extra):
                 self.vectors.remove([int(k) for k in extra])
-        self._view = (top, count)
+        self._view = view
         lost: list[int] = []
         if len(missing):
             model = self.store.get_meta("embedding_model") or self.embedder.name
@@ -401,7 +412,8 @@ class LocalIndex:
         """
         if self._view is not None:  # this process's own writes, in its turn: the view stays exact
             top = max([self._view[0], *(int(k) for k in keys)])
-            self._view = (top, self._view[1] + len(keys) - len(removed))
+            seq = self.store.removed_seq() if len(removed) else self._view[2]
+            self._view = (top, self._view[1] + len(keys) - len(removed), seq)
         self.lexical.delete(removed)
         self.lexical.add(lexical)
         if commit_lexical:
