@@ -8,7 +8,8 @@ the vectors of the new chunks from sqlite. Rows, on one knowledge base of ``--ch
 - **check, nothing new**: the usual case, the pragma alone;
 - **check, 1 new document**: a second handle (its own sqlite connection, as another process
   would have) commits one document before each search, so every search catches up;
-- **check, 1 deleted document**: the same with a delete (the catch-up then compares every key).
+- **check, 1 deleted document**: the same with a delete (the catch-up reads the removed keys
+  from the removal log; before it had one, it compared every key).
 
 Rows run in interleaved rounds in one process, so a change in the machine's load is shared;
 the table shows the median and 90th percentile of a hybrid search (top 10) in milliseconds.

@@ -284,3 +284,45 @@ async def test_cancelling_an_ingest_during_a_commit_settles_after_that_commit(tm
     assert sorted(kb.index.vectors.keys().tolist()) == keys
     store.commit_documents = real_commit
     await kb.close()
+
+
+async def test_a_reader_learns_of_deletes_from_the_removal_log_not_by_comparing_every_key(
+    tmp_path, embedder, monkeypatch
+):
+    a = KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=embedder)
+    await a.ingest_records(_records()[:8])
+    b = KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=HashEmbedder())
+    await b.search("uniqueword1", top_k=1)  # b's view is current
+    compared = []
+    every_key = b.index.store.all_keys
+    monkeypatch.setattr(b.index.store, "all_keys", lambda: compared.append(1) or every_key())
+    await a.delete("doc0")
+    await a.ingest_records([{"id": "doc3", "text": "uniqueword3 now reads otherwise"}, *_records()[8:10]])
+    hits = await b.search("uniqueword3", top_k=3, mode="dense")
+    assert compared == []  # the removals came from the log
+    assert sorted(b.index.vectors.keys().tolist()) == sorted(b.index.store.all_keys().tolist())
+    assert "doc0" not in {h.document_id for h in await b.search("uniqueword0", top_k=10, mode="dense")}
+    assert hits[0].document_id == "doc3" and "otherwise" in hits[0].text
+    await a.close()
+    await b.close()
+
+
+async def test_a_reader_further_behind_than_the_removal_log_compares_every_key(tmp_path, embedder, monkeypatch):
+    from reasonloop.kb import store
+
+    monkeypatch.setattr(store, "REMOVED_KEPT", 1)
+    a = KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=embedder)
+    await a.ingest_records(_records()[:8])
+    b = KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=HashEmbedder())
+    await b.search("uniqueword1", top_k=1)
+    compared = []
+    every_key = b.index.store.all_keys
+    monkeypatch.setattr(b.index.store, "all_keys", lambda: compared.append(1) or every_key())
+    for doc in ("doc0", "doc1", "doc2"):  # a chunk each; the log keeps the last removed key only
+        await a.delete(doc)
+    await b.search("uniqueword4", top_k=1)
+    assert compared  # the log did not reach back: every key was compared, and the view is right
+    assert sorted(b.index.vectors.keys().tolist()) == sorted(every_key().tolist())
+    assert len(every_key()) == 5
+    await a.close()
+    await b.close()

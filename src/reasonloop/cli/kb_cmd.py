@@ -128,6 +128,8 @@ def ingest(
         err_console.print(f"[yellow]{FAILED}[/] {escape(source)}: {escape(reason)}", highlight=False, soft_wrap=True)
     for source, warning in report.warnings.items():
         err_console.print(f"[yellow]warning[/] {escape(source)}: {escape(warning)}", highlight=False, soft_wrap=True)
+    for path, why in report.skipped.items():
+        err_console.print(f"[yellow]skipped[/] {escape(path)}: {escape(why)}", highlight=False, soft_wrap=True)
     code = exit_code(report)
     if code:
         sys.exit(code)  # typer.Exit would be swallowed when the app runs with standalone_mode=False

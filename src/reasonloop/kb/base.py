@@ -109,6 +109,9 @@ class IngestReport(BaseModel):
     """Source -> what was wrong with it, for sources ingested in spite of a problem (a damaged PDF)."""
     deleted: list[str] = Field(default_factory=list)
     """Sources removed because they disappeared from an ingested folder (``prune``)."""
+    skipped: dict[str, str] = Field(default_factory=dict)
+    """Path -> why, for what a folder walk left out on purpose: a symbolic link loop, a link
+    leading outside the folder, a broken link. Not a failure: the folder's files are ingested."""
     chunks_added: int = 0
     chunks_embedded: int = 0
     """Chunks whose vectors were computed (the rest came from the vector cache)."""

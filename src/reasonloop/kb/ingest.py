@@ -33,7 +33,9 @@ from reasonloop.kb.cache import embed_with_cache, text_hash
 from reasonloop.kb.fetch import fetch_url, is_url
 from reasonloop.kb.limits import ParseLimits, failure_reason
 from reasonloop.kb.loaders import LoadedDocument, RecordError, walk
+from reasonloop.kb.names import source_name
 from reasonloop.kb.parsing import ParsePool
+from reasonloop.kb.reading import read_version
 from reasonloop.kb.store import ChunkWrite, DocumentWrite
 
 __all__ = ["Ingestor", "Record", "as_records", "document_id", "titled"]
@@ -109,15 +111,6 @@ class _Prepared:
 _DONE = object()
 
 
-def _read(path: Path) -> tuple[bytes, float | None]:
-    try:
-        data = path.read_bytes()
-        mtime = path.stat().st_mtime
-    except OSError as exc:
-        raise KBLoadError(f"cannot read: {exc.strerror or exc}", source=str(path)) from exc
-    return data, mtime
-
-
 class IngestTarget(Protocol):
     """What an ingest run uses of its index (:class:`~reasonloop.kb.local_index.LocalIndex` is one)."""
 
@@ -153,6 +146,8 @@ class Ingestor:
         """Sources whose documents are all read but not all committed yet."""
         self._pages_ahead: dict[str, list[tuple[int, int]]] = {}
         """Pages read of files parsed ahead of the one being reported."""
+        self._paths: dict[str, str] = {}
+        """Source name -> path, for files whose path is not valid UTF-8 (:mod:`reasonloop.kb.names`)."""
 
     # -- progress ---------------------------------------------------------------------------------
     def _tick(self, current: str | None = None) -> None:
@@ -176,7 +171,9 @@ class Ingestor:
 
     # -- producing --------------------------------------------------------------------------------
     def expand(self, sources: Sequence[str], include: Sequence[str] | None, exclude: Sequence[str] | None) -> list[str]:
-        """Files and URLs to read; missing paths go straight to ``failed``."""
+        """The names of the files and URLs to read; missing paths go straight to ``failed``, and
+        what a folder walk left out (symbolic link loops, links leading outside the folder) to
+        ``skipped``."""
         items: list[str] = []
         for source in sources:
             if is_url(source):
@@ -185,12 +182,25 @@ class Ingestor:
             path = Path(source).expanduser()
             if path.is_dir():
                 own = self.index.path  # never ingest the index's own files
-                items.extend(str(p.resolve()) for p in walk(path, include, exclude) if own not in p.resolve().parents)
+                skipped: dict[str, str] = {}
+                for found in walk(path, include, exclude, skipped):
+                    real = found.resolve()
+                    if own not in real.parents:
+                        items.append(self._name(str(real)))
+                for link, why in skipped.items():
+                    self.report.skipped[source_name(link)] = why
             elif path.is_file():
-                items.append(str(path.resolve()))
+                items.append(self._name(str(path.resolve())))
             else:
-                self.report.failed[source] = "no such file or folder"
+                self.report.failed[source_name(source)] = "no such file or folder"
         return list(dict.fromkeys(items))
+
+    def _name(self, path: str) -> str:
+        """The name ``path`` is stored and reported under (remembered, to read the file by)."""
+        name = source_name(path)
+        if name != path:
+            self._paths[name] = path
+        return name
 
     def _content_hash(self, payload: bytes) -> str:
         h = hashlib.blake2b(digest_size=16)
@@ -207,9 +217,8 @@ class Ingestor:
             data, ctype, suffix = await fetch_url(item, timeout_s=opts.fetch_timeout_s, max_bytes=opts.max_fetch_bytes)
             title, mtime = item.rstrip("/").rsplit("/", 1)[-1], None
         else:
-            path = Path(item)
-            data, mtime = await asyncio.to_thread(_read, path)
-            ctype, suffix, title = "", path.suffix.lower(), path.stem
+            data, mtime = await asyncio.to_thread(read_version, Path(self._paths.get(item, item)), item)
+            ctype, suffix, title = "", Path(item).suffix.lower(), Path(item).stem
         content_hash = self._content_hash(data)
         if self.index.store.content_hashes([item]).get(item) == content_hash:
             return None

@@ -51,6 +51,7 @@ from reasonloop.kb.hybrid import HybridRetriever, Reranker
 from reasonloop.kb.lexical import LexicalIndex
 from reasonloop.kb.limits import ParseLimits
 from reasonloop.kb.locking import WriterLock
+from reasonloop.kb.names import path_of, source_name
 from reasonloop.kb.settings import LocalIndexOptions, parse_options, parse_retriever_settings
 from reasonloop.kb.store import ChunkRow, DocumentRow, DocumentWrite, MetadataStore
 from reasonloop.kb.vector import LocalVectorStore, VectorStore
@@ -125,7 +126,7 @@ class LocalIndex:
         self._suspect_dirty = False
         """The dirty flag was set when last looked at, by a writer of another process."""
         self._last_repair_try = 0.0
-        self._view: tuple[int, int] | None = None
+        self._view: tuple[int, int, int] | None = None
         """sqlite's :meth:`~MetadataStore.key_summary` that the in-memory vectors match (None: unknown)."""
         # Repairs need the writer lock. Without it another process is writing: its sqlite
         # commits run ahead of its BM25 commits, so this one only brings its view up to date,
@@ -260,18 +261,29 @@ class LocalIndex:
                 return []
             self.ensure_vectors(int(dim))
             assert self.vectors is not None
-        top, count = self.store.key_summary()
-        added = self.store.keys_after(self._view[0]) if self._view is not None else None
-        if added is not None and self._view is not None and count == self._view[1] + len(added):
-            missing = added  # only additions since the last look (the usual case): no full scan
+        missing: np.ndarray | None = None
+        if self._view is not None:
+            # What changed since the last look: the keys above the largest seen, the removals
+            # noted since. Exact when the count agrees; else (a removal no longer remembered, a
+            # writer of an older version that noted none) every key is compared.
+            old_top, old_count, old_seq = self._view
+            view, added, removed = self.store.changes_since(old_top, old_seq)
+            if removed is not None:
+                gone = np.unique(removed[removed <= old_top])
+                if view[1] == old_count + len(added) - len(gone):
+                    if len(gone):
+                        self.vectors.remove([int(k) for k in gone])
+                    missing = added
         else:
+            view = self.store.key_summary()
+        if missing is None:
             keys = self.store.all_keys()
             have = self.vectors.keys()
             extra = np.setdiff1d(have, keys)
             missing = np.setdiff1d(keys, have)
             if len(extra):
                 self.vectors.remove([int(k) for k in extra])
-        self._view = (top, count)
+        self._view = view
         lost: list[int] = []
         if len(missing):
             model = self.store.get_meta("embedding_model") or self.embedder.name
@@ -400,7 +412,8 @@ class LocalIndex:
         """
         if self._view is not None:  # this process's own writes, in its turn: the view stays exact
             top = max([self._view[0], *(int(k) for k in keys)])
-            self._view = (top, self._view[1] + len(keys) - len(removed))
+            seq = self.store.removed_seq() if len(removed) else self._view[2]
+            self._view = (top, self._view[1] + len(keys) - len(removed), seq)
         self.lexical.delete(removed)
         self.lexical.add(lexical)
         if commit_lexical:
@@ -459,8 +472,8 @@ class LocalIndex:
         for source in sources:
             folder = Path(source).expanduser()
             if not is_url(source) and folder.is_dir():
-                prefix = str(folder.resolve()) + "/"
-                gone.extend(d for d in self.store.documents(prefix) if not Path(d.source.split("#")[0]).exists())
+                prefix = source_name(str(folder.resolve())) + "/"
+                gone.extend(d for d in self.store.documents(prefix) if not _file_exists(d.source))
         return gone
 
     async def ingest_records(
@@ -515,12 +528,13 @@ class LocalIndex:
 
     # -- delete / list --------------------------------------------------------------------------------
     def _resolve(self, doc_id_or_source: str) -> list[DocumentRow]:
+        doc_id_or_source = source_name(doc_id_or_source)  # a path that is not UTF-8 is stored escaped
         doc = self.store.document(doc_id_or_source)
         if doc is not None:
             return [doc]
         target = doc_id_or_source
         if not is_url(target):
-            target = os.path.realpath(os.path.expanduser(target))
+            target = source_name(os.path.realpath(os.path.expanduser(target)))
         doc = self.store.document(target)
         if doc is not None:
             return [doc]
@@ -554,7 +568,7 @@ class LocalIndex:
 
     async def document(self, doc_id_or_source: str) -> tuple[DocumentRow, list[ChunkRow]] | None:
         """A document and its chunks in order; None when nothing matched."""
-        row = self.store.document(doc_id_or_source)
+        row = self.store.document(source_name(doc_id_or_source))
         return None if row is None else (row, self.store.chunks_of(row.id))
 
     async def stats(self) -> KBStats:
@@ -679,3 +693,12 @@ class LocalIndex:
 
 def _log_wait(message: str) -> None:
     logger.warning("%s", message)
+
+
+def _file_exists(source: str) -> bool:
+    """Whether the file a document was read from is still there (a record of a JSON file is
+    ``file#id``; a file name may hold ``#`` too, and may have been stored escaped)."""
+    for name in dict.fromkeys((source, source.split("#")[0], source.rsplit("#", 1)[0])):
+        if Path(name).exists() or Path(path_of(name)).exists():
+            return True
+    return False

@@ -30,6 +30,12 @@ from reasonloop.kb.filters import filter_sql
 
 __all__ = ["ChunkRow", "ChunkWrite", "DocumentRow", "DocumentWrite", "MetadataStore"]
 
+KeySummary = tuple[int, int, int]
+"""``(largest chunk key, number of chunks, sequence number of the last removed key noted)``."""
+
+REMOVED_KEPT = 100_000
+"""Removed chunk keys remembered for readers in other processes; one further behind compares every key."""
+
 BUSY_TIMEOUT_S = 60.0
 """How long a statement waits for another process's write transaction before failing."""
 
@@ -56,6 +62,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     metadata TEXT NOT NULL DEFAULT '{}'
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks (doc_id);
+CREATE TABLE IF NOT EXISTS removed_keys (seq INTEGER PRIMARY KEY AUTOINCREMENT, key INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS pages (
     doc_id TEXT NOT NULL,
     page INTEGER NOT NULL,
@@ -185,6 +192,7 @@ class MetadataStore:
                         )
                     ]
                     removed.extend(old)
+                    self._log_removed(old)
                     self.conn.execute(
                         "DELETE FROM chunks WHERE doc_id IN (SELECT id FROM documents WHERE id = ? OR source = ?)",
                         (doc.id, doc.source),
@@ -244,9 +252,9 @@ class MetadataStore:
             try:
                 removed: list[int] = []
                 for doc_id in doc_ids:
-                    removed.extend(
-                        r[0] for r in self.conn.execute("SELECT key FROM chunks WHERE doc_id = ?", (doc_id,))
-                    )
+                    keys = [r[0] for r in self.conn.execute("SELECT key FROM chunks WHERE doc_id = ?", (doc_id,))]
+                    removed.extend(keys)
+                    self._log_removed(keys)
                     self.conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
                     self.conn.execute("DELETE FROM pages WHERE doc_id = ?", (doc_id,))
                     self.conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
@@ -259,7 +267,44 @@ class MetadataStore:
                 raise
         return removed
 
+    def _log_removed(self, keys: Sequence[int]) -> None:
+        """Note removed chunk keys for readers in other processes (inside a write transaction),
+        forgetting all but the last :data:`REMOVED_KEPT`."""
+        if not keys:
+            return
+        self.conn.executemany("INSERT INTO removed_keys (key) VALUES (?)", [(int(k),) for k in keys])
+        self.conn.execute(
+            "DELETE FROM removed_keys WHERE seq <= (SELECT max(seq) FROM removed_keys) - ?", (REMOVED_KEPT,)
+        )
+
     # -- reads ----------------------------------------------------------------------------------
+    def changes_since(self, top: int, removed_seq: int) -> tuple[KeySummary, np.ndarray, np.ndarray | None]:
+        """What changed in the chunks since a reader's :class:`KeySummary` ``(top, _, removed_seq)``,
+        read in one snapshot.
+
+        Returns:
+            The summary now, the keys added above ``top``, and the keys removed since
+            ``removed_seq`` (``None`` when the log no longer reaches back that far).
+        """
+        with self.lock:
+            self.conn.execute("BEGIN")
+            try:
+                summary = self._summary()
+                added = [r[0] for r in self.conn.execute("SELECT key FROM chunks WHERE key > ? ORDER BY key", (top,))]
+                first = self.conn.execute("SELECT min(seq) FROM removed_keys").fetchone()[0]
+                removed: list[int] | None = [
+                    r[0] for r in self.conn.execute("SELECT key FROM removed_keys WHERE seq > ?", (removed_seq,))
+                ]
+                if first is not None and first > removed_seq + 1:
+                    removed = None  # forgotten: the log starts after what the reader saw
+            finally:
+                self.conn.execute("COMMIT")
+        return (
+            summary,
+            np.asarray(added, dtype=np.uint64),
+            None if removed is None else np.asarray(removed, dtype=np.uint64),
+        )
+
     def _doc(self, row: tuple[Any, ...]) -> DocumentRow:
         return DocumentRow(*row[:8], metadata=json.loads(row[8]))
 
@@ -275,9 +320,15 @@ class MetadataStore:
     def documents(self, source_prefix: str | None = None) -> list[DocumentRow]:
         sql = "SELECT id, source, title, content_hash, bytes, mtime, updated, chunks, metadata FROM documents"
         args: tuple[Any, ...] = ()
-        if source_prefix is not None:
-            sql += " WHERE substr(source, 1, ?) = ?"
-            args = (len(source_prefix), source_prefix)
+        if source_prefix:
+            # A range of the unique index on source, not a scan of every document: an ingest
+            # asks this for each file it reads.
+            sql += " WHERE source >= ? AND substr(source, 1, ?) = ?"
+            args = (source_prefix, len(source_prefix), source_prefix)
+            above = _next_prefix(source_prefix)
+            if above is not None:
+                sql += " AND source < ?"
+                args += (above,)
         with self.lock:
             rows = self.conn.execute(sql + " ORDER BY source", args).fetchall()
         return [self._doc(r) for r in rows]
@@ -356,13 +407,23 @@ class MetadataStore:
             rows = self.conn.execute("SELECT key FROM chunks ORDER BY key").fetchall()
         return np.asarray([r[0] for r in rows], dtype=np.uint64)
 
-    def key_summary(self) -> tuple[int, int]:
-        """``(largest chunk key, number of chunks)``: keys only grow, so a reader that knew an
-        earlier summary knows that nothing was deleted when the count grew by exactly the number
-        of keys above the earlier largest one."""
+    def key_summary(self) -> KeySummary:
+        """``(largest chunk key, number of chunks, last removal noted)``: keys only grow and every
+        removal is noted in order, so a reader that knew an earlier summary learns what changed
+        from the keys above its largest one and the removals noted after its last one
+        (:meth:`changes_since`)."""
         with self.lock:
-            top, count = self.conn.execute("SELECT coalesce(max(key), 0), count(*) FROM chunks").fetchone()
-        return int(top), int(count)
+            return self._summary()
+
+    def removed_seq(self) -> int:
+        """The sequence number of the last removed chunk key noted (0: none)."""
+        with self.lock:
+            return int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM removed_keys").fetchone()[0])
+
+    def _summary(self) -> KeySummary:
+        top, count = self.conn.execute("SELECT coalesce(max(key), 0), count(*) FROM chunks").fetchone()
+        seq = self.conn.execute("SELECT coalesce(max(seq), 0) FROM removed_keys").fetchone()[0]
+        return int(top), int(count), int(seq)
 
     def keys_after(self, key: int) -> np.ndarray:
         """The chunk keys above ``key``, in order."""
@@ -453,3 +514,15 @@ class MetadataStore:
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+
+
+def _next_prefix(prefix: str) -> str | None:
+    """The smallest string above every string that starts with ``prefix`` (``None``: none is)."""
+    while prefix:
+        last = ord(prefix[-1]) + 1
+        if 0xD800 <= last <= 0xDFFF:  # surrogates are no text: the next character is U+E000
+            last = 0xE000
+        if last <= 0x10FFFF:
+            return prefix[:-1] + chr(last)
+        prefix = prefix[:-1]
+    return None

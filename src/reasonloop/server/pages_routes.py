@@ -30,6 +30,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import Response
 
 from reasonloop.errors import DocumentNotFound, RequestInvalid
+from reasonloop.kb.names import path_of
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
 
@@ -63,8 +64,11 @@ def _span(text: str, start: int | None, end: int | None) -> tuple[int, int] | No
 def _pdf_file(doc: Any) -> Path | None:
     if doc.metadata.get("type") != "pdf":
         return None
-    path = Path(doc.source)
-    return path if path.is_file() else None
+    for name in (doc.source, path_of(doc.source)):  # a name that is not UTF-8 is stored escaped
+        path = Path(name)
+        if path.is_file():
+            return path
+    return None
 
 
 def _layout(path: Path, number: int) -> tuple[Any, bytes]:

@@ -17,7 +17,9 @@ CPU/IO bound: run them in a worker thread.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -91,29 +93,97 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (".*", "node_modules", "__pycache__")
 """Folder walks skip hidden files and folders (including the ``.reasonloop`` index) and these."""
 
 
-def walk(root: Path, include: Sequence[str] | None = None, exclude: Sequence[str] | None = None) -> Iterator[Path]:
+def walk(
+    root: Path,
+    include: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    skipped: dict[str, str] | None = None,
+) -> Iterator[Path]:
     """Files under ``root`` (recursive, sorted) matching ``include`` and not ``exclude``.
 
     Patterns are shell globs tried against the path relative to ``root`` and against each
     path component, so ``"drafts"`` excludes a folder and ``"*.md"`` includes Markdown anywhere.
-    Without ``include``, every supported suffix is included.
+    Without ``include``, every supported suffix is included. Excluded folders are not entered.
+
+    Symbolic links: a link to a file inside ``root`` yields that file (the caller resolves it
+    and so reads it once); a link to a folder is not walked: when it leads inside ``root`` its
+    files are found where they are, and a link back to ``root`` or one of its ancestors (a
+    loop) could not be walked at all. A link that leads outside ``root``, a broken link and a
+    link loop are left out. Each link left out (other than one to a folder inside ``root``) is
+    put in ``skipped`` (path -> why), when given.
     """
     excludes = list(DEFAULT_EXCLUDE) + list(exclude or [])
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        rel_posix = rel.as_posix()
-        if any(fnmatch.fnmatch(part, pat) for part in rel.parts for pat in excludes) or any(
-            fnmatch.fnmatch(rel_posix, pat) for pat in excludes
-        ):
-            continue
-        if not path.is_file():
-            continue
+    real_root = root.resolve()
+
+    def excluded(rel: Path) -> bool:
+        return any(fnmatch.fnmatch(part, pat) for part in rel.parts for pat in excludes) or any(
+            fnmatch.fnmatch(rel.as_posix(), pat) for pat in excludes
+        )
+
+    def wanted(path: Path, rel: Path) -> bool:
         if include:
-            if not any(fnmatch.fnmatch(rel_posix, pat) or fnmatch.fnmatch(path.name, pat) for pat in include):
+            return any(fnmatch.fnmatch(rel.as_posix(), pat) or fnmatch.fnmatch(path.name, pat) for pat in include)
+        return path.suffix.lower() in SUPPORTED_SUFFIXES
+
+    def skip(path: Path, why: str) -> None:
+        if skipped is not None:
+            skipped[str(path)] = why
+
+    def files(folder: Path) -> Iterator[Path]:
+        try:
+            with os.scandir(folder) as found:
+                entries = sorted(found, key=lambda e: e.name)
+        except OSError as exc:
+            skip(folder, f"cannot read the folder: {exc.strerror or exc}")
+            return
+        for entry in entries:
+            path = folder / entry.name
+            rel = path.relative_to(root)
+            if excluded(rel):
                 continue
-        elif path.suffix.lower() not in SUPPORTED_SUFFIXES:
-            continue
-        yield path
+            if entry.is_symlink():
+                target, why = _link_target(path, real_root)
+                if target is None:
+                    # Said for a loop, and for a link that would have been read (a folder, or a
+                    # file of a kind we read).
+                    if why and (why.startswith(_LOOP) or wanted(path, rel) or entry.is_dir()):
+                        skip(path, why)
+                elif target.is_file() and wanted(path, rel):
+                    yield path
+            elif entry.is_dir(follow_symlinks=False):
+                yield from files(path)
+            elif entry.is_file(follow_symlinks=False) and wanted(path, rel):
+                yield path
+
+    yield from files(root)
+
+
+_LOOP = "a symbolic link loop"
+
+
+def _link_target(link: Path, real_root: Path) -> tuple[Path | None, str]:
+    """Where the symbolic link ``link`` leads, when it leads inside ``real_root`` and is not a
+    loop; else ``None`` and why it is left out (empty for a folder inside ``real_root``, whose
+    files are found where they are)."""
+    try:
+        target = link.resolve(strict=True)
+    except RuntimeError:  # how Python before 3.13 reports a loop
+        return None, f"{_LOOP}: left out"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, f"{_LOOP}: left out"
+        return None, "a broken symbolic link: left out"
+    outside = target != real_root and real_root not in target.parents
+    if target.is_dir():
+        home = link.parent.resolve()
+        if target == home or target in home.parents:
+            return None, f"{_LOOP} (it leads back to {target}): not walked"
+        if not outside:
+            return None, ""
+    if outside:
+        what = "folder" if target.is_dir() else "file"
+        return None, f"a symbolic link to a {what} outside the folder ({target}): left out; name it to ingest it"
+    return target, ""
 
 
 def load_file(path: Path, on_page: PageFn | None = None) -> tuple[bytes, list[LoadedDocument | RecordError]]:
