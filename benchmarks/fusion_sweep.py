@@ -17,6 +17,8 @@ works in two steps:
 The fusion functions called are the library's own, so a setting chosen here ranks the same
 through ``reasonloop eval retrieval`` (the closing confirmation in benchmarks/README.md).
 
+    python benchmarks/fusion_sweep.py pool ../shared/data/beir_scifact benchmarks/results/scifact_pool_ids.txt \
+        --out scifact-pool      # optional: a subset whose vectors can be computed in the time there is
     python benchmarks/fusion_sweep.py dump ../shared/data/beir_scifact \
         --workdir eval-work/retrieval-beir_scifact-files-XXXX --ingest files --out scifact_runs.json \
         --vector-cache benchmarks/.cache/vectors.sqlite
@@ -82,6 +84,19 @@ async def dump(args: argparse.Namespace) -> dict[str, Any]:
         if embedder is not None:
             await embedder.aclose()
     return out
+
+
+def pool(args: argparse.Namespace) -> None:
+    """A BEIR folder with every query of ``args.data`` over the documents listed in ``args.ids``."""
+    import shutil
+
+    src, out = Path(args.data), Path(args.out)
+    keep = set(Path(args.ids).read_text(encoding="utf-8").split())
+    (out / "qrels").mkdir(parents=True, exist_ok=True)
+    with (src / "corpus.jsonl").open(encoding="utf-8") as f, (out / "corpus.jsonl").open("w", encoding="utf-8") as w:
+        w.writelines(line for line in f if str(json.loads(line)["_id"]) in keep)
+    shutil.copy(src / "queries.jsonl", out / "queries.jsonl")
+    shutil.copy(src / "qrels" / args.split, out / "qrels" / args.split)
 
 
 def fuse(method: str, dense: Run, lexical: Run, alpha: float) -> list[str]:
@@ -214,6 +229,11 @@ def main(argv: Sequence[str] | None = None, run: Callable[..., Any] = asyncio.ru
     d.add_argument("--out", required=True)
     d.add_argument("--vector-cache")
     d.add_argument("--limit", type=int)
+    p = sub.add_parser("pool", help="A BEIR folder over a list of document ids (all queries kept).")
+    p.add_argument("data")
+    p.add_argument("ids", help="A file of document ids, one a line.")
+    p.add_argument("--out", required=True)
+    p.add_argument("--split", default="test.tsv")
     s = sub.add_parser("sweep")
     s.add_argument("data")
     s.add_argument("runs")
@@ -227,7 +247,9 @@ def main(argv: Sequence[str] | None = None, run: Callable[..., Any] = asyncio.ru
     s.add_argument("--json")
     s.add_argument("--plot")
     args = parser.parse_args(argv)
-    if args.command == "dump":
+    if args.command == "pool":
+        pool(args)
+    elif args.command == "dump":
         Path(args.out).write_text(json.dumps(run(dump(args))), encoding="utf-8")
     else:
         sweep(args)
