@@ -77,13 +77,13 @@ async def test_hybrid_fuses_both_retrievers():
 
 
 async def test_default_fusion_sums_z_scores():
-    # dense 0.9 0.8 0.7 0.1 and BM25 5 4 1 (chunk 2 absent: it gets BM25's lowest z-score)
+    # dense 0.9 0.8 0.7 0.1 and BM25 5 4 1; chunk 2 shares no query word: BM25 0, and BM25 is
+    # standardised over all four (1, 0, 5, 4)
     hits = await HybridRetriever(FakeBackend()).search("q", top_k=4)
     assert [h.chunk_id for h in hits] == ["3", "1", "2", "4"]
     dense_sd = ((0.275**2 + 0.175**2 + 0.075**2 + 0.525**2) / 4) ** 0.5
-    lex_mean = 10 / 3
-    lex_sd = (((5 - lex_mean) ** 2 + (4 - lex_mean) ** 2 + (1 - lex_mean) ** 2) / 3) ** 0.5
-    assert hits[0].score == pytest.approx((0.7 - 0.625) / dense_sd + (5 - lex_mean) / lex_sd)
+    lex_sd = ((1.5**2 + 2.5**2 + 2.5**2 + 1.5**2) / 4) ** 0.5
+    assert hits[0].score == pytest.approx((0.7 - 0.625) / dense_sd + (5 - 2.5) / lex_sd)
 
 
 def test_score_fuse_minmax_weights_and_missing_items():

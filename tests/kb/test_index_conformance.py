@@ -16,7 +16,7 @@ import pytest
 from reasonloop.config import Settings
 from reasonloop.errors import KBError
 from reasonloop.kb.base import Filter
-from reasonloop.kb.hybrid import score_fuse
+from reasonloop.kb.hybrid import LEXICAL_LOW, score_fuse
 from reasonloop.kb.knowledge_base import KnowledgeBase
 
 INDEXES = ["local", "milvus"]
@@ -83,7 +83,9 @@ async def test_hybrid_is_the_score_fusion_of_dense_and_bm25(open_index):
     dense = await kb.search(query, top_k=50, mode="dense")
     lexical = await kb.search(query, top_k=50, mode="lexical")
     hybrid = await kb.search(query, top_k=50, mode="hybrid")
-    expected = score_fuse([[(h.chunk_id, h.score) for h in dense], [(h.chunk_id, h.score) for h in lexical]])
+    expected = score_fuse(
+        [[(h.chunk_id, h.score) for h in dense], [(h.chunk_id, h.score) for h in lexical]], lows=[None, LEXICAL_LOW]
+    )
     assert [h.chunk_id for h in hybrid] == [c for c, _ in expected]
     assert [round(h.score, 6) for h in hybrid] == [round(s, 6) for _, s in expected]
     await kb.close()

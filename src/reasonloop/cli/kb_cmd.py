@@ -139,10 +139,10 @@ SCORE_LEGENDS = {
     "dense": "cosine similarity of the chunk to the query (1 is identical)",
     "lexical": "BM25 keyword relevance (0 and up)",
     "zscore": (
-        "dense and BM25 scores, each standardised over this query's candidates and added: "
-        "relative to this query only, 0 is an average candidate and below 0 a weaker one"
+        "dense and BM25 scores, each standardised over this query's candidates (BM25 0 for a text without "
+        "a query word) and added: relative to this query only, 0 is an average candidate and below 0 a weaker one"
     ),
-    "minmax": "dense and BM25 scores, each scaled to 0-1 over this query's candidates and added (0 to 2)",
+    "minmax": "dense and BM25 scores, each scaled to 0-1 over this query's candidates (BM25 from 0) and added (0 to 2)",
     "rrf": "reciprocal-rank fusion of the dense and BM25 rankings (small positive numbers; only the order means much)",
 }
 

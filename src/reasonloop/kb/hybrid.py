@@ -1,11 +1,22 @@
 """Hybrid retrieval: dense and BM25 results fused by normalised scores or by reciprocal rank.
 
 :func:`score_fuse` (the default, ``fusion = "zscore"``) normalises each retriever's scores per
-query (z-score, or min-max to [0, 1]) and sums them with weights; an item missing from one
-retriever's candidates gets that retriever's lowest normalised score (it fell below the cut-off).
-Unlike RRF it keeps how far apart the scores are: a clear winner in one retriever is not levelled
-with a near-tie. On BEIR SciFact, equal-weight z-score fusion scored nDCG@10 0.731 against 0.710
-for RRF with k = 60 (``benchmarks/retrieval.py``).
+query (z-score, or min-max to [0, 1]) and sums them with weights. Unlike RRF it keeps how far
+apart the scores are: a clear winner in one retriever is not levelled with a near-tie. On BEIR
+SciFact, equal-weight z-score fusion scored nDCG@10 0.731 against 0.710 for RRF with k = 60
+(``benchmarks/retrieval.py``); swept over the lexical weight, every score fusion stays above RRF
+and the weight has a plateau around equal shares (``benchmarks/fusion_sweep.py``).
+
+BM25 has a natural zero: a text that shares no word with the query scores 0
+(:data:`LEXICAL_LOW`), and every candidate BM25 returns scores above it. Score fusion measures
+BM25 from there. Standardising BM25 over its own candidates alone loses a rare word: when one
+chunk holds it (a product code, a name, an error number), the lone candidate's z-score is 0,
+as low as the texts BM25 did not return, and the vectors alone decide; two or three candidates
+get -1 / +1 whatever their scores. So the z-scores of BM25 are taken over every fused item,
+those BM25 did not return counted at 0 (min-max scales from 0 to the best BM25 score). A lone
+match then stands far above the rest, and a few matches keep the size of their scores. Dense
+scores (cosines) have no such zero and are standardised over their candidates, an item below
+the cut-off getting the lowest of them.
 
 :func:`rrf_fuse` is a pure function. Each ranking contributes ``weight / (k + rank)`` for every
 item it ranks (rank starts at 1); ``k`` damps the head so that one retriever's first place does
@@ -23,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import statistics
+import math
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any, Literal, Protocol
 
@@ -83,8 +94,15 @@ def rrf_fuse(
     return sorted(score.items(), key=lambda kv: (-kv[1], best[kv[0]], _sortable(kv[0])))
 
 
-def normalise_scores(scored: Sequence[tuple[Hashable, float]], how: str = "zscore") -> dict[Any, float]:
+def normalise_scores(
+    scored: Sequence[tuple[Hashable, float]], how: str = "zscore", *, low: float | None = None
+) -> dict[Any, float]:
     """``{item: normalised score}``: ``zscore`` to zero mean and unit deviation, ``minmax`` to [0, 1].
+
+    Args:
+        low: The score of an item the retriever does not match at all (BM25: 0), when it has
+            one. ``minmax`` then scales from it rather than from the lowest candidate, so a lone
+            candidate or a few scores apart keep their size (a lone candidate scores 1).
 
     Raises:
         ValueError: unknown ``how``.
@@ -95,12 +113,18 @@ def normalise_scores(scored: Sequence[tuple[Hashable, float]], how: str = "zscor
     if not values:
         return {}
     if how == "minmax":
-        low = min(values)
-        span = (max(values) - low) or 1.0
-        return {item: (s - low) / span for item, s in scored}
-    mean, deviation = statistics.fmean(values), statistics.pstdev(values) or 1.0
+        bottom = min(values) if low is None else min(low, *values)
+        span = max(values) - bottom
+        if span <= 0:
+            return {item: (1.0 if low is not None else 0.0) for item, _ in scored}
+        return {item: (s - bottom) / span for item, s in scored}
+    mean = math.fsum(values) / len(values)
+    deviation = math.sqrt(math.fsum((s - mean) ** 2 for s in values) / len(values)) or 1.0
     return {item: (s - mean) / deviation for item, s in scored}
 
+
+LEXICAL_LOW = 0.0
+"""BM25's score for a text that shares no word with the query (every matching text scores above it)."""
 
 CHUNKS_PER_DOCUMENT = 3
 """Chunks fetched per document wanted in a document search: a document's chunks crowd each other
@@ -112,25 +136,47 @@ def score_fuse(
     *,
     weights: Sequence[float] | None = None,
     how: str = "zscore",
+    lows: Sequence[float | None] | None = None,
 ) -> list[tuple[Any, float]]:
     """Fuse scored runs (each best first) into one ``(item, score)`` list, best first.
 
-    Each run's scores are normalised (:func:`normalise_scores`) and summed with ``weights``; an
-    item a run did not return gets that run's lowest normalised score. Ties keep the order of
-    first appearance, earlier runs first (dense before lexical).
+    Each run's scores are normalised (:func:`normalise_scores`) and summed with ``weights``. An
+    item a run did not return gets what that run gives a non-match: with a ``low`` for the run
+    (BM25's 0), the normalised ``low``; without one, the run's lowest normalised score (the item
+    fell below the cut-off). For ``zscore`` with a ``low``, the run is standardised over every
+    fused item, those it did not return counted at ``low``: one or two matches then stand out
+    by how far they are above a non-match instead of being standardised among themselves.
+    Ties keep the order of first appearance, earlier runs first (dense before lexical).
+
+    Args:
+        lows: One per run: the score of an item the retriever does not match, or None.
 
     Raises:
-        ValueError: the weights do not match the runs, or ``how`` is unknown.
+        ValueError: the weights or lows do not match the runs, or ``how`` is unknown.
     """
     weights = list(weights) if weights is not None else [1.0] * len(runs)
-    if len(weights) != len(runs):
-        raise ValueError(f"{len(weights)} weights for {len(runs)} runs")
-    normed = [normalise_scores(run, how) for run in runs]
-    floors = [min(n.values()) if n else 0.0 for n in normed]
+    lows = list(lows) if lows is not None else [None] * len(runs)
+    if len(weights) != len(runs) or len(lows) != len(runs):
+        raise ValueError(f"{len(weights)} weights and {len(lows)} lows for {len(runs)} runs")
     order: dict[Any, int] = {}
     for run in runs:
         for item, _ in run:
             order.setdefault(item, len(order))
+    normed: list[dict[Any, float]] = []
+    floors: list[float] = []
+    for run, low in zip(runs, lows, strict=True):
+        if how == "zscore" and low is not None and run:
+            raw = dict(run)
+            full = normalise_scores([(item, raw.get(item, low)) for item in order], how)
+            normed.append(full)
+            floors.append(0.0)  # unused: every fused item has a score here
+            continue
+        n = normalise_scores(run, how, low=low)
+        normed.append(n)
+        if low is not None and how == "minmax" and n:
+            floors.append(0.0)
+        else:
+            floors.append(min(n.values()) if n else 0.0)
     fused = {
         item: sum(w * n.get(item, floor) for n, w, floor in zip(normed, weights, floors, strict=True)) for item in order
     }
@@ -227,6 +273,19 @@ class HybridRetriever:
         self.reranker = reranker
         self.rerank_depth = rerank_depth
 
+    def fuse(
+        self, dense: Sequence[tuple[Hashable, float]], lexical: Sequence[tuple[Hashable, float]]
+    ) -> list[tuple[Any, float]]:
+        """One dense and one BM25 run (each best first) fused by this retriever's fusion and weights.
+
+        BM25 scores a text sharing no query word 0 (:data:`LEXICAL_LOW`), and score fusion
+        measures BM25 candidates from there, so one or two candidates keep their weight.
+        """
+        weights = [self.weights["dense"], self.weights["lexical"]]
+        if self.fusion == "rrf":
+            return rrf_fuse([[key for key, _ in dense], [key for key, _ in lexical]], k=self.rrf_k, weights=weights)
+        return score_fuse([dense, lexical], weights=weights, how=self.fusion, lows=[None, LEXICAL_LOW])
+
     async def similarity(self, query: str, texts: Sequence[str]) -> list[float] | None:
         """Cosine similarity of ``query`` to each of ``texts`` with the index's embedder (None without one).
 
@@ -289,12 +348,8 @@ class HybridRetriever:
         if len(folded) == 1:
             ranked = [(doc, score) for doc, (_, score) in folded[0].items()]
         else:
-            weights = [self.weights["dense"], self.weights["lexical"]]
-            scored_runs = [[(doc, score) for doc, (_, score) in run.items()] for run in folded]
-            if self.fusion == "rrf":
-                ranked = rrf_fuse([[doc for doc, _ in r] for r in scored_runs], k=self.rrf_k, weights=weights)
-            else:
-                ranked = score_fuse(scored_runs, weights=weights, how=self.fusion)
+            dense_docs, lexical_docs = ([(doc, score) for doc, (_, score) in run.items()] for run in folded)
+            ranked = self.fuse(dense_docs, lexical_docs)
         best: dict[str, int] = {}
         for run in folded:  # the best chunk by the first retriever that found the document
             for doc, (key, _) in run.items():
@@ -343,14 +398,7 @@ class HybridRetriever:
                 dense_task.cancel()
                 raise
             dense = await dense_task
-            weights = [self.weights["dense"], self.weights["lexical"]]
-            if self.fusion == "rrf":
-                fused = rrf_fuse(
-                    [[key for key, _ in dense], [key for key, _ in lexical]], k=self.rrf_k, weights=weights
-                )
-            else:
-                fused = score_fuse([dense, lexical], weights=weights, how=self.fusion)
-            scored = fused[:pool]
+            scored = self.fuse(dense, lexical)[:pool]
         hits = self.backend.hydrate(scored)
         if reranker is not None and hits:
             result = reranker(query, hits)
