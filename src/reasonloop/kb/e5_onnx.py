@@ -201,7 +201,7 @@ class OnnxE5:
         threads: int = 1,
         cache_dir: str | Path | None = None,
     ) -> None:
-        import onnxruntime as ort
+        import onnxruntime  # noqa: F401  # ImportError here, before a graph is built
 
         self.weights = weights
         self.precision = precision
@@ -209,21 +209,38 @@ class OnnxE5:
         self.tokenizer = E5Tokenizer(weights)
         self.dim = weights.hidden
         self.graph = graph_file(weights, precision, cache_dir)
+        self.session = self._session(1)  # batches run side by side instead (_e5_batches)
+        self._single: Any = None
+        self._single_lock = threading.Lock()
+        self._word = weights.q4_blocks("emb.word", weights.vocab)
+        pos = weights.f32("emb.pos").reshape(weights.positions, self.dim)
+        self._pos_type = pos + weights.f32("emb.type")[: self.dim]  # token type 0 on every position
+        self._pool = BatchPool(self.threads)
+
+    def _session(self, threads: int) -> Any:
+        import onnxruntime as ort
+
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = 1  # parallel across batches instead (_e5_batches)
+        opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
         try:
-            self.session = ort.InferenceSession(str(self.graph), opts, providers=["CPUExecutionProvider"])
+            return ort.InferenceSession(str(self.graph), opts, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types for a bad file
             raise KBError(f"onnxruntime cannot load the e5 graph {self.graph}: {exc}") from exc
-        self._word = weights.q4_blocks("emb.word", weights.vocab)
-        pos = weights.f32("emb.pos").reshape(weights.positions, self.dim)
-        self._pos_type = pos + weights.f32("emb.type")[: self.dim]  # token type 0 on every position
-        self._pool = BatchPool(self.threads)
+
+    def single_batch_session(self) -> Any:
+        """The session for a call that is one batch (a query): its operators on every thread,
+        made on first use (a second copy of the weights); the batch session where threads is 1."""
+        if self.threads == 1:
+            return self.session
+        with self._single_lock:
+            if self._single is None:
+                self._single = self._session(self.threads)
+            return self._single
 
     def hidden(self, rows: Sequence[Sequence[int]], seq: int) -> tuple[np.ndarray, np.ndarray]:
         """The graph's inputs for token id ``rows`` padded to ``seq``: word rows (dequantized from
@@ -242,12 +259,14 @@ class OnnxE5:
         sums = np.zeros((len(texts), self.dim), np.float64)
         weight = np.zeros(len(texts), np.float64)
 
+        batches = length_batches([len(w.ids) for w in windows], parts=self.threads)
+        session = self.session if len(batches) > 1 else self.single_batch_session()
+
         def run(batch: list[int]) -> np.ndarray:
             rows = [windows[i].ids for i in batch]
             x, lengths = self.hidden(rows, max(len(r) for r in rows))
-            return self.session.run(["pooled"], {"hidden": x, "lengths": lengths})[0]
+            return session.run(["pooled"], {"hidden": x, "lengths": lengths})[0]
 
-        batches = length_batches([len(w.ids) for w in windows], parts=self.threads)
         for batch, pooled in zip(batches, self._pool.map(run, batches), strict=True):
             for j, i in enumerate(batch):
                 w = windows[i]
