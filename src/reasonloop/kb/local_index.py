@@ -142,15 +142,15 @@ class LocalIndex:
     # -- model bookkeeping ----------------------------------------------------------------------------
     def _check_model(self) -> None:
         stored = self.store.get_meta("embedding_model")
-        if stored and stored != self.embedder.name:
+        if stored and stored != self.embedder.vector_space:
             raise KBModelMismatch(
                 f"the knowledge base at {self.path} was built with embedding model {stored!r}, "
-                f"but {self.embedder.name!r} is configured. Vectors of different models cannot be mixed: "
+                f"but {self.embedder.vector_space!r} is configured. Vectors of different models cannot be mixed: "
                 f"configure the original model again, or re-index by deleting {self.path} "
                 "(or choosing a new --kb directory) and ingesting your documents again.",
                 path=str(self.path),
                 stored=stored,
-                configured=self.embedder.name,
+                configured=self.embedder.vector_space,
             )
 
     def _open_search(self) -> None:
@@ -179,7 +179,7 @@ class LocalIndex:
         """The vector store, created on first use once the embedding size is known."""
         stored = self.check_dim(dim)
         if not stored:
-            self.store.set_meta(embedding_model=self.embedder.name, embedding_dim=dim)
+            self.store.set_meta(embedding_model=self.embedder.vector_space, embedding_dim=dim)
         if self.vectors is None:
             if self.options.vector_store == "qdrant":
                 from reasonloop.kb.qdrant import QdrantVectorStore
@@ -286,7 +286,7 @@ class LocalIndex:
         self._view = view
         lost: list[int] = []
         if len(missing):
-            model = self.store.get_meta("embedding_model") or self.embedder.name
+            model = self.store.get_meta("embedding_model") or self.embedder.vector_space
             found, matrix, lost = self.store.vectors_for(model, [int(k) for k in missing])
             if found:
                 self.vectors.add(found, matrix)

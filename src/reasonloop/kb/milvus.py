@@ -177,7 +177,7 @@ class MilvusIndex(LocalIndex):
             self._ensure_collection(dim)
             self._dim = dim
         if not stored:
-            self.store.set_meta(embedding_model=self.embedder.name, embedding_dim=dim)
+            self.store.set_meta(embedding_model=self.embedder.vector_space, embedding_dim=dim)
         return self.collection
 
     def _ensure_collection(self, dim: int) -> None:
@@ -278,7 +278,7 @@ class MilvusIndex(LocalIndex):
         if len(extra):
             self._delete_keys([int(k) for k in extra])
         if len(missing):
-            model = self.store.get_meta("embedding_model") or self.embedder.name
+            model = self.store.get_meta("embedding_model") or self.embedder.vector_space
             found, matrix, lost = self.store.vectors_for(model, [int(k) for k in missing])
             if found:
                 chunks = self.store.chunks(found)
