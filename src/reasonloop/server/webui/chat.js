@@ -242,7 +242,7 @@ export class Chat {
     const view = this.addTurn(question);
     view.traceBox.open = true;
     view.runId = record.run_id;
-    if (isNew) this.loadConversations();
+    if (isNew) this.loadConversations().catch(() => {}); // refreshed again after the run
     this.follow(record.run_id, view);
   }
 
@@ -268,7 +268,8 @@ export class Chat {
       this.active = null;
       this.busy(false);
       sessionStorage.removeItem(ACTIVE);
-      this.loadConversations();
+      // a run the server ended as it stopped: the list is refreshed again when the server is back
+      this.loadConversations().catch(() => {});
     }
   }
 
