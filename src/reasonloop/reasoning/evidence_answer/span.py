@@ -103,9 +103,10 @@ async def extract_span(
     found = span_in(span, sentences) if span else None
     if found is None or not _says_more_than(span, question):
         return
-    # the sentence holding the span must say most of what is asked (itself or by its passage's
-    # title), and no less of it than another sentence shown: "the sales team is led by Tom" does
-    # not answer who leads the support team when "the support team is led by Maria" is there too
+    # the sentence holding the span must name what the question names (itself or by its passage's
+    # subject) and say most of what is asked about it, no less than another sentence naming the same:
+    # "the sales team is led by Tom" does not answer who leads the support team when "the support
+    # team is led by Maria" is there too
     terms = question_terms(question)
     named = [s for s in sentences if names_held(terms, s)]
     if found not in named:
