@@ -452,38 +452,24 @@ CAPS = [
 
 
 @pytest.mark.parametrize(
-    ("question", "span"),
+    ("question", "span", "kept"),
     [
-        ("What is the nightly hotel cap in Paris?", "160 pounds"),  # the sentence naming Paris says 240
-        ("When was the Kettle 3 launched?", "2 May 2024"),  # a date of a firmware, not of a launch
-        ("How many desks does the Bergen office have?", "12 desks"),  # another office's desks
+        ("What is the nightly hotel cap in Paris?", "160 pounds", False),  # the sentence naming Paris says 240
+        ("When was the Kettle 3 launched?", "2 May 2024", False),  # a date of a firmware, not of a launch
+        ("How many desks does the Bergen office have?", "12 desks", False),  # another office's desks
+        ("What is the nightly hotel cap in Paris?", "240 pounds", True),
+        ("Who is the office manager in Oslo?", "Ane Berg", True),  # Oslo is the heading above the sentence
     ],
 )
-async def test_a_span_needs_a_sentence_naming_what_is_asked_about(tmp_path, question, span) -> None:
+async def test_a_span_needs_a_sentence_naming_what_is_asked_about(tmp_path, question, span, kept) -> None:
     kb = await _open(tmp_path / "kb", CAPS)
     try:
         llm = ScriptedProvider(replies=[span], base_model=True)
         result = await Agent(reasoning="qa", llm=llm, kb=kb).run(question)
     finally:
         await kb.close()
-    assert not result.content.startswith(span) and result.abstained
-
-
-@pytest.mark.parametrize(
-    ("question", "span"),
-    [
-        ("What is the nightly hotel cap in Paris?", "240 pounds"),
-        ("Who is the office manager in Oslo?", "Ane Berg"),  # Oslo is the heading above the sentence
-    ],
-)
-async def test_a_span_from_a_sentence_naming_what_is_asked_about_is_kept(tmp_path, question, span) -> None:
-    kb = await _open(tmp_path / "kb", CAPS)
-    try:
-        llm = ScriptedProvider(replies=[span], base_model=True)
-        result = await Agent(reasoning="qa", llm=llm, kb=kb).run(question)
-    finally:
-        await kb.close()
-    assert result.content.startswith(span) and not result.abstained
+    assert result.content.startswith(span) is kept
+    assert result.abstained is not kept
 
 
 def test_a_name_followed_by_another_word_of_a_name_is_another_thing() -> None:
