@@ -5,6 +5,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from reasonloop import _moved
+
+_moved.install()
+
 if TYPE_CHECKING:
     from reasonloop.agents.agent import Agent
     from reasonloop.events import (
