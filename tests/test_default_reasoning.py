@@ -12,7 +12,7 @@ import pytest
 
 from reasonloop.agents import DEFAULT_REASONING as RUNNER_DEFAULT
 from reasonloop.agents import Agent, AgentRunner
-from reasonloop.cli import ask_cmd
+from reasonloop.cli import ask_cmd, chat_cmd
 from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.registry import Registry
@@ -44,7 +44,7 @@ def test_an_agent_runs_the_default():
 
 
 def test_ask_and_chat_run_the_default(isolated, capsys):
-    for command in (ask_cmd.ask, ask_cmd.chat):
+    for command in (ask_cmd.ask, chat_cmd.chat):
         assert inspect.signature(command).parameters["reasoning"].default == DEFAULT_REASONING
     replies = isolated / "replies.json"
     replies.write_text(json.dumps(["Hello!"]), encoding="utf-8")

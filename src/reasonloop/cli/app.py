@@ -19,7 +19,7 @@ COMMAND_MODULES = {
     "ingest": "kb_cmd",
     "search": "kb_cmd",
     "ask": "ask_cmd",
-    "chat": "ask_cmd",
+    "chat": "chat_cmd",
     "serve": "serve_cmd",
     "mcp": "mcp_cmd",
     "feedback": "feedback_cmd",
@@ -30,7 +30,7 @@ COMMAND_MODULES = {
 """The module that registers each command, in the order ``--help`` lists them: running a
 command imports its own module and no other (benchmarks/startup.py)."""
 
-OPTIONAL_MODULES = {"kb_cmd", "ask_cmd", "serve_cmd", "feedback_cmd", "mcp_cmd", "eval_cmd"}
+OPTIONAL_MODULES = {"kb_cmd", "ask_cmd", "chat_cmd", "serve_cmd", "feedback_cmd", "mcp_cmd", "eval_cmd"}
 """Command modules a trimmed install may leave out."""
 
 

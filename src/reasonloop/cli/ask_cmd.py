@@ -186,7 +186,7 @@ class TraceRenderer:
             console.print("[bold]Partial answer:[/] " + escape(self.partial))
 
 
-async def _open_kb(kb_dir: str | None, stack: AsyncExitStack) -> Any:
+async def open_kb(kb_dir: str | None, stack: AsyncExitStack) -> Any:
     """The knowledge base at ``kb_dir`` (or the configured path), or ``None`` when there is none or it is empty."""
     path = Path(kb_dir) if kb_dir else Path(state.settings.kb.path)
     if not path.exists():
@@ -206,7 +206,7 @@ async def _open_kb(kb_dir: str | None, stack: AsyncExitStack) -> Any:
     return kb
 
 
-def _build_agent(
+def build_agent(
     reasoning: str,
     llm_spec: str | None,
     tools: str | None,
@@ -250,7 +250,7 @@ def _build_agent(
 
 
 @contextlib.contextmanager
-def _tracing() -> Iterator[None]:
+def tracing() -> Iterator[None]:
     """OpenTelemetry tracing for the command's runs, when ``[telemetry]`` or ``OTEL_*`` ask for it
     (flushed when the command ends)."""
     from reasonloop import telemetry
@@ -262,7 +262,7 @@ def _tracing() -> Iterator[None]:
         telemetry.shutdown()
 
 
-async def _close(agent: Agent, resources: AgentResources) -> None:
+async def close_agent(agent: Agent, resources: AgentResources) -> None:
     await agent.aclose()
     await resources.aclose()
 
@@ -350,10 +350,10 @@ def ask(
         from reasonloop.agents import AgentResources
 
         async with AsyncExitStack() as stack:
-            kb = await _open_kb(kb_dir, stack)
+            kb = await open_kb(kb_dir, stack)
             resources = AgentResources()
-            agent = _build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [], agent_name, resources)
-            stack.push_async_callback(_close, agent, resources)
+            agent = build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [], agent_name, resources)
+            stack.push_async_callback(close_agent, agent, resources)
             if as_json:
                 result = await agent.run(question, user_id=user, conversation_id=conversation)
                 print(result.model_dump_json(indent=2))
@@ -368,88 +368,7 @@ def ask(
 
     import asyncio
 
-    with _tracing(), asyncio.Runner() as runner:
+    with tracing(), asyncio.Runner() as runner:
         code = runner.run(go())
     if code:
         sys.exit(code)  # typer.Exit would be swallowed when the app runs with standalone_mode=False
-
-
-CHAT_COMMANDS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("/help",), "list these commands"),
-    (("/reset",), "start a new conversation: the history is cleared"),
-    (("/quit", "/exit"), "leave (so does Ctrl-D)"),
-)
-"""The commands of ``reasonloop chat``: a line starting with ``/`` is one of them, never a question
-(an unknown one is refused with this list and not sent to the model)."""
-
-
-def _chat_help() -> None:
-    for names, what in CHAT_COMMANDS:
-        console.print(f"  [bold]{escape(', '.join(names))}[/]  {escape(what)}", highlight=False)
-
-
-@app.command("chat")
-def chat(
-    reasoning: ReasoningOpt = DEFAULT_REASONING,
-    llm_spec: LLMOpt = None,
-    tools: ToolsOpt = None,
-    kb_dir: KBOpt = None,
-    sets: SetOpt = None,
-    instructions: InstrOpt = None,
-    agent_name: AgentOpt = None,
-    user: UserOpt = "",
-    conversation: ConversationOpt = "",
-) -> None:
-    """Talk with your documents; the conversation is kept.
-
-    A line starting with / is a command, not a question: /help lists the commands, /reset starts
-    a new conversation (the history is cleared), /quit or /exit (or Ctrl-D) leaves. An unknown
-    command is refused and never sent to the model.
-    """
-    import asyncio
-
-    from reasonloop.agents import AgentResources
-    from reasonloop.llm.base import Message
-
-    history: list[Message] = []
-    with _tracing(), asyncio.Runner() as runner:
-        stack = AsyncExitStack()
-        try:
-            kb = runner.run(_open_kb(kb_dir, stack))
-            resources = AgentResources()
-            agent = _build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [], agent_name, resources)
-            console.print(
-                f"[dim]reasonloop chat · {agent.reasoning_id} · {escape(agent.llm.name)} · "
-                "/help for commands, /quit to leave[/]"
-            )
-            while True:
-                try:
-                    question = console.input("[bold green]you>[/] ").strip()
-                except (EOFError, KeyboardInterrupt):
-                    console.print()
-                    break
-                if not question:
-                    continue
-                if question.startswith("/"):
-                    command = question.split()[0].lower()
-                    if command in ("/quit", "/exit"):
-                        break
-                    if command == "/reset":
-                        history.clear()
-                        console.print("[dim]a new conversation starts: the history is cleared[/]")
-                    elif command == "/help":
-                        _chat_help()
-                    else:
-                        console.print(
-                            f"[yellow]unknown command {escape(command)}[/]; the commands are:", highlight=False
-                        )
-                        _chat_help()
-                    continue
-                answer, _ = runner.run(
-                    consume(agent, question, history, TraceRenderer(), user_id=user, conversation_id=conversation)
-                )
-                if answer:
-                    history += [Message.user(question), Message.assistant(answer)]
-            runner.run(_close(agent, resources))
-        finally:
-            runner.run(stack.aclose())
