@@ -22,14 +22,12 @@ Formats:
 from __future__ import annotations
 
 import csv
-import json
 import random
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reasonloop.errors import EvalDataError
+from reasonloop.eval.data_fields import bad_data, read_json, read_jsonl, str_list_field, text_field
 
 __all__ = [
     "Doc",
@@ -111,83 +109,24 @@ class RoutingItem:
     language: str = ""
 
 
-def _bad(path: Path, message: str, *, line: int | None = None, field_name: str | None = None) -> EvalDataError:
-    where = f"{path}:{line}" if line else str(path)
-    extra = f" (field {field_name!r})" if field_name else ""
-    return EvalDataError(f"{where}: {message}{extra}", file=str(path), line=line, field=field_name)
-
-
-def _read_json(path: Path) -> Any:
-    if not path.is_file():
-        raise _bad(path, "file not found")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        line = getattr(exc, "lineno", None)
-        raise _bad(path, f"not valid JSON: {exc}", line=line) from None
-
-
-def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for every non-blank line."""
-    if not path.is_file():
-        raise _bad(path, "file not found")
-    with path.open(encoding="utf-8") as fh:
-        for number, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise _bad(path, f"not valid JSON: {exc.msg}", line=number) from None
-            if not isinstance(obj, dict):
-                raise _bad(path, "expected a JSON object", line=number)
-            yield number, obj
-
-
-def _text(path: Path, obj: dict[str, Any], names: tuple[str, ...], line: int | None, *, empty_ok: bool = False) -> str:
-    for name in names:
-        if name in obj:
-            value = obj[name]
-            if not isinstance(value, str | int | float) or isinstance(value, bool):
-                raise _bad(path, "expected a string", line=line, field_name=name)
-            value = str(value)
-            if not value.strip() and not empty_ok:
-                raise _bad(path, "is empty", line=line, field_name=name)
-            return value
-    raise _bad(path, "missing", line=line, field_name=" or ".join(names))
-
-
-def _str_list(path: Path, obj: dict[str, Any], name: str, line: int | None, *, required: bool = True) -> list[str]:
-    if name not in obj:
-        if required:
-            raise _bad(path, "missing", line=line, field_name=name)
-        return []
-    value = obj[name]
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str | int) and not isinstance(v, bool) for v in value):
-        raise _bad(path, "expected a list of strings", line=line, field_name=name)
-    return [str(v) for v in value]
-
-
 # -- retrieval ------------------------------------------------------------------------------------
 def load_corpus(path: Path) -> list[Doc]:
     """A corpus JSONL: ``id`` (or BEIR's ``_id``), ``text``, optional ``title``."""
     docs, seen = [], set()
-    for line, obj in _jsonl(path):
-        doc_id = _text(path, obj, ("_id", "id"), line)
+    for line, obj in read_jsonl(path):
+        doc_id = text_field(path, obj, ("_id", "id"), line)
         if doc_id in seen:
-            raise _bad(path, f"duplicate document id {doc_id!r}", line=line, field_name="id")
+            raise bad_data(path, f"duplicate document id {doc_id!r}", line=line, field_name="id")
         seen.add(doc_id)
         docs.append(
             Doc(
                 doc_id,
-                _text(path, obj, ("title",), line, empty_ok=True) if "title" in obj else "",
-                _text(path, obj, ("text",), line),
+                text_field(path, obj, ("title",), line, empty_ok=True) if "title" in obj else "",
+                text_field(path, obj, ("text",), line),
             )
         )
     if not docs:
-        raise _bad(path, "no documents")
+        raise bad_data(path, "no documents")
     return docs
 
 
@@ -201,23 +140,23 @@ def load_corpus_folder(folder: Path) -> list[Doc]:
     first non-blank line is a ``# heading`` has it as its title (the text keeps the rest).
     """
     if not folder.is_dir():
-        raise _bad(folder, "folder not found")
+        raise bad_data(folder, "folder not found")
     docs = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in DOCUMENT_SUFFIXES):
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
-            raise _bad(path, "not UTF-8 text") from None
+            raise bad_data(path, "not UTF-8 text") from None
         title = ""
         lines = text.lstrip().splitlines()
         if path.suffix.lower() != ".txt" and lines and lines[0].startswith("# "):
             title = lines[0][2:].strip()
             text = "\n".join(lines[1:])
         if not text.strip():
-            raise _bad(path, "is empty")
+            raise bad_data(path, "is empty")
         docs.append(Doc(path.relative_to(folder).as_posix(), title, text.strip()))
     if not docs:
-        raise _bad(folder, f"no documents ({', '.join(DOCUMENT_SUFFIXES)} files)")
+        raise bad_data(folder, f"no documents ({', '.join(DOCUMENT_SUFFIXES)} files)")
     return docs
 
 
@@ -230,60 +169,60 @@ def _beir(folder: Path, split: str) -> RetrievalSet:
     docs = load_corpus(folder / "corpus.jsonl")
     queries = {}
     qpath = folder / "queries.jsonl"
-    for line, obj in _jsonl(qpath):
-        queries[_text(qpath, obj, ("_id", "id"), line)] = _text(qpath, obj, ("text",), line)
+    for line, obj in read_jsonl(qpath):
+        queries[text_field(qpath, obj, ("_id", "id"), line)] = text_field(qpath, obj, ("text",), line)
     rpath = folder / "qrels" / f"{split}.tsv"
     if not rpath.is_file():
-        raise _bad(rpath, "file not found (--split picks qrels/<split>.tsv)")
+        raise bad_data(rpath, "file not found (--split picks qrels/<split>.tsv)")
     qrels: dict[str, dict[str, int]] = {}
     with rpath.open(encoding="utf-8", newline="") as fh:
         for number, row in enumerate(csv.reader(fh, delimiter="\t"), start=1):
             if not row or (number == 1 and not row[-1].strip().lstrip("-").isdigit()):
                 continue  # blank line or header
             if len(row) < 3:
-                raise _bad(rpath, "expected query-id, corpus-id, score", line=number)
+                raise bad_data(rpath, "expected query-id, corpus-id, score", line=number)
             try:
                 grade = int(row[-1])
             except ValueError:
-                raise _bad(rpath, f"score {row[-1]!r} is not an integer", line=number, field_name="score") from None
+                raise bad_data(rpath, f"score {row[-1]!r} is not an integer", line=number, field_name="score") from None
             qid, did = row[0], row[-2]
             if qid not in queries:
-                raise _bad(rpath, f"query {qid!r} is not in queries.jsonl", line=number, field_name="query-id")
+                raise bad_data(rpath, f"query {qid!r} is not in queries.jsonl", line=number, field_name="query-id")
             qrels.setdefault(qid, {})[did] = grade
     return RetrievalSet(folder.name, docs, [(q, queries[q]) for q in qrels], qrels)
 
 
 def _retrieval_jsonl(path: Path, corpus: Path | None) -> RetrievalSet:
     if corpus is None:
-        raise _bad(path, "a question JSONL needs its documents: pass a corpus JSONL (id, title, text) or a folder")
+        raise bad_data(path, "a question JSONL needs its documents: pass a corpus JSONL (id, title, text) or a folder")
     docs = _load_docs(corpus)
     known = {d.id for d in docs}
     queries, qrels = [], {}
-    for line, obj in _jsonl(path):
+    for line, obj in read_jsonl(path):
         qid = str(obj.get("id", f"q{line}"))
-        question = _text(path, obj, ("question", "query", "text"), line)
-        relevant = _str_list(path, obj, "relevant", line)
+        question = text_field(path, obj, ("question", "query", "text"), line)
+        relevant = str_list_field(path, obj, "relevant", line)
         unknown = [d for d in relevant if d not in known]
         if unknown:
-            raise _bad(path, f"document {unknown[0]!r} is not in {corpus}", line=line, field_name="relevant")
+            raise bad_data(path, f"document {unknown[0]!r} is not in {corpus}", line=line, field_name="relevant")
         queries.append((qid, question))
         qrels[qid] = dict.fromkeys(relevant, 1)
     if not queries:
-        raise _bad(path, "no questions")
+        raise bad_data(path, "no questions")
     return RetrievalSet(path.stem, docs, queries, qrels)
 
 
 def _squad_docs_and_items(path: Path) -> tuple[list[Doc], list[QAItem]]:
-    data = _read_json(path)
+    data = read_json(path)
     articles = data.get("data") if isinstance(data, dict) else None
     if not isinstance(articles, list):
-        raise _bad(path, "not SQuAD format", field_name="data")
+        raise bad_data(path, "not SQuAD format", field_name="data")
     docs, items = [], []
     for a, article in enumerate(articles):
         for p, para in enumerate(article.get("paragraphs") or []):
             where = f"data[{a}].paragraphs[{p}]"
             if not isinstance(para, dict) or not isinstance(para.get("context"), str):
-                raise _bad(path, "missing", field_name=f"{where}.context")
+                raise bad_data(path, "missing", field_name=f"{where}.context")
             doc_id = str(para.get("id") or f"{a}-{p}")
             docs.append(Doc(doc_id, str(article.get("title") or ""), para["context"]))
             for q, qa in enumerate(para.get("qas") or []):
@@ -291,11 +230,11 @@ def _squad_docs_and_items(path: Path) -> tuple[list[Doc], list[QAItem]]:
                 answers = [x for x in answers if x.strip()]
                 if not isinstance(qa.get("question"), str) or not answers:
                     missing = "question" if not isinstance(qa.get("question"), str) else "answers"
-                    raise _bad(path, "missing", field_name=f"{where}.qas[{q}].{missing}")
+                    raise bad_data(path, "missing", field_name=f"{where}.qas[{q}].{missing}")
                 qid = str(qa.get("id") or f"{doc_id}-{q}")
                 items.append(QAItem(qid, qa["question"], tuple(answers), (doc_id,), (doc_id,)))
     if not items:
-        raise _bad(path, "no questions", field_name="data")
+        raise bad_data(path, "no questions", field_name="data")
     return docs, items
 
 
@@ -318,22 +257,22 @@ def load_retrieval_set(path: str | Path, *, corpus: str | Path | None = None, sp
 
 # -- question answering ---------------------------------------------------------------------------
 def _hotpot_row(path: Path, line: int, obj: dict[str, Any], docs: dict[str, Doc]) -> QAItem:
-    question = _text(path, obj, ("question_text", "question"), line)
+    question = text_field(path, obj, ("question_text", "question"), line)
     if "answers_objects" in obj:
         answers = [s for a in obj["answers_objects"] or [] if isinstance(a, dict) for s in a.get("spans") or []]
         if not answers:
-            raise _bad(path, "no answer span", line=line, field_name="answers_objects")
+            raise bad_data(path, "no answer span", line=line, field_name="answers_objects")
     else:
-        answers = _str_list(path, obj, "answer", line)
+        answers = str_list_field(path, obj, "answer", line)
     contexts = obj.get("contexts")
     if not isinstance(contexts, list) or not contexts:
-        raise _bad(path, "missing", line=line, field_name="contexts")
+        raise bad_data(path, "missing", line=line, field_name="contexts")
     gold, titles = [], []
     for i, ctx in enumerate(contexts):
         if not isinstance(ctx, dict):
-            raise _bad(path, "expected an object", line=line, field_name=f"contexts[{i}]")
-        title = _text(path, ctx, ("title",), line)
-        text = _text(path, ctx, ("paragraph_text", "text"), line)
+            raise bad_data(path, "expected an object", line=line, field_name=f"contexts[{i}]")
+        title = text_field(path, ctx, ("title",), line)
+        text = text_field(path, ctx, ("paragraph_text", "text"), line)
         doc_id, n = title, 1
         while doc_id in docs and docs[doc_id].text != text:  # another paragraph under the same title
             n += 1
@@ -359,23 +298,23 @@ def load_qa_set(path: str | Path, *, corpus: str | Path | None = None) -> QASet:
     path = Path(path)
     rows: list[tuple[int, dict[str, Any]]]
     if path.suffix == ".json":
-        data = _read_json(path)
+        data = read_json(path)
         if not (isinstance(data, list) and data and isinstance(data[0], dict) and "paragraphs" in data[0]):
             docs, items = _squad_docs_and_items(path)
             return QASet(path.stem, items, docs)
         rows = [(i + 1, _musique_row(obj)) for i, obj in enumerate(data)]  # MuSiQue: a list of questions
     else:
-        rows = list(_jsonl(path))
+        rows = list(read_jsonl(path))
     pool: dict[str, Doc] = {}
     items: list[QAItem] = []
     if not rows:
-        raise _bad(path, "no questions")
+        raise bad_data(path, "no questions")
     hotpot = "contexts" in rows[0][1]
     lines: dict[str, int] = {}
     for line, obj in rows:
         item = _hotpot_row(path, line, obj, pool) if hotpot else _question_row(path, line, obj)
         if item.id in lines:
-            raise _bad(path, f"id {item.id!r} repeats line {lines[item.id]}", line=line, field_name="id")
+            raise bad_data(path, f"id {item.id!r} repeats line {lines[item.id]}", line=line, field_name="id")
         lines[item.id] = line
         items.append(item)
     docs = list(pool.values()) if hotpot else (_load_docs(Path(corpus)) if corpus else [])
@@ -384,7 +323,7 @@ def load_qa_set(path: str | Path, *, corpus: str | Path | None = None) -> QASet:
         for item in items:
             for gold_id in item.gold_ids:
                 if gold_id not in known:
-                    raise _bad(
+                    raise bad_data(
                         path,
                         f"gold document {gold_id!r} is not in {corpus}",
                         line=lines[item.id],
@@ -408,28 +347,32 @@ def _musique_row(obj: Any) -> dict[str, Any]:
 
 def _question_row(path: Path, line: int, obj: dict[str, Any]) -> QAItem:
     """One line of a question JSONL: ``question``, ``answers`` (or ``answer``) and the optional fields."""
-    question = _text(path, obj, ("question",), line)
+    question = text_field(path, obj, ("question",), line)
     answerable = obj.get("answerable", True)
     if not isinstance(answerable, bool):
-        raise _bad(path, "expected true or false", line=line, field_name="answerable")
+        raise bad_data(path, "expected true or false", line=line, field_name="answerable")
     if answerable:
         if "answers" not in obj and "answer" not in obj:
-            raise _bad(
+            raise bad_data(
                 path, "missing (a list of accepted answers, or answerable: false)", line=line, field_name="answers"
             )
-        answers = _str_list(path, obj, "answers", line) if "answers" in obj else _str_list(path, obj, "answer", line)
+        answers = (
+            str_list_field(path, obj, "answers", line)
+            if "answers" in obj
+            else str_list_field(path, obj, "answer", line)
+        )
         answers = [a for a in answers if a.strip()]
         if not answers:
-            raise _bad(path, "is empty", line=line, field_name="answers")
+            raise bad_data(path, "is empty", line=line, field_name="answers")
     else:
-        answers = _str_list(path, obj, "answers", line, required=False)
+        answers = str_list_field(path, obj, "answers", line, required=False)
         if any(a.strip() for a in answers):
-            raise _bad(path, "an unanswerable question has no answers", line=line, field_name="answers")
+            raise bad_data(path, "an unanswerable question has no answers", line=line, field_name="answers")
         answers = []
-    group = _text(path, obj, ("group",), line) if "group" in obj else ""
-    evidence = _text(path, obj, ("evidence",), line) if "evidence" in obj else ""
-    gold = _str_list(path, obj, "gold_ids", line, required=False)
-    qid = _text(path, obj, ("id",), line) if "id" in obj else f"q{line}"
+    group = text_field(path, obj, ("group",), line) if "group" in obj else ""
+    evidence = text_field(path, obj, ("evidence",), line) if "evidence" in obj else ""
+    gold = str_list_field(path, obj, "gold_ids", line, required=False)
+    qid = text_field(path, obj, ("id",), line) if "id" in obj else f"q{line}"
     return QAItem(
         qid, question, tuple(answers), tuple(gold), group=group.strip(), answerable=answerable, evidence=evidence
     )
@@ -444,9 +387,9 @@ def load_routing_set(path: str | Path) -> list[RoutingItem]:
     """
     path = Path(path)
     items = []
-    for line, obj in _jsonl(path):
-        question = _text(path, obj, ("question",), line)
-        tools = _str_list(path, obj, "tools", line)
+    for line, obj in read_jsonl(path):
+        question = text_field(path, obj, ("question",), line)
+        tools = str_list_field(path, obj, "tools", line)
         items.append(
             RoutingItem(
                 str(obj.get("id", f"r{line}")),
@@ -457,7 +400,7 @@ def load_routing_set(path: str | Path) -> list[RoutingItem]:
             )
         )
     if not items:
-        raise _bad(path, "no questions")
+        raise bad_data(path, "no questions")
     return items
 
 
