@@ -22,7 +22,7 @@ from reasonloop.events import AnswerDelta, Event
 from reasonloop.llm.base import LLM, Done, Message, TextDelta, ToolSpec, estimate_prompt_tokens
 from reasonloop.llm.deadline import DeadlineReached
 from reasonloop.reasoning.budget import BudgetTracker
-from reasonloop.reasoning.toolexec import PlannedCall
+from reasonloop.reasoning.planned_call import PlannedCall
 from reasonloop.tokens import count_tokens
 
 __all__ = ["Turn", "llm_turn"]

@@ -25,9 +25,10 @@ from reasonloop.reasoning.finish import close, forced_answer, guard_armed
 from reasonloop.reasoning.format_watch import FormatWatch
 from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn, llm_turn
+from reasonloop.reasoning.planned_call import PlannedCall, coerce_input
 from reasonloop.reasoning.prompts import conversation, describe_tools, render, system_prompt
 from reasonloop.reasoning.react_parser import cut_observation, parse_react
-from reasonloop.reasoning.toolexec import PlannedCall, ToolRound, coerce_input
+from reasonloop.reasoning.toolexec import ToolRound
 from reasonloop.registry import PluginInfo
 from reasonloop.tools.base import Tool
 

@@ -32,6 +32,7 @@ from reasonloop.reasoning.format_watch import format_error
 from reasonloop.reasoning.intent import needs_no_retrieval
 from reasonloop.reasoning.language import detect_language
 from reasonloop.reasoning.llmcall import Turn, llm_turn
+from reasonloop.reasoning.planned_call import PlannedCall, coerce_input
 from reasonloop.reasoning.prompts import describe_tools, render, system_prompt
 from reasonloop.reasoning.retrieval import direct_answer
 from reasonloop.reasoning.rewoo_plan import (
@@ -44,7 +45,7 @@ from reasonloop.reasoning.rewoo_plan import (
     reference_text,
     substitute,
 )
-from reasonloop.reasoning.toolexec import PlannedCall, ToolRound, coerce_input, failure, record_result
+from reasonloop.reasoning.toolexec import ToolRound, failure, record_result
 from reasonloop.registry import PluginInfo
 from reasonloop.tokens import trim_to_tokens
 

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from reasonloop.reasoning.planned_call import PlannedCall, coerce_input
 from reasonloop.reasoning.react_parser import strip_scaffolding
 from reasonloop.reasoning.text_calls import (
     TextCall,
@@ -27,7 +28,6 @@ from reasonloop.reasoning.text_calls import (
     iter_json_calls,
     prose_before,
 )
-from reasonloop.reasoning.toolexec import PlannedCall, coerce_input
 from reasonloop.tools.base import Tool
 
 __all__ = ["ProseStream", "TextTurn", "read_text_turn"]
