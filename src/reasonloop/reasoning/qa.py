@@ -20,7 +20,7 @@ from pydantic import Field, model_validator
 from reasonloop.events import Event
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings
 from reasonloop.reasoning.budget import BudgetTracker
-from reasonloop.reasoning.evidence_answer.answer import evidence_gap, not_found_text
+from reasonloop.reasoning.evidence_answer.check import evidence_gap, not_found_text
 from reasonloop.reasoning.evidence_answer.terms import question_terms
 from reasonloop.reasoning.finish import close
 from reasonloop.reasoning.intent import needs_no_retrieval
