@@ -31,16 +31,16 @@ from reasonloop.events import Citation, Event, Progress
 from reasonloop.kb.base import Hit
 from reasonloop.llm.base import Message
 from reasonloop.reasoning.base import RunContext
-from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.evidence_answer.check import evidence_gap, not_found_text
 from reasonloop.reasoning.evidence_answer.decision import Decision, decide_choice, decide_yes_no, names_option
 from reasonloop.reasoning.evidence_answer.form import AnswerForm, answer_form
-from reasonloop.reasoning.evidence_answer.sentences import Sentence, rank_sentences, sentences_of
 from reasonloop.reasoning.evidence_answer.span import extract_span
-from reasonloop.reasoning.evidence_answer.terms import QuestionTerms, question_terms
 from reasonloop.reasoning.evidence_answer.texts import text
-from reasonloop.reasoning.retrieval import Evidence, retrieve
-from reasonloop.reasoning.retrieval_settings import RetrievalSettings
+from reasonloop.reasoning.steps.budget import BudgetTracker
+from reasonloop.reasoning.steps.retrieval import Evidence, retrieve
+from reasonloop.reasoning.steps.retrieval_settings import RetrievalSettings
+from reasonloop.reasoning.steps.sentences import Sentence, rank_sentences, sentences_of
+from reasonloop.reasoning.steps.terms import QuestionTerms, question_terms
 
 __all__ = [
     "DEFAULT_MARGIN",

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reasonloop.kb.base import Hit
-from reasonloop.reasoning.evidence_answer.terms import QuestionTerms
 from reasonloop.reasoning.evidence_answer.texts import text
+from reasonloop.reasoning.steps.terms import QuestionTerms
 
 __all__ = ["evidence_gap", "not_found_text"]
 

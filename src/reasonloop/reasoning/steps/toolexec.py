@@ -25,8 +25,8 @@ from reasonloop import telemetry
 from reasonloop.errors import ReasonLoopError, ToolArgumentsInvalid, ToolBudgetExhausted, ToolNotFound, ToolTimeout
 from reasonloop.events import Event, Step, ToolCall, ToolResult
 from reasonloop.reasoning.base import RunContext
-from reasonloop.reasoning.budget import BudgetTracker
-from reasonloop.reasoning.planned_call import PlannedCall, coerce_input
+from reasonloop.reasoning.formats.planned_call import PlannedCall, coerce_input
+from reasonloop.reasoning.steps.budget import BudgetTracker
 from reasonloop.tokens import trim_to_tokens
 from reasonloop.tools.base import Tool, ToolOutput, error_output
 
