@@ -14,7 +14,34 @@ import sys
 import warnings
 from types import ModuleType
 
-MOVED: dict[str, str] = {}
+MOVED: dict[str, str] = {
+    # reasoning/ in rooms by role: strategies/, steps/, formats/ (and the question's terms and the
+    # passages' sentences, which citations use too, out of evidence_answer/)
+    "reasonloop.reasoning.qa": "reasonloop.reasoning.strategies.qa",
+    "reasonloop.reasoning.decompose": "reasonloop.reasoning.strategies.decompose",
+    "reasonloop.reasoning.react": "reasonloop.reasoning.strategies.react",
+    "reasonloop.reasoning.toolcall": "reasonloop.reasoning.strategies.toolcall",
+    "reasonloop.reasoning.rewoo": "reasonloop.reasoning.strategies.rewoo",
+    "reasonloop.reasoning.toolexec": "reasonloop.reasoning.steps.toolexec",
+    "reasonloop.reasoning.llmcall": "reasonloop.reasoning.steps.llmcall",
+    "reasonloop.reasoning.retrieval": "reasonloop.reasoning.steps.retrieval",
+    "reasonloop.reasoning.retrieval_settings": "reasonloop.reasoning.steps.retrieval_settings",
+    "reasonloop.reasoning.budget": "reasonloop.reasoning.steps.budget",
+    "reasonloop.reasoning.finish": "reasonloop.reasoning.steps.finish",
+    "reasonloop.reasoning.citations": "reasonloop.reasoning.steps.citations",
+    "reasonloop.reasoning.query_transforms": "reasonloop.reasoning.steps.query_transforms",
+    "reasonloop.reasoning.intent": "reasonloop.reasoning.steps.intent",
+    "reasonloop.reasoning.evidence_answer.terms": "reasonloop.reasoning.steps.terms",
+    "reasonloop.reasoning.evidence_answer.sentences": "reasonloop.reasoning.steps.sentences",
+    "reasonloop.reasoning.react_parser": "reasonloop.reasoning.formats.react_parser",
+    "reasonloop.reasoning.rewoo_plan": "reasonloop.reasoning.formats.rewoo_plan",
+    "reasonloop.reasoning.text_calls": "reasonloop.reasoning.formats.text_calls",
+    "reasonloop.reasoning.toolcall_text": "reasonloop.reasoning.formats.toolcall_text",
+    "reasonloop.reasoning.answer_spotter": "reasonloop.reasoning.formats.answer_spotter",
+    "reasonloop.reasoning.format_watch": "reasonloop.reasoning.formats.format_watch",
+    "reasonloop.reasoning.prompts": "reasonloop.reasoning.formats.prompts",
+    "reasonloop.reasoning.language": "reasonloop.reasoning.formats.language",
+}
 
 
 class _AliasLoader:  # the loader protocol; importlib.abc is not imported to keep `import reasonloop` light

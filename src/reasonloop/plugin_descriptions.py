@@ -17,11 +17,11 @@ __all__ = ["DESCRIPTIONS"]
 
 DESCRIPTIONS: dict[str, str] = {
     # reasoning strategies
-    "reasonloop.reasoning.qa:QAReasoning": "Retrieve, then one streamed answer citing the numbered evidence",
-    "reasonloop.reasoning.decompose:DecomposeReasoning": "Split the question into sub-questions answered concurrently, then synthesise with citations",
-    "reasonloop.reasoning.react:ReActReasoning": "Thought / Action / Observation loop in plain text; works with any model",
-    "reasonloop.reasoning.toolcall:ToolCallReasoning": "Native tool calls, several per turn run concurrently; needs a model with tool calling",
-    "reasonloop.reasoning.rewoo:ReWOOReasoning": "Plan once, run independent steps in parallel, then solve from the evidence with citations",
+    "reasonloop.reasoning.strategies.qa:QAReasoning": "Retrieve, then one streamed answer citing the numbered evidence",
+    "reasonloop.reasoning.strategies.decompose:DecomposeReasoning": "Split the question into sub-questions answered concurrently, then synthesise with citations",
+    "reasonloop.reasoning.strategies.react:ReActReasoning": "Thought / Action / Observation loop in plain text; works with any model",
+    "reasonloop.reasoning.strategies.toolcall:ToolCallReasoning": "Native tool calls, several per turn run concurrently; needs a model with tool calling",
+    "reasonloop.reasoning.strategies.rewoo:ReWOOReasoning": "Plan once, run independent steps in parallel, then solve from the evidence with citations",
     # tools
     "reasonloop.tools.docsearch:DocSearchTool": "Search the knowledge base and return numbered passages with their sources",
     "reasonloop.tools.summarize:SummarizeTool": "Retrieve documents on a topic and summarise them with citations",

@@ -59,11 +59,11 @@ DESCRIPTIONS_GROUP = "reasonloop.descriptions"
 
 BUILTINS: dict[str, dict[str, str]] = {
     "reasoning": {
-        "qa": "reasonloop.reasoning.qa:QAReasoning",
-        "decompose": "reasonloop.reasoning.decompose:DecomposeReasoning",
-        "react": "reasonloop.reasoning.react:ReActReasoning",
-        "toolcall": "reasonloop.reasoning.toolcall:ToolCallReasoning",
-        "rewoo": "reasonloop.reasoning.rewoo:ReWOOReasoning",
+        "qa": "reasonloop.reasoning.strategies.qa:QAReasoning",
+        "decompose": "reasonloop.reasoning.strategies.decompose:DecomposeReasoning",
+        "react": "reasonloop.reasoning.strategies.react:ReActReasoning",
+        "toolcall": "reasonloop.reasoning.strategies.toolcall:ToolCallReasoning",
+        "rewoo": "reasonloop.reasoning.strategies.rewoo:ReWOOReasoning",
     },
     "tool": {
         "docsearch": "reasonloop.tools.docsearch:DocSearchTool",

@@ -15,7 +15,7 @@ from reasonloop.events import Answer, ErrorEvent, Event, Progress, RunStarted, T
 from reasonloop.kb.base import Filter, Hit
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.reasoning.base import Reasoning, RunContext
-from reasonloop.reasoning.react import ReActReasoning
+from reasonloop.reasoning.strategies.react import ReActReasoning
 from reasonloop.registry import BUILTINS, PluginInfo, Registry
 from reasonloop.tools.base import ToolContext, tool
 from reasonloop.tools.docsearch import DocSearchTool

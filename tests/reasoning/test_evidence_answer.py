@@ -16,7 +16,7 @@ from reasonloop.llm.local_provider import render_prompt
 from reasonloop.llm.messages import Message
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.reasoning.evidence_answer.form import answer_form, is_open_question
-from reasonloop.reasoning.evidence_answer.terms import negates, question_terms
+from reasonloop.reasoning.steps.terms import negates, question_terms
 from tests.kb.helpers import HashEmbedder
 
 DOCS = [
@@ -398,7 +398,7 @@ def test_a_name_with_a_number_is_checked_whole() -> None:
 
 
 def test_sentences_run_over_wrapped_lines_but_not_over_list_items() -> None:
-    from reasonloop.reasoning.evidence_answer.sentences import sentence_units
+    from reasonloop.reasoning.steps.sentences import sentence_units
 
     text = "## Leave\nUnused days must be used by\n31 March. Ask HR.\n\n- One item\n- Another\n  item.\n| a | b |"
     assert [text[a:b] for a, b in sentence_units(text)] == [

@@ -119,7 +119,7 @@ class RunContext:
     error: dict[str, Any] | None = None
     real_tool_calls: int = 0
     """Real tool calls made for this run, those of sub-agents included (what ``require_tool_call``
-    counts); the one counter of them, kept by :func:`~reasonloop.reasoning.toolexec.tally`."""
+    counts); the one counter of them, kept by :func:`~reasonloop.reasoning.steps.toolexec.tally`."""
     pending: list[Event] = field(default_factory=list)
     """Nested events emitted by tools, waiting to be yielded into the run's stream."""
     _wake: asyncio.Event | None = field(default=None, repr=False)

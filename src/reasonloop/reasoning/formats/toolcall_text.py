@@ -2,7 +2,7 @@
 
 A model served without a tool-call parser (a raw chat template, some Ollama and llama.cpp
 setups) writes its calls into the text: ``<tool_call>`` tags, ``<function=...>`` tags, or a
-JSON object naming a tool (:mod:`reasonloop.reasoning.text_calls`). :func:`read_text_turn`
+JSON object naming a tool (:mod:`reasonloop.reasoning.formats.text_calls`). :func:`read_text_turn`
 turns such a turn into the calls it asks for, or into its answer, or says why it cannot be
 read. A bare JSON object counts as a call only when it names one of the run's tools or a
 final answer, so an answer that shows JSON stays an answer. :class:`ProseStream` streams a
@@ -16,8 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reasonloop.reasoning.react_parser import strip_scaffolding
-from reasonloop.reasoning.text_calls import (
+from reasonloop.reasoning.formats.planned_call import PlannedCall, coerce_input
+from reasonloop.reasoning.formats.react_parser import strip_scaffolding
+from reasonloop.reasoning.formats.text_calls import (
     TextCall,
     broken_json_call,
     final_text,
@@ -27,7 +28,6 @@ from reasonloop.reasoning.text_calls import (
     iter_json_calls,
     prose_before,
 )
-from reasonloop.reasoning.toolexec import PlannedCall, coerce_input
 from reasonloop.tools.base import Tool
 
 __all__ = ["ProseStream", "TextTurn", "read_text_turn"]

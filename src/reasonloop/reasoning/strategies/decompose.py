@@ -7,7 +7,7 @@ from the sub-answers, citing the evidence of all of them (numbers are shared by 
 A sub-question may use the answer of an earlier one, written ``#1``, ``#2``, ... ("1. Who
 wrote the report?" / "2. Where does #1 work?"): it waits for that answer, and the reference is
 replaced by it (citation markers removed, bounded as a ReWOO reference is:
-:func:`~reasonloop.reasoning.rewoo_plan.reference_text`) before it is searched, so the second
+:func:`~reasonloop.reasoning.formats.rewoo_plan.reference_text`) before it is searched, so the second
 hop of a two-hop question is searched with the entity the first hop found. A sub-question
 whose earlier answer found no evidence is not searched. ``#n`` that does not name an earlier
 sub-question stays text.
@@ -26,15 +26,15 @@ from pydantic import Field
 from reasonloop.events import Event, Progress, Step, Thought, ToolCall, ToolResult
 from reasonloop.llm.base import Message
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings
-from reasonloop.reasoning.budget import BudgetTracker
-from reasonloop.reasoning.finish import close
-from reasonloop.reasoning.intent import needs_no_retrieval
-from reasonloop.reasoning.language import detect_language
-from reasonloop.reasoning.llmcall import Turn, llm_turn
-from reasonloop.reasoning.prompts import render, system_prompt
-from reasonloop.reasoning.retrieval import Search, direct_answer, run_search, transform
-from reasonloop.reasoning.retrieval_settings import RetrievalSettings
-from reasonloop.reasoning.rewoo_plan import reference_text
+from reasonloop.reasoning.formats.language import detect_language
+from reasonloop.reasoning.formats.prompts import render, system_prompt
+from reasonloop.reasoning.formats.rewoo_plan import reference_text
+from reasonloop.reasoning.steps.budget import BudgetTracker
+from reasonloop.reasoning.steps.finish import close
+from reasonloop.reasoning.steps.intent import needs_no_retrieval
+from reasonloop.reasoning.steps.llmcall import Turn, llm_turn
+from reasonloop.reasoning.steps.retrieval import Search, direct_answer, run_search, transform
+from reasonloop.reasoning.steps.retrieval_settings import RetrievalSettings
 from reasonloop.registry import PluginInfo
 from reasonloop.tools.evidence import format_evidence
 

@@ -16,16 +16,16 @@ from reasonloop.kb.base import Hit
 from reasonloop.kb.rerankers.base import RerankReport, collect_reports
 from reasonloop.llm.base import LLM, Message
 from reasonloop.reasoning.base import RunContext
-from reasonloop.reasoning.budget import BudgetTracker
-from reasonloop.reasoning.llmcall import Turn, llm_turn
-from reasonloop.reasoning.prompts import conversation
-from reasonloop.reasoning.query_transforms import (
+from reasonloop.reasoning.formats.prompts import conversation
+from reasonloop.reasoning.steps.budget import BudgetTracker
+from reasonloop.reasoning.steps.llmcall import Turn, llm_turn
+from reasonloop.reasoning.steps.query_transforms import (
     condense_question,
     fuse_hit_lists,
     hypothetical_answer,
     rewrite_queries,
 )
-from reasonloop.reasoning.retrieval_settings import RetrievalSettings
+from reasonloop.reasoning.steps.retrieval_settings import RetrievalSettings
 from reasonloop.tools.evidence import format_evidence, search_all
 
 __all__ = ["Evidence", "Search", "condense_question", "direct_answer", "retrieve", "run_search", "transform"]

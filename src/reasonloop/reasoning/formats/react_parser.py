@@ -5,7 +5,7 @@ with its input, and/or a final answer. It reads the ``Thought / Action / Action 
 Final Answer`` labels (any case, markdown bold, numbered ``Thought 2:``, Chinese labels and
 full-width colons, labels run together on one line), JSON or plain action input, the
 ``tool[input]`` and ``tool("input")`` forms, ``Finish[answer]``, code fences, and calls
-written as data (:mod:`reasonloop.reasoning.text_calls`: a JSON object after ``Action:`` or
+written as data (:mod:`reasonloop.reasoning.formats.text_calls`: a JSON object after ``Action:`` or
 on its own, fenced or not, and ``<tool_call>`` / ``<function=...>`` tags). Scaffolding never
 reaches the answer: ``<think>`` blocks become the thought, ``Do I need to use a tool?`` lines
 are dropped (``No`` then ``AI:`` is the final answer), a bare label is no answer, and
@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from reasonloop.reasoning.answer_spotter import FINAL_LABEL
-from reasonloop.reasoning.text_calls import (
+from reasonloop.reasoning.formats.answer_spotter import FINAL_LABEL
+from reasonloop.reasoning.formats.text_calls import (
     TextCall,
     broken_json_call,
     final_text,

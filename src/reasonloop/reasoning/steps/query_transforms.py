@@ -7,7 +7,7 @@
 * **HyDE** — the model writes a hypothetical answer, whose embedding is searched (dense search:
   the passage stands in for the question's vector) beside the question itself, fused the same way.
 
-They are :class:`~reasonloop.reasoning.retrieval_settings.RetrievalSettings` of every retrieve-then-answer strategy (``settings.retrieval``),
+They are :class:`~reasonloop.reasoning.steps.retrieval_settings.RetrievalSettings` of every retrieve-then-answer strategy (``settings.retrieval``),
 beside the per-run reranking overrides. Each model call counts against the run's budget; a call
 that fails or answers nothing leaves the question as it was.
 """
@@ -21,10 +21,10 @@ from reasonloop.kb.base import Hit
 from reasonloop.kb.hybrid import rrf_fuse
 from reasonloop.llm.base import Message
 from reasonloop.reasoning.base import RunContext
-from reasonloop.reasoning.budget import BudgetTracker
-from reasonloop.reasoning.llmcall import Turn, llm_turn
-from reasonloop.reasoning.prompts import render
-from reasonloop.reasoning.retrieval_settings import RetrievalSettings
+from reasonloop.reasoning.formats.prompts import render
+from reasonloop.reasoning.steps.budget import BudgetTracker
+from reasonloop.reasoning.steps.llmcall import Turn, llm_turn
+from reasonloop.reasoning.steps.retrieval_settings import RetrievalSettings
 
 __all__ = ["RetrievalSettings", "condense_question", "fuse_hit_lists", "hypothetical_answer", "rewrite_queries"]
 

@@ -21,8 +21,8 @@ from reasonloop import telemetry
 from reasonloop.events import AnswerDelta, Event
 from reasonloop.llm.base import LLM, Done, Message, TextDelta, ToolSpec, estimate_prompt_tokens
 from reasonloop.llm.deadline import DeadlineReached
-from reasonloop.reasoning.budget import BudgetTracker
-from reasonloop.reasoning.toolexec import PlannedCall
+from reasonloop.reasoning.formats.planned_call import PlannedCall
+from reasonloop.reasoning.steps.budget import BudgetTracker
 from reasonloop.tokens import count_tokens
 
 __all__ = ["Turn", "llm_turn"]

@@ -2,14 +2,14 @@
 
 The planner writes the whole plan up front (``#E1 = tool[input]``, inputs may use earlier
 results ``#En``); the worker runs every step as soon as its own dependencies are done,
-independent ones in parallel (:mod:`reasonloop.reasoning.rewoo_plan`); the solver answers
+independent ones in parallel (:mod:`reasonloop.reasoning.formats.rewoo_plan`); the solver answers
 from the plan and the evidence, with citations. Since observations never go back to the
 planner, the prompt does not grow with every step as in ReAct. If evidence failed, the
 planner may write one new plan that knows what failed. A plan with no step that can be read
 is no plan: the planner is asked once more, and a second such plan ends the run with
 :class:`~reasonloop.errors.FormatNotFollowed`, never with an answer made without evidence.
 A ``#En`` reference in a later input is replaced by a bounded piece of ``En``'s result
-(:func:`~reasonloop.reasoning.rewoo_plan.reference_text`). Planner and solver may be
+(:func:`~reasonloop.reasoning.formats.rewoo_plan.reference_text`). Planner and solver may be
 different models.
 """
 
@@ -26,15 +26,11 @@ from reasonloop.errors import PlanStepFailed
 from reasonloop.events import Event, Progress, Thought, ToolCall
 from reasonloop.llm.base import Message
 from reasonloop.reasoning.base import LoopSettings, Reasoning
-from reasonloop.reasoning.budget import BudgetTracker
-from reasonloop.reasoning.finish import close, guard_armed
-from reasonloop.reasoning.format_watch import format_error
-from reasonloop.reasoning.intent import needs_no_retrieval
-from reasonloop.reasoning.language import detect_language
-from reasonloop.reasoning.llmcall import Turn, llm_turn
-from reasonloop.reasoning.prompts import describe_tools, render, system_prompt
-from reasonloop.reasoning.retrieval import direct_answer
-from reasonloop.reasoning.rewoo_plan import (
+from reasonloop.reasoning.formats.format_watch import format_error
+from reasonloop.reasoning.formats.language import detect_language
+from reasonloop.reasoning.formats.planned_call import PlannedCall, coerce_input
+from reasonloop.reasoning.formats.prompts import describe_tools, render, system_prompt
+from reasonloop.reasoning.formats.rewoo_plan import (
     Plan,
     PlanStep,
     StepFailed,
@@ -44,7 +40,12 @@ from reasonloop.reasoning.rewoo_plan import (
     reference_text,
     substitute,
 )
-from reasonloop.reasoning.toolexec import PlannedCall, ToolRound, coerce_input, failure, record_result
+from reasonloop.reasoning.steps.budget import BudgetTracker
+from reasonloop.reasoning.steps.finish import close, guard_armed
+from reasonloop.reasoning.steps.intent import needs_no_retrieval
+from reasonloop.reasoning.steps.llmcall import Turn, llm_turn
+from reasonloop.reasoning.steps.retrieval import direct_answer
+from reasonloop.reasoning.steps.toolexec import ToolRound, failure, record_result
 from reasonloop.registry import PluginInfo
 from reasonloop.tokens import trim_to_tokens
 
@@ -58,7 +59,7 @@ class ReWOOSettings(LoopSettings):
     """Most steps running at once."""
     reference_tokens: int = Field(default=40, ge=10)
     """Most tokens of an earlier result that replace a ``#En`` reference in a later input
-    (see :func:`~reasonloop.reasoning.rewoo_plan.reference_text`)."""
+    (see :func:`~reasonloop.reasoning.formats.rewoo_plan.reference_text`)."""
 
 
 REPLAN_EVIDENCE_TOKENS = 300

@@ -20,66 +20,23 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
-from typing import Any
 
 from reasonloop import telemetry
 from reasonloop.errors import ReasonLoopError, ToolArgumentsInvalid, ToolBudgetExhausted, ToolNotFound, ToolTimeout
 from reasonloop.events import Event, Step, ToolCall, ToolResult
 from reasonloop.reasoning.base import RunContext
-from reasonloop.reasoning.budget import BudgetTracker
+from reasonloop.reasoning.formats.planned_call import PlannedCall, coerce_input
+from reasonloop.reasoning.steps.budget import BudgetTracker
 from reasonloop.tokens import trim_to_tokens
 from reasonloop.tools.base import Tool, ToolOutput, error_output
 
 __all__ = ["PlannedCall", "ToolRound", "coerce_input", "delegates", "failure", "record_result", "tally"]
 
 
-@dataclass(slots=True)
-class PlannedCall:
-    """A call the model asked for."""
-
-    call_id: str
-    tool: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-    raw_input: Any = None
-    """What the model wrote, kept for the steps (defaults to ``arguments``)."""
-    planned_input: Any = None
-    """The input as a plan wrote it, when the call comes from one (kept beside what the tool got)."""
-    invalid: str | None = None
-    """Why the arguments could not be read (the call is answered with this error)."""
-
-
 def failure(tool: str, error: ReasonLoopError) -> ToolOutput:
     """The observation of a call that never ran (unknown tool, bad arguments, budget spent, a plan
     step that failed): :func:`~reasonloop.tools.base.error_output`, the one shape of them all."""
     return error_output(tool, error)
-
-
-def coerce_input(tool: Tool, raw: Any) -> dict[str, Any]:
-    """Tool arguments from what a text-format model wrote.
-
-    A JSON object is used as is; anything else (plain text, a JSON string or number)
-    fills the tool's first required parameter (or its first parameter).
-    """
-    if isinstance(raw, dict):
-        return raw
-    if isinstance(raw, str):
-        text = raw.strip()
-        if text.startswith("{"):
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError:
-                value = None
-            if isinstance(value, dict):
-                return value
-        if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
-            text = text[1:-1]
-        raw = text
-    fields = tool.Params.model_fields
-    if not fields:
-        return {}
-    primary = next((name for name, f in fields.items() if f.is_required()), next(iter(fields)))
-    return {primary: raw if raw is not None else ""}
 
 
 def delegates(tool: Tool) -> bool:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from reasonloop.events import Citation
 from reasonloop.kb.base import Hit
-from reasonloop.reasoning.evidence_answer.terms import QuestionTerms
+from reasonloop.reasoning.steps.terms import QuestionTerms
 
 __all__ = ["Sentence", "quoting", "rank_sentences", "sentence_units", "sentences_of"]
 

@@ -6,7 +6,7 @@ the loop with one last tool-less call. A model without native tool calling is se
 the ReAct loop instead, with the same tools.
 
 Calls a model (or its server) writes into the text instead are read as calls
-(:mod:`reasonloop.reasoning.toolcall_text`); ``<think>`` blocks never reach the answer. A turn
+(:mod:`reasonloop.reasoning.formats.toolcall_text`); ``<think>`` blocks never reach the answer. A turn
 that cannot be read (an empty reply, a tag that is not JSON, native calls whose arguments are
 not JSON) is answered with what was wrong; three in a row end the run with
 :class:`~reasonloop.errors.FormatNotFollowed`, which suggests the ReAct text format.
@@ -21,14 +21,14 @@ from typing import ClassVar
 from reasonloop.events import Event, Progress, Thought
 from reasonloop.llm.base import Message, ToolCallPart
 from reasonloop.reasoning.base import LoopSettings, Reasoning
-from reasonloop.reasoning.budget import BudgetTracker
-from reasonloop.reasoning.finish import close, forced_answer, guard_armed
-from reasonloop.reasoning.format_watch import FormatWatch
-from reasonloop.reasoning.language import detect_language
-from reasonloop.reasoning.llmcall import Turn, llm_turn
-from reasonloop.reasoning.prompts import conversation, render, system_prompt, tool_spec
-from reasonloop.reasoning.toolcall_text import ProseStream, read_text_turn
-from reasonloop.reasoning.toolexec import ToolRound
+from reasonloop.reasoning.formats.format_watch import FormatWatch
+from reasonloop.reasoning.formats.language import detect_language
+from reasonloop.reasoning.formats.prompts import conversation, render, system_prompt, tool_spec
+from reasonloop.reasoning.formats.toolcall_text import ProseStream, read_text_turn
+from reasonloop.reasoning.steps.budget import BudgetTracker
+from reasonloop.reasoning.steps.finish import close, forced_answer, guard_armed
+from reasonloop.reasoning.steps.llmcall import Turn, llm_turn
+from reasonloop.reasoning.steps.toolexec import ToolRound
 from reasonloop.registry import PluginInfo
 
 __all__ = ["ToolCallReasoning", "ToolCallSettings"]
@@ -52,7 +52,7 @@ class ToolCallReasoning(Reasoning):
     async def stream(self, question: str) -> AsyncIterator[Event]:
         ctx, settings = self.ctx, self.settings
         if ctx.tools and not ctx.llm.capabilities.native_tools:
-            from reasonloop.reasoning.react import ReActReasoning
+            from reasonloop.reasoning.strategies.react import ReActReasoning
 
             yield Progress(message=f"{ctx.llm.name} has no native tool calling: using the ReAct text format")
             fallback = ReActReasoning(ReActReasoning.Settings(**settings.model_dump()), ctx)

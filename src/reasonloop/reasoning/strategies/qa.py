@@ -2,7 +2,7 @@
 
 The classic retrieve-then-read pipeline: a follow-up question is first rewritten into a
 standalone query (and, as ``settings.retrieval`` asks, rephrased or answered hypothetically to
-search better: :mod:`reasonloop.reasoning.query_transforms`); the hits of every knowledge source become numbered evidence; one
+search better: :mod:`reasonloop.reasoning.steps.query_transforms`); the hits of every knowledge source become numbered evidence; one
 streamed answer cites it as ``[n]``. With no evidence (and no conversation to draw on) the
 strategy says it doesn't know without asking the model to guess; when nothing is found, or a name
 or code the question holds is in none of the passages, the answer says the documents don't say,
@@ -19,17 +19,17 @@ from pydantic import Field, model_validator
 
 from reasonloop.events import Event
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings
-from reasonloop.reasoning.budget import BudgetTracker
-from reasonloop.reasoning.evidence_answer.answer import evidence_gap, not_found_text
-from reasonloop.reasoning.evidence_answer.terms import question_terms
-from reasonloop.reasoning.finish import close
-from reasonloop.reasoning.intent import needs_no_retrieval
-from reasonloop.reasoning.language import detect_language
-from reasonloop.reasoning.llmcall import Turn
-from reasonloop.reasoning.prompts import render, system_prompt
-from reasonloop.reasoning.query_transforms import condense_question
-from reasonloop.reasoning.retrieval import Evidence, direct_answer, retrieve
-from reasonloop.reasoning.retrieval_settings import RetrievalSettings
+from reasonloop.reasoning.evidence_answer.check import evidence_gap, not_found_text
+from reasonloop.reasoning.formats.language import detect_language
+from reasonloop.reasoning.formats.prompts import render, system_prompt
+from reasonloop.reasoning.steps.budget import BudgetTracker
+from reasonloop.reasoning.steps.finish import close
+from reasonloop.reasoning.steps.intent import needs_no_retrieval
+from reasonloop.reasoning.steps.llmcall import Turn
+from reasonloop.reasoning.steps.query_transforms import condense_question
+from reasonloop.reasoning.steps.retrieval import Evidence, direct_answer, retrieve
+from reasonloop.reasoning.steps.retrieval_settings import RetrievalSettings
+from reasonloop.reasoning.steps.terms import question_terms
 from reasonloop.registry import PluginInfo
 
 __all__ = ["QAReasoning", "QASettings"]

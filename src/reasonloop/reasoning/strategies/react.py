@@ -6,7 +6,7 @@ as the observation. The loop ends with ``Final Answer:``, with text that is not 
 at all (taken as the direct answer), or with a budget, after which one last tool-less call
 answers from what was gathered. A turn that tries the format and cannot be read is answered
 with what was wrong and the format; three such turns in a row end the run with
-:class:`~reasonloop.errors.FormatNotFollowed` (:mod:`reasonloop.reasoning.format_watch`).
+:class:`~reasonloop.errors.FormatNotFollowed` (:mod:`reasonloop.reasoning.formats.format_watch`).
 """
 
 from __future__ import annotations
@@ -18,16 +18,17 @@ from typing import ClassVar
 
 from reasonloop.events import Event, Progress, Thought
 from reasonloop.llm.base import Message
-from reasonloop.reasoning.answer_spotter import AnswerSpotter
 from reasonloop.reasoning.base import LoopSettings, Reasoning
-from reasonloop.reasoning.budget import BudgetTracker
-from reasonloop.reasoning.finish import close, forced_answer, guard_armed
-from reasonloop.reasoning.format_watch import FormatWatch
-from reasonloop.reasoning.language import detect_language
-from reasonloop.reasoning.llmcall import Turn, llm_turn
-from reasonloop.reasoning.prompts import conversation, describe_tools, render, system_prompt
-from reasonloop.reasoning.react_parser import cut_observation, parse_react
-from reasonloop.reasoning.toolexec import PlannedCall, ToolRound, coerce_input
+from reasonloop.reasoning.formats.answer_spotter import AnswerSpotter
+from reasonloop.reasoning.formats.format_watch import FormatWatch
+from reasonloop.reasoning.formats.language import detect_language
+from reasonloop.reasoning.formats.planned_call import PlannedCall, coerce_input
+from reasonloop.reasoning.formats.prompts import conversation, describe_tools, render, system_prompt
+from reasonloop.reasoning.formats.react_parser import cut_observation, parse_react
+from reasonloop.reasoning.steps.budget import BudgetTracker
+from reasonloop.reasoning.steps.finish import close, forced_answer, guard_armed
+from reasonloop.reasoning.steps.llmcall import Turn, llm_turn
+from reasonloop.reasoning.steps.toolexec import ToolRound
 from reasonloop.registry import PluginInfo
 from reasonloop.tools.base import Tool
 

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 
 from reasonloop.events import Citation
 from reasonloop.kb.base import Hit
-from reasonloop.reasoning.evidence_answer.sentences import quoting, sentence_units
-from reasonloop.reasoning.evidence_answer.terms import question_terms
+from reasonloop.reasoning.steps.sentences import quoting, sentence_units
+from reasonloop.reasoning.steps.terms import question_terms
 
 __all__ = ["cite", "markers", "supporting_sentence"]
 

@@ -1,6 +1,6 @@
 """Prompt templates: text files per language, rendered strictly, user instructions appended.
 
-Templates live in ``reasoning/prompts/<language>/<name>.txt`` and use ``$name``
+Templates live in ``reasoning/formats/prompts/<language>/<name>.txt`` and use ``$name``
 placeholders (:class:`string.Template`); a missing variable is an error, never an empty
 hole. Languages without their own templates use English ones, which tell the model to
 answer in the question's language.
@@ -16,7 +16,7 @@ from weakref import WeakKeyDictionary
 
 from reasonloop.errors import ConfigError
 from reasonloop.llm.base import Message, ToolSpec
-from reasonloop.reasoning.language import LANGUAGE_NAMES
+from reasonloop.reasoning.formats.language import LANGUAGE_NAMES
 from reasonloop.tools.base import Tool
 
 __all__ = ["PROMPT_DIR", "conversation", "describe_tools", "render", "system_prompt", "template_language", "tool_spec"]

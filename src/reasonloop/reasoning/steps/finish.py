@@ -9,13 +9,13 @@ from typing import Any
 from reasonloop.errors import GuardTripped
 from reasonloop.events import Answer, Citation, Event, Step, StopReason
 from reasonloop.llm.base import LLM, Message
-from reasonloop.reasoning.answer_spotter import AnswerSpotter
 from reasonloop.reasoning.base import RunContext
-from reasonloop.reasoning.budget import BudgetTracker
-from reasonloop.reasoning.citations import cite
-from reasonloop.reasoning.llmcall import Turn, llm_turn
-from reasonloop.reasoning.prompts import render
-from reasonloop.reasoning.react_parser import parse_react
+from reasonloop.reasoning.formats.answer_spotter import AnswerSpotter
+from reasonloop.reasoning.formats.prompts import render
+from reasonloop.reasoning.formats.react_parser import parse_react
+from reasonloop.reasoning.steps.budget import BudgetTracker
+from reasonloop.reasoning.steps.citations import cite
+from reasonloop.reasoning.steps.llmcall import Turn, llm_turn
 
 __all__ = ["close", "forced_answer", "guard_armed"]
 

@@ -1,0 +1,5 @@
+"""The built-in strategies, one module each: :mod:`.qa` (retrieve, then one answer),
+:mod:`.decompose` (sub-questions answered concurrently, then one synthesis), :mod:`.react`
+(Thought/Action/Observation in plain text), :mod:`.toolcall` (native tool calls) and
+:mod:`.rewoo` (plan once, work in parallel, solve). Each is imported when its id is first used.
+"""
