@@ -100,11 +100,7 @@ class _Finding:
 class DecomposeReasoning(Reasoning):
     """Split into sub-questions answered concurrently, then one synthesis with citations."""
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="decompose",
-        name="Decomposition",
-        description="Split the question into sub-questions answered concurrently, then synthesise with citations",
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("reasoning", "decompose")
     Settings = DecomposeSettings
 
     async def stream(self, question: str) -> AsyncIterator[Event]:

@@ -59,11 +59,7 @@ class QASettings(ReasoningSettings):
 class QAReasoning(Reasoning):
     """Retrieve, build numbered evidence, one streamed answer with [n] citations."""
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="qa",
-        name="Retrieval QA",
-        description="Retrieve, then one streamed answer citing the numbered evidence",
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("reasoning", "qa")
     Settings = QASettings
 
     async def stream(self, question: str) -> AsyncIterator[Event]:

@@ -68,11 +68,7 @@ REPLAN_EVIDENCE_TOKENS = 300
 class ReWOOReasoning(Reasoning):
     """Plan all steps once, run them as their inputs become ready, then solve with citations."""
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="rewoo",
-        name="ReWOO",
-        description="Plan once, run independent steps in parallel, then solve from the evidence with citations",
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("reasoning", "rewoo")
     Settings = ReWOOSettings
     uses_tools = True
 
