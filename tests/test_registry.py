@@ -241,7 +241,10 @@ def test_reasonloops_own_entry_points_from_an_earlier_install_are_ignored(plugin
     # An earlier install's metadata may still name built-ins as entry points, at old paths.
     make_dist(
         plugin_dir,
-        {"reasonloop.reasoning": {"qa": "reasonloop.reasoning.old_qa:QA"}, "reasonloop.descriptions": {"x": "gone:T"}},
+        {
+            "reasonloop.reasoning": {"qa": "reasonloop.reasoning.old_qa:QA"},
+            "reasonloop.descriptions": {"reasonloop": "reasonloop.plugin_descriptions:DESCRIPTIONS"},
+        },
         dist="reasonloop",
     )
     registry = Registry()

@@ -181,12 +181,22 @@ def _plugin_id(obj: Any, fallback: str) -> str:
     return fallback
 
 
-def _ours(ep: EntryPoint) -> bool:
-    """Whether an entry point is declared by reasonloop itself: an earlier install's, whose plugins
-    the plugin table now declares (a stale one would otherwise shadow a row, or name a moved module)."""
-    dist = getattr(ep, "dist", None)
-    name = getattr(dist, "name", None) or ""
-    return name.lower().replace("_", "-") == "reasonloop"
+def _others(eps: Iterable[EntryPoint], ours: dict[int, bool]) -> list[EntryPoint]:
+    """The entry points not declared by reasonloop itself. Its own are an earlier install's, whose
+    plugins the plugin table now declares (a stale one would otherwise shadow a row, or name a moved
+    module). Only the distributions of entry points naming a target of ours have their metadata read,
+    once each (``ours``: distribution -> whether it is reasonloop, by ``id``)."""
+    out = []
+    for ep in eps:
+        if ep.value.startswith("reasonloop."):
+            dist = getattr(ep, "dist", None)
+            if id(dist) not in ours:
+                name = getattr(dist, "name", None) or ""
+                ours[id(dist)] = name.lower().replace("_", "-") == "reasonloop"
+            if ours[id(dist)]:
+                continue
+        out.append(ep)
+    return out
 
 
 class Registry:
@@ -212,11 +222,11 @@ class Registry:
         if use_entry_points:
             self.add_builtins()
             found = entry_points()  # one scan of the installed packages for every group
+            ours: dict[int, bool] = {}
             for kind in KINDS:
-                for ep in found.select(group=f"reasonloop.{kind}"):
-                    if not _ours(ep):
-                        self._add(PluginEntry(kind=kind, id=ep.name, target=ep.value, source="entry_point"))
-            self._description_tables = [ep for ep in found.select(group=DESCRIPTIONS_GROUP) if not _ours(ep)]
+                for ep in _others(found.select(group=f"reasonloop.{kind}"), ours):
+                    self._add(PluginEntry(kind=kind, id=ep.name, target=ep.value, source="entry_point"))
+            self._description_tables = _others(found.select(group=DESCRIPTIONS_GROUP), ours)
         for kind, paths in (dotted_paths or {}).items():
             for path in paths:
                 self._add_dotted(kind, path)
