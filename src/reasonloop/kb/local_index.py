@@ -90,9 +90,7 @@ class LocalIndex:
         ConfigError: invalid options.
     """
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="local", name="Local index", description="Embedded hybrid index (sqlite, tantivy BM25, usearch HNSW)."
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("index", "local")
 
     def __init__(self, path: str | Path, embedder: Embedder, options: dict[str, Any] | LocalIndexOptions | None = None):
         self.path = Path(path).expanduser().resolve()

@@ -100,9 +100,7 @@ class MilvusIndex(LocalIndex):
         ConfigError: invalid options.
     """
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="milvus", name="Milvus index", description="Milvus (Lite file, standalone or cluster): dense + BM25 hybrid."
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("index", "milvus")
 
     def __init__(
         self, path: str | Path, embedder: Embedder, options: dict[str, Any] | MilvusIndexOptions | None = None

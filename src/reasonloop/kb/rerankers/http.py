@@ -97,9 +97,7 @@ class HTTPReranker:
         LLMNotConfigured: ``api_key_env`` names a variable that is unset.
     """
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="http", name="HTTP reranker", description="A rerank endpoint: Hugging Face TEI or the /v1/rerank shape"
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("reranker", "http")
 
     def __init__(self, options: Mapping[str, Any] | HTTPRerankerOptions) -> None:
         try:

@@ -54,9 +54,7 @@ class LlamaCppReranker:
         ConfigError: invalid options, or the model file does not exist.
     """
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="llama_cpp", name="llama.cpp reranker", description="A local GGUF reranker model through llama-cpp-python"
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("reranker", "llama_cpp")
 
     def __init__(self, options: Mapping[str, Any] | LlamaCppRerankerOptions, *, llama_factory: Any = None) -> None:
         try:

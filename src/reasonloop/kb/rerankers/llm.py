@@ -69,9 +69,7 @@ class LLMReranker:
         ConfigError: invalid options.
     """
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="llm", name="LLM reranker", description="Listwise reranking by any configured chat model"
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("reranker", "llm")
 
     def __init__(self, options: Mapping[str, Any] | LLMRerankerOptions | None = None, *, llm: LLM | None = None):
         try:

@@ -25,6 +25,7 @@ from pydantic import Field
 
 from reasonloop.events import Event, Progress, Step, Thought, ToolCall, ToolResult
 from reasonloop.llm.base import Message
+from reasonloop.plugin_table import field_text
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings
 from reasonloop.reasoning.formats.language import detect_language
 from reasonloop.reasoning.formats.prompts import render, system_prompt
@@ -77,13 +78,35 @@ def _fill(subquestion: str, index: int, answers: dict[int, str]) -> str:
 
 
 class DecomposeSettings(ReasoningSettings):
-    max_subquestions: int = Field(default=4, ge=1, le=8)
-    """Most sub-questions the question is split into."""
-    top_k: int = Field(default=4, ge=1, le=20)
-    """Passages retrieved per sub-question."""
-    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
-    """Query transforms (multi-query, HyDE: per sub-question) and reranking for this run; a
-    sub-question is standalone already, so ``condense`` does not apply."""
+    max_subquestions: int = Field(
+        default=4,
+        ge=1,
+        le=8,
+        **field_text(
+            en=("Sub-questions", "Most sub-questions the question is split into."),
+            zh=("子问题上限", "问题最多拆成的子问题数。"),
+        ),
+    )
+    top_k: int = Field(
+        default=4,
+        ge=1,
+        le=20,
+        **field_text(
+            en=("Passages per sub-question", "Passages retrieved for each sub-question."),
+            zh=("每个子问题的段落数", "每个子问题检索的段落数。"),
+        ),
+    )
+    retrieval: RetrievalSettings = Field(
+        default_factory=RetrievalSettings,
+        **field_text(
+            en=(
+                "Retrieval",
+                "Query transforms (extra phrasings, HyDE: per sub-question) and reranking for this run; "
+                "a sub-question is standalone already, so follow-ups are not condensed.",
+            ),
+            zh=("检索", "本次运行的查询改写（额外问法、HyDE：按子问题）与重排序；子问题本身已独立，不改写追问。"),
+        ),
+    )
 
 
 @dataclass
@@ -100,11 +123,7 @@ class _Finding:
 class DecomposeReasoning(Reasoning):
     """Split into sub-questions answered concurrently, then one synthesis with citations."""
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="decompose",
-        name="Decomposition",
-        description="Split the question into sub-questions answered concurrently, then synthesise with citations",
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("reasoning", "decompose")
     Settings = DecomposeSettings
 
     async def stream(self, question: str) -> AsyncIterator[Event]:

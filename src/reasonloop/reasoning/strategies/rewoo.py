@@ -25,6 +25,7 @@ from pydantic import Field
 from reasonloop.errors import PlanStepFailed
 from reasonloop.events import Event, Progress, Thought, ToolCall
 from reasonloop.llm.base import Message
+from reasonloop.plugin_table import field_text
 from reasonloop.reasoning.base import LoopSettings, Reasoning
 from reasonloop.reasoning.formats.format_watch import format_error
 from reasonloop.reasoning.formats.language import detect_language
@@ -53,13 +54,30 @@ __all__ = ["ReWOOReasoning", "ReWOOSettings"]
 
 
 class ReWOOSettings(LoopSettings):
-    replan: bool = True
-    """When evidence failed, let the planner write one new plan."""
-    max_concurrency: int = Field(default=8, ge=1)
-    """Most steps running at once."""
-    reference_tokens: int = Field(default=40, ge=10)
-    """Most tokens of an earlier result that replace a ``#En`` reference in a later input
-    (see :func:`~reasonloop.reasoning.formats.rewoo_plan.reference_text`)."""
+    replan: bool = Field(
+        default=True,
+        **field_text(
+            en=("Replan", "When a step's evidence failed, let the planner write one new plan."),
+            zh=("重新规划", "有步骤的证据失败时，让规划器重写一次计划。"),
+        ),
+    )
+    max_concurrency: int = Field(
+        default=8,
+        ge=1,
+        **field_text(
+            en=("Parallel steps", "Most plan steps running at once."),
+            zh=("并行步骤上限", "同时运行的计划步骤最多数量。"),
+        ),
+    )
+    # What replaces a reference: :func:`~reasonloop.reasoning.formats.rewoo_plan.reference_text`.
+    reference_tokens: int = Field(
+        default=40,
+        ge=10,
+        **field_text(
+            en=("Reference tokens", "Most tokens of an earlier result that replace a #En reference in a later input."),
+            zh=("引用词元上限", "在后续输入中替换 #En 引用的前一步结果最多的词元数。"),
+        ),
+    )
 
 
 REPLAN_EVIDENCE_TOKENS = 300
@@ -69,11 +87,7 @@ REPLAN_EVIDENCE_TOKENS = 300
 class ReWOOReasoning(Reasoning):
     """Plan all steps once, run them as their inputs become ready, then solve with citations."""
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="rewoo",
-        name="ReWOO",
-        description="Plan once, run independent steps in parallel, then solve from the evidence with citations",
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("reasoning", "rewoo")
     Settings = ReWOOSettings
     uses_tools = True
 
