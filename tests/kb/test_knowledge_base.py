@@ -486,7 +486,7 @@ async def test_a_markdown_pages_heading_is_its_title_and_is_embedded_once(make_k
 
 
 def test_titled_heads_a_chunk_with_its_title_once() -> None:
-    from reasonloop.kb.ingest.pipeline import titled
+    from reasonloop.kb.ingest.records import titled
 
     assert titled("Lyon", "# Lyon\n\nA city.") == "# Lyon\n\nA city."
     assert titled("Lyon", "## Lyon ##\nA city.") == "## Lyon ##\nA city."

@@ -14,14 +14,14 @@ import reasonloop._native_threads  # noqa: F401
 if TYPE_CHECKING:
     from reasonloop.kb.embedding.cache import CachedEmbedder
     from reasonloop.kb.embedding.embedders import Embedder
-    from reasonloop.kb.ingest.pipeline import Record
+    from reasonloop.kb.ingest.records import Record
     from reasonloop.kb.knowledge_base import KnowledgeBase
 
 __all__ = ["CachedEmbedder", "Embedder", "KnowledgeBase", "Record"]
 
 _LAZY = {
     "KnowledgeBase": "reasonloop.kb.knowledge_base",
-    "Record": "reasonloop.kb.ingest.pipeline",
+    "Record": "reasonloop.kb.ingest.records",
     "Embedder": "reasonloop.kb.embedding.embedders",
     "CachedEmbedder": "reasonloop.kb.embedding.cache",
 }

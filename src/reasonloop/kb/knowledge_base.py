@@ -27,7 +27,7 @@ from reasonloop.kb.storage.store import ChunkRow, DocumentRow
 from reasonloop.registry import Registry, resolve
 
 if TYPE_CHECKING:
-    from reasonloop.kb.ingest.pipeline import Record
+    from reasonloop.kb.ingest.records import Record
 
 __all__ = ["KnowledgeBase", "as_filters"]
 

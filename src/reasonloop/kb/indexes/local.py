@@ -60,7 +60,8 @@ from reasonloop.registry import PluginInfo
 if TYPE_CHECKING:
     # The ingestion pipeline (loaders, fetching, the vector cache) loads when something is
     # ingested: opening an index to search does not need it.
-    from reasonloop.kb.ingest.pipeline import Ingestor, Record
+    from reasonloop.kb.ingest.pipeline import Ingestor
+    from reasonloop.kb.ingest.records import Record
     from reasonloop.kb.retrieval.rerankers.base import RerankStep
 
 __all__ = ["LocalIndex", "LocalIndexOptions"]
@@ -487,7 +488,8 @@ class LocalIndex:
         Dicts carry ``id`` (or BEIR's ``_id``), ``text``, optional ``title``, ``source``,
         ``metadata``; any other key joins the metadata.
         """
-        from reasonloop.kb.ingest.pipeline import Ingestor, as_records
+        from reasonloop.kb.ingest.pipeline import Ingestor
+        from reasonloop.kb.ingest.records import as_records
 
         ingestor = Ingestor(self, on_progress, commit_chunks=self.options.commit_chunks)
 

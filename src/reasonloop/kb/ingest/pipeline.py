@@ -17,11 +17,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -36,68 +35,15 @@ from reasonloop.kb.ingest.loaders import LoadedDocument, RecordError, walk
 from reasonloop.kb.ingest.names import source_name
 from reasonloop.kb.ingest.parsing import ParsePool
 from reasonloop.kb.ingest.reading import read_version
+from reasonloop.kb.ingest.records import Record, document_id, titled
 from reasonloop.kb.storage.store import ChunkWrite, DocumentWrite
 
-__all__ = ["Ingestor", "Record", "as_records", "document_id", "titled"]
+__all__ = ["IngestTarget", "Ingestor"]
 
 ProgressFn = Callable[[IngestProgress], None]
 
 LEXICAL_COMMIT_EVERY_S = 1.0
 """During an ingest, BM25 commits at most this often (every commit writes a tantivy segment)."""
-
-
-def document_id(source: str) -> str:
-    """Stable id of the document at ``source``."""
-    return hashlib.blake2b(source.encode("utf-8"), digest_size=8).hexdigest()
-
-
-_HEADING = re.compile(r"\s*#{1,6}[ \t]+(?P<heading>[^\n]*)")
-
-
-def titled(title: str, text: str) -> str:
-    """``text`` headed by its document's ``title`` for embedding and indexing, unless it already
-    opens with it as a Markdown heading (a page's first chunk): the title is counted once."""
-    if not title:
-        return text
-    opening = _HEADING.match(text)
-    if opening and opening["heading"].strip().strip("#").strip() == title.strip():
-        return text
-    return f"{title}\n{text}"
-
-
-@dataclass
-class Record:
-    """A document given as data rather than a file (see ``KnowledgeBase.ingest_records``)."""
-
-    id: str
-    text: str
-    title: str = ""
-    source: str = ""
-    """Defaults to the id."""
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-def as_records(items: Iterable[Record | tuple[str, str, str] | Mapping[str, Any]]) -> Iterator[Record]:
-    """:class:`Record` from records, ``(id, title, text)`` tuples or dicts.
-
-    Dicts carry ``id`` (or BEIR's ``_id``), ``text``, optional ``title``, ``source`` and
-    ``metadata``; any other key joins the metadata.
-    """
-    for r in items:
-        if isinstance(r, Record):
-            yield r
-        elif isinstance(r, tuple):
-            rid, title, text = r
-            yield Record(id=str(rid), title=title or "", text=text)
-        else:
-            extra = {k: v for k, v in r.items() if k not in ("id", "_id", "title", "text", "source", "metadata")}
-            yield Record(
-                id=str(r["id"] if "id" in r else r["_id"]),
-                title=r.get("title") or "",
-                text=r.get("text") or "",
-                source=r.get("source") or "",
-                metadata={**extra, **(r.get("metadata") or {})},
-            )
 
 
 @dataclass
