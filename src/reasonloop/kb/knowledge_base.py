@@ -21,7 +21,8 @@ from reasonloop.config import Settings, load_settings
 from reasonloop.errors import DocumentNotFound, KBError
 from reasonloop.kb.base import Filter, Hit, IngestReport, KBStats
 from reasonloop.kb.embedding.embedders import Embedder, create_embedder
-from reasonloop.kb.indexes.local import LocalIndex, ProgressFn
+from reasonloop.kb.indexes.catalog import ProgressFn
+from reasonloop.kb.indexes.local import LocalIndex
 from reasonloop.kb.retrieval.hybrid import HybridRetriever, Reranker, SearchMode
 from reasonloop.kb.storage.store import ChunkRow, DocumentRow
 from reasonloop.registry import Registry, resolve

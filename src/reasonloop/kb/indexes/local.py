@@ -2,7 +2,7 @@
 
 Layout of the directory (``.reasonloop/`` by default)::
 
-    kb.sqlite        documents, chunks, cached vectors, meta (embedding model, dim)
+    kb.sqlite        documents, chunks, cached vectors, meta (embedding model, dim): the catalog
     lexical/         tantivy BM25 index          (derived from kb.sqlite)
     vectors.npz      flat vectors, small indexes (derived from kb.sqlite)
     vectors.usearch  HNSW graph, large indexes   (derived from kb.sqlite)
@@ -16,25 +16,21 @@ re-added from the cached vectors, entries whose chunk no longer exists are purge
 rebuilt from the stored text. Documents that never reached their commit point are simply
 absent and get ingested again.
 
-Many processes: any number may open the directory. Readers take no lock: before each search
-they compare sqlite's ``data_version`` with the one they last saw (no I/O), and when another
-process committed they reload the BM25 searcher and bring their in-memory vectors in line with
-sqlite (the vectors of new chunks come from the vector cache in sqlite). Writers take turns
-under ``writer.lock``: a turn begins by catching up in the same way, commits groups of
-documents for about :data:`TURN_S` seconds, then commits BM25, lets go of tantivy's own writer
-lock and of ``writer.lock``; the embedding of the next group runs outside any lock. A writer
-that finds the lock taken waits, saying so through the ingest progress (or the log).
+Many processes (:mod:`~reasonloop.kb.storage.turns`): a reader that sees another process's
+commit reloads the BM25 searcher and brings its in-memory vectors in line with sqlite (the
+vectors of new chunks come from the vector cache in sqlite). A writer's turn commits groups of
+documents for about :data:`TURN_S` seconds, then commits BM25 and lets go of tantivy's own
+writer lock and of ``writer.lock``; the embedding of the next group runs outside any lock.
+
+What the catalog does whatever the search side is (ingest runs, deletes, listing, reading hits
+back) is :class:`~reasonloop.kb.indexes.catalog.Catalog`'s; this index holds one.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
 import shutil
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
@@ -42,40 +38,30 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 import numpy as np
 
 from reasonloop.config import secret
-from reasonloop.errors import ConfigError, KBError, KBModelMismatch
-from reasonloop.kb.base import Filter, Hit, IngestProgress, IngestReport, KBStats
+from reasonloop.errors import KBError
+from reasonloop.kb.base import Filter, Hit, IngestReport, KBStats
 from reasonloop.kb.embedding.embedders import Embedder
-from reasonloop.kb.ingest.chunking import Chunker
-from reasonloop.kb.ingest.fetch import is_url
+from reasonloop.kb.indexes.catalog import Catalog, ProgressFn, index_directory
 from reasonloop.kb.ingest.limits import ParseLimits
-from reasonloop.kb.ingest.names import path_of, source_name
 from reasonloop.kb.retrieval.hybrid import HybridRetriever, Reranker
 from reasonloop.kb.retrieval.lexical import LexicalIndex
 from reasonloop.kb.retrieval.vector import LocalVectorStore, VectorStore
-from reasonloop.kb.settings import LocalIndexOptions, parse_options, parse_retriever_settings
-from reasonloop.kb.storage.locking import WriterLock
-from reasonloop.kb.storage.store import ChunkRow, DocumentRow, DocumentWrite, MetadataStore
+from reasonloop.kb.settings import LocalIndexOptions, parse_options
+from reasonloop.kb.storage.store import ChunkRow, DocumentRow, DocumentWrite
 from reasonloop.registry import PluginInfo
 
 if TYPE_CHECKING:
-    # The ingestion pipeline (loaders, fetching, the vector cache) loads when something is
-    # ingested: opening an index to search does not need it.
-    from reasonloop.kb.ingest.pipeline import Ingestor
     from reasonloop.kb.ingest.records import Record
     from reasonloop.kb.retrieval.rerankers.base import RerankStep
 
 __all__ = ["LocalIndex", "LocalIndexOptions"]
 
-ProgressFn = Callable[[IngestProgress], None]
 _T = TypeVar("_T")
 logger = logging.getLogger(__name__)
 
 TURN_S = 1.0
 """A writer lets a waiting writer in after holding the writer lock about this long (at the end of
 a commit group): each turn ends with a BM25 commit, so this is also how often BM25 commits."""
-
-REPAIR_EVERY_S = 1.0
-"""How often a reader that saw the dirty flag checks whether the writer that set it is gone."""
 
 
 class LocalIndex:
@@ -96,64 +82,24 @@ class LocalIndex:
     )
 
     def __init__(self, path: str | Path, embedder: Embedder, options: dict[str, Any] | LocalIndexOptions | None = None):
-        self.path = Path(path).expanduser().resolve()
-        if self.path.exists() and not self.path.is_dir():
-            raise KBError(f"{self.path} exists and is not a directory", path=str(self.path))
+        directory = index_directory(path)
         self.options = parse_options(options)
-        self.embedder = embedder
-        self.chunker = Chunker(self.options.chunk_tokens, self.options.chunk_overlap)
-        self.content_signature = f"{self.chunker.signature}/title={int(self.options.embed_title)}/once"
+        self.catalog = Catalog(directory, embedder, self.options, self)
+        self.path, self.embedder, self.store = directory, embedder, self.catalog.store
+        self.chunker, self.content_signature = self.catalog.chunker, self.catalog.content_signature
         self.parse_limits = ParseLimits()
         """What one file may cost while it is parsed (``[kb.limits]``, set by :meth:`KnowledgeBase.open`)."""
         self.parse_loaders: dict[str, str] = {}
         """Loader plugins: a suffix -> ``package.module:function``, run in the parsing workers."""
-        self.path.mkdir(parents=True, exist_ok=True)
-        self.store = MetadataStore(self.path / "kb.sqlite")
-        try:
-            self._check_model()
-        except KBModelMismatch:
-            self.store.close()
-            raise
+        self.turns = self.catalog.turns
+        self._writer = self.turns.writer
         self.vectors: VectorStore | None = None
-        self._open_search()
-        self._reranker: RerankStep | None = None
-        self._write_lock = asyncio.Lock()
-        self._query_vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._mutate = threading.RLock()  # sqlite commits + derived-index updates, vs. repairs and catch-ups
-        self._writer = WriterLock(self.path / "writer.lock")
-        self._turn_began: float | None = None
-        """When this process's current writer turn began (None: it holds no turn)."""
-        self._seen_version: int | None = None
-        self._suspect_dirty = False
-        """The dirty flag was set when last looked at, by a writer of another process."""
-        self._last_repair_try = 0.0
         self._view: tuple[int, int, int] | None = None
         """sqlite's :meth:`~MetadataStore.key_summary` that the in-memory vectors match (None: unknown)."""
-        # Repairs need the writer lock. Without it another process is writing: its sqlite
-        # commits run ahead of its BM25 commits, so this one only brings its view up to date,
-        # and every write operation below catches up again once it holds the lock.
-        if self._writer.try_acquire():
-            try:
-                self.reconcile()
-            finally:
-                self._writer.release()
-        else:
-            self.catch_up(force=True)
+        self._open_search()
+        self.turns.open()
 
-    # -- model bookkeeping ----------------------------------------------------------------------------
-    def _check_model(self) -> None:
-        stored = self.store.get_meta("embedding_model")
-        if stored and stored != self.embedder.vector_space:
-            raise KBModelMismatch(
-                f"the knowledge base at {self.path} was built with embedding model {stored!r}, "
-                f"but {self.embedder.vector_space!r} is configured. Vectors of different models cannot be mixed: "
-                f"configure the original model again, or re-index by deleting {self.path} "
-                "(or choosing a new --kb directory) and ingesting your documents again.",
-                path=str(self.path),
-                stored=stored,
-                configured=self.embedder.vector_space,
-            )
-
+    # -- the derived indexes --------------------------------------------------------------------------
     def _open_search(self) -> None:
         """Open what search reads (BM25 here; the vectors once their size is known)."""
         self.lexical = self._derived(lambda: LexicalIndex(self.path / "lexical"), [self.path / "lexical"])
@@ -161,24 +107,9 @@ class LocalIndex:
         if dim:
             self.ensure_vectors(int(dim))
 
-    def check_dim(self, dim: int) -> str | None:
-        """The stored embedding size (None before the first vectors).
-
-        Raises:
-            KBModelMismatch: ``dim`` differs from it.
-        """
-        stored = self.store.get_meta("embedding_dim")
-        if stored and int(stored) != dim:
-            raise KBModelMismatch(
-                f"{self.embedder.name!r} produced {dim}-d vectors but the knowledge base at {self.path} "
-                f"holds {stored}-d vectors; re-index into a new directory",
-                path=str(self.path),
-            )
-        return stored
-
     def ensure_vectors(self, dim: int) -> VectorStore:
         """The vector store, created on first use once the embedding size is known."""
-        stored = self.check_dim(dim)
+        stored = self.catalog.check_dim(dim)
         if not stored:
             self.store.set_meta(embedding_model=self.embedder.vector_space, embedding_dim=dim)
         if self.vectors is None:
@@ -217,21 +148,12 @@ class LocalIndex:
                     f.unlink(missing_ok=True)
             return make()
 
-    # -- consistency ----------------------------------------------------------------------------------
-    def reconcile(self) -> None:
-        """Bring BM25 and vectors in line with sqlite (cheap when nothing is off).
-
-        Only call it holding the writer lock.
-        """
-        with self._mutate:
-            self._reconcile()
-
-    def _reconcile(self, *, flush: bool = True) -> None:
-        """:meth:`_sync`, then repair what a killed writer left: documents whose vectors are
+    def repair(self, *, flush: bool = True) -> None:
+        """:meth:`sync`, then repair what a killed writer left: documents whose vectors are
         lost, a BM25 index that disagrees with sqlite; ``flush`` writes the vector file."""
         dirty = self.store.dirty
         self.lexical.commit()  # what this process applied, first: a rebuild must not meet it pending
-        lost = self._sync()
+        lost = self.sync()
         if lost:  # no cached vector: drop those documents so the next ingest redoes them
             self.store.delete_documents(self.store.doc_ids_of_keys(lost))
             self._view = None
@@ -244,9 +166,8 @@ class LocalIndex:
             self.lexical.release_writer()
         if dirty:
             self.store.dirty = False
-        self._suspect_dirty = False
 
-    def _sync(self) -> list[int]:
+    def sync(self) -> list[int]:
         """Bring this process's view in line with sqlite, in memory only: reload the BM25
         searcher, add the vectors of chunks committed elsewhere (from the vector cache), drop
         those of chunks deleted elsewhere.
@@ -254,7 +175,7 @@ class LocalIndex:
         Returns:
             Keys of chunks whose vector is in no cache (only a repair can deal with them).
         """
-        self._seen_version = self.store.data_version()
+        self.turns.viewed()
         self.lexical.refresh()
         if self.vectors is None:
             dim = self.store.get_meta("embedding_dim")
@@ -294,75 +215,21 @@ class LocalIndex:
         return lost
 
     def catch_up(self, *, force: bool = False) -> bool:
-        """See what other processes committed (cheap when they committed nothing: one pragma).
+        """See what other processes committed (:meth:`WriterTurns.catch_up`); called before every search.
 
-        Called before every search. When another process committed since the last look, BM25
-        is reloaded and the in-memory vectors brought in line with sqlite (reading only the
-        chunks added since, unless some were deleted). A dirty flag left by a writer that
-        is gone (its lock is free) is repaired here. Never waits: while this process's own
-        writer holds the index, the search uses the view as it is.
+        When another process committed since the last look, BM25 is reloaded and the in-memory
+        vectors brought in line with sqlite (reading only the chunks added since, unless some
+        were deleted).
 
         Returns:
             Whether the view was brought up to date.
         """
-        now = time.monotonic()
-        changed = self.store.data_version() != self._seen_version
-        repair = self._suspect_dirty and now - self._last_repair_try >= REPAIR_EVERY_S
-        if not force and not repair and not changed:
-            return False
-        if not self._mutate.acquire(blocking=force):
-            return False
-        try:
-            synced = False
-            if changed or force:
-                self._sync()
-                synced = True
-                self._suspect_dirty = not self._writer.held and self.store.dirty
-            if self._suspect_dirty and not self._writer.held:
-                self._last_repair_try = now
-                if self._writer.try_acquire():  # the writer that set the flag is gone
-                    try:
-                        self._reconcile()
-                        synced = True
-                    finally:
-                        self._writer.release()
-            return synced
-        finally:
-            self._mutate.release()
+        return self.turns.catch_up(force=force)
 
-    # -- writer turns ---------------------------------------------------------------------------------
+    # -- writing --------------------------------------------------------------------------------------
     async def begin_commit(self, on_wait: Callable[[str], None] | None = None) -> None:
-        """Hold a writer turn before committing (waiting for another process's turn to end).
-
-        ``on_wait`` is called once with a message when this has to wait (default: the log).
-        """
-        if self._turn_began is not None:
-            return
-        await self._writer.acquire_async(on_wait or _log_wait)
-        try:
-            await asyncio.to_thread(self._begin_turn)
-        except BaseException:
-            self._writer.release()
-            raise
-
-    def _begin_turn(self) -> None:
-        """Under the writer lock: catch up with (or repair after) other writers, mark dirty."""
-        with self._mutate:
-            if self.store.dirty or self.store.data_version() != self._seen_version:
-                self._reconcile(flush=False)
-            self.store.dirty = True
-            self._turn_began = time.monotonic()
-
-    def _end_turn(self, *, flush_vectors: bool = False) -> None:
-        """Commit BM25, let go of tantivy's writer and of the writer lock (under ``_mutate``)."""
-        if self._turn_began is None:
-            return
-        try:
-            self._settle(flush_vectors=flush_vectors)
-            self.store.dirty = False  # left set if the above failed: the next holder repairs
-        finally:
-            self._turn_began = None
-            self._writer.release()
+        """Hold a writer turn before committing (:meth:`WriterTurns.begin`)."""
+        await self.turns.begin(on_wait)
 
     def commit_group(
         self,
@@ -377,14 +244,8 @@ class LocalIndex:
         Returns:
             The new chunk keys of each document.
         """
-        with self._mutate:
-            if self._turn_began is None:  # a caller that did not await begin_commit: wait here
-                self._writer.acquire(_log_wait)
-                try:
-                    self._begin_turn()
-                except BaseException:
-                    self._writer.release()
-                    raise
+        with self.turns.mutate:
+            self.turns.hold()  # a caller that did not await begin_commit waits here
             removed, new_keys = self.store.commit_documents(writes)
             lexical = [
                 item
@@ -393,8 +254,8 @@ class LocalIndex:
             ]
             flat_keys = [k for keys in new_keys for k in keys]
             self.apply(removed, lexical, flat_keys, vectors, commit_lexical=commit_lexical)
-            if time.monotonic() - (self._turn_began or 0.0) >= TURN_S:
-                self._end_turn()  # let a waiting writer in; the next group begins another turn
+            if time.monotonic() - (self.turns.began or 0.0) >= TURN_S:
+                self.turns.end()  # let a waiting writer in; the next group begins another turn
             return new_keys
 
     def apply(
@@ -424,14 +285,17 @@ class LocalIndex:
             if len(keys):
                 self.vectors.add(keys, vectors)
 
-    def _settle(self, *, flush_vectors: bool = False) -> None:
+    def settle(self, *, flush_vectors: bool = False) -> None:
         """Make what was applied durable and searchable by every process (BM25 commit, and the
         vector file with ``flush_vectors``), and let go of tantivy's own writer lock."""
         self.lexical.release_writer()
         if flush_vectors and self.vectors is not None:
             self.vectors.flush()
 
-    # -- ingest ---------------------------------------------------------------------------------------
+    def has_vector_file(self) -> bool:
+        return self.vectors is not None
+
+    # -- the catalog's work ---------------------------------------------------------------------------
     async def ingest(
         self,
         sources: Sequence[str],
@@ -441,41 +305,10 @@ class LocalIndex:
         exclude: Sequence[str] | None = None,
         prune: bool = False,
     ) -> IngestReport:
-        """Ingest files, folders (recursive) and http(s) URLs.
-
-        Args:
-            sources: Paths and URLs.
-            on_progress: Called with an :class:`IngestProgress` as work advances.
-            include: Globs a folder's files must match (default: every supported type).
-            exclude: Globs of files or folders to skip.
-            prune: Delete indexed documents under an ingested folder whose file is gone.
-        """
-        from reasonloop.kb.ingest.pipeline import Ingestor
-
-        ingestor = Ingestor(self, on_progress, commit_chunks=self.options.commit_chunks)
-        items = await asyncio.to_thread(ingestor.expand, sources, include, exclude)
-
-        async def produce(queue: asyncio.Queue[Any]) -> None:
-            await ingestor.produce_files(items, queue)
-
-        report = await self._run(ingestor, produce)
-        for doc_id in ingestor.stale:
-            report.deleted.extend(await self.delete(doc_id))
-        if prune:
-            for doc in await asyncio.to_thread(self._vanished, sources):
-                await self.delete(doc.id)
-                report.deleted.append(doc.source)
-        return report
-
-    def _vanished(self, sources: Sequence[str]) -> list[DocumentRow]:
-        """Indexed documents under the folders in ``sources`` whose file no longer exists."""
-        gone: list[DocumentRow] = []
-        for source in sources:
-            folder = Path(source).expanduser()
-            if not is_url(source) and folder.is_dir():
-                prefix = source_name(str(folder.resolve())) + "/"
-                gone.extend(d for d in self.store.documents(prefix) if not _file_exists(d.source))
-        return gone
+        """Ingest files, folders (recursive) and http(s) URLs (:meth:`Catalog.ingest`)."""
+        return await self.catalog.ingest(
+            sources, on_progress=on_progress, include=include, exclude=exclude, prune=prune
+        )
 
     async def ingest_records(
         self,
@@ -483,121 +316,27 @@ class LocalIndex:
         *,
         on_progress: ProgressFn | None = None,
     ) -> IngestReport:
-        """Ingest documents given as data: :class:`Record`, ``(id, title, text)`` or dicts.
-
-        Dicts carry ``id`` (or BEIR's ``_id``), ``text``, optional ``title``, ``source``,
-        ``metadata``; any other key joins the metadata.
-        """
-        from reasonloop.kb.ingest.pipeline import Ingestor
-        from reasonloop.kb.ingest.records import as_records
-
-        ingestor = Ingestor(self, on_progress, commit_chunks=self.options.commit_chunks)
-
-        async def produce(queue: asyncio.Queue[Any]) -> None:
-            await ingestor.produce_records(as_records(records), queue)
-
-        return await self._run(ingestor, produce)
-
-    async def _run(self, ingestor: Ingestor, produce: Callable[[asyncio.Queue[Any]], Any]) -> IngestReport:
-        async with self._write_lock:
-            queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=64)
-            producer = asyncio.ensure_future(produce(queue))
-            consumer = asyncio.ensure_future(ingestor.consume(queue))
-            ok = False
-            try:
-                await asyncio.gather(producer, consumer)
-                ok = True
-            finally:
-                for task in (producer, consumer):
-                    task.cancel()
-                await asyncio.gather(producer, consumer, return_exceptions=True)
-                # Under _mutate: a consumer cancelled while its commit ran in a worker thread
-                # returns at once, but the thread finishes that commit; settle after it.
-                flushed = False
-                with self._mutate:
-                    if self._turn_began is not None:
-                        if not ok:
-                            self._reconcile(flush=False)
-                        self._end_turn(flush_vectors=True)
-                        flushed = True
-            if ok and not flushed and self.vectors is not None and ingestor.report.chunks_added:
-                # The vector file is written once per ingest (opening reads it), in a turn of its own.
-                await self.begin_commit()
-                with self._mutate:
-                    self._end_turn(flush_vectors=True)
-        ingestor.report.seconds = time.perf_counter() - ingestor.started
-        return ingestor.report
-
-    # -- delete / list --------------------------------------------------------------------------------
-    def _resolve(self, doc_id_or_source: str) -> list[DocumentRow]:
-        doc_id_or_source = source_name(doc_id_or_source)  # a path that is not UTF-8 is stored escaped
-        doc = self.store.document(doc_id_or_source)
-        if doc is not None:
-            return [doc]
-        target = doc_id_or_source
-        if not is_url(target):
-            target = source_name(os.path.realpath(os.path.expanduser(target)))
-        doc = self.store.document(target)
-        if doc is not None:
-            return [doc]
-        # A folder or a JSON file: every document under it.
-        return [d for d in self.store.documents(target) if d.source[len(target) : len(target) + 1] in ("/", "#")]
+        """Ingest documents given as data (:meth:`Catalog.ingest_records`)."""
+        return await self.catalog.ingest_records(records, on_progress=on_progress)
 
     async def delete(self, doc_id_or_source: str, *, on_wait: Callable[[str], None] | None = None) -> list[str]:
-        """Remove a document (by id or source), or every document under a folder/JSON file.
-
-        Args:
-            on_wait: Called with a message when another process is writing and this waits for it.
-
-        Returns:
-            The sources removed (empty when nothing matched).
-        """
-        async with self._write_lock:
-            docs = await asyncio.to_thread(self._resolve, doc_id_or_source)
-            if not docs:
-                return []
-            await self.begin_commit(on_wait)
-            with self._mutate:
-                try:
-                    removed = self.store.delete_documents([d.id for d in docs])
-                    self.apply(removed, [], [], np.zeros((0, 0), np.float32))
-                finally:
-                    self._end_turn(flush_vectors=True)
-            return [d.source for d in docs]
+        """Remove a document, or every document under a folder/JSON file (:meth:`Catalog.delete`)."""
+        return await self.catalog.delete(doc_id_or_source, on_wait=on_wait)
 
     async def documents(self) -> list[DocumentRow]:
-        return self.store.documents()
+        return await self.catalog.documents()
 
     async def document(self, doc_id_or_source: str) -> tuple[DocumentRow, list[ChunkRow]] | None:
         """A document and its chunks in order; None when nothing matched."""
-        row = self.store.document(source_name(doc_id_or_source))
-        return None if row is None else (row, self.store.chunks_of(row.id))
+        return await self.catalog.document(doc_id_or_source)
 
     async def stats(self) -> KBStats:
-        docs, chunks, size = self.store.totals()
-        last = self.store.get_meta("last_update")
-        return KBStats(
-            documents=docs,
-            chunks=chunks,
-            bytes=size,
-            sources=self.store.source_counts(),
-            embedding_model=self.store.get_meta("embedding_model"),
-            last_update=float(last) if last else None,
-        )
+        return await self.catalog.stats()
 
     # -- search backend -------------------------------------------------------------------------------
     async def query_vector(self, query: str) -> np.ndarray:
         """The embedding of ``query``, from the recent-queries cache when it is there."""
-        vector = self._query_vectors.get(query)
-        if vector is None:
-            vector = (await self.embedder.embed_queries([query]))[0]
-            if self.options.query_cache > 0:
-                self._query_vectors[query] = vector
-                if len(self._query_vectors) > self.options.query_cache:
-                    self._query_vectors.popitem(last=False)
-        else:
-            self._query_vectors.move_to_end(query)
-        return vector
+        return await self.catalog.query_vector(query)
 
     async def dense_search(self, query: str, k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
         self.catch_up()
@@ -613,94 +352,34 @@ class LocalIndex:
         return self.store.allowed_keys(filters)
 
     def documents_of(self, keys: Sequence[int]) -> dict[int, str]:
-        return self.store.documents_of(keys)
+        return self.catalog.documents_of(keys)
 
     def hydrate(self, scored: Sequence[tuple[int, float]]) -> list[Hit]:
-        rows = self.store.chunks([k for k, _ in scored])
-        hits = []
-        for key, score in scored:
-            row = rows.get(key)
-            if row is None:  # an entry whose chunk was deleted meanwhile
-                continue
-            hits.append(
-                Hit(
-                    chunk_id=row.id,
-                    document_id=row.doc_id,
-                    source=row.source,
-                    title=row.title,
-                    text=row.text,
-                    score=score,
-                    metadata=row.metadata,
-                )
-            )
-        return hits
+        return self.catalog.hydrate(scored)
 
     def reranker(self) -> RerankStep | None:
         """The reranker of ``[kb.options.reranker]`` (opened on first use, shared), or ``None``."""
-        if self._reranker is None and self.options.reranker:
-            from reasonloop.kb.retrieval.rerankers.base import RerankStep, create_reranker
-
-            made = create_reranker(self.options.reranker)
-            self._reranker = RerankStep(made) if made is not None else None
-        return self._reranker
+        return self.catalog.reranker()
 
     def retriever(self, settings: dict[str, Any] | None = None, *, reranker: Reranker | None = None) -> HybridRetriever:
-        """A retriever over this index (``settings``: :class:`RetrieverSettings` fields).
-
-        With ``rerank`` on, the configured reranker (or ``reranker``) orders the best
-        ``rerank_depth`` fused candidates; with it off, ``reranker`` is ignored too.
+        """A retriever over this index (:meth:`Catalog.retriever`).
 
         Raises:
             ConfigError: invalid settings, or ``rerank`` on with no reranker configured.
         """
-        s = parse_retriever_settings(self.options.retriever, settings)
-        if s.rerank is False:
-            reranker = None
-        elif reranker is None:
-            reranker = self.reranker()
-            if reranker is None and s.rerank:
-                raise ConfigError("rerank is on but no reranker is configured ([kb.options.reranker])")
-        return HybridRetriever(
-            self,
-            mode=s.mode,
-            top_k=s.top_k,
-            fusion=s.fusion,
-            rrf_k=s.rrf_k,
-            weights={"dense": s.dense_weight, "lexical": s.lexical_weight},
-            candidates=s.candidates,
-            reranker=reranker,
-            rerank_depth=s.rerank_depth,
-        )
+        return self.catalog.retriever(settings, reranker=reranker)
 
+    # -- closing --------------------------------------------------------------------------------------
     async def close(self) -> None:
-        async with self._write_lock:
-            with self._mutate:
-                self._close_search()
-            self.store.close()
-        if self._reranker is not None:
-            await self._reranker.reranker.aclose()
-            self._reranker = None
+        await self.catalog.close()
 
-    def _close_search(self) -> None:
+    def close_search(self) -> None:
         self.lexical.close()
         # The vector file is written only under the writer lock (two processes must never write
         # it at once); when another process is writing, it writes the file itself.
         if self.vectors is not None and self._writer.try_acquire():
             try:
-                self._sync()
+                self.sync()
                 self.vectors.close()
             finally:
                 self._writer.release()
-
-
-def _log_wait(message: str) -> None:
-    logger.warning("%s", message)
-
-
-def _file_exists(source: str) -> bool:
-    """Whether the file a document was read from is still there (a record of a JSON file is
-    ``file#id``; a file name may hold ``#`` too, and may have been stored escaped)."""
-    for name in dict.fromkeys((source, source.split("#")[0], source.rsplit("#", 1)[0])):
-        if Path(name).exists() or Path(path_of(name)).exists():
-            return True
-    return False

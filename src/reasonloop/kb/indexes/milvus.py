@@ -14,79 +14,51 @@ name of a server tenant's directory, else ``default``): a partition key on a ser
 field on Milvus Lite (which has no partition keys).
 
 What was ingested (documents, content hashes, chunk text, the vector cache) stays in the index
-directory's ``kb.sqlite``, as for the local index: that is what makes a re-ingest incremental and
-an interrupted one recoverable, and search reads its chunks' text from it. Milvus is updated after
-each sqlite commit; opening a directory whose last ingest did not finish (or whose chunk count
-Milvus disagrees with) reconciles the two, from the cached vectors.
+directory's ``kb.sqlite``, the :class:`~reasonloop.kb.indexes.catalog.Catalog` this index holds as
+the local index holds one: that is what makes a re-ingest incremental and an interrupted one
+recoverable, and search reads its chunks' text from it. Milvus is updated after each sqlite
+commit; opening a directory whose last ingest did not finish (or whose chunk count Milvus
+disagrees with) reconciles the two, from the cached vectors.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from pydantic import Field, ValidationError
+from pydantic import ValidationError
 
 from reasonloop.config import secret
 from reasonloop.errors import ConfigError, KBError, KBModelMismatch, KBUnavailable
-from reasonloop.kb.base import Filter
+from reasonloop.kb.base import Filter, Hit, IngestReport, KBStats
 from reasonloop.kb.embedding.embedders import Embedder
-from reasonloop.kb.indexes.local import LocalIndex
+from reasonloop.kb.indexes.catalog import Catalog, ProgressFn, index_directory
 from reasonloop.kb.indexes.milvus_filters import filter_expr
-from reasonloop.kb.settings import LocalIndexOptions
-from reasonloop.kb.storage.store import DocumentWrite
+from reasonloop.kb.indexes.milvus_schema import DEFAULT_ANALYZER, MilvusIndexOptions, collection_rows, new_collection
+from reasonloop.kb.ingest.limits import ParseLimits
+from reasonloop.kb.retrieval.hybrid import HybridRetriever, Reranker
+from reasonloop.kb.settings import parse_options
+from reasonloop.kb.storage.store import ChunkRow, DocumentRow, DocumentWrite
 from reasonloop.registry import PluginInfo
+
+if TYPE_CHECKING:
+    from reasonloop.kb.ingest.records import Record
+    from reasonloop.kb.retrieval.rerankers.base import RerankStep
 
 __all__ = ["DEFAULT_ANALYZER", "MilvusIndex", "MilvusIndexOptions"]
 
-DEFAULT_ANALYZER: dict[str, Any] = {
-    "tokenizer": "jieba",
-    "filter": ["lowercase", "cnalphanumonly", {"type": "stemmer", "language": "english"}],
-}
-"""jieba segments Chinese and splits other text at spaces and punctuation (dropped: the filter keeps
-words of letters, digits and Chinese characters); English is lower-cased and stemmed."""
-
-_MAX_VARCHAR = 65_535
-"""Milvus's longest VARCHAR, in bytes."""
 _BATCH = 500
-
-
-class MilvusIndexOptions(LocalIndexOptions):
-    """``[kb.options]`` of the ``milvus`` index: the local index's, and where Milvus is."""
-
-    milvus_uri: str = ""
-    """Milvus server (``http://host:19530``), or a Milvus Lite file (``*.db``); empty opens Milvus Lite
-    on ``milvus.db`` in the index directory."""
-    milvus_collection: str = Field(default="reasonloop", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
-    milvus_token_env: str = ""
-    """Variable holding the server's token (``user:password`` or an API key)."""
-    milvus_tenant: str = ""
-    """Tenant of this knowledge base in the shared collection; empty: a server tenant's directory
-    name (``.../tenants/<name>``), else ``default``."""
-    milvus_timeout_s: float = Field(default=10.0, gt=0)
-    """How long to wait for Milvus to answer (connecting included)."""
-    milvus_analyzer: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_ANALYZER))
-    """Milvus analyzer parameters of the BM25 text (``{"type": "chinese"}``, ``{"type": "english"}``, ...)."""
-    milvus_partition_key: bool | None = None
-    """Tenants as a partition key: ``None`` does on a server and not on Milvus Lite."""
-
-
-def _clip(text: str, limit: int = _MAX_VARCHAR) -> str:
-    data = text.encode("utf-8")
-    if len(data) <= limit:
-        return text
-    return data[:limit].decode("utf-8", errors="ignore")
 
 
 def _quote(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-class MilvusIndex(LocalIndex):
+class MilvusIndex:
     """The ``milvus`` index (see the module docstring).
 
     Args:
@@ -120,7 +92,18 @@ class MilvusIndex(LocalIndex):
         self._client: Any = None
         self._dim: int | None = None
         try:
-            super().__init__(path, embedder, options)
+            directory = index_directory(path)
+            self.options = parse_options(options)
+            self.catalog = Catalog(directory, embedder, self.options, self)
+            self.path, self.embedder, self.store = directory, embedder, self.catalog.store
+            self.chunker, self.content_signature = self.catalog.chunker, self.catalog.content_signature
+            self.parse_limits = ParseLimits()
+            """What one file may cost while it is parsed (``[kb.limits]``, set by :meth:`KnowledgeBase.open`)."""
+            self.parse_loaders: dict[str, str] = {}
+            """Loader plugins: a suffix -> ``package.module:function``, run in the parsing workers."""
+            self.turns = self.catalog.turns
+            self._open_search()
+            self.turns.open()
         except BaseException:
             self._close_client()
             raise
@@ -172,7 +155,7 @@ class MilvusIndex(LocalIndex):
 
     def ensure_vectors(self, dim: int) -> Any:
         """The collection, created on first use once the embedding size is known."""
-        stored = self.check_dim(dim)
+        stored = self.catalog.check_dim(dim)
         if self._dim is None:
             self._ensure_collection(dim)
             self._dim = dim
@@ -181,8 +164,6 @@ class MilvusIndex(LocalIndex):
         return self.collection
 
     def _ensure_collection(self, dim: int) -> None:
-        from pymilvus import DataType, Function, FunctionType
-
         client = self.client
         if self._call("has_collection", client.has_collection, self.collection):
             described = self._call("describe_collection", client.describe_collection, self.collection)
@@ -196,34 +177,7 @@ class MilvusIndex(LocalIndex):
                 )
             self._call("load_collection", client.load_collection, self.collection)
             return
-        partition_key = self.milvus_options.milvus_partition_key
-        if partition_key is None:
-            partition_key = not self._lite
-        schema = client.create_schema(auto_id=True, enable_dynamic_field=False)
-        schema.add_field("pk", DataType.INT64, is_primary=True)
-        schema.add_field("key", DataType.INT64)
-        schema.add_field("tenant", DataType.VARCHAR, max_length=256, is_partition_key=partition_key)
-        schema.add_field("doc_id", DataType.VARCHAR, max_length=256)
-        schema.add_field("source", DataType.VARCHAR, max_length=4096)
-        schema.add_field("title", DataType.VARCHAR, max_length=4096)
-        schema.add_field(
-            "text",
-            DataType.VARCHAR,
-            max_length=_MAX_VARCHAR,
-            enable_analyzer=True,
-            analyzer_params=self.milvus_options.milvus_analyzer,
-        )
-        schema.add_field("meta", DataType.JSON)
-        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
-        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-        schema.add_function(
-            Function(
-                name="bm25", function_type=FunctionType.BM25, input_field_names=["text"], output_field_names=["sparse"]
-            )
-        )
-        index = client.prepare_index_params()
-        index.add_index("dense", index_type="AUTOINDEX" if not self._lite else "FLAT", metric_type="IP")
-        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        schema, index = new_collection(client, dim, self.milvus_options, lite=self._lite)
         self._call(
             "create_collection",
             client.create_collection,
@@ -260,12 +214,13 @@ class MilvusIndex(LocalIndex):
         )
         return int(rows[0]["count(*)"]) if rows else 0
 
-    def _sync(self) -> list[int]:
+    def sync(self) -> list[int]:
         """Nothing to bring up to date: every process searches the same Milvus collection."""
-        self._seen_version = self.store.data_version()
+        self.turns.viewed()
         return []
 
-    def _reconcile(self, *, flush: bool = True) -> None:
+    def repair(self, *, flush: bool = True) -> None:
+        """Bring Milvus in line with sqlite after an ingest that did not finish, from the cached vectors."""
         if self._dim is None:
             return
         dirty = self.store.dirty
@@ -291,20 +246,7 @@ class MilvusIndex(LocalIndex):
 
     # -- writing --------------------------------------------------------------------------------------
     def _insert(self, rows: Sequence[tuple[int, str, str, str, str, dict[str, Any]]], vectors: np.ndarray) -> None:
-        vecs = np.asarray(vectors, dtype=np.float32)
-        data = [
-            {
-                "key": int(key),
-                "tenant": self.tenant,
-                "doc_id": _clip(doc_id, 256),
-                "source": _clip(source, 4096),
-                "title": _clip(title, 4096),
-                "text": _clip(f"{title}\n{text}" if title else text),
-                "meta": meta,
-                "dense": vec.tolist(),
-            }
-            for (key, doc_id, source, title, text, meta), vec in zip(rows, vecs, strict=True)
-        ]
+        data = collection_rows(self.tenant, rows, vectors)
         for i in range(0, len(data), _BATCH):
             self._call("insert", self.client.insert, self.collection, data[i : i + _BATCH])
 
@@ -322,7 +264,7 @@ class MilvusIndex(LocalIndex):
         commit_lexical: bool = True,
     ) -> list[list[int]]:
         """Commit documents to sqlite (the commit point), then replace their chunks in Milvus."""
-        with self._mutate:
+        with self.turns.mutate:
             removed, new_keys = self.store.commit_documents(writes)
             rows = [
                 (key, w.id, w.source, w.title, c.text, c.metadata)
@@ -350,8 +292,53 @@ class MilvusIndex(LocalIndex):
         if removed:
             self._delete_keys(list(removed))
 
-    def _settle(self, *, flush_vectors: bool = False) -> None:
+    def settle(self, *, flush_vectors: bool = False) -> None:
         """Writes are visible to the next search already (strong consistency); nothing to do."""
+
+    def has_vector_file(self) -> bool:
+        return False
+
+    async def begin_commit(self, on_wait: Callable[[str], None] | None = None) -> None:
+        """Hold a writer turn before committing (:meth:`WriterTurns.begin`)."""
+        await self.turns.begin(on_wait)
+
+    # -- the catalog's work ---------------------------------------------------------------------------
+    async def ingest(
+        self,
+        sources: Sequence[str],
+        *,
+        on_progress: ProgressFn | None = None,
+        include: Sequence[str] | None = None,
+        exclude: Sequence[str] | None = None,
+        prune: bool = False,
+    ) -> IngestReport:
+        """Ingest files, folders (recursive) and http(s) URLs (:meth:`Catalog.ingest`)."""
+        return await self.catalog.ingest(
+            sources, on_progress=on_progress, include=include, exclude=exclude, prune=prune
+        )
+
+    async def ingest_records(
+        self,
+        records: Iterable[Record | tuple[str, str, str] | Mapping[str, Any]],
+        *,
+        on_progress: ProgressFn | None = None,
+    ) -> IngestReport:
+        """Ingest documents given as data (:meth:`Catalog.ingest_records`)."""
+        return await self.catalog.ingest_records(records, on_progress=on_progress)
+
+    async def delete(self, doc_id_or_source: str, *, on_wait: Callable[[str], None] | None = None) -> list[str]:
+        """Remove a document, or every document under a folder/JSON file (:meth:`Catalog.delete`)."""
+        return await self.catalog.delete(doc_id_or_source, on_wait=on_wait)
+
+    async def documents(self) -> list[DocumentRow]:
+        return await self.catalog.documents()
+
+    async def document(self, doc_id_or_source: str) -> tuple[DocumentRow, list[ChunkRow]] | None:
+        """A document and its chunks in order; None when nothing matched."""
+        return await self.catalog.document(doc_id_or_source)
+
+    async def stats(self) -> KBStats:
+        return await self.catalog.stats()
 
     # -- search backend -------------------------------------------------------------------------------
     def allowed_keys(self, filters: Sequence[Filter]) -> Any:
@@ -376,6 +363,10 @@ class MilvusIndex(LocalIndex):
         hits.sort(key=lambda h: (-h[1], h[0]))
         return hits
 
+    async def query_vector(self, query: str) -> np.ndarray:
+        """The embedding of ``query``, from the recent-queries cache when it is there."""
+        return await self.catalog.query_vector(query)
+
     async def dense_search(self, query: str, k: int, allowed: Any) -> list[tuple[int, float]]:
         if self._dim is None:
             return []
@@ -383,14 +374,35 @@ class MilvusIndex(LocalIndex):
         dense = np.asarray(vector, dtype=np.float32).tolist()
         return await asyncio.to_thread(self._search, dense, "dense", k, allowed)
 
-    async def lexical_search(self, query: str, k: int, allowed: Any) -> list[tuple[int, float]]:  # type: ignore[override]
+    async def lexical_search(self, query: str, k: int, allowed: Any) -> list[tuple[int, float]]:
         """BM25 inside Milvus, in a worker thread: the call waits on Milvus, not on the event loop."""
         if not query.strip():
             return []
         return await asyncio.to_thread(self._search, query, "sparse", k, allowed)
 
+    def documents_of(self, keys: Sequence[int]) -> dict[int, str]:
+        return self.catalog.documents_of(keys)
+
+    def hydrate(self, scored: Sequence[tuple[int, float]]) -> list[Hit]:
+        return self.catalog.hydrate(scored)
+
+    def reranker(self) -> RerankStep | None:
+        """The reranker of ``[kb.options.reranker]`` (opened on first use, shared), or ``None``."""
+        return self.catalog.reranker()
+
+    def retriever(self, settings: dict[str, Any] | None = None, *, reranker: Reranker | None = None) -> HybridRetriever:
+        """A retriever over this index (:meth:`Catalog.retriever`).
+
+        Raises:
+            ConfigError: invalid settings, or ``rerank`` on with no reranker configured.
+        """
+        return self.catalog.retriever(settings, reranker=reranker)
+
     # -- closing --------------------------------------------------------------------------------------
-    def _close_search(self) -> None:
+    async def close(self) -> None:
+        await self.catalog.close()
+
+    def close_search(self) -> None:
         self._close_client()
 
     def _close_client(self) -> None:

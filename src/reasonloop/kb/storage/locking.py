@@ -1,7 +1,7 @@
 """One writer at a time per index directory, across processes (an advisory ``flock`` on a lock file).
 
 Readers never take the lock. Writers hold it only around their write transactions (a *turn*,
-see :mod:`reasonloop.kb.indexes.local`) and wait for each other: a writer that finds it taken
+see :mod:`reasonloop.kb.storage.turns`) and wait for each other: a writer that finds it taken
 polls until it is free, saying once what it waits for. The operating system releases the lock
 of a process that dies, however it dies, so a killed writer never leaves the index locked; the
 dirty flag in sqlite then tells the next holder to repair what that writer left half done.
