@@ -18,8 +18,8 @@ from pydantic import BaseModel
 from reasonloop import plugin_table
 from reasonloop.agents import Agent
 from reasonloop.kb.base import Index
-from reasonloop.kb.embedding import Embedder
-from reasonloop.kb.rerankers.base import Reranker
+from reasonloop.kb.embedding.embedders import Embedder
+from reasonloop.kb.retrieval.rerankers.base import Reranker
 from reasonloop.llm.base import LLM
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.plugin_table import LANGUAGES, PLUGINS, TRANSLATIONS_KEY, PluginRow

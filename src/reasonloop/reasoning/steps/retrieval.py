@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from reasonloop import telemetry
 from reasonloop.events import Citation, Event, Progress, Step, ToolCall, ToolResult
 from reasonloop.kb.base import Hit
-from reasonloop.kb.rerankers.base import RerankReport, collect_reports
+from reasonloop.kb.retrieval.rerankers.base import RerankReport, collect_reports
 from reasonloop.llm.base import LLM, Message
 from reasonloop.reasoning.base import RunContext
 from reasonloop.reasoning.formats.prompts import conversation
