@@ -182,11 +182,11 @@ async def test_passages_found_again_are_kept_once() -> None:
 
 async def test_the_passage_limit_stops_the_searches() -> None:
     retriever = corpus()
-    llm = ScriptedProvider(replies=[HOP1, "So the answer is: unknown"])
+    llm = ScriptedProvider(replies=[HOP1, "So the answer is: Northwind Audio"])
     settings = {"max_passages": 1, "top_k": 1}
     events = await collect_events(Agent("ircot", llm=llm, kb=retriever, settings=settings), QUESTION)
     assert len(retriever.queries) == 1  # the chain is full: its sentences are not searched
-    assert isinstance(events[-1], Answer) and events[-1].text == "unknown [1]"
+    assert isinstance(events[-1], Answer) and events[-1].text == "Northwind Audio [1]"
 
 
 async def test_a_capped_search_keeps_only_what_fits() -> None:
@@ -264,6 +264,12 @@ async def test_a_yes_no_answer_cites_the_passages_the_reasoning_used() -> None:
     assert [(c.chunk_id, c.quote) for c in answer.citations] == [
         ("aria", "The Aria 2 headphones are made by Northwind Audio.")
     ]
+
+
+async def test_an_answer_no_passage_supports_cites_nothing() -> None:
+    llm = ScriptedProvider(replies=[HOP1, "So the answer is: The passages do not say."])
+    answer = (await collect_events(Agent("ircot", llm=llm, kb=corpus()), QUESTION))[-1]
+    assert isinstance(answer, Answer) and answer.text == "The passages do not say" and answer.citations == []
 
 
 async def test_nothing_found_is_dont_know_without_a_model_call() -> None:

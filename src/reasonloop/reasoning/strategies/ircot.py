@@ -243,18 +243,19 @@ def _numbered(sentences: list[str], language: str) -> str:
 
 def _cited(step: IRCoTStep, sentences: list[str], numbers: set[int], log: EvidenceLog) -> tuple[str, list[Citation]]:
     """The answer's text and citations among the passages ``numbers`` shown: those its sentence
-    cites; else those that hold the answer; else those the reasoning cited. Each citation quotes the sentence of its passage that
-    the claims citing it rest on."""
+    cites; else those that hold the answer word for word; else, for a yes/no answer (which no
+    passage quotes), those the reasoning cited. An answer that none of these support (one saying the
+    passages do not tell) cites nothing. Each citation quotes the sentence of its passage that the
+    sentences citing it rest on."""
     answer = step.answer or ""
     bare = _MARKERS.sub("", answer).strip()
     chosen = [n for n in markers(step.sentence) if n in numbers]
     text = answer if chosen else bare
-    if not chosen and bare.casefold() not in _UNQUOTABLE:
-        holds = re.compile(rf"(?<!\w){re.escape(bare.casefold())}(?!\w)") if bare else None
-        chosen = [n for n in sorted(numbers) if holds is not None and holds.search(log.hits[n].text.casefold())]
-    if not chosen:
-        chosen = [n for s in sentences for n in markers(s) if n in numbers]
-        chosen = list(dict.fromkeys(chosen))
+    if not chosen and bare.casefold() in _UNQUOTABLE:
+        chosen = list(dict.fromkeys(n for s in sentences for n in markers(s) if n in numbers))
+    elif not chosen and bare:
+        holds = re.compile(rf"(?<!\w){re.escape(bare.casefold())}(?!\w)")
+        chosen = [n for n in sorted(numbers) if n in log.hits and holds.search(log.hits[n].text.casefold())]
     if chosen and not markers(text):
         text = f"{text} " + "".join(f"[{n}]" for n in chosen)
     claims = [*sentences, step.sentence]
