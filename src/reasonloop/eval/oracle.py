@@ -101,6 +101,7 @@ _NO_REASONING = ("(none yet)", "（暂无）")
 _CITED = re.compile(r"\[\d+\]\.?$")
 _HEADER = re.compile(r"(?:^|\n\n)\[(\d+)\] [^\n]*\n")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+_WORD = re.compile(r"\w{3,}")
 
 
 def _ircot_view(text: str) -> tuple[list[str], list[tuple[int, str]]] | None:
@@ -119,13 +120,21 @@ def _ircot_view(text: str) -> tuple[list[str], list[tuple[int, str]]] | None:
     return written, passages
 
 
-def _fact(passages: Sequence[tuple[int, str]], fact: str) -> str | None:
-    """The first sentence of a shown passage that holds ``fact``, cited (None when none holds it)."""
-    for number, body in passages:
-        for sentence in _SENTENCE_END.split(body.strip()):
-            if contains_answer(sentence, [fact]):
-                return f"{sentence.strip().rstrip('.')} [{number}]."
-    return None
+def _fact(passages: Sequence[tuple[int, str]], fact: str, about: str) -> str | None:
+    """The sentence of a shown passage that holds ``fact`` and shares the most words with ``about``
+    (the hop's search: "Hans Edler was from Sweden", not any sentence naming Sweden), cited; None
+    when no shown sentence holds it."""
+    words = set(_WORD.findall(about.lower()))
+    found = [
+        (len(words & set(_WORD.findall(sentence.lower()))), -rank, -k, number, sentence.strip())
+        for rank, (number, body) in enumerate(passages)
+        for k, sentence in enumerate(_SENTENCE_END.split(body.strip()))
+        if contains_answer(sentence, [fact])
+    ]
+    if not found:
+        return None
+    *_, number, sentence = max(found)
+    return f"{sentence.rstrip('.')} [{number}]."
 
 
 def _ircot_sentence(question: str, chain: Sequence[Hop], answer: str, text: str) -> str:
@@ -147,7 +156,7 @@ def _ircot_sentence(question: str, chain: Sequence[Hop], answer: str, text: str)
             fact = hop.answer or _fill(hop.query, chain)  # a lookup hop states what it looked up
             if contains_answer(said, [fact]):
                 continue
-            sentence = _fact(passages, fact)
+            sentence = _fact(passages, fact, _fill(hop.query, chain))
             if sentence is not None:
                 return sentence
         search = _fill(_subquestion(hop), chain)
