@@ -142,10 +142,12 @@ async def test_a_forced_answer_left_empty_still_says_why() -> None:
     assert answer.text and "max_rounds" in answer.text
 
 
-@pytest.mark.parametrize("reply", ["", "   \n", "**Next sentence:**", "So the answer is:", HOP1])
+@pytest.mark.parametrize(
+    "reply", ["", "   \n", "**Next sentence:**", "So the answer is:", HOP1, f"Question: {QUESTION}"]
+)
 async def test_a_reply_with_no_new_sentence_answers_from_the_passages(reply) -> None:
     retriever = corpus()
-    # the last case repeats the sentence already written
+    # the last cases repeat the sentence already written, and the question
     llm = ScriptedProvider(replies=[HOP1, reply, "Marta Lind created Northwind Audio [3]."])
     events = await collect_events(Agent("ircot", llm=llm, kb=retriever), QUESTION)
     warning = [e for e in events if isinstance(e, Progress) and e.level == "warning"]

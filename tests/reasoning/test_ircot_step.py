@@ -35,6 +35,7 @@ def test_answer_forms(reply, answer) -> None:
         ("**Next sentence:** The Aria 2 is made by Northwind Audio. [1]", "The Aria 2 is made by Northwind Audio. [1]"),
         ("1. Thought: Paris is the capital of France [1].", "Paris is the capital of France [1]."),
         ("- Step 2: Berlin is in Germany.", "Berlin is in Germany."),
+        ("Reasoning so far:\nReply: Berlin is in Germany.", "Berlin is in Germany."),  # the prompt's labels echoed
         ("下一句：Aria 2 由诺斯温德生产[1]。后面的话。", "Aria 2 由诺斯温德生产[1]。"),
         # only the first sentence counts: the rest was written before its search
         ("Northwind makes the Aria 2 [1]. So the answer is: Northwind.", "Northwind makes the Aria 2 [1]."),
@@ -53,7 +54,9 @@ def test_sentences_already_written_are_skipped() -> None:
     assert parse_step("the aria 2 is made by northwind audio", written).empty  # a repeat is no new sentence
 
 
-@pytest.mark.parametrize("reply", ["", "  \n\t", "**", "Next sentence:", "So the answer is:", "[1]"])
+@pytest.mark.parametrize(
+    "reply", ["", "  \n\t", "**", "Next sentence:", "So the answer is:", "[1]", "Reasoning so far:\nPassages:"]
+)
 def test_replies_with_no_sentence_are_empty(reply) -> None:
     assert parse_step(reply).empty and parse_step(reply).answer is None
 

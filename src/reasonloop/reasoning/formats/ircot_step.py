@@ -1,7 +1,8 @@
 """One step of interleaved reasoning (IRCoT): the next sentence of a chain of thought, or its answer.
 
 A model asked for *one* next sentence writes many things: the sentence alone; a label before it
-(``Next sentence:``, ``Thought:``, ``Step 2:``, ``下一句：``, a bullet, bold); the reasoning so far
+(``Next sentence:``, ``Thought:``, ``Step 2:``, ``下一句：``, a bullet, bold, or the prompt's own
+labels echoed: ``Question:``, ``Reasoning so far:``); the reasoning so far
 again before the new sentence; several sentences; or the answer, ``So the answer is: X`` and the
 forms small models use (``Therefore, the answer is X.``, ``Answer: X``, ``**Final answer:** X``,
 ``所以答案是：X``, ``答案：X``). :func:`parse_step` reads the first sentence that is not already in the
@@ -23,7 +24,8 @@ __all__ = ["IRCoTStep", "answer_of", "parse_step", "same_sentence"]
 
 _LABEL = re.compile(
     r"^(?:(?:[-*+•>]|\d{1,2}[.)、])\s*)?(?:\*\*|__)?\s*"
-    r"(?:(?:next|new)\s+sentence|sentence|reasoning(?:\s+step)?|thought|step\s*\d*|cot|下一句|推理|思考|第\s*\d+\s*步)"
+    r"(?:(?:next|new)\s+sentence|sentence|reasoning(?:\s+(?:step|so\s+far))?|thought|step\s*\d*|cot|reply|question"
+    r"|passages|下一句|已有推理|推理|思考|第\s*\d+\s*步|回复|问题|段落)"
     r"\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*",
     re.I,
 )

@@ -143,7 +143,7 @@ class IRCoTReasoning(Reasoning):
             messages = self._step_messages(question, sentences, kept, language)
             async for event in llm_turn(ctx.llm, messages, turn, tracker):
                 yield event
-            step = parse_step(turn.text, sentences)
+            step = parse_step(turn.text, [question, *sentences])  # the question echoed is no step either
             if step.empty:
                 problem = "an empty reply" if not turn.text.strip() else "no new sentence"
                 yield Progress(message=f"the model wrote {problem}: answering from the passages found", level="warning")
