@@ -18,8 +18,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reasonloop.reasoning.steps.sentences import sentence_units
-
 __all__ = ["IRCoTStep", "answer_of", "parse_step", "same_sentence"]
 
 _LABEL = re.compile(
@@ -39,6 +37,8 @@ _ANSWER_ZH = re.compile(
     r"(?P<conn>(?:所以|因此|故|那么|综上)[，,\s]*)?(?:最终)?答案(?:是|为|[:：])(?:\*\*)?\s*[:：]?(?:\*\*)?\s*"
 )
 _MARKER_ONLY = re.compile(r"^(?:\s*[\[【]\^?\d{1,3}(?:\s*[,，、]\s*\d{1,3})*[\]】])+\s*[.。]?$")
+_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)|[。！？]+[”’」』）)]*")
+"""Where a sentence of a line ends (an abbreviation's period before a letter, "D.C.", is no end)."""
 _WIDE_END = re.compile(r"[\u3000-\u9fff\uff1a]$")
 """A marker ending in a Chinese character or a full-width colon: the answer follows without a space."""
 _EDGE = "\"'“”‘’「」*_ \t"
@@ -67,6 +67,13 @@ def same_sentence(a: str, b: str) -> bool:
 
 def _key(text: str) -> str:
     return " ".join(re.sub(r"[\[【]\^?\d{1,3}[\]】]", " ", text).casefold().strip(" .。!！?？").split())
+
+
+def _sentences(line: str) -> list[tuple[int, int]]:
+    """Spans of the sentences of one line (blank ones left out)."""
+    ends = [m.end() for m in _SENTENCE_END.finditer(line)]
+    spans = zip([0, *ends], [*ends, len(line)], strict=True)
+    return [(a, b) for a, b in spans if line[a:b].strip()]
 
 
 def _clean(line: str) -> str:
@@ -112,7 +119,7 @@ def parse_step(reply: str, written: Sequence[str] = ()) -> IRCoTStep:
     lines = [_clean(line) for line in reply.replace("\r\n", "\n").split("\n")]
     lines = [line for line in lines if line.strip(_EDGE)]
     for i, line in enumerate(lines):
-        spans = sentence_units(line)
+        spans = _sentences(line)
         for k, (a, b) in enumerate(spans):
             sentence = _clean(line[a:b])
             if not sentence.strip(_EDGE) or _MARKER_ONLY.match(sentence):
