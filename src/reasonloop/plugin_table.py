@@ -110,6 +110,13 @@ PLUGINS: tuple[PluginRow, ...] = (
         en=("ReWOO", "Plan once, run independent steps in parallel, then solve from the evidence with citations"),
         zh=("ReWOO", "一次规划，独立的步骤并行执行，再依据证据作答并引用"),
     ),
+    PluginRow(
+        "reasoning",
+        "ircot",
+        "reasonloop.reasoning.strategies.ircot:IRCoTReasoning",
+        en=("IRCoT", "Interleave one reasoning sentence and one search until the answer, citing the passages used"),
+        zh=("IRCoT", "推理一句、检索一次，交替进行直到得出答案，并引用所用段落"),
+    ),
     # tools
     PluginRow(
         "tool",

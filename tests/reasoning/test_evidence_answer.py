@@ -75,7 +75,7 @@ async def kb(tmp_path):
 
 
 # -- the owner: what runs is decided once, and recorded --------------------------------------------
-@pytest.mark.parametrize("strategy", ["qa", "decompose", "react", "toolcall", "rewoo"])
+@pytest.mark.parametrize("strategy", ["qa", "decompose", "react", "toolcall", "rewoo", "ircot"])
 async def test_every_strategy_runs_the_evidence_answer_and_records_it(kb, strategy) -> None:
     llm = ScriptedProvider(replies=[" 40 labels a minute\nQuestion: more"], base_model=True, native_tools=False)
     agent = Agent(reasoning=strategy, llm=llm, kb=kb)
