@@ -284,6 +284,16 @@ class Searched(_EventBase):
     citations: list[Citation] = field(default_factory=list)
     """The passages shown, as citations (their ``marker`` is their number in ``evidence``)."""
 
+    def request(self) -> dict[str, Any]:
+        """What was searched, as a step's ``action_input``: ``query`` and ``top_k``, with the other
+        phrasings (``queries``) and the hypothetical answer (``hyde``) when there were any."""
+        out: dict[str, Any] = {"query": self.query, "top_k": self.top_k}
+        if self.queries:
+            out["queries"] = self.queries
+        if self.hypothetical:
+            out["hyde"] = self.hypothetical[0]
+        return out
+
 
 @dataclass(slots=True, kw_only=True)
 class AnswerDelta(_EventBase):

@@ -45,6 +45,8 @@ class PlannedCall:
     """What the model wrote, kept for the steps (defaults to ``arguments``)."""
     planned_input: Any = None
     """The input as a plan wrote it, when the call comes from one (kept beside what the tool got)."""
+    step: str | None = None
+    """The id of the plan step the call carries out (its :class:`~reasonloop.events.ToolCall` names it)."""
     invalid: str | None = None
     """Why the arguments could not be read (the call is answered with this error)."""
 
@@ -186,7 +188,7 @@ class ToolRound:
         # Each event gets its own copy of the arguments: a consumer that edits an event (a sink
         # redacting a secret) must not rewrite the prompt the assistant message carries.
         for call in self.calls:
-            yield ToolCall(call_id=call.call_id, tool=call.tool, input=dict(call.arguments))
+            yield ToolCall(call_id=call.call_id, tool=call.tool, input=dict(call.arguments), step=call.step)
         for _, tool in self._runnable:
             tally(ctx, tool)
         for i, out in enumerate(self._results):
