@@ -14,7 +14,7 @@ from reasonloop.eval.datasets import Doc, QAItem, load_qa_set
 from reasonloop.eval.hops import Hop, hop_recall, hop_table, hotpot_hops, read_hops
 from reasonloop.eval.oracle import ideal_model
 from reasonloop.eval.qa import RecordingRetriever, evaluate_qa, open_eval_kb
-from reasonloop.events import Answer, ToolCall, ToolResult
+from reasonloop.events import Answer, Searched, ToolCall, ToolResult
 
 HOP1 = "The Aria 2 headphones are made by Northwind Audio."
 HOP2 = "Northwind Audio was founded by Marta Lind in a garage."
@@ -74,6 +74,9 @@ async def _run(strategy: str, llm: Any, retriever: Any) -> tuple[list[str], set[
             continue
         if isinstance(event, ToolCall):
             queries.append(str(event.input.get("query", event.input)))
+        elif isinstance(event, Searched):  # a search the strategy made itself (decompose's)
+            queries.append(event.query)
+            docs |= {c.document_id for c in event.citations}
         elif isinstance(event, ToolResult):
             docs |= {c.document_id for c in event.citations}
         elif isinstance(event, Answer):
