@@ -224,6 +224,11 @@ class PlannedStep:
     problem: str | None = None
     """Why the step cannot run (an unknown tool, a reference to a later step): it fails unrun."""
 
+    def line(self) -> str:
+        """The step in one line, as a trace shows it: ``#E2 lookup: #E1 and sea (after #E1)``."""
+        after = f" (after {', '.join('#' + d for d in self.depends_on)})" if self.depends_on else ""
+        return f"#{self.id} {self.tool}: {self.input}{after}"
+
 
 @dataclass(slots=True, kw_only=True)
 class Plan(_EventBase):

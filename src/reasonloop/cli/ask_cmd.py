@@ -133,10 +133,7 @@ class TraceRenderer:
         elif isinstance(event, Plan):
             console.print(f"{indent}[magenta]Plan:[/]" + (f" (attempt {event.attempt})" if event.attempt > 1 else ""))
             for step in event.steps:
-                after = f" [dim](after {', '.join('#' + d for d in step.depends_on)})[/]" if step.depends_on else ""
-                console.print(
-                    f"{indent}  #{escape(step.id)} {escape(step.tool)}: {escape(_one_line(step.input))}{after}"
-                )
+                console.print(f"{indent}  {escape(_one_line(step.line()))}")
         elif isinstance(event, ToolCall):
             args = json.dumps(event.input, ensure_ascii=False)
             console.print(f"{indent}[cyan]→ {escape(event.tool)}[/] {escape(args)}")
