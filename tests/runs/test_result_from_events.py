@@ -30,3 +30,28 @@ def test_a_search_is_a_step_of_the_result_and_a_plan_is_none() -> None:
         ("lookup", {"key": "x"}, "x is 1"),
     ]
     assert (result.usage.searches, result.usage.tool_calls) == (1, 0)
+
+
+async def test_a_run_stored_before_events_said_final_is_read_with_its_end_marked(tmp_path) -> None:
+    import json
+
+    from reasonloop.config import RunsSettings
+    from reasonloop.events import AnswerDelta, number
+    from reasonloop.runs.reading import RunFeed
+    from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
+
+    store = SQLiteRunStore(RunsSettings(sqlite_path=str(tmp_path / "runs.sqlite")))
+    await store.open()
+    try:
+        await store.create_run(RunRecord(run_id="r", status="completed"))
+        for seq, event in enumerate(
+            [RunStarted(reasoning="qa", question="q"), AnswerDelta(text="a"), Answer(text="a")], 1
+        ):
+            old = json.loads(number(event, seq).to_json())
+            del old["final"]  # written by an earlier version
+            await store.append_event("r", event, json.dumps(old))
+        deliveries = [d async for d in RunFeed(0, stored=store.follow("r"))]
+    finally:
+        await store.close()
+    assert [json.loads(d.payload)["final"] for d in deliveries] == [False, False, True]
+    assert [d.terminal for d in deliveries] == [False, False, True]
