@@ -200,3 +200,35 @@ def test_searches_are_counted_apart_from_tool_calls():
     total.add(Usage(searches=5, tool_calls=5, llm_calls=1), tool_calls=False)  # a sub-agent's are its own
     assert (total.tool_calls, total.searches, total.llm_calls) == (2, 2, 1)
     assert total.copy() == total
+
+
+def _events_section() -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "server.md").read_text(encoding="utf-8")
+    return text.split("\n## Events\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_event_type_and_field_is_documented_with_the_schema_version():
+    import dataclasses
+    import re
+    from typing import get_args
+
+    from reasonloop.events import Event, Usage, _EventBase
+
+    section = _events_section()
+    assert f"`event_schema: {EVENT_SCHEMA}`" in section
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `(\w+)` \|.*$", section, re.MULTILINE)}
+    base = {f.name for f in dataclasses.fields(_EventBase)}
+    for name in base | {"type"}:
+        assert name in rows, f"common field {name!r} is not documented"
+    classes = get_args(get_args(Event)[0])
+    for cls in classes:
+        kind = cls.__dataclass_fields__["type"].default
+        assert kind in rows, f"event type {kind!r} is not documented"
+        for field in {f.name for f in dataclasses.fields(cls)} - base - {"type"}:
+            assert f"`{field}`" in rows[kind], f"field {field!r} of {kind!r} is not documented"
+    documented = set(rows) - base - {"type", "field"}
+    assert documented == {cls.__dataclass_fields__["type"].default for cls in classes}  # nothing that is not sent
+    for field in [f.name for f in dataclasses.fields(PlannedStep)] + [f.name for f in dataclasses.fields(Usage)]:
+        assert f"`{field}`" in section, f"{field!r} is not documented"

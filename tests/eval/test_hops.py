@@ -176,7 +176,7 @@ def test_hop_recall_counts_each_hop_apart() -> None:
     use = {"llm_calls": 2, "prompt_tokens": 100, "completion_tokens": 20, "tool_calls": 1}
     rows = [
         {"id": "a", "retrieved": ["A2", "x"], "usage": use},  # second hop only
-        {"id": "b", "retrieved": ["B1", "B2"], "usage": {**use, "tool_calls": 3}},  # not the third
+        {"id": "b", "retrieved": ["B1", "B2"], "usage": {**use, "tool_calls": 3, "searches": 1}},  # not the third
         {"id": "c", "retrieved": ["C1", "C2"], "error": {"code": "x"}},  # failed: not counted
         {"id": "d", "retrieved": ["D1"]},  # no hops known: not counted
     ]
@@ -184,7 +184,7 @@ def test_hop_recall_counts_each_hop_apart() -> None:
     assert (score.questions, score.first, score.second, score.every) == (2, 1, 2, 0)
     assert score.share("second") == 1.0 and score.share("first") == 0.5
     table = hop_table([score])
-    assert "| react | 2 | 50% | 100% | 0% | 2.00 | 120 | 2.00 |" in table
+    assert "| react | 2 | 50% | 100% | 0% | 2.00 | 120 | 2.00 | 0.50 |" in table
 
 
 def test_hotpot_bridge_comparison_and_unclear_questions() -> None:
