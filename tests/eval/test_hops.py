@@ -14,7 +14,7 @@ from reasonloop.eval.datasets import Doc, QAItem, load_qa_set
 from reasonloop.eval.hops import Hop, hop_recall, hop_table, hotpot_hops, read_hops
 from reasonloop.eval.oracle import ideal_model
 from reasonloop.eval.qa import RecordingRetriever, evaluate_qa, open_eval_kb
-from reasonloop.events import Answer, ToolCall, ToolResult
+from reasonloop.events import Answer, Searched, ToolCall, ToolResult
 
 HOP1 = "The Aria 2 headphones are made by Northwind Audio."
 HOP2 = "Northwind Audio was founded by Marta Lind in a garage."
@@ -74,6 +74,9 @@ async def _run(strategy: str, llm: Any, retriever: Any) -> tuple[list[str], set[
             continue
         if isinstance(event, ToolCall):
             queries.append(str(event.input.get("query", event.input)))
+        elif isinstance(event, Searched):  # a search the strategy made itself (decompose's)
+            queries.append(event.query)
+            docs |= {c.document_id for c in event.citations}
         elif isinstance(event, ToolResult):
             docs |= {c.document_id for c in event.citations}
         elif isinstance(event, Answer):
@@ -198,7 +201,7 @@ def test_hop_recall_counts_each_hop_apart() -> None:
     use = {"llm_calls": 2, "prompt_tokens": 100, "completion_tokens": 20, "tool_calls": 1}
     rows = [
         {"id": "a", "retrieved": ["A2", "x"], "usage": use},  # second hop only
-        {"id": "b", "retrieved": ["B1", "B2"], "usage": {**use, "tool_calls": 3}},  # not the third
+        {"id": "b", "retrieved": ["B1", "B2"], "usage": {**use, "tool_calls": 3, "searches": 1}},  # not the third
         {"id": "c", "retrieved": ["C1", "C2"], "error": {"code": "x"}},  # failed: not counted
         {"id": "d", "retrieved": ["D1"]},  # no hops known: not counted
     ]
@@ -206,7 +209,7 @@ def test_hop_recall_counts_each_hop_apart() -> None:
     assert (score.questions, score.first, score.second, score.every) == (2, 1, 2, 0)
     assert score.share("second") == 1.0 and score.share("first") == 0.5
     table = hop_table([score])
-    assert "| react | 2 | 50% | 100% | 0% | 2.00 | 120 | 2.00 |" in table
+    assert "| react | 2 | 50% | 100% | 0% | 2.00 | 120 | 2.00 | 0.50 |" in table
 
 
 def test_hotpot_bridge_comparison_and_unclear_questions() -> None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from reasonloop.agents import Agent
-from reasonloop.events import Answer, Progress, RunStarted, Thought, ToolCall, ToolResult
+from reasonloop.events import Answer, Progress, RunStarted, Searched, Thought
 from reasonloop.kb.base import Filter, Hit
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
@@ -53,8 +53,8 @@ def corpus() -> FakeRetriever:
     return FakeRetriever([ARIA, CABLES, NORTHWIND, SHOP])
 
 
-def results(events) -> list[ToolResult]:
-    return [e for e in events if isinstance(e, ToolResult)]
+def results(events) -> list[Searched]:
+    return [e for e in events if isinstance(e, Searched)]
 
 
 def test_the_question_alone_does_not_find_the_second_hop() -> None:
@@ -75,7 +75,7 @@ async def test_the_answer_in_the_first_sentence_ends_the_run() -> None:
     assert isinstance(answer, Answer) and answer.stop_reason == "final"
     assert answer.text == "Northwind Audio [1]"
     assert [c.chunk_id for c in answer.citations] == ["aria"]
-    assert answer.usage.llm_calls == 1 and answer.usage.tool_calls == 1
+    assert answer.usage.llm_calls == 1 and (answer.usage.tool_calls, answer.usage.searches) == (0, 1)
     system, *_, user = llm.prompts[0]
     assert "So the answer is:" in system.content
     assert "[1] Aria 2 (aria.md)" in user.content and "(none yet)" in user.content
@@ -87,8 +87,8 @@ async def test_two_hops_the_second_search_is_the_first_sentence() -> None:
     events = await collect_events(Agent("ircot", llm=llm, kb=retriever), QUESTION)
     # the sentence is searched without its citation marker
     assert retriever.queries == [QUESTION, "The Aria 2 headphones are made by Northwind Audio."]
-    calls = [e for e in events if isinstance(e, ToolCall)]
-    assert [c.input["query"] for c in calls] == retriever.queries
+    searches = [e for e in events if isinstance(e, Searched)]
+    assert [s.query for s in searches] == retriever.queries
     # the second step was shown the new passage and the sentence so far
     second = llm.prompts[1][-1].content
     assert "[3] Northwind Audio (northwind.md)" in second and HOP1 in second
@@ -96,7 +96,7 @@ async def test_two_hops_the_second_search_is_the_first_sentence() -> None:
     answer = events[-1]
     assert isinstance(answer, Answer) and answer.text == "Marta Lind [3]" and answer.stop_reason == "final"
     assert [c.document_id for c in answer.citations] == ["northwind-doc"]
-    assert answer.usage.llm_calls == 2 and answer.usage.tool_calls == 2
+    assert answer.usage.llm_calls == 2 and (answer.usage.tool_calls, answer.usage.searches) == (0, 2)
     result = await Agent(
         "ircot", llm=ScriptedProvider(replies=[HOP1, "So the answer is: Marta Lind [3]"]), kb=corpus()
     ).run(QUESTION)
@@ -132,7 +132,7 @@ async def test_the_run_budget_ends_the_chain_too() -> None:
     events = await collect_events(agent, QUESTION)
     answer = events[-1]
     assert isinstance(answer, Answer) and answer.stop_reason == "max_tool_calls"
-    assert answer.usage.tool_calls == 1 and "max tool calls" in llm.prompts[-1][-1].content
+    assert answer.usage.searches == 1 and "max tool calls" in llm.prompts[-1][-1].content
 
 
 async def test_a_forced_answer_left_empty_still_says_why() -> None:

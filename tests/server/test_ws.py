@@ -32,7 +32,8 @@ async def recv_until(ws, predicate) -> list[dict]:
 
 
 def is_end(frame: dict) -> bool:
-    return frame["type"] == "event" and frame["event"]["type"] in ("answer", "error")
+    """The frame of the event that ends the run: the event says so (``final``)."""
+    return frame["type"] == "event" and frame["event"]["final"]
 
 
 @pytest.fixture
@@ -58,6 +59,8 @@ async def test_ping_is_answered_while_a_run_streams(gated):
         runner.finish(run_id)
         rest = await recv_until(ws, is_end)
         assert rest[-1]["event"]["type"] == "answer"
+        events = [f["event"] for f in frames + rest if f["type"] == "event"]
+        assert [e["final"] for e in events] == [False] * (len(events) - 1) + [True]
 
 
 async def test_stop_mid_run(gated):
@@ -94,6 +97,7 @@ async def test_resume_after_disconnect(gated):
     events = seen + rest
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert events[-1]["type"] == "answer" and events[-1]["stop_reason"] == "final"
+    assert [e["final"] for e in events] == [False] * (len(events) - 1) + [True]
     async with connect(url) as ws:
         await ws.send(json.dumps({"type": "resume", "run_id": run_id, "after_seq": 0}))
         replay = [f["event"] for f in await recv_until(ws, is_end)]

@@ -157,8 +157,9 @@ class RunContext:
     usage: Usage = field(default_factory=Usage)
     error: dict[str, Any] | None = None
     real_tool_calls: int = 0
-    """Real tool calls made for this run, those of sub-agents included (what ``require_tool_call``
-    counts); the one counter of them, kept by :func:`~reasonloop.reasoning.steps.toolexec.tally`."""
+    """Real tool calls made for this run, with those (and the searches) of the sub-agents it called:
+    the evidence gathered, what ``require_tool_call`` counts. The one counter of them, kept by
+    :func:`~reasonloop.reasoning.steps.toolexec.tally`."""
     pending: list[Event] = field(default_factory=list)
     """Nested events emitted by tools, waiting to be yielded into the run's stream."""
     _wake: asyncio.Event | None = field(default=None, repr=False)
@@ -186,10 +187,9 @@ class RunContext:
         return ToolContext(self.run_id, call_id, self.depth, self.emit, self.services, self.usage, self.scope)
 
     def searched(self) -> None:
-        """Count a knowledge-base search the strategy made itself, without a tool round (qa's
-        and decompose's docsearch): it is a tool call like any other in the run's usage."""
-        self.usage.tool_calls += 1
-        self.real_tool_calls += 1
+        """Count a knowledge-base search the strategy made itself, without a tool round (qa's, a
+        decompose sub-question's): in the run's usage as a search, not as a tool call."""
+        self.usage.searches += 1
 
 
 class Reasoning(ABC):

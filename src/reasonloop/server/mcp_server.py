@@ -44,7 +44,7 @@ from reasonloop.errors import (
     RunError,
     ToolNotFound,
 )
-from reasonloop.events import Answer, Citation, ErrorEvent, Event, Progress, ToolCall, ToolResult
+from reasonloop.events import Answer, Citation, ErrorEvent, Event, Plan, Progress, Searched, ToolCall, ToolResult
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import ServerState
@@ -174,12 +174,17 @@ def _error_result(name: str, text: str) -> CallToolResult:
 
 
 def _summary(event: Event) -> str | None:
+    """A trace line of the event, read from its fields (a plan's text is not parsed)."""
     if isinstance(event, Progress):
         return event.message
+    if isinstance(event, Plan):
+        return ("plan: " + "; ".join(step.line() for step in event.steps))[:300]
     if isinstance(event, ToolCall):
         return f"{event.tool}({json.dumps(event.input, ensure_ascii=False)[:200]})"
     if isinstance(event, ToolResult):
         return f"{event.tool}: {'error' if event.error else 'ok'}"
+    if isinstance(event, Searched):
+        return f"search({json.dumps(event.query, ensure_ascii=False)[:200]}): {event.hits} found"
     return None
 
 

@@ -30,7 +30,18 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from reasonloop.errors import ModelNotFound, ReasonLoopError, RequestInvalid
-from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, Progress, Thought, ToolCall, ToolResult
+from reasonloop.events import (
+    Answer,
+    AnswerDelta,
+    ErrorEvent,
+    Event,
+    Plan,
+    Progress,
+    Searched,
+    Thought,
+    ToolCall,
+    ToolResult,
+)
 from reasonloop.llm.base import Message
 from reasonloop.llm.sampling import Sampling
 from reasonloop.runs.manager import RunManager
@@ -113,14 +124,19 @@ def _run_request(
 
 
 def _lane(event: Event) -> str | None:
+    """The event's lines in ``reasoning_content``, read from its fields (a plan's text is not parsed)."""
     if isinstance(event, Progress):
         return event.message + "\n"
     if isinstance(event, Thought):
-        return event.text + "\n"
+        return None if event.plan_text else event.text + "\n"  # a plan's text: its Plan event says it
+    if isinstance(event, Plan):
+        return "Plan:\n" + "".join(step.line() + "\n" for step in event.steps)
     if isinstance(event, ToolCall):
         return f"→ {event.tool}({json.dumps(event.input, ensure_ascii=False)})\n"
     if isinstance(event, ToolResult):
         return f"← {event.tool}: {'error' if event.error else 'ok'}\n"
+    if isinstance(event, Searched):
+        return f"→ search({json.dumps(event.query, ensure_ascii=False)}): {event.hits} found\n"
     return None
 
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from sse_starlette.sse import EventSourceResponse
 
 from reasonloop.errors import ReasonLoopError, RequestInvalid
-from reasonloop.events import RunResult
+from reasonloop.events import EVENT_SCHEMA, RunResult
 from reasonloop.runs.models import MAX_SEQ, RunAsk, RunRecord, RunRequest
 from reasonloop.runs.reading import RunFeed
 from reasonloop.server.auth import Principal
@@ -19,7 +19,10 @@ from reasonloop.server.deps import principal, server_state
 from reasonloop.server.stopping import run_stream
 from reasonloop.telemetry import trace_headers
 
-__all__ = ["router", "sse_frames"]
+__all__ = ["EVENT_SCHEMA_HEADER", "router", "sse_frames"]
+
+EVENT_SCHEMA_HEADER = "X-Reasonloop-Event-Schema"
+"""Response header of an event stream: the version of its events' format (:data:`~reasonloop.events.EVENT_SCHEMA`)."""
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
@@ -63,7 +66,9 @@ async def run_events(
 ) -> EventSourceResponse:
     """Server-sent events: stored events, then live ones, until the run ends.
 
-    Each SSE message has ``id`` = the event's seq, ``event`` = its type, ``data`` = its JSON.
+    Each SSE message has ``id`` = the event's seq, ``event`` = its type, ``data`` = its JSON; the
+    event that ends the run has ``"final": true``. The ``X-Reasonloop-Event-Schema`` header names
+    the events' format version.
     Reconnecting with ``Last-Event-ID`` (or ``?after=N``) resumes without gaps or duplicates;
     given both (a browser's ``EventSource`` reconnects to the URL it was given, adding the id it
     saw last), the later one wins.
@@ -71,7 +76,7 @@ async def run_events(
     after_seq = max(after or 0, _parse_seq(last_event_id))
     runs = server_state(request).runs
     feed = await runs.read(run_id, after_seq, who.tenant)
-    return run_stream(sse_frames(feed), runs)
+    return run_stream(sse_frames(feed), runs, headers={EVENT_SCHEMA_HEADER: str(EVENT_SCHEMA)})
 
 
 def _parse_seq(value: str | None) -> int:
@@ -91,12 +96,14 @@ def _parse_seq(value: str | None) -> int:
 
 
 async def sse_frames(feed: RunFeed) -> AsyncIterator[dict[str, str]]:
-    """SSE messages for a run's events; a failure while streaming becomes a last ``error`` message."""
+    """SSE messages for a run's events; a failure while streaming becomes a last ``error`` message
+    (``final``: nothing follows it on this stream)."""
     try:
         async for delivery in feed:
             yield {"id": str(delivery.seq), "event": delivery.type, "data": delivery.payload}
     except ReasonLoopError as exc:
-        yield {"event": "error", "data": json.dumps({"type": "error", "code": exc.code, "message": exc.message})}
+        failed = {"type": "error", "code": exc.code, "message": exc.message, "final": True}
+        yield {"event": "error", "data": json.dumps(failed)}
 
 
 @router.post("/{run_id}/stop", response_model=RunRecord)

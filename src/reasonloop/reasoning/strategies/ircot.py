@@ -161,7 +161,7 @@ class IRCoTReasoning(Reasoning):
                 break
             if len(kept) >= settings.max_passages:
                 continue  # the chain holds all the passages it may: reason on over them
-            if ctx.usage.tool_calls >= budget.max_tool_calls:
+            if ctx.usage.tool_calls + ctx.usage.searches >= budget.max_tool_calls:  # its searches are its calls
                 tracker.hit("max_tool_calls")
                 break
             async for event in self._search(_MARKERS.sub("", step.sentence).strip(), n + 1, kept, tracker, language):

@@ -137,7 +137,7 @@ export async function followRun(runId, { after = 0, onEvent, signal, onReconnect
         const event = JSON.parse(message.data);
         if (message.id) last = Number(message.id);
         onEvent(event, arrived);
-        if ((event.type === "answer" || event.type === "error") && !(event.depth > 0)) ended = true;
+        if (event.final) ended = true; // the server says which event ends the run
       }
       if (ended) return last;
       // The stream closed without the run's end: the run ended earlier (a stored run) or the server went away.

@@ -149,7 +149,7 @@ export class Chat {
       const view = this.addTurn(m.content);
       view.traceBox.open = false;
       if (reply && reply.run_id) replays.push(this.replay(view, reply.run_id, reply.content));
-      else if (reply) view.handle({ type: "answer", text: reply.content, usage: {}, stop_reason: "final" });
+      else if (reply) view.handle({ type: "answer", text: reply.content, usage: {}, stop_reason: "final", final: true });
     }
     await Promise.all(replays);
     const saved = JSON.parse(sessionStorage.getItem(ACTIVE) || "null");
@@ -167,7 +167,7 @@ export class Chat {
     } catch {
       /* the run's events are gone (retention): its text from the conversation is what is left */
     }
-    if (!view.ended) view.handle({ type: "answer", text: fallback || view.text, usage: {}, stop_reason: "final" });
+    if (!view.ended) view.handle({ type: "answer", text: fallback || view.text, usage: {}, stop_reason: "final", final: true });
   }
 
   addTurn(question) {
@@ -262,7 +262,7 @@ export class Chat {
         },
       });
     } catch (err) {
-      view.handle({ type: "error", code: err.code || "net.error", message: err.message || String(err) });
+      view.handle({ type: "error", code: err.code || "net.error", message: err.message || String(err), final: true });
     }
     if (this.active && this.active.runId === runId) {
       this.active = null;

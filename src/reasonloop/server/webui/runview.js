@@ -1,12 +1,10 @@
 // One answer as its run's events arrive: the trace (progress, thoughts, tool calls with their status
-// and observation, sub-agent events under the call that started them, a ReWOO plan's steps), the
-// streamed answer, citations, the usage line.
+// and observation, sub-agent events under the call that started them, a plan's steps filled in by the
+// calls and searches that name them, searches), the streamed answer, citations, the usage line.
+// Everything is drawn from the events' fields: no strategy's text is parsed here.
 
 import { el, renderMarkdown } from "./render.js";
 import { t } from "./i18n.js";
-
-const PLAN_LINE = /^\s*(?:[-*]\s*)?(?:\*\*)?#(E\d+)(?:\*\*)?\s*[=:：]\s*([A-Za-z_][\w.\-]*)\s*(.*)$/;
-const REWOO_CALL = /^rewoo_\d+_(E\d+)$/;
 
 export const perf = { delays: [], enabled: false };
 /** The page's measurement hook: each answer text's delay from its event's arrival to the frame that shows it. */
@@ -20,6 +18,11 @@ function statusOf(result) {
 function pretty(value) {
   if (value && typeof value === "object" && Object.keys(value).length === 1 && typeof value.input === "string") return value.input;
   try { return JSON.stringify(value, null, 2); } catch { return String(value); }
+}
+
+/** The key of plan step `step` of the run (or sub-run) that `event` belongs to. */
+function stepKey(event, step) {
+  return `${event.depth || 0}:${event.parent_call_id || ""}:${step}`;
 }
 
 /** Put `fresh`'s nodes in `box`, keeping the leading ones that did not change: while an answer
@@ -95,13 +98,19 @@ export class RunView {
         this.add(event, el("li", "t-progress", event.message));
         break;
       case "thought":
-        this.thought(event);
+        if (!event.plan_text) this.thought(event); // a plan's text: its plan event draws it
+        break;
+      case "plan":
+        this.planned(event);
         break;
       case "tool_call":
         this.toolCall(event);
         break;
       case "tool_result":
         this.toolResult(event);
+        break;
+      case "searched":
+        this.searched(event);
         break;
       case "answer_delta":
         if (nested) this.subAnswer(event).textContent += event.text;
@@ -111,14 +120,14 @@ export class RunView {
         if (nested) { this.subAnswer(event).textContent = event.text; break; }
         this.text = event.text;
         this.citations = event.citations || [];
-        this.finish(event);
+        if (event.final) this.finish(event);
         this.schedule(arrived);
         break;
       case "error":
         if (nested) { this.add(event, el("li", "t-error", `${event.code}: ${event.message}`)); break; }
         this.errorBox.hidden = false;
         this.errorBox.replaceChildren(el("strong", null, `${t("run.failed")} — ${event.code}`), el("span", null, `: ${event.message}`));
-        this.finish(event, "error");
+        if (event.final) this.finish(event, "error");
         this.schedule(arrived);
         break;
       default:
@@ -134,41 +143,44 @@ export class RunView {
   }
 
   thought(event) {
-    const lines = event.text.split("\n");
-    const steps = lines.map((line) => PLAN_LINE.exec(line)).filter(Boolean);
-    if (!steps.length) {
-      const item = el("li", "t-thought");
-      item.append(el("span", "t-kind", t("trace.thought")), el("span", "t-text", event.text));
-      this.add(event, item);
-      return;
-    }
+    const item = el("li", "t-thought");
+    item.append(el("span", "t-kind", t("trace.thought")), el("span", "t-text", event.text));
+    this.add(event, item);
+  }
+
+  /** A plan's steps, each waiting until the call or search that names it arrives. */
+  planned(event) {
     const item = el("li", "t-plan");
     item.append(el("span", "t-kind", t("trace.plan")));
     const list = el("ol", "plan-steps");
-    for (const [, id, tool, rest] of steps) {
+    for (const planned of event.steps || []) {
       const step = el("li", "call step");
-      step.dataset.step = id;
+      step.dataset.step = planned.id;
       step.dataset.status = "waiting";
+      step.dataset.dependsOn = (planned.depends_on || []).join(" ");
       const head = el("div", "call-head");
-      head.append(el("span", "step-id", `#${id}`), el("span", "tool", tool), el("span", "planned", rest.replace(/^\[|\]$/g, "")), el("span", "badge", t("trace.waiting")));
+      head.append(el("span", "step-id", `#${planned.id}`), el("span", "tool", planned.tool), el("span", "planned", planned.input), el("span", "badge", t("trace.waiting")));
       step.append(head, el("div", "call-body"), el("ol", "children"));
       list.append(step);
-      this.plan.set(id, step);
+      this.plan.set(stepKey(event, planned.id), step);
     }
     item.append(list);
     this.add(event, item);
   }
 
+  /** A new call item in the trace: its tool's name and a status badge. */
+  callItem(event, tool) {
+    const item = el("li", "call");
+    const head = el("div", "call-head");
+    head.append(el("span", "tool", tool), el("span", "badge"));
+    item.append(head, el("div", "call-body"), el("ol", "children"));
+    this.add(event, item);
+    return item;
+  }
+
   toolCall(event) {
-    const stepId = (REWOO_CALL.exec(event.call_id) || [])[1];
-    let item = stepId && !(event.depth > 0) ? this.plan.get(stepId) : null;
-    if (!item) {
-      item = el("li", "call");
-      const head = el("div", "call-head");
-      head.append(el("span", "tool", event.tool), el("span", "badge"));
-      item.append(head, el("div", "call-body"), el("ol", "children"));
-      this.add(event, item);
-    }
+    let item = event.step ? this.plan.get(stepKey(event, event.step)) : null;
+    if (!item) item = this.callItem(event, event.tool);
     item.dataset.callId = event.call_id;
     item.dataset.status = "running";
     item.querySelector(".badge").textContent = t("trace.running");
@@ -191,6 +203,20 @@ export class RunView {
     body.append(details);
   }
 
+  /** A search the strategy made itself: its plan step (a sub-question) or an item of its own, done. */
+  searched(event) {
+    const item = (event.step && this.plan.get(stepKey(event, event.step))) || this.callItem(event, t("trace.search"));
+    item.dataset.status = "done";
+    item.dataset.hits = String(event.hits);
+    item.querySelector(".badge").textContent = t("trace.done");
+    const request = { query: event.query, top_k: event.top_k };
+    if (event.queries && event.queries.length) request.queries = event.queries;
+    if (event.hypothetical && event.hypothetical.length) request.hyde = event.hypothetical[0];
+    const details = el("details", "observation");
+    details.append(el("summary", null, t("trace.observation")), el("pre", "io", event.evidence));
+    item.querySelector(".call-body").replaceChildren(el("div", "io-label", t("trace.input")), el("pre", "io", pretty(request)), details);
+  }
+
   subAnswer(event) {
     const key = `${event.depth}:${event.parent_call_id}`;
     let box = this.subAnswers.get(key);
@@ -211,6 +237,7 @@ export class RunView {
       calls: usage.llm_calls ?? 0,
       tokens: (usage.prompt_tokens ?? 0) + (usage.completion_tokens ?? 0),
       tools: usage.tool_calls ?? 0,
+      searches: usage.searches ?? 0,
       secs,
       reason: t(`stop.${this.stopReason}`),
     });
@@ -218,8 +245,13 @@ export class RunView {
     if (this.stopReason !== "final") {
       this.traceList.append(el("li", `t-stop stop-${this.stopReason}`, t(`stop.${this.stopReason}`)));
     }
+    const cut = this.stopReason === "stopped" || this.stopReason === "error";
     for (const item of this.traceList.querySelectorAll('.call[data-status="running"], .step[data-status="waiting"]')) {
-      if (this.stopReason === "stopped" || this.stopReason === "error") item.dataset.status = "failed";
+      if (cut) item.dataset.status = "failed";
+      else if (item.dataset.status === "waiting") { // the run ended without carrying the step out
+        item.dataset.status = "skipped";
+        item.querySelector(".badge").textContent = t("trace.skipped");
+      }
     }
     this.renderSources();
     this.turn.querySelector(".actions").hidden = false;
