@@ -38,12 +38,13 @@ from reasonloop.server import (
     runs_routes,
     ws,
 )
-from reasonloop.server.auth import Authenticator, auth_warning
-from reasonloop.server.cross_site import CrossSiteGuard
+from reasonloop.server.auth import auth_warning
 from reasonloop.server.deps import ServerState
 from reasonloop.server.docs_routes import install_docs
 from reasonloop.server.errors import install_error_handlers
+from reasonloop.server.gate import Gate
 from reasonloop.server.kb_routes import KBProvider, UploadSizeGuard
+from reasonloop.server.middleware import SiteGuard
 from reasonloop.server.transport.outbox import Outbox
 from reasonloop.server.transport.unwrapped import UnwrappedSockets
 from reasonloop.server.webui import install_webui
@@ -97,7 +98,7 @@ def create_app(
     resources = AgentResources()
     state = ServerState(
         settings=settings,
-        auth=Authenticator(settings.server),
+        gate=Gate(settings.server),
         registry=registry,
         read_agents=lambda: declared_agents(settings),
         new_outbox=Outbox,
@@ -123,14 +124,9 @@ def create_app(
         except BaseException:
             await run_store.close()
             raise
-        state.store, state.manager = run_store, manager
+        state.manager = manager
         state.models = getattr(chosen, "models", None)
-        if settings.runs.store == "redis":  # every instance draws from the same rate budgets
-            from reasonloop.runs.stores.redis.store import RedisRunStore
-            from reasonloop.server.rate_limit import RedisTokenBuckets
-
-            if isinstance(run_store, RedisRunStore):
-                state.auth.shared = RedisTokenBuckets(run_store.r, run_store.p).take
+        state.gate.rates.shared = manager.rate_buckets()  # where the store keeps them, every instance's budget
         state.metrics = _metrics(manager)
         # One tracing per process: this app turns it on (and off at its end) unless it is on already.
         own_tracing = telemetry.configure(settings) if telemetry.tracing is None else None
@@ -170,6 +166,8 @@ def create_app(
         from reasonloop.server.mcp_http import MCPEndpoint
 
         app.mcp = MCPEndpoint(settings.mcp.path)
+    # Outermost last: the site check first, then the upload limit (a refusal of either answers
+    # before any body is read), then CORS, whose headers every answer of the routes carries.
     if settings.server.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -179,8 +177,8 @@ def create_app(
             expose_headers=["X-Run-Id"],
         )
     app.add_middleware(UploadSizeGuard, max_upload_bytes=settings.server.max_upload_bytes)
-    if not state.auth.enabled:  # with keys, the key decides (see reasonloop.server.cross_site)
-        app.add_middleware(CrossSiteGuard, allowed=settings.server.cors_origins, allowed_hosts=state.allowed_hosts)
+    if not state.gate.enabled:  # with keys, the key decides (see reasonloop.server.gate)
+        app.add_middleware(SiteGuard, gate=state.gate)
     install_error_handlers(app)
     for module in (
         runs_routes,
@@ -218,17 +216,15 @@ def _health_routes(app: FastAPI, state: ServerState) -> None:
     @app.get("/readyz", tags=["health"])
     async def readyz(response: Response) -> dict[str, Any]:
         """The run store answers, takes writes, and runs can start."""
-        if not state.ready or state.store is None:
+        if not state.ready or state.manager is None:
             response.status_code = 503
             return {"status": "starting"}
         try:
-            await state.store.get_run("readyz-probe")
-            if state.manager is not None:  # a write: a store that answers reads may refuse writes
-                await state.store.heartbeat(state.manager.instance)
+            await state.manager.check_ready()
         except Exception as exc:
             response.status_code = 503
             return {"status": "unavailable", "error": str(exc)}
-        return {"status": "ready", **(state.manager.active_counts() if state.manager else {})}
+        return {"status": "ready", **state.manager.active_counts()}
 
     @app.get("/metrics", tags=["health"])
     async def metrics(request: Request) -> Response:

@@ -35,9 +35,9 @@ from reasonloop.errors import (
     RequestInvalid,
     UploadTooLarge,
 )
-from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
 from reasonloop.server.errors import error_response
+from reasonloop.server.gate import Caller
 
 __all__ = ["KBProvider", "UploadSizeGuard", "kb_call", "router", "safe_filename", "tenant_kb_path"]
 
@@ -225,7 +225,7 @@ def _unique(directory: Path, name: str) -> Path:
 @router.post("/documents", status_code=201, response_model=None)
 async def upload(
     request: Request,
-    who: Annotated[Principal, Depends(principal)],
+    who: Annotated[Caller, Depends(principal)],
     files: Annotated[list[UploadFile], File()],
     progress: bool = Query(False, description="Stream the ingest's progress as NDJSON lines."),
 ) -> dict[str, Any] | StreamingResponse:
@@ -364,14 +364,14 @@ async def _ingest_lines(kb: Any, saved: list[Path], names: list[str]) -> AsyncIt
 
 
 @router.get("/documents")
-async def documents(request: Request, who: Annotated[Principal, Depends(principal)]) -> Any:
+async def documents(request: Request, who: Annotated[Caller, Depends(principal)]) -> Any:
     """The tenant's documents."""
     kb = await _kb(request).get(who.tenant)
     return jsonable_encoder(await kb_call(kb.documents))
 
 
 @router.delete("/documents/{document}")
-async def delete_document(document: str, request: Request, who: Annotated[Principal, Depends(principal)]) -> Any:
+async def delete_document(document: str, request: Request, who: Annotated[Caller, Depends(principal)]) -> Any:
     """Delete a document by id or source; 404 when nothing matched."""
     kb = await _kb(request).get(who.tenant)
     try:
@@ -384,7 +384,7 @@ async def delete_document(document: str, request: Request, who: Annotated[Princi
 
 
 @router.get("/stats")
-async def stats(request: Request, who: Annotated[Principal, Depends(principal)]) -> Any:
+async def stats(request: Request, who: Annotated[Caller, Depends(principal)]) -> Any:
     kb = await _kb(request).get(who.tenant)
     return jsonable_encoder(await kb_call(kb.stats))
 
@@ -392,7 +392,7 @@ async def stats(request: Request, who: Annotated[Principal, Depends(principal)])
 @router.get("/search")
 async def search(
     request: Request,
-    who: Annotated[Principal, Depends(principal)],
+    who: Annotated[Caller, Depends(principal)],
     q: str = Query(min_length=1),
     top_k: int = Query(5, ge=1, le=100),
     rerank: bool | None = Query(None, description="false: skip the knowledge base's reranker; true: require one"),
