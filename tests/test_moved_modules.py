@@ -46,3 +46,13 @@ def test_every_listed_old_path_still_imports() -> None:
 def test_an_unknown_path_is_still_an_import_error() -> None:
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("reasonloop.kb.no_such_module_anywhere")
+
+
+def test_the_websocket_sessions_names_are_still_found_where_its_module_was() -> None:
+    # reasonloop.server.ws was the session's module; it is now the package of the session and the frames.
+    session = importlib.import_module("reasonloop.server.ws.session")
+    with pytest.warns(DeprecationWarning, match=r"reasonloop\.server\.ws\.session\.serve_socket"):
+        from reasonloop.server.ws import serve_socket
+    assert serve_socket is session.serve_socket
+    with pytest.raises(ImportError):
+        from reasonloop.server.ws import no_such_name  # noqa: F401

@@ -14,7 +14,23 @@ import sys
 import warnings
 from types import ModuleType
 
-MOVED: dict[str, str] = {}
+MOVED: dict[str, str] = {
+    # server/ by surface: routes/, ws/, mcp/, web/
+    "reasonloop.server.catalog_routes": "reasonloop.server.routes.catalog",
+    "reasonloop.server.conversation_routes": "reasonloop.server.routes.conversations",
+    "reasonloop.server.docs_routes": "reasonloop.server.web.api_docs",
+    "reasonloop.server.document_routes": "reasonloop.server.routes.documents",
+    "reasonloop.server.kb_routes": "reasonloop.server.routes.kb",
+    "reasonloop.server.mcp_http": "reasonloop.server.mcp.endpoint",
+    "reasonloop.server.mcp_inputs": "reasonloop.server.mcp.inputs",
+    "reasonloop.server.mcp_server": "reasonloop.server.mcp.server",
+    "reasonloop.server.openai_routes": "reasonloop.server.routes.openai",
+    "reasonloop.server.pages_routes": "reasonloop.server.routes.pages",
+    "reasonloop.server.runs_routes": "reasonloop.server.routes.runs",
+    "reasonloop.server.stopping": "reasonloop.server.routes.stopping",
+    "reasonloop.server.webui": "reasonloop.server.web.ui",
+    "reasonloop.server.ws_frames": "reasonloop.server.ws.frames",
+}
 
 
 class _AliasLoader:  # the loader protocol; importlib.abc is not imported to keep `import reasonloop` light

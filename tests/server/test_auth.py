@@ -22,7 +22,7 @@ from reasonloop.server.cross_site import check_host
 from reasonloop.server.gate import Gate, presented_key
 from reasonloop.server.rate_limit import TokenBucket
 from tests.llm_runner import LLMRunner
-from tests.runs.helpers import RedisServer, free_port
+from tests.runs.helpers import RedisServer
 from tests.server.helpers import make_settings, serve, sse_events
 
 KEYS = {"alice": "sk-alice-123", "bob": "sk-bob-456", "slow": "sk-slow-789"}

@@ -15,7 +15,6 @@ from reasonloop.registry import Registry
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRecord, RunRequest
 from reasonloop.server.gate import Caller, Gate
-from reasonloop.server.ws_frames import OutboxFactory
 
 __all__ = ["ServerState", "principal", "server_state"]
 
@@ -31,11 +30,12 @@ class ServerState:
     manager: RunManager | None = None
     metrics: Any = None
     kb: Any = None
-    """A :class:`reasonloop.server.kb_routes.KBProvider`: one knowledge base per tenant."""
+    """A :class:`reasonloop.server.tenancy.KBProvider`: one knowledge base per tenant."""
     ready: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
-    new_outbox: OutboxFactory | None = None
-    """Makes each WebSocket's outbox (the transport's); set by the app."""
+    new_outbox: Callable[..., Any] | None = None
+    """Makes each WebSocket's outbox (the transport's, a :data:`~reasonloop.server.ws.frames.OutboxFactory`);
+    set by the app."""
     mcp: Callable[[], Any] | None = None
     """Gives the client of the configured MCP servers (a
     :class:`~reasonloop.tools.mcp_client.MCPManager`, shared with the runs); None when none is

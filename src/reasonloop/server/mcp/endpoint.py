@@ -2,7 +2,7 @@
 
 Every request is admitted by the gate before the MCP SDK sees it (:mod:`reasonloop.server.gate`:
 its site while no keys are configured, its key, its rate), refused with the same errors as the
-REST API; each MCP request then runs as its key's tenant (:mod:`reasonloop.server.mcp_server`).
+REST API; each MCP request then runs as its key's tenant (:mod:`reasonloop.server.mcp.server`).
 The endpoint answers requests before the app's HTTP middleware, as the WebSocket does: the SDK
 streams its own responses.
 """
@@ -39,7 +39,7 @@ class MCPEndpoint:
         """Serve MCP over ``state`` (its run manager open) until the block ends."""
         from mcp.server.transport_security import TransportSecuritySettings
 
-        from reasonloop.server.mcp_server import build_mcp_server
+        from reasonloop.server.mcp.server import build_mcp_server
 
         server = build_mcp_server(state, transport="http")
         app = server.streamable_http_app(

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from reasonloop.errors import DocumentNotFound
 from reasonloop.server.deps import principal, server_state
 from reasonloop.server.gate import Caller
-from reasonloop.server.kb_routes import kb_call
+from reasonloop.server.tenancy import kb_call
 
 __all__ = ["ChunkView", "DocumentView", "router"]
 

@@ -2,7 +2,7 @@
 
 One :class:`~mcp.server.mcpserver.MCPServer` serves a :class:`~reasonloop.server.deps.ServerState`
 (the same run manager and knowledge bases as the REST API), over stdio (``reasonloop mcp``) or
-streamable HTTP (``/mcp`` on ``reasonloop serve``, see :mod:`reasonloop.server.mcp_http`). Tools:
+streamable HTTP (``/mcp`` on ``reasonloop serve``, see :mod:`reasonloop.server.mcp.endpoint`). Tools:
 
 - ``search`` — hits with text, source, page, score and a citation id;
 - ``ask`` — a run: the answer, its citations and a short trace; while it runs, each step is an MCP
@@ -50,7 +50,7 @@ from reasonloop.runs.models import RunRequest
 from reasonloop.server.deps import ServerState
 from reasonloop.server.errors import INTERNAL, invalid_arguments
 from reasonloop.server.gate import ADMITTED, LOCAL, Caller
-from reasonloop.server.mcp_inputs import allowed_sources, search_filters
+from reasonloop.server.mcp.inputs import allowed_sources, search_filters
 from reasonloop.telemetry import trace_headers
 
 __all__ = ["DOCUMENT_URI", "build_mcp_server"]
@@ -107,7 +107,7 @@ class DocumentList(BaseModel):
 
 class _Caller:
     """Server middleware: each request runs as the caller the gate admitted its HTTP request as
-    (:class:`~reasonloop.server.mcp_http.MCPEndpoint`); over stdio, which has no HTTP request, as
+    (:class:`~reasonloop.server.mcp.endpoint.MCPEndpoint`); over stdio, which has no HTTP request, as
     the user who started the command, in the ``default`` tenant."""
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:

@@ -16,7 +16,7 @@ from reasonloop.runs.models import MAX_SEQ, RunAsk, RunRecord, RunRequest
 from reasonloop.runs.reading import RunFeed
 from reasonloop.server.deps import principal, server_state
 from reasonloop.server.gate import Caller
-from reasonloop.server.stopping import run_stream
+from reasonloop.server.routes.stopping import run_stream
 from reasonloop.telemetry import trace_headers
 
 __all__ = ["router", "sse_frames"]

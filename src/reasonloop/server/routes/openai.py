@@ -37,7 +37,7 @@ from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.deps import principal, server_state
 from reasonloop.server.gate import Caller
-from reasonloop.server.stopping import run_stream
+from reasonloop.server.routes.stopping import run_stream
 from reasonloop.telemetry import trace_headers
 from reasonloop.unicode_text import CheckedText
 

@@ -1,6 +1,6 @@
 """WebSocket ``/v1/ws``: JSON frames both ways; the receive loop never waits on a run.
 
-The frames and their fields are listed in :mod:`reasonloop.server.ws_frames` and described in
+The frames and their fields are listed in :mod:`reasonloop.server.ws.frames` and described in
 docs/server.md. Client frames (``id`` is optional and echoed on the reply):
 
 * ``{"type": "ping"}`` → ``{"type": "pong"}``
@@ -41,7 +41,7 @@ from reasonloop.server.auth import WS_SUBPROTOCOL
 from reasonloop.server.deps import ServerState
 from reasonloop.server.errors import INTERNAL, error_response, invalid_arguments
 from reasonloop.server.gate import REFUSALS, Caller
-from reasonloop.server.ws_frames import (
+from reasonloop.server.ws.frames import (
     CLIENT_FRAMES,
     DIRECT_TEXT,
     HEARTBEAT,
@@ -328,7 +328,7 @@ def serve_socket(ws: WebSocket, send: AsgiSend | None = None) -> Coroutine[Any, 
         ws: Starlette's WebSocket, or anything with the same surface (the transport's own).
         send: The server's ASGI ``send``, for a socket served outside the middleware stack:
             frames then go straight through it once accepted (or through the protocol's own
-            writer, where the scope offers :data:`~reasonloop.server.ws_frames.DIRECT_TEXT`),
+            writer, where the scope offers :data:`~reasonloop.server.ws.frames.DIRECT_TEXT`),
             else through ``ws.send``.
 
     Returns:
