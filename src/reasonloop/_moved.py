@@ -20,6 +20,21 @@ from types import ModuleType
 from typing import Any
 
 MOVED: dict[str, str] = {
+    # server/ by surface: routes/, ws/, mcp/, web/
+    "reasonloop.server.catalog_routes": "reasonloop.server.routes.catalog",
+    "reasonloop.server.conversation_routes": "reasonloop.server.routes.conversations",
+    "reasonloop.server.docs_routes": "reasonloop.server.web.api_docs",
+    "reasonloop.server.document_routes": "reasonloop.server.routes.documents",
+    "reasonloop.server.kb_routes": "reasonloop.server.routes.kb",
+    "reasonloop.server.mcp_http": "reasonloop.server.mcp.endpoint",
+    "reasonloop.server.mcp_inputs": "reasonloop.server.mcp.inputs",
+    "reasonloop.server.mcp_server": "reasonloop.server.mcp.server",
+    "reasonloop.server.openai_routes": "reasonloop.server.routes.openai",
+    "reasonloop.server.pages_routes": "reasonloop.server.routes.pages",
+    "reasonloop.server.runs_routes": "reasonloop.server.routes.runs",
+    "reasonloop.server.stopping": "reasonloop.server.routes.stopping",
+    "reasonloop.server.webui": "reasonloop.server.web.ui",
+    "reasonloop.server.ws_frames": "reasonloop.server.ws.frames",
     # reasoning/ in rooms by role: strategies/, steps/, formats/ (and the question's terms and the
     # passages' sentences, which citations use too, out of evidence_answer/)
     "reasonloop.reasoning.qa": "reasonloop.reasoning.strategies.qa",

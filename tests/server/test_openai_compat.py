@@ -149,7 +149,7 @@ async def test_a_client_that_leaves_stops_its_run_unless_told_not_to(tmp_path, s
 
 async def test_a_stream_read_to_its_end_or_its_error_is_not_abandoned():
     from reasonloop.events import ErrorEvent
-    from reasonloop.server.openai_routes import _stream
+    from reasonloop.server.routes.openai import _stream
 
     async def events(*items):
         for item in items:

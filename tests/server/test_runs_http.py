@@ -248,7 +248,7 @@ async def test_a_stream_that_cannot_be_read_further_ends_with_a_final_error_mess
     from reasonloop.errors import RunStoreUnavailable
     from reasonloop.events import Progress, number
     from reasonloop.runs.reading import RunFeed
-    from reasonloop.server.runs_routes import sse_frames
+    from reasonloop.server.routes.runs import sse_frames
 
     async def stored():
         yield number(Progress(message="retrieving", run_id="r"), 1)

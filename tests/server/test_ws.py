@@ -177,7 +177,7 @@ async def test_oversized_frames_are_refused(gated):
 )
 async def test_heartbeat_frames_keep_coming_while_the_socket_is_idle(tmp_path, monkeypatch, by_protocol):
     from reasonloop.server.transport import ws_protocol
-    from reasonloop.server.ws import _Session
+    from reasonloop.server.ws.session import _Session
 
     timers: list[object] = []
     real_arm = _Session._arm_heartbeat
@@ -228,7 +228,7 @@ async def test_heartbeat_closes_a_socket_that_stopped_answering(tmp_path):
 
 
 async def test_a_socket_under_a_root_path_is_served_by_the_routed_endpoint(tmp_path, monkeypatch):
-    from reasonloop.server import ws as ws_module
+    from reasonloop.server.ws import session as ws_module
 
     served: list[str] = []
     real = ws_module.serve_socket

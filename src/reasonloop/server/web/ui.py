@@ -45,7 +45,7 @@ _HEADERS = {
 
 def webui_dir() -> Path:
     """The folder of ``index.html``, ``app.js`` and the rest."""
-    return Path(__file__).parent / "webui"
+    return Path(__file__).parent / "static"
 
 
 class _UIFiles(StaticFiles):

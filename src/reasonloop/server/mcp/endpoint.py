@@ -1,10 +1,10 @@
 """The MCP server over streamable HTTP, at ``[mcp] path`` (``/mcp``) of ``reasonloop serve``.
 
-Every request must carry an API key as the REST API does (``Authorization: Bearer KEY`` when keys
-are configured) and takes from the key's rate budget; a request without one is answered 401 before
-the MCP SDK sees it. Each MCP request then runs as its key's tenant
-(:mod:`reasonloop.server.mcp_server`). The endpoint answers requests before the app's HTTP middleware,
-as the WebSocket does: the SDK streams its own responses.
+Every request is admitted by the gate before the MCP SDK sees it (:mod:`reasonloop.server.gate`:
+its site while no keys are configured, its key, its rate), refused with the same errors as the
+REST API; each MCP request then runs as its key's tenant (:mod:`reasonloop.server.mcp.server`).
+The endpoint answers requests before the app's HTTP middleware, as the WebSocket does: the SDK
+streams its own responses.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from reasonloop.errors import ReasonLoopError
 from reasonloop.server.deps import ServerState
 from reasonloop.server.errors import error_response
+from reasonloop.server.gate import ADMITTED, REFUSALS
 
 __all__ = ["MCPEndpoint"]
 
@@ -37,10 +37,17 @@ class MCPEndpoint:
     @asynccontextmanager
     async def serving(self, state: ServerState) -> AsyncIterator[None]:
         """Serve MCP over ``state`` (its run manager open) until the block ends."""
-        from reasonloop.server.mcp_server import build_mcp_server
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        from reasonloop.server.mcp.server import build_mcp_server
 
         server = build_mcp_server(state, transport="http")
-        app = server.streamable_http_app(streamable_http_path=self.path, host=state.settings.server.host)
+        app = server.streamable_http_app(
+            streamable_http_path=self.path,
+            host=state.settings.server.host,
+            # Hosts and origins are the gate's to check, by the rules of every other surface.
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
         async with server.session_manager.run():
             self._app, self._state = app, state
             try:
@@ -55,15 +62,13 @@ class MCPEndpoint:
 
             await error_response(RunStoreUnavailable("the server is starting"))(scope, receive, send)
             return
-        headers = dict(scope.get("headers") or ())
         try:
-            authorization = headers.get(b"authorization")
-            who = state.auth.from_bearer(authorization.decode("latin-1") if authorization else None)
-            await state.auth.check_rate(who)
-        except ReasonLoopError as exc:
+            caller = await state.gate.admit(scope)
+        except REFUSALS as exc:
             await error_response(exc)(scope, receive, send)
             return
         inner = dict(scope)
         inner["path"] = self.path  # as the SDK's app routes it, under any root path
         inner["root_path"] = ""
+        inner[ADMITTED] = caller  # who the tools run as
         await self._app(inner, receive, send)

@@ -12,9 +12,9 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 
 from reasonloop.errors import DocumentNotFound
-from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
-from reasonloop.server.kb_routes import kb_call
+from reasonloop.server.gate import Caller
+from reasonloop.server.tenancy import kb_call
 
 __all__ = ["ChunkView", "DocumentView", "router"]
 
@@ -43,7 +43,7 @@ class DocumentView(BaseModel):
 
 
 @router.get("/{document}", response_model=DocumentView)
-async def get_document(document: str, request: Request, who: Annotated[Principal, Depends(principal)]) -> DocumentView:
+async def get_document(document: str, request: Request, who: Annotated[Caller, Depends(principal)]) -> DocumentView:
     """A document (by id or source) with its chunks; 404 when there is none."""
     kb = await server_state(request).kb.get(who.tenant)
     found = await kb_call(kb.document, document)

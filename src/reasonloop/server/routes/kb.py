@@ -1,9 +1,8 @@
 """Knowledge base over HTTP: upload (multipart, with ingest progress on request), list, delete,
 stats, search (hybrid, dense or lexical) — per tenant.
 
-Each tenant has its own knowledge base directory (the ``default`` tenant uses ``[kb] path``
-itself, others ``[kb] path/tenants/<tenant>``), so one tenant never sees another's documents.
-Uploaded files are stored under ``uploads/`` with sanitised names before ingestion. The answer
+Each tenant has its own knowledge base (:mod:`reasonloop.server.tenancy`), so one tenant never sees
+another's documents. Uploaded files are stored under ``uploads/`` with sanitised names before ingestion. The answer
 to an upload says, file by file, what became of it (``added``, ``updated``, ``unchanged`` or
 ``failed`` with the reason); a file that could not be ingested is removed from ``uploads/``, and
 whatever a file holds, the answer is never a bare server error.
@@ -12,12 +11,8 @@ whatever a file holds, the answer is never a bare server error.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import inspect
 import json
-import re
-import unicodedata
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -25,187 +20,35 @@ from fastapi import APIRouter, Depends, File, Query, Request, UploadFile
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import StreamingResponse
 
-from reasonloop.config import Settings
 from reasonloop.errors import (
     ConfigError,
     DocumentNotFound,
     KBError,
-    KBUnavailable,
     ReasonLoopError,
     RequestInvalid,
     UploadTooLarge,
 )
-from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
-from reasonloop.server.errors import error_response
+from reasonloop.server.gate import Caller
+from reasonloop.server.tenancy import KBProvider, kb_call, safe_filename
 
-__all__ = ["KBProvider", "UploadSizeGuard", "kb_call", "router", "safe_filename", "tenant_kb_path"]
+__all__ = ["MAX_FILES_PER_UPLOAD", "UPLOAD_PATH", "router", "upload_body_limit"]
 
 router = APIRouter(prefix="/v1/kb", tags=["knowledge base"])
 
 _CHUNK = 1024 * 1024
-_UPLOAD_PATH = "/v1/kb/documents"
-_MAX_NAME_BYTES = 200
-"""Bytes of a stored file's name (file systems allow 255; room is left for a ``-N`` suffix)."""
-_MAX_SUFFIX_BYTES = 16
+UPLOAD_PATH = "/v1/kb/documents"
+"""Where uploads are posted (:func:`upload`)."""
 MAX_FILES_PER_UPLOAD = 32
 """Files one upload request may carry; with the per-file limit it bounds the whole body."""
 _MULTIPART_OVERHEAD = 64 * 1024
 
 
-class UploadSizeGuard:
-    """ASGI middleware refusing an upload whose body is over the limit: before it is read when
-    its length is declared, else as soon as that much of it has arrived (a chunked body).
-
-    The multipart body is spooled to disk before a route runs, so the per-file check in
-    :func:`upload` alone would let a huge body fill the disk first.
-    """
-
-    def __init__(self, app: Any, max_upload_bytes: int) -> None:
-        self.app = app
-        self.limit = max_upload_bytes * MAX_FILES_PER_UPLOAD + _MULTIPART_OVERHEAD
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if not (scope["type"] == "http" and scope["method"] == "POST" and scope["path"].endswith(_UPLOAD_PATH)):
-            return await self.app(scope, receive, send)
-        length = dict(scope["headers"]).get(b"content-length", b"")
-        if length.isdigit() and int(length) > self.limit:
-            error = UploadTooLarge(f"upload body of {int(length)} bytes is over {self.limit}", limit=self.limit)
-            return await _refuse(error, scope, receive, send)
-        await _CountedBody(self, scope, receive, send).serve()
-
-
-class _CountedBody:
-    """One request's body, counted as it arrives. Past the limit the client is answered 413 at
-    once and the application is told the client left (its own answer is dropped)."""
-
-    def __init__(self, guard: UploadSizeGuard, scope: Any, receive: Any, send: Any) -> None:
-        self.guard, self.scope, self._receive, self._send = guard, scope, receive, send
-        self.received = 0
-        self.refused = False
-        self.answering = False
-        """The application has begun its response: too late to answer 413 instead."""
-
-    async def serve(self) -> None:
-        await self.guard.app(self.scope, self.receive, self.send)
-
-    async def receive(self) -> Any:
-        if self.refused:
-            return {"type": "http.disconnect"}
-        message = await self._receive()
-        if message["type"] == "http.request":
-            self.received += len(message.get("body", b""))
-            if self.received > self.guard.limit:
-                self.refused = True
-                if not self.answering:
-                    limit = self.guard.limit
-                    error = UploadTooLarge(f"upload body is over {limit} bytes", limit=limit)
-                    await _refuse(error, self.scope, self._receive, self._send)
-                return {"type": "http.disconnect"}
-        return message
-
-    async def send(self, message: Any) -> None:
-        if self.refused:
-            return
-        if message["type"] == "http.response.start":
-            self.answering = True
-        await self._send(message)
-
-
-async def _refuse(error: UploadTooLarge, scope: Any, receive: Any, send: Any) -> None:
-    await error_response(error)(scope, receive, send)
-
-
-def tenant_kb_path(settings: Settings, tenant: str) -> Path:
-    """The knowledge base directory of ``tenant``: its own for every tenant name.
-
-    A name that is a safe file name already is used as it is; any other gets a safe form of
-    it and a digest of the whole name (``acme/eu`` and ``eu``, or ``a:b`` and ``a_b``, would
-    otherwise share a directory).
-    """
-    root = Path(settings.kb.path)
-    if tenant == "default":
-        return root
-    name = safe_filename(tenant, fallback="")
-    if name != tenant:
-        digest = hashlib.sha256(tenant.encode()).hexdigest()[:16]
-        name = f"{_fit(name, _MAX_NAME_BYTES - 17)}-{digest}".lstrip("-")
-    return root / "tenants" / name
-
-
-def safe_filename(name: str, fallback: str = "upload") -> str:
-    """A file name that cannot leave its directory: no separators, no leading dots, no control characters."""
-    name = unicodedata.normalize("NFC", name or "")
-    name = name.replace("\\", "/").rsplit("/", 1)[-1]
-    name = "".join(ch for ch in name if unicodedata.category(ch)[0] != "C")
-    name = re.sub(r"[^\w.\- ]", "_", name).strip(" .")
-    name = re.sub(r"\.{2,}", ".", name)
-    return _fit(name, _MAX_NAME_BYTES) or fallback
-
-
-def _fit(name: str, limit: int) -> str:
-    """``name`` cut to ``limit`` bytes of UTF-8 (whole characters), keeping its extension."""
-    if len(name.encode()) <= limit:
-        return name
-    stem, dot, extension = name.rpartition(".")
-    suffix = dot + extension if stem and dot and len(extension.encode()) < _MAX_SUFFIX_BYTES else ""
-    stem = stem if suffix else name
-    cut = stem.encode()[: limit - len(suffix.encode())].decode("utf-8", errors="ignore").rstrip(" .")
-    return cut + suffix if cut else ""
-
-
-async def kb_call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Call a sync or async knowledge-base method without blocking the event loop."""
-    if inspect.iscoroutinefunction(fn):
-        return await fn(*args, **kwargs)
-    result = await asyncio.to_thread(fn, *args, **kwargs)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
-class KBProvider:
-    """Opens (once) and caches each tenant's knowledge base.
-
-    Args:
-        settings: Where knowledge bases live.
-        opener: ``path -> KnowledgeBase``; defaults to ``reasonloop.kb.knowledge_base.KnowledgeBase.open``.
-    """
-
-    def __init__(self, settings: Settings, opener: Callable[[Path], Any] | None = None) -> None:
-        self.settings = settings
-        self._opener = opener
-        self._open: dict[str, Any] = {}
-        self._lock = asyncio.Lock()
-
-    def _default_opener(self) -> Callable[[Path], Any]:
-        try:
-            from reasonloop.kb.knowledge_base import KnowledgeBase
-        except ImportError as exc:
-            raise KBUnavailable(f"the knowledge base is not available in this installation: {exc}") from exc
-        return lambda path: KnowledgeBase.open(path, self.settings)
-
-    async def close(self) -> None:
-        """Close every open knowledge base."""
-        for kb in self._open.values():
-            close = getattr(kb, "close", None)
-            if close is not None:
-                await kb_call(close)
-        self._open.clear()
-
-    async def get(self, tenant: str) -> Any:
-        async with self._lock:
-            if tenant not in self._open:
-                opener = self._opener or self._default_opener()
-                path = tenant_kb_path(self.settings, tenant)
-                path.mkdir(parents=True, exist_ok=True)
-                self._open[tenant] = await kb_call(opener, path)
-            return self._open[tenant]
-
-    def uploads_dir(self, tenant: str) -> Path:
-        path = tenant_kb_path(self.settings, tenant) / "uploads"
-        path.mkdir(parents=True, exist_ok=True)
-        return path
+def upload_body_limit(max_upload_bytes: int) -> int:
+    """The most bytes an upload's whole body may have (``[server] max_upload_bytes`` a file),
+    refused before the multipart body is spooled to disk
+    (:class:`~reasonloop.server.middleware.UploadSizeGuard`)."""
+    return max_upload_bytes * MAX_FILES_PER_UPLOAD + _MULTIPART_OVERHEAD
 
 
 def _kb(request: Request) -> KBProvider:
@@ -225,7 +68,7 @@ def _unique(directory: Path, name: str) -> Path:
 @router.post("/documents", status_code=201, response_model=None)
 async def upload(
     request: Request,
-    who: Annotated[Principal, Depends(principal)],
+    who: Annotated[Caller, Depends(principal)],
     files: Annotated[list[UploadFile], File()],
     progress: bool = Query(False, description="Stream the ingest's progress as NDJSON lines."),
 ) -> dict[str, Any] | StreamingResponse:
@@ -364,14 +207,14 @@ async def _ingest_lines(kb: Any, saved: list[Path], names: list[str]) -> AsyncIt
 
 
 @router.get("/documents")
-async def documents(request: Request, who: Annotated[Principal, Depends(principal)]) -> Any:
+async def documents(request: Request, who: Annotated[Caller, Depends(principal)]) -> Any:
     """The tenant's documents."""
     kb = await _kb(request).get(who.tenant)
     return jsonable_encoder(await kb_call(kb.documents))
 
 
 @router.delete("/documents/{document}")
-async def delete_document(document: str, request: Request, who: Annotated[Principal, Depends(principal)]) -> Any:
+async def delete_document(document: str, request: Request, who: Annotated[Caller, Depends(principal)]) -> Any:
     """Delete a document by id or source; 404 when nothing matched."""
     kb = await _kb(request).get(who.tenant)
     try:
@@ -384,7 +227,7 @@ async def delete_document(document: str, request: Request, who: Annotated[Princi
 
 
 @router.get("/stats")
-async def stats(request: Request, who: Annotated[Principal, Depends(principal)]) -> Any:
+async def stats(request: Request, who: Annotated[Caller, Depends(principal)]) -> Any:
     kb = await _kb(request).get(who.tenant)
     return jsonable_encoder(await kb_call(kb.stats))
 
@@ -392,7 +235,7 @@ async def stats(request: Request, who: Annotated[Principal, Depends(principal)])
 @router.get("/search")
 async def search(
     request: Request,
-    who: Annotated[Principal, Depends(principal)],
+    who: Annotated[Caller, Depends(principal)],
     q: str = Query(min_length=1),
     top_k: int = Query(5, ge=1, le=100),
     rerank: bool | None = Query(None, description="false: skip the knowledge base's reranker; true: require one"),

@@ -1,4 +1,4 @@
-"""The WebSocket contract shared by the session (:mod:`reasonloop.server.ws`) and the transport
+"""The WebSocket contract shared by the session (:mod:`reasonloop.server.ws.session`) and the transport
 (:mod:`reasonloop.server.transport`): the socket's path, the frames both write, the ASGI scope
 extensions a server protocol may offer, and what the session needs of an outbox.
 """

@@ -2,7 +2,7 @@
 
 One :class:`~mcp.server.mcpserver.MCPServer` serves a :class:`~reasonloop.server.deps.ServerState`
 (the same run manager and knowledge bases as the REST API), over stdio (``reasonloop mcp``) or
-streamable HTTP (``/mcp`` on ``reasonloop serve``, see :mod:`reasonloop.server.mcp_http`). Tools:
+streamable HTTP (``/mcp`` on ``reasonloop serve``, see :mod:`reasonloop.server.mcp.endpoint`). Tools:
 
 - ``search`` — hits with text, source, page, score and a citation id;
 - ``ask`` — a run: the answer, its citations and a short trace; while it runs, each step is an MCP
@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from reasonloop import __version__
 from reasonloop.errors import (
+    AuthError,
     DocumentNotFound,
     KBEmpty,
     ReasonLoopError,
@@ -46,10 +47,10 @@ from reasonloop.errors import (
 )
 from reasonloop.events import Answer, Citation, ErrorEvent, Event, Plan, Progress, Searched, ToolCall, ToolResult
 from reasonloop.runs.models import RunRequest
-from reasonloop.server.auth import Principal
 from reasonloop.server.deps import ServerState
 from reasonloop.server.errors import INTERNAL, invalid_arguments
-from reasonloop.server.mcp_inputs import allowed_sources, search_filters
+from reasonloop.server.gate import ADMITTED, LOCAL, Caller
+from reasonloop.server.mcp.inputs import allowed_sources, search_filters
 from reasonloop.telemetry import trace_headers
 
 __all__ = ["DOCUMENT_URI", "build_mcp_server"]
@@ -57,9 +58,7 @@ __all__ = ["DOCUMENT_URI", "build_mcp_server"]
 DOCUMENT_URI = "reasonloop://documents/{document_id}"
 """The resource URI of a document."""
 
-_LOCAL = Principal()
-"""The caller over stdio: the user who started the command, in the ``default`` tenant."""
-_caller: ContextVar[Principal | None] = ContextVar("reasonloop_mcp_caller", default=None)
+_caller: ContextVar[Caller | None] = ContextVar("reasonloop_mcp_caller", default=None)
 """Who sent the MCP request being handled (set by :class:`_Caller`)."""
 
 _TRACE_LINES = 20
@@ -107,15 +106,18 @@ class DocumentList(BaseModel):
 
 
 class _Caller:
-    """Server middleware: each request runs as the principal of its HTTP request's API key (the
-    ``default`` tenant over stdio, which has no headers)."""
-
-    def __init__(self, state: ServerState) -> None:
-        self.state = state
+    """Server middleware: each request runs as the caller the gate admitted its HTTP request as
+    (:class:`~reasonloop.server.mcp.endpoint.MCPEndpoint`); over stdio, which has no HTTP request, as
+    the user who started the command, in the ``default`` tenant."""
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        headers = getattr(ctx.request, "headers", None)
-        who = _LOCAL if headers is None else self.state.auth.from_bearer(headers.get("authorization"))
+        request = ctx.request
+        if request is None:
+            who = LOCAL
+        else:
+            who = getattr(request, "scope", {}).get(ADMITTED)
+            if not isinstance(who, Caller):  # not through the endpoint, which admits every request
+                raise AuthError("this MCP request was not admitted by the server's gate")
         token = _caller.set(who)
         try:
             return await call_next(ctx)
@@ -123,8 +125,8 @@ class _Caller:
             _caller.reset(token)
 
 
-def _who() -> Principal:
-    return _caller.get() or _LOCAL
+def _who() -> Caller:
+    return _caller.get() or LOCAL
 
 
 class _RunFailed(Exception):
@@ -199,7 +201,7 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
             "`ask` for an answer with citations."
         ),
         log_level="WARNING",
-        middleware=[_Caller(state)],
+        middleware=[_Caller()],
     )
 
     async def tenant_kb() -> Any:

@@ -14,9 +14,9 @@ from reasonloop.errors import ReasonLoopError, RequestInvalid
 from reasonloop.events import EVENT_SCHEMA, RunResult
 from reasonloop.runs.models import MAX_SEQ, RunAsk, RunRecord, RunRequest
 from reasonloop.runs.reading import RunFeed
-from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
-from reasonloop.server.stopping import run_stream
+from reasonloop.server.gate import Caller
+from reasonloop.server.routes.stopping import run_stream
 from reasonloop.telemetry import trace_headers
 
 __all__ = ["EVENT_SCHEMA_HEADER", "router", "sse_frames"]
@@ -35,7 +35,7 @@ class RunView(BaseModel):
 
 
 @router.post("", status_code=201, response_model=RunRecord)
-async def start_run(body: RunAsk, request: Request, who: Annotated[Principal, Depends(principal)]) -> RunRecord:
+async def start_run(body: RunAsk, request: Request, who: Annotated[Caller, Depends(principal)]) -> RunRecord:
     """Start a run; it executes in the background. Stream it from ``/v1/runs/{id}/events``."""
     run_req = RunRequest(**body.model_dump(), tenant=who.tenant, trace_context=trace_headers(request.headers))
     return await server_state(request).start(run_req)
@@ -43,14 +43,14 @@ async def start_run(body: RunAsk, request: Request, who: Annotated[Principal, De
 
 @router.get("", response_model=list[RunRecord])
 async def list_runs(
-    request: Request, who: Annotated[Principal, Depends(principal)], limit: int = Query(50, ge=1, le=500)
+    request: Request, who: Annotated[Caller, Depends(principal)], limit: int = Query(50, ge=1, le=500)
 ) -> list[RunRecord]:
     """The caller's most recent runs, newest first."""
-    return await server_state(request).runs.store.list_runs(who.tenant, limit)
+    return await server_state(request).runs.records.runs(who.tenant, limit)
 
 
 @router.get("/{run_id}", response_model=RunView)
-async def get_run(run_id: str, request: Request, who: Annotated[Principal, Depends(principal)]) -> RunView:
+async def get_run(run_id: str, request: Request, who: Annotated[Caller, Depends(principal)]) -> RunView:
     """Status and result (partial while running) of a run."""
     record, result = await server_state(request).runs.result(run_id, who.tenant)
     return RunView(run=record, result=result)
@@ -60,7 +60,7 @@ async def get_run(run_id: str, request: Request, who: Annotated[Principal, Depen
 async def run_events(
     run_id: str,
     request: Request,
-    who: Annotated[Principal, Depends(principal)],
+    who: Annotated[Caller, Depends(principal)],
     last_event_id: Annotated[str | None, Header()] = None,
     after: int | None = Query(None, ge=0, lt=MAX_SEQ, description="Resume after this seq (as Last-Event-ID)."),
 ) -> EventSourceResponse:
@@ -107,6 +107,6 @@ async def sse_frames(feed: RunFeed) -> AsyncIterator[dict[str, str]]:
 
 
 @router.post("/{run_id}/stop", response_model=RunRecord)
-async def stop_run(run_id: str, request: Request, who: Annotated[Principal, Depends(principal)]) -> RunRecord:
+async def stop_run(run_id: str, request: Request, who: Annotated[Caller, Depends(principal)]) -> RunRecord:
     """Stop a run (whichever instance executes it). 404 if unknown, 409 if it already ended."""
     return await server_state(request).runs.stop(run_id, who.tenant)

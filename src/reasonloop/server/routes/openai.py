@@ -46,9 +46,9 @@ from reasonloop.llm.base import Message
 from reasonloop.llm.sampling import Sampling
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
-from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
-from reasonloop.server.stopping import run_stream
+from reasonloop.server.gate import Caller
+from reasonloop.server.routes.stopping import run_stream
 from reasonloop.telemetry import trace_headers
 from reasonloop.unicode_text import CheckedText
 
@@ -168,13 +168,13 @@ def _model_ids(request: Request) -> list[str]:
 
 
 @router.get("/models", response_model=ModelList)
-async def list_models(request: Request, who: Annotated[Principal, Depends(principal)]) -> ModelList:
+async def list_models(request: Request, who: Annotated[Caller, Depends(principal)]) -> ModelList:
     """The models a chat completion may name (OpenAI's ``models.list()``)."""
     return ModelList(data=[ModelView(id=model) for model in _model_ids(request)])
 
 
 @router.get("/models/{model}", response_model=ModelView)
-async def get_model(model: str, request: Request, who: Annotated[Principal, Depends(principal)]) -> ModelView:
+async def get_model(model: str, request: Request, who: Annotated[Caller, Depends(principal)]) -> ModelView:
     """One model (OpenAI's ``models.retrieve()``); 404 when there is no such strategy or agent."""
     if model not in _model_ids(request):
         raise ModelNotFound(f"no model {model!r}", model=model)
@@ -183,7 +183,7 @@ async def get_model(model: str, request: Request, who: Annotated[Principal, Depe
 
 @router.post("/chat/completions")
 async def chat_completions(
-    body: ChatCompletionRequest, request: Request, who: Annotated[Principal, Depends(principal)]
+    body: ChatCompletionRequest, request: Request, who: Annotated[Caller, Depends(principal)]
 ) -> Any:
     state = server_state(request)
     try:

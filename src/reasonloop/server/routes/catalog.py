@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field
 from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.errors import ReasonLoopError
 from reasonloop.registry import PluginEntry, PluginInfo, PluginText, resolve
-from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
+from reasonloop.server.gate import Caller
 
 __all__ = ["PluginView", "ReasoningView", "router"]
 
@@ -71,7 +71,7 @@ class ReasoningView(PluginView):
 
 
 @router.get("/reasoning", response_model=list[ReasoningView])
-async def list_reasoning(request: Request, who: Annotated[Principal, Depends(principal)]) -> list[ReasoningView]:
+async def list_reasoning(request: Request, who: Annotated[Caller, Depends(principal)]) -> list[ReasoningView]:
     """Reasoning strategies with the JSON schema of their settings; ``default`` marks the one a run
     that names none uses."""
     return [
@@ -81,7 +81,7 @@ async def list_reasoning(request: Request, who: Annotated[Principal, Depends(pri
 
 
 @router.get("/tools", response_model=list[PluginView])
-async def list_tools(request: Request, who: Annotated[Principal, Depends(principal)]) -> list[PluginView]:
+async def list_tools(request: Request, who: Annotated[Caller, Depends(principal)]) -> list[PluginView]:
     """Tools with the JSON schema of their parameters, then the tools of the MCP servers."""
     state = server_state(request)
     views = [_view(e, "Params") for e in state.registry.entries("tool")]
@@ -108,7 +108,7 @@ def _mcp_view(row: dict[str, Any]) -> PluginView:
 
 
 @router.get("/agents", response_model=list[PluginView])
-async def list_agents(request: Request, who: Annotated[Principal, Depends(principal)]) -> list[PluginView]:
+async def list_agents(request: Request, who: Annotated[Caller, Depends(principal)]) -> list[PluginView]:
     """Agents declared in the config (``[agents.NAME]``), with their strategy's settings schema."""
     state = server_state(request)
     views = []
@@ -168,7 +168,7 @@ class LLMView(BaseModel):
 
 
 @router.get("/llm", response_model=LLMView)
-async def llm_view(request: Request, who: Annotated[Principal, Depends(principal)]) -> LLMView:
+async def llm_view(request: Request, who: Annotated[Caller, Depends(principal)]) -> LLMView:
     """The model runs use, and the models served on the server's machine a run may pick instead."""
     describe = server_state(request).models
     if describe is None:

@@ -9,22 +9,14 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field, field_validator
 
-from reasonloop.errors import ConversationNotFound
 from reasonloop.runs.models import ConversationRecord
-from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
+from reasonloop.server.gate import Caller
 from reasonloop.unicode_text import CheckedText
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/v1", tags=["conversations"])
-
-
-async def _owned(request: Request, conversation_id: str, tenant: str) -> ConversationRecord:
-    conv = await server_state(request).runs.store.get_conversation(conversation_id)
-    if conv is None or conv.tenant != tenant:
-        raise ConversationNotFound(f"no conversation {conversation_id!r}", conversation_id=conversation_id)
-    return conv
 
 
 class ConversationSummary(BaseModel):
@@ -39,20 +31,20 @@ class ConversationSummary(BaseModel):
 
 @router.get("/conversations", response_model=list[ConversationSummary])
 async def list_conversations(
-    request: Request, who: Annotated[Principal, Depends(principal)], limit: int = Query(50, ge=1, le=500)
+    request: Request, who: Annotated[Caller, Depends(principal)], limit: int = Query(50, ge=1, le=500)
 ) -> list[ConversationSummary]:
     """The caller's conversations, most recently updated first (without messages: an empty list
     there would read as a conversation with none)."""
-    listed = await server_state(request).runs.store.list_conversations(who.tenant, limit)
+    listed = await server_state(request).runs.records.conversations(who.tenant, limit)
     return [ConversationSummary.model_validate(c.model_dump(exclude={"messages"})) for c in listed]
 
 
 @router.get("/conversations/{conversation_id}", response_model=ConversationRecord)
 async def get_conversation(
-    conversation_id: str, request: Request, who: Annotated[Principal, Depends(principal)]
+    conversation_id: str, request: Request, who: Annotated[Caller, Depends(principal)]
 ) -> ConversationRecord:
     """A conversation with its messages."""
-    return await _owned(request, conversation_id, who.tenant)
+    return await server_state(request).runs.records.conversation(conversation_id, who.tenant)
 
 
 class ConversationRename(CheckedText):
@@ -70,22 +62,18 @@ class ConversationRename(CheckedText):
 
 @router.patch("/conversations/{conversation_id}", response_model=ConversationSummary)
 async def rename_conversation(
-    conversation_id: str, body: ConversationRename, request: Request, who: Annotated[Principal, Depends(principal)]
+    conversation_id: str, body: ConversationRename, request: Request, who: Annotated[Caller, Depends(principal)]
 ) -> ConversationSummary:
     """Rename a conversation (its messages are kept)."""
-    conv = await _owned(request, conversation_id, who.tenant)
-    if not await server_state(request).runs.store.rename_conversation(conversation_id, body.title):
-        raise ConversationNotFound(f"no conversation {conversation_id!r}", conversation_id=conversation_id)
-    conv.title = body.title
+    conv = await server_state(request).runs.records.rename_conversation(conversation_id, who.tenant, body.title)
     return ConversationSummary.model_validate(conv.model_dump(exclude={"messages"}))
 
 
 @router.delete("/conversations/{conversation_id}", status_code=204)
 async def delete_conversation(
-    conversation_id: str, request: Request, who: Annotated[Principal, Depends(principal)]
+    conversation_id: str, request: Request, who: Annotated[Caller, Depends(principal)]
 ) -> Response:
-    await _owned(request, conversation_id, who.tenant)
-    await server_state(request).runs.store.delete_conversation(conversation_id)
+    await server_state(request).runs.records.delete_conversation(conversation_id, who.tenant)
     return Response(status_code=204)
 
 
@@ -101,15 +89,13 @@ class Feedback(CheckedText):
 
 
 @router.post("/feedback", status_code=201)
-async def post_feedback(
-    body: Feedback, request: Request, who: Annotated[Principal, Depends(principal)]
-) -> dict[str, Any]:
+async def post_feedback(body: Feedback, request: Request, who: Annotated[Caller, Depends(principal)]) -> dict[str, Any]:
     """Record feedback on a run the caller can see (404 otherwise)."""
     state = server_state(request)
     record = await state.runs.get(body.run_id, who.tenant)
     entry = body.model_dump() | {"tenant": who.tenant, "question": record.question, "answer": record.content}
     entry["ts"] = time.time()
-    await state.runs.store.add_feedback(entry)
+    await state.runs.records.add_feedback(entry)
     if body.rating != 0:
         await _guide_later_runs(state.feedback, who.tenant, record.conversation_id or "", body)
     return {"ok": True, "run_id": body.run_id}

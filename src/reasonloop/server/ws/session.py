@@ -1,6 +1,6 @@
 """WebSocket ``/v1/ws``: JSON frames both ways; the receive loop never waits on a run.
 
-The frames and their fields are listed in :mod:`reasonloop.server.ws_frames` and described in
+The frames and their fields are listed in :mod:`reasonloop.server.ws.frames` and described in
 docs/server.md. Client frames (``id`` is optional and echoed on the reply):
 
 * ``{"type": "ping"}`` → ``{"type": "pong"}``
@@ -34,14 +34,14 @@ from fastapi import APIRouter, WebSocket
 from pydantic import ValidationError
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
-from reasonloop.errors import AuthError, ReasonLoopError
+from reasonloop.errors import ReasonLoopError
 from reasonloop.runs.models import MAX_SEQ, RunAsk, RunRequest
 from reasonloop.runs.reading import Following, RunFeed
-from reasonloop.server.auth import WS_SUBPROTOCOL, Principal, ws_token
-from reasonloop.server.cross_site import check_host, check_origin
+from reasonloop.server.auth import WS_SUBPROTOCOL
 from reasonloop.server.deps import ServerState
-from reasonloop.server.errors import INTERNAL, invalid_arguments
-from reasonloop.server.ws_frames import (
+from reasonloop.server.errors import INTERNAL, error_response, invalid_arguments
+from reasonloop.server.gate import REFUSALS, Caller
+from reasonloop.server.ws.frames import (
     CLIENT_FRAMES,
     DIRECT_TEXT,
     HEARTBEAT,
@@ -61,6 +61,8 @@ router = APIRouter()
 
 CLOSE_TOO_BIG = 1009
 CLOSE_POLICY = 1008
+DENIAL = "websocket.http.response"
+"""The ASGI extension that lets a refused handshake be answered with an HTTP response."""
 
 
 class _Reader:
@@ -104,11 +106,11 @@ class _Session:
     """One socket: a receive loop, an outbox, and one reader per run it streams (a sink
     attached to a run this process executes, or a task reading a run through the store)."""
 
-    def __init__(self, ws: WebSocket, state: ServerState, who: Principal | None, outbox: FrameOutbox) -> None:
+    def __init__(self, ws: WebSocket, state: ServerState, who: Caller | None, outbox: FrameOutbox) -> None:
         self.ws = ws
         self.state = state
         self.who = who
-        """Who the socket authenticated as (set by :meth:`serve` once it has)."""
+        """Who the socket was admitted as (set by :meth:`serve` once the gate has)."""
         self.outbox = outbox
         self.tasks: set[asyncio.Task[None]] = set()
         self.followers: dict[str, _Reader] = {}
@@ -141,7 +143,7 @@ class _Session:
             self.error(INTERNAL, "the server failed to handle this frame; see its log", ref)
 
     async def serve(self) -> None:
-        """Authenticate and accept the socket, then read its frames until it closes."""
+        """Admit and accept the socket, then read its frames until it closes."""
         if not await self._admit():
             return
         extensions = self.ws.scope.get("extensions") or {}
@@ -177,19 +179,24 @@ class _Session:
             self.outbox.close()
 
     async def _admit(self) -> bool:
-        """Authenticate the socket and accept it; False once it is closed instead."""
+        """Ask the gate, then accept the socket; False once it is refused instead."""
         scope = self.ws.scope
         try:
-            if not self.state.auth.enabled:  # no key to check: refuse other sites' pages
-                check_host(scope, self.state.allowed_hosts)
-                check_origin(scope, self.state.settings.server.cors_origins)
-            self.who = self.state.auth.authenticate(ws_token(scope))
-        except AuthError as exc:
-            await self.ws.close(code=CLOSE_POLICY, reason=exc.message)
+            self.who = await self.state.gate.admit(scope)
+        except REFUSALS as exc:
+            await self._deny(exc)
             return False
         offered = scope.get("subprotocols") or ()
         await self.ws.accept(subprotocol=WS_SUBPROTOCOL if WS_SUBPROTOCOL in offered else next(iter(offered), None))
         return self.ws.client_state == WebSocketState.CONNECTED  # not when the client left first
+
+    async def _deny(self, exc: ReasonLoopError) -> None:
+        """Refuse the handshake: with the error as an HTTP response (as the same refusal over HTTP)
+        when the server can send one, else by closing the socket before it is accepted (1008)."""
+        if DENIAL in (self.ws.scope.get("extensions") or {}):
+            await error_response(exc)(self.ws.scope, self.ws.receive, self.ws.send)
+        else:
+            await self.ws.close(code=CLOSE_POLICY, reason=exc.message)
 
     async def _refuse(self, size: int) -> None:
         with contextlib.suppress(Exception):
@@ -229,7 +236,7 @@ class _Session:
             return self.error(invalid.code, invalid.message, ref, **_extra(invalid))
         runs = self.state.runs
         try:
-            await self.state.auth.check_rate(self.who)
+            await self.state.gate.charge(self.who)
             traced = trace_headers(_trace_headers(self.ws.scope))  # the upgrade request's trace context
             record = await self.state.start(
                 RunRequest(**ask.model_dump(), tenant=self.who.tenant, trace_context=traced)
@@ -321,7 +328,7 @@ def serve_socket(ws: WebSocket, send: AsgiSend | None = None) -> Coroutine[Any, 
         ws: Starlette's WebSocket, or anything with the same surface (the transport's own).
         send: The server's ASGI ``send``, for a socket served outside the middleware stack:
             frames then go straight through it once accepted (or through the protocol's own
-            writer, where the scope offers :data:`~reasonloop.server.ws_frames.DIRECT_TEXT`),
+            writer, where the scope offers :data:`~reasonloop.server.ws.frames.DIRECT_TEXT`),
             else through ``ws.send``.
 
     Returns:

@@ -31,8 +31,8 @@ from fastapi.responses import Response
 
 from reasonloop.errors import DocumentNotFound, RequestInvalid
 from reasonloop.kb.ingest.names import path_of
-from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
+from reasonloop.server.gate import Caller
 
 __all__ = ["MAX_PIXELS", "router"]
 
@@ -46,7 +46,7 @@ largest scale, 4. A larger page is rendered at a smaller scale, so that a PDF of
 cannot make the server allocate gigabytes."""
 
 
-async def _page(request: Request, who: Principal, document: str, page: int) -> tuple[Any, str, list[int]]:
+async def _page(request: Request, who: Caller, document: str, page: int) -> tuple[Any, str, list[int]]:
     kb = await server_state(request).kb.get(who.tenant)
     return await kb.page(document, page)
 
@@ -90,7 +90,7 @@ def _layout(path: Path, number: int) -> tuple[Any, bytes]:
 @router.get("/{document}/pages/{page}")
 async def page_text(
     request: Request,
-    who: Annotated[Principal, Depends(principal)],
+    who: Annotated[Caller, Depends(principal)],
     document: str,
     page: Annotated[int, PathParam(ge=1)],
     start: Annotated[int | None, Query(ge=0)] = None,
@@ -127,7 +127,7 @@ async def page_text(
 @router.get("/{document}/pages/{page}/image", response_class=Response)
 async def page_image(
     request: Request,
-    who: Annotated[Principal, Depends(principal)],
+    who: Annotated[Caller, Depends(principal)],
     document: str,
     page: Annotated[int, PathParam(ge=1)],
     start: Annotated[int | None, Query(ge=0)] = None,
