@@ -135,7 +135,7 @@ async def test_the_first_search_alone_misses_the_second_hop(two_hop) -> None:
     assert "Marta Lind" not in answer.text
 
 
-@pytest.mark.parametrize("strategy", ["react", "toolcall", "decompose", "rewoo"])
+@pytest.mark.parametrize("strategy", ["react", "toolcall", "decompose", "rewoo", "ircot"])
 async def test_a_bridge_never_shown_is_never_searched(two_hop, strategy) -> None:
     qa, hops, kb = two_hop
     await kb.delete("Aria 2")  # the only passage naming the bridge entity
@@ -153,6 +153,31 @@ async def test_decompose_and_rewoo_retrieve_both_hops(two_hop, strategy) -> None
     assert "Northwind Audio" in queries[1]  # the trace shows the search as it was sent
     assert {"Aria 2", "Northwind Audio"} <= docs
     assert answer.text.startswith("Marta Lind")
+
+
+async def test_ircot_states_the_first_hop_and_searches_with_that_sentence(two_hop) -> None:
+    qa, hops, kb = two_hop
+    queries, docs, answer = await _run("ircot", ideal_model(qa.items, hops), kb.retriever())
+    assert queries[0] == QUESTION
+    assert queries[1] == HOP1  # the sentence of the passage it was shown, naming the bridge entity
+    assert len(queries) == 2
+    assert {"Aria 2", "Northwind Audio"} <= docs
+    assert answer.text.startswith("Marta Lind") and answer.stop_reason == "final"
+    assert [c.document_id for c in answer.citations] == ["Northwind Audio"]
+
+
+async def test_ircot_searches_a_hop_it_cannot_state_yet(two_hop) -> None:
+    qa, _, kb = two_hop
+    # hops in which the first one's answer is in no passage: the model asks for it in its sentence
+    hops = {
+        "2hop_aria": (
+            Hop("Aria 2", "Who sells the Aria 2 headphones?", "Lumen Retail"),
+            Hop("Northwind Audio", "Who founded #1 ?", "Marta Lind"),
+        )
+    }
+    queries, _, answer = await _run("ircot", ideal_model(qa.items, hops), kb.retriever())
+    assert queries == [QUESTION, "Who sells the Aria 2 headphones?"]  # asked once, then it stops
+    assert "Marta Lind" not in answer.text
 
 
 async def test_per_hop_recall_in_an_evaluation(two_hop, tmp_path) -> None:

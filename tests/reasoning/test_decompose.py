@@ -6,7 +6,7 @@ from reasonloop.agents import Agent
 from reasonloop.events import Answer, Plan, PlannedStep, Searched, Thought, ToolCall, ToolResult
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
-from reasonloop.reasoning.decompose import parse_subquestions, references
+from reasonloop.reasoning.strategies.decompose import parse_subquestions, references
 from tests.reasoning.helpers import FakeRetriever, collect_events
 
 

@@ -16,7 +16,7 @@ from reasonloop.llm.local_provider import render_prompt
 from reasonloop.llm.messages import Message
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.reasoning.evidence_answer.form import answer_form, is_open_question
-from reasonloop.reasoning.evidence_answer.terms import negates, question_terms
+from reasonloop.reasoning.steps.terms import negates, question_terms
 from tests.kb.helpers import HashEmbedder
 
 DOCS = [
@@ -75,7 +75,7 @@ async def kb(tmp_path):
 
 
 # -- the owner: what runs is decided once, and recorded --------------------------------------------
-@pytest.mark.parametrize("strategy", ["qa", "decompose", "react", "toolcall", "rewoo"])
+@pytest.mark.parametrize("strategy", ["qa", "decompose", "react", "toolcall", "rewoo", "ircot"])
 async def test_every_strategy_runs_the_evidence_answer_and_records_it(kb, strategy) -> None:
     llm = ScriptedProvider(replies=[" 40 labels a minute\nQuestion: more"], base_model=True, native_tools=False)
     agent = Agent(reasoning=strategy, llm=llm, kb=kb)
@@ -399,7 +399,7 @@ def test_a_name_with_a_number_is_checked_whole() -> None:
 
 
 def test_sentences_run_over_wrapped_lines_but_not_over_list_items() -> None:
-    from reasonloop.reasoning.evidence_answer.sentences import sentence_units
+    from reasonloop.reasoning.steps.sentences import sentence_units
 
     text = "## Leave\nUnused days must be used by\n31 March. Ask HR.\n\n- One item\n- Another\n  item.\n| a | b |"
     assert [text[a:b] for a, b in sentence_units(text)] == [

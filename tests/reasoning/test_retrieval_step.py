@@ -15,7 +15,7 @@ from reasonloop.kb.base import Filter, Hit
 from reasonloop.kb.knowledge_base import KnowledgeBase
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
-from reasonloop.reasoning.query_transforms import fuse_hit_lists
+from reasonloop.reasoning.steps.query_transforms import fuse_hit_lists
 from tests.kb.helpers import HashEmbedder, LoopbackServer, reply
 from tests.reasoning.helpers import CORPUS, FakeRetriever, collect_events
 

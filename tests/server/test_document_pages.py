@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from reasonloop.config import APIKeySettings
-from reasonloop.kb.loaders.pdf import fit_scale
+from reasonloop.kb.ingest.loaders.pdf import fit_scale
 from reasonloop.server import create_app
 from reasonloop.server.auth import hash_key
 from reasonloop.server.pages_routes import MAX_PIXELS

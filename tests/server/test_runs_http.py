@@ -12,6 +12,7 @@ import redis.asyncio as aioredis
 from reasonloop.agents import AgentRunner
 from reasonloop.config import RunsSettings
 from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.registry import PluginInfo
 from reasonloop.server import create_app
 from tests.llm_runner import LLMRunner
 from tests.runs.helpers import GatedRunner, RedisServer
@@ -167,8 +168,17 @@ async def test_catalogs_publish_settings_schemas(tmp_path):
     async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
         reasoning = {p["id"]: p for p in (await client.get("/v1/reasoning")).json()}
         assert "qa" in reasoning and "top_k" in reasoning["qa"]["settings_schema"]["properties"]
+        # Names, descriptions and setting labels in English and, under translations, Chinese.
+        assert (
+            reasoning["qa"]["translations"]["zh"]
+            == PluginInfo.declared("reasoning", "qa").translations["zh"].model_dump()
+        )
+        timeout = reasoning["react"]["settings_schema"]["properties"]["timeout_s"]
+        assert timeout["title"] == "Time limit (s)" and timeout["x-translations"]["zh"]["title"] == "时间上限（秒）"
         tools = (await client.get("/v1/tools")).json()
         assert all("id" in t for t in tools)
+        docsearch = next(t for t in tools if t["id"] == "docsearch")
+        assert (docsearch["name"], docsearch["translations"]["zh"]["name"]) == ("Document search", "文档检索")
         assert (await client.get("/v1/agents")).json() == []
         openapi = (await client.get("/openapi.json")).json()
         assert "/v1/runs/{run_id}/events" in openapi["paths"] and "/v1/chat/completions" in openapi["paths"]

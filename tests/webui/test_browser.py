@@ -14,6 +14,9 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from reasonloop.reasoning.strategies.react import ReActReasoning
+from reasonloop.reasoning.strategies.rewoo import ReWOOReasoning
+from reasonloop.registry import PluginInfo
 from tests.webui.harness import EXPECT_TIMEOUT_MS, Server, react_step, screenshot_dir
 
 expect.set_options(timeout=EXPECT_TIMEOUT_MS)
@@ -428,7 +431,7 @@ def test_a_nested_settings_object_is_a_group_sent_nested_with_its_422_at_its_fie
     expect(group.locator("legend")).to_have_text("Retrieval")
     field = group.locator("[id='setting-retrieval.multi_query']")
     assert field.get_attribute("max") == "5"  # the nested schema's bound
-    assert group.locator("[id='setting-retrieval.rerank'] option").all_inner_texts() == ["—", "true", "false"]
+    assert group.locator("[id='setting-retrieval.rerank'] option").all_inner_texts() == ["—", "on", "off"]
     page.evaluate("() => document.getElementById('setting-retrieval.multi_query').removeAttribute('max')")
     field.fill("9")
     turns_before = page.locator("#turns .turn").count()
@@ -440,6 +443,45 @@ def test_a_nested_settings_object_is_a_group_sent_nested_with_its_422_at_its_fie
     assert page.locator("#turns .turn").count() == turns_before
     shot(page, "settings-nested")
     page.click("#settings-reset")
+
+
+def test_settings_have_labels_descriptions_and_readable_defaults(page):
+    choose(page, "reasoning:react")
+    schema = ReActReasoning.Settings.model_json_schema()["properties"]
+    names = page.locator("#settings-form .field .name").all_inner_texts()
+    assert names == [field["title"] for field in schema.values()]  # "Time limit (s)", not "Timeout S"
+    rounds = page.locator(".field[data-field=max_rounds]")
+    expect(rounds.locator(".hint")).to_contain_text(schema["max_rounds"]["description"])
+    expect(rounds.locator(".default")).to_have_text("default: 6")
+    expect(page.locator(".field[data-field=timeout_s] .default")).to_have_text("default: none")
+    expect(page.locator(".field[data-field=require_tool_call] .default")).to_have_text("default: off")
+    assert "null" not in page.locator("#settings-form").inner_text()
+    expect(page.locator("#strategy-desc")).to_have_text(PluginInfo.declared("reasoning", "react").description)
+
+
+def test_strategies_and_settings_are_in_chinese_in_the_chinese_interface(browser, server):
+    context = browser.new_context(locale="zh-CN", viewport={"width": 1280, "height": 1400})
+    page = context.new_page()
+    page.goto(server.url)
+    qa = PluginInfo.declared("reasoning", "qa").translations["zh"]
+    expect(page.locator("#strategy option[value='reasoning:qa']")).to_have_text(f"{qa.name} (qa)")
+    page.select_option("#strategy", "reasoning:qa")
+    expect(page.locator("#strategy-desc")).to_have_text(qa.description)
+    group = page.locator("fieldset[data-group=retrieval]")
+    expect(group.locator("legend")).to_have_text("检索")
+    assert group.locator("[id='setting-retrieval.rerank'] option").all_inner_texts() == ["—", "开", "关"]
+    expect(page.locator(".field[data-field='retrieval.rerank_candidates'] .default")).to_have_text("默认：无")
+    page.select_option("#strategy", "reasoning:rewoo")
+    schema = ReWOOReasoning.Settings.model_json_schema()["properties"]
+    in_chinese = [field["x-translations"]["zh"] for field in schema.values()]
+    assert page.locator("#settings-form .field .name").all_inner_texts() == [z["title"] for z in in_chinese]
+    hints = page.locator("#settings-form .field .hint").all_inner_texts()
+    assert [h.splitlines()[0] for h in hints] == [z["description"] for z in in_chinese]
+    shot(page, "settings-chinese")
+    page.select_option("#lang", "en")  # the open form and the picker change language at once
+    expect(page.locator("#strategy option[value='reasoning:qa']")).to_have_text("Retrieval QA (qa)")
+    expect(page.locator(".field[data-field=max_rounds] .name")).to_have_text(schema["max_rounds"]["title"])
+    context.close()
 
 
 def test_hostile_content_renders_as_text_under_a_policy_without_inline_script(page, server):

@@ -317,7 +317,7 @@ async def consume(
 
 
 ReasoningOpt = Annotated[
-    str, typer.Option("--reasoning", "-r", help="Strategy id: qa, decompose, react, toolcall, rewoo, ...")
+    str, typer.Option("--reasoning", "-r", help="Strategy id: qa, decompose, react, toolcall, rewoo, ircot, ...")
 ]
 LLMOpt = Annotated[
     str | None, typer.Option("--llm", help="provider:model, e.g. openai:gpt-4o-mini or scripted:replies.json")

@@ -111,7 +111,7 @@ def create_app(
         warning = auth_warning(settings.server)
         if warning:
             log.warning(warning)
-        registry.add_builtins()  # the catalogs list our own plugins even from a source tree
+        registry.add_builtins()  # the catalogs list our own plugins even from a bare registry
         run_store = store or open_store(settings, registry)
         await run_store.open()  # RunStoreUnavailable here stops start-up with the reason
         chosen = runner

@@ -1,7 +1,9 @@
 """Catalogs: the reasoning strategies, tools and agents a client can choose, with settings schemas.
 
 A web UI renders each plugin's settings form from ``settings_schema`` (JSON Schema), and selects
-the strategy marked ``default`` until its user picks another. Plugins that fail to load are listed
+the strategy marked ``default`` until its user picks another. ``name`` and ``description`` are
+English, ``translations`` holds them in the interface's other languages; a settings field's label
+and description are its schema's ``title`` and ``description``, with theirs under ``x-translations``. Plugins that fail to load are listed
 with their error rather than hidden. The tools of configured MCP servers are listed too, each with
 its ``server`` and that server's ``status``; a server that offers none is one entry,
 ``mcp:SERVER``, with its error.
@@ -17,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.errors import ReasonLoopError
-from reasonloop.registry import PluginEntry, PluginInfo, resolve
+from reasonloop.registry import PluginEntry, PluginInfo, PluginText, resolve
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
 
@@ -30,6 +32,8 @@ class PluginView(BaseModel):
     id: str
     name: str = ""
     description: str = ""
+    translations: dict[str, PluginText] = Field(default_factory=dict)
+    """``name`` and ``description`` in the interface's other languages, by language code."""
     settings_schema: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     server: str | None = None
@@ -49,10 +53,15 @@ def _view(entry: PluginEntry, schema_attr: str) -> PluginView:
     if entry.error is not None:
         return PluginView(id=entry.id, error=entry.error.to_dict() | {"code": entry.error.code})
     obj = entry.obj
-    info = getattr(obj, "info", None)
-    name = info.name if isinstance(info, PluginInfo) else str(getattr(obj, "name", "") or "")
+    info = PluginInfo.from_row(entry.row) if entry.row is not None else getattr(obj, "info", None)
+    if not isinstance(info, PluginInfo):
+        info = PluginInfo(id=entry.id, name=str(getattr(obj, "name", "") or ""))
     return PluginView(
-        id=entry.id, name=name or entry.id, description=entry.description, settings_schema=_schema(obj, schema_attr)
+        id=entry.id,
+        name=info.name or entry.id,
+        description=entry.description,
+        translations=info.translations,
+        settings_schema=_schema(obj, schema_attr),
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from reasonloop.errors import RequestInvalid, ToolBlocked
 from reasonloop.kb.base import Filter
-from reasonloop.kb.loaders import walk
+from reasonloop.kb.ingest.loaders import walk
 
 __all__ = ["allowed_sources", "search_filters"]
 

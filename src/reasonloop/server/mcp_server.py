@@ -253,7 +253,8 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
         question: Annotated[str, Field(json_schema_extra=_NOT_BLANK, description="The question, in any language")],
         ctx: Context,
         reasoning: Annotated[
-            str | None, Field(description="Strategy: qa, decompose, react, toolcall or rewoo (default: the server's)")
+            str | None,
+            Field(description="Strategy: qa, decompose, react, toolcall, rewoo or ircot (default: the server's)"),
         ] = None,
         agent: Annotated[str | None, Field(description="A configured agent to answer instead")] = None,
         settings: Annotated[dict[str, Any] | None, Field(description="The strategy's settings")] = None,

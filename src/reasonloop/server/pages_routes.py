@@ -30,7 +30,7 @@ from fastapi import Path as PathParam
 from fastapi.responses import Response
 
 from reasonloop.errors import DocumentNotFound, RequestInvalid
-from reasonloop.kb.names import path_of
+from reasonloop.kb.ingest.names import path_of
 from reasonloop.server.auth import Principal
 from reasonloop.server.deps import principal, server_state
 
@@ -72,7 +72,7 @@ def _pdf_file(doc: Any) -> Path | None:
 
 
 def _layout(path: Path, number: int) -> tuple[Any, bytes]:
-    from reasonloop.kb.loaders.pdf import open_pdf, page_layout
+    from reasonloop.kb.ingest.loaders.pdf import open_pdf, page_layout
 
     data = path.read_bytes()
     pdf, _ = open_pdf(data, str(path))
@@ -114,7 +114,7 @@ async def page_text(
         body["span"] = {"start": span[0], "end": span[1], "text": text[span[0] : span[1]]}
         if path is not None:
             layout, _ = await asyncio.to_thread(_layout, path, page)
-            from reasonloop.kb.loaders.pdf import span_boxes
+            from reasonloop.kb.ingest.loaders.pdf import span_boxes
 
             w, h = layout.width, layout.height
             body["boxes"] = [
@@ -150,7 +150,7 @@ async def page_image(
 def _render(path: Path, number: int, span: tuple[int, int] | None, scale: float) -> bytes:
     from PIL import Image, ImageDraw
 
-    from reasonloop.kb.loaders.pdf import render_page, span_boxes
+    from reasonloop.kb.ingest.loaders.pdf import render_page, span_boxes
 
     # The page's layout (an OCR of a scanned page) only for the boxes of a span.
     layout, data = _layout(path, number) if span is not None else (None, path.read_bytes())

@@ -5,13 +5,13 @@
 import { api, ApiError, auth, on } from "./api.js";
 import { Chat } from "./chat.js";
 import { refreshDocuments, showCitation, showDocument, wireDocuments } from "./documents.js";
-import { language, setLanguage, t, translate } from "./i18n.js";
+import { language, localized, setLanguage, t, translate } from "./i18n.js";
 import { el } from "./render.js";
 import { SettingsForm } from "./settings.js";
 
 const $ = (id) => document.getElementById(id);
 const settings = new SettingsForm($("settings-form"));
-let plugins = new Map(); // option value -> {kind, id, schema, description}
+let plugins = new Map(); // option value -> {kind, id, schema, view (the catalog's entry)}
 let chat = null;
 let started = false;
 let llm = null; // GET /v1/llm: {in_use, offered, found}
@@ -75,8 +75,23 @@ function renderSettings() {
   const value = $("strategy").value;
   const p = plugins.get(value);
   localStorage.setItem("rl.strategy", value);
-  $("strategy-desc").textContent = p ? p.description : "";
+  $("strategy-desc").textContent = p ? localized(p.view, "description") : "";
   settings.render(p ? p.schema : null, `rl.settings.${value}`);
+}
+
+/** A strategy's option: its name in the interface's language, and its id. */
+function strategyLabel(p) {
+  const name = localized(p.view, "name");
+  return p.kind === "agent" ? name || p.id : name && name !== p.id ? `${name} (${p.id})` : p.id;
+}
+
+function labelStrategies() {
+  for (const option of $("strategy").querySelectorAll("option")) {
+    const p = plugins.get(option.value);
+    if (p) option.textContent = strategyLabel(p);
+  }
+  const group = $("strategy").querySelector("optgroup");
+  if (group) group.label = t("strategy.agent");
 }
 
 async function loadStrategies() {
@@ -87,19 +102,20 @@ async function loadStrategies() {
   for (const r of reasoning) {
     if (r.error) continue;
     const value = `reasoning:${r.id}`;
-    plugins.set(value, { kind: "reasoning", id: r.id, schema: r.settings_schema, description: r.description, isDefault: r.default });
-    select.append(new Option(r.name && r.name !== r.id ? `${r.name} (${r.id})` : r.id, value));
+    plugins.set(value, { kind: "reasoning", id: r.id, schema: r.settings_schema, view: r, isDefault: r.default });
+    select.append(new Option("", value));
   }
   if (agents.length) {
     const group = el("optgroup");
     group.label = t("strategy.agent");
     for (const a of agents) {
       const value = `agent:${a.id}`;
-      plugins.set(value, { kind: "agent", id: a.id, schema: a.settings_schema, description: a.description });
-      group.append(new Option(a.name || a.id, value));
+      plugins.set(value, { kind: "agent", id: a.id, schema: a.settings_schema, view: a });
+      group.append(new Option("", value));
     }
     select.append(group);
   }
+  labelStrategies();
   const saved = localStorage.getItem("rl.strategy");
   // Until the user picks one: the server's default, the strategy every other surface uses.
   const fallback = [...plugins.keys()].find((value) => plugins.get(value).isDefault) || select.options[0]?.value;
@@ -179,6 +195,7 @@ function init() {
   translate();
   $("lang").addEventListener("change", (e) => setLanguage(e.target.value));
   window.addEventListener("rl:language", () => {
+    labelStrategies();
     renderSettings();
     renderModels();
     if (chat) chat.relabel();

@@ -12,7 +12,8 @@ const STRINGS = {
     "model.none": "no model", "model.instruct": "instruction-tuned", "model.base": "base model", "model.unknown": "kind unknown",
     "model.tools": "tool calls", "model.noTools": "no tool calls", "model.tokens": "tokens of context",
     "model.foundNote": "Found on the server's machine (choose another here, or set [llm] in reasonloop.toml):",
-    "settings.title": "Settings", "settings.reset": "Reset to defaults", "settings.default": "default",
+    "settings.title": "Settings", "settings.reset": "Reset to defaults", "settings.default": "default: {value}",
+    "settings.unset": "none", "settings.on": "on", "settings.off": "off",
     "settings.none": "This strategy has no settings.", "settings.invalid": "Fix the highlighted settings first.",
     "settings.listHint": "one per line",
     "trace.label": "Reasoning", "trace.steps": "{n} steps", "trace.step": "1 step",
@@ -58,7 +59,8 @@ const STRINGS = {
     "model.none": "没有模型", "model.instruct": "指令微调", "model.base": "基础模型", "model.unknown": "类型未知",
     "model.tools": "支持工具调用", "model.noTools": "不支持工具调用", "model.tokens": "个上下文词元",
     "model.foundNote": "在服务器本机上找到（可在此选择其他模型，或在 reasonloop.toml 的 [llm] 中设置）：",
-    "settings.title": "设置", "settings.reset": "恢复默认", "settings.default": "默认",
+    "settings.title": "设置", "settings.reset": "恢复默认", "settings.default": "默认：{value}",
+    "settings.unset": "无", "settings.on": "开", "settings.off": "关",
     "settings.none": "此策略没有设置项。", "settings.invalid": "请先修正标出的设置。",
     "settings.listHint": "每行一项",
     "trace.label": "推理过程", "trace.steps": "{n} 步", "trace.step": "1 步",
@@ -113,6 +115,17 @@ export function language() { return lang; }
 export function t(key, values = {}) {
   const text = STRINGS[lang][key] ?? STRINGS.en[key] ?? key;
   return text.replace(/\{(\w+)\}/g, (_, name) => (name in values ? String(values[name]) : `{${name}}`));
+}
+
+/**
+ * What the server sends in English, in the interface's language where it says it: a catalog entry's
+ * `name` or `description` (its `translations`), a settings field's `title` or `description` (its
+ * schema's `x-translations`).
+ */
+export function localized(item, key) {
+  if (!item) return "";
+  const other = (item.translations || item["x-translations"] || {})[lang];
+  return (other && other[key]) || item[key] || "";
 }
 
 /** Fill every [data-i18n] element's text and [data-i18n-placeholder] placeholder under root. */

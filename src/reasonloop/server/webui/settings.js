@@ -1,8 +1,9 @@
-// A strategy's settings form, rendered from the JSON schema the catalog serves. Only the fields the
-// user changed are sent; the rest keep the server's defaults.
+// A strategy's settings form, rendered from the JSON schema the catalog serves, each field labelled
+// and described in the interface's language. Only the fields the user changed are sent; the rest
+// keep the server's defaults.
 
 import { el } from "./render.js";
-import { t } from "./i18n.js";
+import { localized, t } from "./i18n.js";
 
 function resolve(schema, root) {
   if (schema && schema.$ref) {
@@ -39,6 +40,25 @@ function words(name) {
   return name.replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
 }
 
+/** The field's label: its own title, or its name in words where the title is only pydantic's
+ * ("Timeout S" from timeout_s). */
+function label(s, key) {
+  const title = localized(s, "title");
+  const generated = key.split("_").map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join(" ");
+  return title && title !== generated ? title : words(key);
+}
+
+/** "default: …" with the default as a person reads it (an unset one is "none"). */
+function defaultText(def) {
+  let value;
+  if (def === null) value = t("settings.unset");
+  else if (typeof def === "boolean") value = t(def ? "settings.on" : "settings.off");
+  else if (Array.isArray(def)) value = def.length ? def.join(", ") : t("settings.unset");
+  else if (typeof def === "object") value = JSON.stringify(def);
+  else value = String(def);
+  return t("settings.default", { value });
+}
+
 export class SettingsForm {
   constructor(form) {
     this.form = form;
@@ -69,8 +89,9 @@ export class SettingsForm {
       if (s.type === "object" && s.properties) {
         const group = el("fieldset", "group");
         group.dataset.group = name;
-        group.append(el("legend", null, prop.title || words(key))); // the referenced model's title is a class name
-        if (s.description) group.append(el("p", "hint", s.description));
+        group.append(el("legend", null, label(prop, key))); // the referenced model's title is a class name
+        const about = localized(s, "description");
+        if (about) group.append(el("p", "hint", about));
         this.addFields(s.properties, root, `${name}.`, group, saved);
         if (group.querySelector(".field")) container.append(group);
         continue;
@@ -87,11 +108,10 @@ export class SettingsForm {
   field(name, s) {
     const row = el("div", "field");
     row.dataset.field = name;
-    const label = el("label", null);
+    const caption = el("label", null);
     const id = `setting-${name}`;
-    label.htmlFor = id;
-    const key = name.split(".").pop();
-    label.append(el("span", "name", s.title && s.title !== words(key) ? s.title : words(key)));
+    caption.htmlFor = id;
+    caption.append(el("span", "name", label(s, name.split(".").pop())));
     let input;
     const def = s.default;
     if (s.enum) {
@@ -101,7 +121,7 @@ export class SettingsForm {
       input.value = def == null ? "" : String(def);
     } else if (s.type === "boolean" && s.nullable) {
       input = el("select"); // unset (the server decides), yes or no
-      input.append(new Option("—", ""), new Option("true", "true"), new Option("false", "false"));
+      input.append(new Option("—", ""), new Option(t("settings.on"), "true"), new Option(t("settings.off"), "false"));
       input.value = def == null ? "" : String(def);
     } else if (s.type === "boolean") {
       input = el("input");
@@ -133,10 +153,14 @@ export class SettingsForm {
     }
     input.id = id;
     input.name = name;
-    label.append(input);
-    row.append(label);
-    const hint = [s.description || "", def !== undefined ? `${t("settings.default")}: ${JSON.stringify(def)}` : ""].filter(Boolean).join(" · ");
-    if (hint) row.append(el("p", "hint", hint));
+    caption.append(input);
+    row.append(caption);
+    const about = localized(s, "description");
+    if (about || def !== undefined) {
+      const hint = el("p", "hint", about);
+      if (def !== undefined) hint.append(el("span", "default", defaultText(def)));
+      row.append(hint);
+    }
     row.append(el("p", "field-error"));
     row.querySelector(".field-error").hidden = true;
     return { row, input };
