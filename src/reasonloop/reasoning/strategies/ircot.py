@@ -12,8 +12,8 @@ rests on, each citation quoting the sentence of its passage that supports the an
 Limits: ``max_steps`` reasoning sentences (and the run's budget: rounds, tokens, wall time, and
 the tool-call budget, which bounds its searches: they are made without a tool round, reported as
 ``Searched`` events and counted as searches, not tool calls, but each stands where another agent's
-search tool call would). When one ends the chain before an answer, one last call answers from the passages and the
-reasoning, and the answer names the limit (``stop_reason``). A reply with no new sentence (empty,
+search tool call would). When one ends the chain before an answer, one last call answers from the
+passages and the reasoning, and the answer names the limit (``stop_reason``). A reply with no new sentence (empty,
 or only sentences already written) ends the chain the same way, without a limit. A follow-up
 question is condensed into a standalone one first, as ``qa`` does.
 """
@@ -163,7 +163,7 @@ class IRCoTReasoning(Reasoning):
                 break
             if len(kept) >= settings.max_passages:
                 continue  # the chain holds all the passages it may: reason on over them
-            if ctx.usage.searches >= budget.max_tool_calls:  # its searches in place of tool calls
+            if ctx.usage.tool_calls + ctx.usage.searches >= budget.max_tool_calls:  # its searches are its calls
                 tracker.hit("max_tool_calls")
                 break
             async for event in self._search(_MARKERS.sub("", step.sentence).strip(), n + 1, kept, tracker, language):
