@@ -134,10 +134,11 @@ async def _bare(args: argparse.Namespace) -> tuple[float, float, int]:
         run_id = f"run_{n:027d}"
         prefix = '{"type":"event","run_id":' + json.dumps(run_id) + ',"event":'
         lock = asyncio.Lock()
-        head = {"run_id": run_id, "depth": 0, "parent_call_id": None}
-        frames = [("run_started", {"reasoning": "direct", "question": "q"})]
+        head = {"run_id": run_id, "depth": 0, "parent_call_id": None, "final": False}
+        frames = [("run_started", {"reasoning": "direct", "question": "q", "event_schema": 2})]
         frames += [("answer_delta", {"text": "tok "})] * args.tokens
-        frames.append(("answer", {"text": "tok " * args.tokens, "citations": [], "stop_reason": "final"}))
+        end = {"text": "tok " * args.tokens, "citations": [], "stop_reason": "final", "final": True}
+        frames.append(("answer", end))
         for seq, (kind, fields) in enumerate(frames, 1):
             if kind == "answer_delta":
                 await asyncio.sleep(args.delay)

@@ -354,19 +354,24 @@ def _serializer(cls: type) -> SchemaSerializer:
     return serializer
 
 
+_ENDINGS = (Answer, ErrorEvent)
+"""The events that end their run's stream (a tuple: a union checks slower)."""
+
+
 def ends_run(event: Event, depth: int = 0) -> bool:
     """Whether ``event`` ends the stream of the run at ``depth``: its answer or its error (a
     sub-agent's, at a greater depth, ends only the sub-run)."""
-    return isinstance(event, (Answer, ErrorEvent)) and event.depth == depth  # a tuple: a union checks slower
+    return isinstance(event, _ENDINGS) and event.depth == depth
 
 
 def number(event: Event, seq: int) -> Event:
     """Give ``event`` its place in its run's stream: ``seq``, and ``final`` when it ends the run.
 
     Every place that numbers a run's events (the runner, the run manager, recovery) calls this,
-    so whether an event ends a run is decided here, by :func:`ends_run`, for every surface."""
+    so whether an event ends a run is decided here, by the rule of :func:`ends_run`, for every
+    surface."""
     event.seq = seq
-    event.final = ends_run(event)
+    event.final = event.depth == 0 and isinstance(event, _ENDINGS)  # ends_run(event), one call less per event
     return event
 
 

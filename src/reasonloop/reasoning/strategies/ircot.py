@@ -9,9 +9,11 @@ the answer (``So the answer is: X``, ``所以答案是：X`` and the forms small
 :mod:`reasonloop.reasoning.formats.ircot_step`), the run answers with it, citing the passages it
 rests on, each citation quoting the sentence of its passage that supports the answer.
 
-Limits: ``max_steps`` reasoning sentences (and the run's budget: rounds, tool calls, tokens, wall
-time). When one ends the chain before an answer, one last call answers from the passages and the
-reasoning, and the answer names the limit (``stop_reason``). A reply with no new sentence (empty,
+Limits: ``max_steps`` reasoning sentences (and the run's budget: rounds, tokens, wall time, and
+the tool-call budget, which bounds its searches: they are made without a tool round, reported as
+``Searched`` events and counted as searches, not tool calls, but each stands where another agent's
+search tool call would). When one ends the chain before an answer, one last call answers from the
+passages and the reasoning, and the answer names the limit (``stop_reason``). A reply with no new sentence (empty,
 or only sentences already written) ends the chain the same way, without a limit. A follow-up
 question is condensed into a standalone one first, as ``qa`` does.
 """
