@@ -120,9 +120,10 @@ async def test_an_agent_waits_only_on_the_servers_it_names(tmp_path):
 
 
 async def test_later_runs_do_not_pay_again_and_a_server_that_comes_back_is_retried_behind(tmp_path):
-    starts = tmp_path / "starts"
+    starts, hold = tmp_path / "starts", tmp_path / "hold"
     settings = settings_for(
-        tmp_path, [silent(starts, "dead", "--fail-first", retry_interval_s=2, connect_timeout_s=20)]
+        tmp_path,
+        [silent(starts, "dead", "--fail-first", "--hold", str(hold), retry_interval_s=2, connect_timeout_s=20)],
     )
     resources = AgentResources()
     try:
@@ -135,7 +136,8 @@ async def test_later_runs_do_not_pay_again_and_a_server_that_comes_back_is_retri
         await asyncio.sleep(2.1)
         # This run does not wait for the retry it starts: it still goes without the server's tools.
         assert any("'dead'" in n for n in await again(agent))
-        for _ in range(200):
+        hold.touch()  # the server comes back only now: the run above cannot have waited for it
+        for _ in range(400):  # up to its 20 s connect timeout
             if manager.status("dead") == "ok":
                 break
             await asyncio.sleep(0.05)
