@@ -31,28 +31,24 @@ from __future__ import annotations
 import logging
 import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
 from reasonloop.config import secret
 from reasonloop.errors import KBError
-from reasonloop.kb.base import Filter, Hit, IngestReport, KBStats
+from reasonloop.kb.base import Filter
 from reasonloop.kb.embedding.embedders import Embedder
-from reasonloop.kb.indexes.catalog import Catalog, ProgressFn, index_directory
+from reasonloop.kb.indexes.catalog import Catalog, index_directory
+from reasonloop.kb.indexes.catalog_front import CatalogFront
 from reasonloop.kb.ingest.limits import ParseLimits
-from reasonloop.kb.retrieval.hybrid import HybridRetriever, Reranker
 from reasonloop.kb.retrieval.lexical import LexicalIndex
 from reasonloop.kb.retrieval.vector import LocalVectorStore, VectorStore
 from reasonloop.kb.settings import LocalIndexOptions, parse_options
-from reasonloop.kb.storage.store import ChunkRow, DocumentRow, DocumentWrite
+from reasonloop.kb.storage.store import DocumentWrite
 from reasonloop.registry import PluginInfo
-
-if TYPE_CHECKING:
-    from reasonloop.kb.ingest.records import Record
-    from reasonloop.kb.retrieval.rerankers.base import RerankStep
 
 __all__ = ["LocalIndex", "LocalIndexOptions"]
 
@@ -64,7 +60,7 @@ TURN_S = 1.0
 a commit group): each turn ends with a BM25 commit, so this is also how often BM25 commits."""
 
 
-class LocalIndex:
+class LocalIndex(CatalogFront):
     """The ``local`` index: sqlite + tantivy + usearch (or Qdrant) under ``path``.
 
     Args:
@@ -225,10 +221,6 @@ class LocalIndex:
         return self.turns.catch_up(force=force)
 
     # -- writing --------------------------------------------------------------------------------------
-    async def begin_commit(self, on_wait: Callable[[str], None] | None = None) -> None:
-        """Hold a writer turn before committing (:meth:`WriterTurns.begin`)."""
-        await self.turns.begin(on_wait)
-
     def commit_group(
         self,
         writes: Sequence[DocumentWrite],
@@ -293,49 +285,7 @@ class LocalIndex:
     def has_vector_file(self) -> bool:
         return self.vectors is not None
 
-    # -- the catalog's work ---------------------------------------------------------------------------
-    async def ingest(
-        self,
-        sources: Sequence[str],
-        *,
-        on_progress: ProgressFn | None = None,
-        include: Sequence[str] | None = None,
-        exclude: Sequence[str] | None = None,
-        prune: bool = False,
-    ) -> IngestReport:
-        """Ingest files, folders (recursive) and http(s) URLs (:meth:`Catalog.ingest`)."""
-        return await self.catalog.ingest(
-            sources, on_progress=on_progress, include=include, exclude=exclude, prune=prune
-        )
-
-    async def ingest_records(
-        self,
-        records: Iterable[Record | tuple[str, str, str] | Mapping[str, Any]],
-        *,
-        on_progress: ProgressFn | None = None,
-    ) -> IngestReport:
-        """Ingest documents given as data (:meth:`Catalog.ingest_records`)."""
-        return await self.catalog.ingest_records(records, on_progress=on_progress)
-
-    async def delete(self, doc_id_or_source: str, *, on_wait: Callable[[str], None] | None = None) -> list[str]:
-        """Remove a document, or every document under a folder/JSON file (:meth:`Catalog.delete`)."""
-        return await self.catalog.delete(doc_id_or_source, on_wait=on_wait)
-
-    async def documents(self) -> list[DocumentRow]:
-        return await self.catalog.documents()
-
-    async def document(self, doc_id_or_source: str) -> tuple[DocumentRow, list[ChunkRow]] | None:
-        """A document and its chunks in order; None when nothing matched."""
-        return await self.catalog.document(doc_id_or_source)
-
-    async def stats(self) -> KBStats:
-        return await self.catalog.stats()
-
     # -- search backend -------------------------------------------------------------------------------
-    async def query_vector(self, query: str) -> np.ndarray:
-        """The embedding of ``query``, from the recent-queries cache when it is there."""
-        return await self.catalog.query_vector(query)
-
     async def dense_search(self, query: str, k: int, allowed: set[int] | None) -> list[tuple[int, float]]:
         self.catch_up()
         if self.vectors is None or len(self.vectors) == 0:
@@ -349,28 +299,7 @@ class LocalIndex:
     def allowed_keys(self, filters: Sequence[Filter]) -> set[int]:
         return self.store.allowed_keys(filters)
 
-    def documents_of(self, keys: Sequence[int]) -> dict[int, str]:
-        return self.catalog.documents_of(keys)
-
-    def hydrate(self, scored: Sequence[tuple[int, float]]) -> list[Hit]:
-        return self.catalog.hydrate(scored)
-
-    def reranker(self) -> RerankStep | None:
-        """The reranker of ``[kb.options.reranker]`` (opened on first use, shared), or ``None``."""
-        return self.catalog.reranker()
-
-    def retriever(self, settings: dict[str, Any] | None = None, *, reranker: Reranker | None = None) -> HybridRetriever:
-        """A retriever over this index (:meth:`Catalog.retriever`).
-
-        Raises:
-            ConfigError: invalid settings, or ``rerank`` on with no reranker configured.
-        """
-        return self.catalog.retriever(settings, reranker=reranker)
-
     # -- closing --------------------------------------------------------------------------------------
-    async def close(self) -> None:
-        await self.catalog.close()
-
     def close_search(self) -> None:
         self.lexical.close()
         # The vector file is written only under the writer lock (two processes must never write

@@ -25,29 +25,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import ValidationError
 
 from reasonloop.config import secret
 from reasonloop.errors import ConfigError, KBError, KBModelMismatch, KBUnavailable
-from reasonloop.kb.base import Filter, Hit, IngestReport, KBStats
+from reasonloop.kb.base import Filter
 from reasonloop.kb.embedding.embedders import Embedder
-from reasonloop.kb.indexes.catalog import Catalog, ProgressFn, index_directory
+from reasonloop.kb.indexes.catalog import Catalog, index_directory
+from reasonloop.kb.indexes.catalog_front import CatalogFront
 from reasonloop.kb.indexes.milvus_filters import filter_expr
 from reasonloop.kb.indexes.milvus_schema import DEFAULT_ANALYZER, MilvusIndexOptions, collection_rows, new_collection
 from reasonloop.kb.ingest.limits import ParseLimits
-from reasonloop.kb.retrieval.hybrid import HybridRetriever, Reranker
 from reasonloop.kb.settings import parse_options
-from reasonloop.kb.storage.store import ChunkRow, DocumentRow, DocumentWrite
+from reasonloop.kb.storage.store import DocumentWrite
 from reasonloop.registry import PluginInfo
-
-if TYPE_CHECKING:
-    from reasonloop.kb.ingest.records import Record
-    from reasonloop.kb.retrieval.rerankers.base import RerankStep
 
 __all__ = ["DEFAULT_ANALYZER", "MilvusIndex", "MilvusIndexOptions"]
 
@@ -58,7 +54,7 @@ def _quote(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-class MilvusIndex:
+class MilvusIndex(CatalogFront):
     """The ``milvus`` index (see the module docstring).
 
     Args:
@@ -296,48 +292,6 @@ class MilvusIndex:
     def has_vector_file(self) -> bool:
         return False
 
-    async def begin_commit(self, on_wait: Callable[[str], None] | None = None) -> None:
-        """Hold a writer turn before committing (:meth:`WriterTurns.begin`)."""
-        await self.turns.begin(on_wait)
-
-    # -- the catalog's work ---------------------------------------------------------------------------
-    async def ingest(
-        self,
-        sources: Sequence[str],
-        *,
-        on_progress: ProgressFn | None = None,
-        include: Sequence[str] | None = None,
-        exclude: Sequence[str] | None = None,
-        prune: bool = False,
-    ) -> IngestReport:
-        """Ingest files, folders (recursive) and http(s) URLs (:meth:`Catalog.ingest`)."""
-        return await self.catalog.ingest(
-            sources, on_progress=on_progress, include=include, exclude=exclude, prune=prune
-        )
-
-    async def ingest_records(
-        self,
-        records: Iterable[Record | tuple[str, str, str] | Mapping[str, Any]],
-        *,
-        on_progress: ProgressFn | None = None,
-    ) -> IngestReport:
-        """Ingest documents given as data (:meth:`Catalog.ingest_records`)."""
-        return await self.catalog.ingest_records(records, on_progress=on_progress)
-
-    async def delete(self, doc_id_or_source: str, *, on_wait: Callable[[str], None] | None = None) -> list[str]:
-        """Remove a document, or every document under a folder/JSON file (:meth:`Catalog.delete`)."""
-        return await self.catalog.delete(doc_id_or_source, on_wait=on_wait)
-
-    async def documents(self) -> list[DocumentRow]:
-        return await self.catalog.documents()
-
-    async def document(self, doc_id_or_source: str) -> tuple[DocumentRow, list[ChunkRow]] | None:
-        """A document and its chunks in order; None when nothing matched."""
-        return await self.catalog.document(doc_id_or_source)
-
-    async def stats(self) -> KBStats:
-        return await self.catalog.stats()
-
     # -- search backend -------------------------------------------------------------------------------
     def allowed_keys(self, filters: Sequence[Filter]) -> Any:
         """The filters as a Milvus expression (what dense and BM25 search then evaluate inside
@@ -361,10 +315,6 @@ class MilvusIndex:
         hits.sort(key=lambda h: (-h[1], h[0]))
         return hits
 
-    async def query_vector(self, query: str) -> np.ndarray:
-        """The embedding of ``query``, from the recent-queries cache when it is there."""
-        return await self.catalog.query_vector(query)
-
     async def dense_search(self, query: str, k: int, allowed: Any) -> list[tuple[int, float]]:
         if self._dim is None:
             return []
@@ -378,28 +328,7 @@ class MilvusIndex:
             return []
         return await asyncio.to_thread(self._search, query, "sparse", k, allowed)
 
-    def documents_of(self, keys: Sequence[int]) -> dict[int, str]:
-        return self.catalog.documents_of(keys)
-
-    def hydrate(self, scored: Sequence[tuple[int, float]]) -> list[Hit]:
-        return self.catalog.hydrate(scored)
-
-    def reranker(self) -> RerankStep | None:
-        """The reranker of ``[kb.options.reranker]`` (opened on first use, shared), or ``None``."""
-        return self.catalog.reranker()
-
-    def retriever(self, settings: dict[str, Any] | None = None, *, reranker: Reranker | None = None) -> HybridRetriever:
-        """A retriever over this index (:meth:`Catalog.retriever`).
-
-        Raises:
-            ConfigError: invalid settings, or ``rerank`` on with no reranker configured.
-        """
-        return self.catalog.retriever(settings, reranker=reranker)
-
     # -- closing --------------------------------------------------------------------------------------
-    async def close(self) -> None:
-        await self.catalog.close()
-
     def close_search(self) -> None:
         self._close_client()
 
