@@ -1,10 +1,10 @@
 """ReWOO plan scheduling: reasonloop's worker beside a level-by-level barrier and the critical path.
 
 Each synthetic plan is written as ReWOO planner text (``#E3 = sleep[40 #E1 #E2]``: sleep
-40 ms, after #E1 and #E2), parsed by :func:`reasonloop.reasoning.rewoo_plan.parse_plan`
+40 ms, after #E1 and #E2), parsed by :func:`reasonloop.reasoning.formats.rewoo_plan.parse_plan`
 and run three ways:
 
-- **ours**: :func:`reasonloop.reasoning.rewoo_plan.execute`, the worker ReWOO uses — a step
+- **ours**: :func:`reasonloop.reasoning.formats.rewoo_plan.execute`, the worker ReWOO uses — a step
   starts the moment its own dependencies are done;
 - **barrier**: the plan cut into levels (a step's level is one more than its deepest
   dependency) and each level run with ``asyncio.gather`` before the next one starts;
@@ -43,7 +43,7 @@ from typing import Any
 from reasonloop.agents import Agent
 from reasonloop.events import ToolCall, ToolResult
 from reasonloop.llm.scripted import ScriptedProvider
-from reasonloop.reasoning.rewoo_plan import Plan, PlanStep, StepResult, execute, parse_plan, substitute
+from reasonloop.reasoning.formats.rewoo_plan import Plan, PlanStep, StepResult, execute, parse_plan, substitute
 from reasonloop.tools.base import tool
 
 GOAL = 1.05

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from reasonloop.reasoning.rewoo_plan import PlanStep, execute, parse_plan
+from reasonloop.reasoning.formats.rewoo_plan import PlanStep, execute, parse_plan
 from tests.benchmarks.loading import load_benchmark
 
 bench = load_benchmark("rewoo_schedule")

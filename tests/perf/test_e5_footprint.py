@@ -26,7 +26,7 @@ after each call, 145 MB without (the arena grows by doubling and kept what it to
 CODE = textwrap.dedent(
     """
     import gc, json, sys
-    from reasonloop.kb.e5_weights import E5Weights, default_weight_file
+    from reasonloop.kb.embedding.e5_weights import E5Weights, default_weight_file
     import onnxruntime, sentencepiece  # the libraries' own code is not what is measured
 
     def rss():
@@ -35,8 +35,8 @@ CODE = textwrap.dedent(
 
     cache = sys.argv[1]
     weights = E5Weights(default_weight_file())
-    from reasonloop.kb.e5_onnx import OnnxE5, graph_file
-    from reasonloop.kb.e5_tokenizer import E5Tokenizer, model_file
+    from reasonloop.kb.embedding.e5_onnx import OnnxE5, graph_file
+    from reasonloop.kb.embedding.e5_tokenizer import E5Tokenizer, model_file
     graph_file(weights, "fp32", cache), model_file(weights, cache)  # built before: only loading is measured
     gc.collect()
     start = rss()

@@ -14,7 +14,7 @@ from reasonloop.agents import Agent
 from reasonloop.events import AnswerDelta, Thought, ToolCall
 from reasonloop.kb.base import Hit
 from reasonloop.llm.scripted import ScriptedProvider
-from reasonloop.reasoning.react_parser import parse_react
+from reasonloop.reasoning.formats.react_parser import parse_react
 from tests.reasoning.helpers import FakeRetriever, collect_events
 
 QUERY = "warranty period of the X200"

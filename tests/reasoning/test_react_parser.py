@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reasonloop.reasoning.answer_spotter import AnswerSpotter
-from reasonloop.reasoning.react_parser import cut_observation, parse_react
+from reasonloop.reasoning.formats.answer_spotter import AnswerSpotter
+from reasonloop.reasoning.formats.react_parser import cut_observation, parse_react
 
 CORPUS = json.loads((Path(__file__).parent / "react_corpus.json").read_text(encoding="utf-8"))
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from reasonloop.reasoning.rewoo_plan import (
+from reasonloop.reasoning.formats.rewoo_plan import (
     Plan,
     PlanStep,
     StepFailed,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from reasonloop.events import Answer, ErrorEvent, Event
+from reasonloop.events import Answer, ErrorEvent, Event, number
 from reasonloop.runs.models import RunRecord, answer_status, conversation_turn, is_terminal_event, partial_content
 from reasonloop.runs.stores.protocol import RunStore
 
@@ -48,7 +48,7 @@ async def recover_interrupted(store: RunStore, *, me: str, wait_for: Callable[[s
             continue
         content = partial_content(events)
         last = events[-1].seq if events else record.last_seq
-        final = Answer(run_id=record.run_id, seq=last + 1, text=content, stop_reason="interrupted")
+        final = number(Answer(run_id=record.run_id, text=content, stop_reason="interrupted"), last + 1)
         try:
             await store.append_event(record.run_id, final)
         except ValueError:  # another instance recovered it first

@@ -31,23 +31,22 @@ from reasonloop.events import Citation, Event, Progress
 from reasonloop.kb.base import Hit
 from reasonloop.llm.base import Message
 from reasonloop.reasoning.base import RunContext
-from reasonloop.reasoning.budget import BudgetTracker
+from reasonloop.reasoning.evidence_answer.check import evidence_gap, not_found_text
 from reasonloop.reasoning.evidence_answer.decision import Decision, decide_choice, decide_yes_no, names_option
 from reasonloop.reasoning.evidence_answer.form import AnswerForm, answer_form
-from reasonloop.reasoning.evidence_answer.sentences import Sentence, rank_sentences, sentences_of
 from reasonloop.reasoning.evidence_answer.span import extract_span
-from reasonloop.reasoning.evidence_answer.terms import QuestionTerms, question_terms
 from reasonloop.reasoning.evidence_answer.texts import text
-from reasonloop.reasoning.retrieval import Evidence, retrieve
-from reasonloop.reasoning.retrieval_settings import RetrievalSettings
+from reasonloop.reasoning.steps.budget import BudgetTracker
+from reasonloop.reasoning.steps.retrieval import Evidence, retrieve
+from reasonloop.reasoning.steps.retrieval_settings import RetrievalSettings
+from reasonloop.reasoning.steps.sentences import Sentence, rank_sentences, sentences_of
+from reasonloop.reasoning.steps.terms import QuestionTerms, question_terms
 
 __all__ = [
     "DEFAULT_MARGIN",
     "SENTENCES",
     "EvidenceAnswer",
     "answer_from_evidence",
-    "evidence_gap",
-    "not_found_text",
     "search_query",
 ]
 
@@ -74,26 +73,6 @@ def search_query(question: str, history: Sequence[Message]) -> str:
     previous = next((m.content for m in reversed(history) if m.role == "user" and m.content.strip()), "")
     query = f"{previous.strip()} {question.strip()}" if previous else question.strip()
     return query[-QUERY_CHARS:] if len(query) > QUERY_CHARS else query
-
-
-def evidence_gap(terms: QuestionTerms, hits: Sequence[Hit], language: str, *, words: bool = True) -> str | None:
-    """Why ``hits`` cannot answer the question of ``terms`` (``None`` when they may): none found, a
-    name or code of the question in none of them, or (with ``words``) none sharing a word with it.
-    A model that follows instructions reads paraphrases ("how high" of a passage saying "tall"),
-    so its callers leave ``words`` off."""
-    if not hits:
-        return text("nothing_found", language)
-    missing = terms.missing_names(" ".join(f"{hit.title} {hit.text}" for hit in hits))
-    if missing:
-        return text("names_missing", language, names=", ".join(missing))
-    if words and not any(terms.mentions(f"{hit.title} {hit.text}") for hit in hits):
-        return text("off_topic", language)
-    return None
-
-
-def not_found_text(query: str, detail: str, language: str) -> str:
-    """The answer saying the documents don't say, with what was searched."""
-    return text("not_found", language, query=query[:200], detail=detail)
 
 
 def _shown(evidence: Evidence) -> list[tuple[Hit, int]]:

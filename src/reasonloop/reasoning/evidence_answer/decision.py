@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from reasonloop.errors import LLMError
 from reasonloop.events import Usage
 from reasonloop.llm.base import LLM
-from reasonloop.reasoning.evidence_answer.terms import QuestionTerms, negates
+from reasonloop.reasoning.steps.terms import QuestionTerms, negates
 from reasonloop.tokens import count_tokens, trim_to_tokens
 
 __all__ = ["Decision", "decide_choice", "decide_yes_no", "names_option"]

@@ -19,10 +19,10 @@ from collections.abc import AsyncIterator, Sequence
 from reasonloop.events import Event
 from reasonloop.llm.base import LLM, Message
 from reasonloop.llm.sampling import Sampling, with_sampling
-from reasonloop.reasoning.budget import BudgetTracker
-from reasonloop.reasoning.evidence_answer.sentences import Sentence
-from reasonloop.reasoning.evidence_answer.terms import STOP_WORDS, QuestionTerms, question_terms
-from reasonloop.reasoning.llmcall import Turn, llm_turn
+from reasonloop.reasoning.steps.budget import BudgetTracker
+from reasonloop.reasoning.steps.llmcall import Turn, llm_turn
+from reasonloop.reasoning.steps.sentences import Sentence
+from reasonloop.reasoning.steps.terms import STOP_WORDS, QuestionTerms, question_terms
 from reasonloop.tokens import trim_to_tokens
 
 __all__ = ["SPAN_TOKENS", "extract_span", "span_in"]

@@ -16,16 +16,16 @@ from pydantic import Field
 
 from reasonloop.events import Event, Progress
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings, RunContext
-from reasonloop.reasoning.budget import BudgetTracker
 from reasonloop.reasoning.evidence_answer.answer import DEFAULT_MARGIN, EvidenceAnswer, answer_from_evidence
 from reasonloop.reasoning.evidence_answer.texts import text
-from reasonloop.reasoning.finish import close
-from reasonloop.reasoning.intent import needs_no_retrieval
-from reasonloop.reasoning.language import detect_language
-from reasonloop.reasoning.llmcall import Turn
-from reasonloop.reasoning.prompts import system_prompt
-from reasonloop.reasoning.retrieval import direct_answer
-from reasonloop.reasoning.retrieval_settings import RetrievalSettings
+from reasonloop.reasoning.formats.language import detect_language
+from reasonloop.reasoning.formats.prompts import system_prompt
+from reasonloop.reasoning.steps.budget import BudgetTracker
+from reasonloop.reasoning.steps.finish import close
+from reasonloop.reasoning.steps.intent import needs_no_retrieval
+from reasonloop.reasoning.steps.llmcall import Turn
+from reasonloop.reasoning.steps.retrieval import direct_answer
+from reasonloop.reasoning.steps.retrieval_settings import RetrievalSettings
 from reasonloop.registry import PluginInfo
 
 __all__ = ["EvidenceAnswerReasoning", "EvidenceAnswerSettings"]

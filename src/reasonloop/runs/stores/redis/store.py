@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -41,7 +42,7 @@ from reasonloop.runs.stores.event_rows import EventRows
 from reasonloop.runs.stores.protocol import StoreFeatures
 from reasonloop.runs.stores.redis.conversations import RedisConversations
 from reasonloop.runs.stores.redis.guard import guard, refused, shown_url
-from reasonloop.runs.stores.redis.scripts import ADD_MESSAGES, APPEND_EVENTS, CREATE_RUN, UPDATE_RUNS
+from reasonloop.runs.stores.redis.scripts import ADD_MESSAGES, APPEND_EVENTS, CREATE_RUN, TAKE_TOKEN, UPDATE_RUNS
 
 __all__ = ["RedisRunStore"]
 
@@ -81,7 +82,9 @@ class RedisRunStore(RedisConversations):
         kb_path: Unused (accepted so every store is built the same way).
     """
 
-    features = StoreFeatures(batch_appends=True, batch_updates=True, continuing_runs=True, stop_keys=True)
+    features = StoreFeatures(
+        batch_appends=True, batch_updates=True, continuing_runs=True, stop_keys=True, rate_buckets=True
+    )
 
     def __init__(self, settings: RunsSettings | None = None, *, kb_path: str = "") -> None:
         self.settings = settings or RunsSettings(store="redis")
@@ -99,6 +102,7 @@ class RedisRunStore(RedisConversations):
         self._create_run_script: Any = None
         self._update_script: Any = None
         self._add_messages_script: Any = None
+        self._take_token_script: Any = None
 
     @property
     def r(self) -> aioredis.Redis:
@@ -124,6 +128,7 @@ class RedisRunStore(RedisConversations):
         self._update_script = client.register_script(UPDATE_RUNS)
         self._add_messages_script = client.register_script(ADD_MESSAGES)
         self._create_run_script = client.register_script(CREATE_RUN)
+        self._take_token_script = client.register_script(TAKE_TOKEN)
         self._blocking = aioredis.Redis.from_url(self.settings.redis_url, max_connections=100_000, **options)
 
     async def _run_script(self, script: Any, args: list[Any]) -> Any:
@@ -370,6 +375,16 @@ class RedisRunStore(RedisConversations):
             return local
         with guard(self.url):
             return bool(await self.r.exists(f"{self.p}instance:{instance}"))
+
+    async def take_token(self, key: str, rate: float, burst: int) -> float:
+        """Take one token from the rate bucket ``key`` every instance shares (``{prefix}rate:{key}``,
+        :data:`~reasonloop.runs.stores.redis.scripts.TAKE_TOKEN`); 0 when taken, else the seconds
+        until there is one."""
+        try:
+            wait = float(await self._run_script(self._take_token_script, [f"{self.p}rate:{key}", repr(rate), burst]))
+        except (ResponseError, TypeError, ValueError) as exc:  # a server that cannot run the script
+            raise RunStoreUnavailable(f"Redis at {self.url} cannot keep rate buckets: {exc}", url=self.url) from exc
+        return wait if math.isfinite(wait) and wait > 0 else 0.0
 
     async def add_feedback(self, feedback: dict[str, Any]) -> None:
         with guard(self.url):
