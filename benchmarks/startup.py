@@ -7,7 +7,7 @@ Rows, each a whole process timed from spawn to exit (wall clock):
 - **typer app --help**: a two-command typer app printing its help, for reference: typer's own
   help renderer (rich, with its Markdown support) costs more than importing typer, so this row
   shows how much of ``reasonloop --help`` any typer app pays;
-- **floor: search** ``python -c "import onnxruntime, tokenizers, tantivy, usearch, jieba"``: the engines a
+- **floor: search** ``python -c "import onnxruntime, sentencepiece, tantivy, usearch, jieba"``: the engines a
   search needs; ``search`` is compared with it (goal: <= 1.5x);
 - ``reasonloop search`` on a small knowledge base the script ingests first, in English and
   in Chinese. ``Chinese, first`` starts with no jieba dictionary cache (the process prepares
@@ -192,7 +192,7 @@ def main() -> int:
             Row("reasonloop --version", [*cli, "--version"], "floor: typer", 1.5),
             Row("reasonloop --help", [*cli, "--help"], "floor: typer", 1.5),
             Row("reasonloop plugins", [*cli, "plugins"], "floor: typer"),
-            Row("floor: search", [python, "-c", "import onnxruntime, tokenizers, tantivy, usearch, jieba"]),
+            Row("floor: search", [python, "-c", "import onnxruntime, sentencepiece, tantivy, usearch, jieba"]),
             Row("search (English)", [*search, ENGLISH_QUERY], "floor: search", 1.5),
             Row("search (English, lexical)", [*search, "--mode", "lexical", ENGLISH_QUERY], "floor: search"),
             Row("search (Chinese, first)", [*search, CHINESE_QUERY], "floor: search", cold_jieba=True),

@@ -305,3 +305,21 @@ def test_the_engines_idle_threads_never_spin(engine):
         options = session.get_session_options()
         assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
         assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"
+
+
+def test_the_int8_graph_is_built_beside_the_fp32_one(engine, weights, graph_dir):
+    int8 = OnnxE5(weights, precision="int8", threads=1, cache_dir=graph_dir)
+    assert int8.graph.name.endswith("-int8.onnx") and int8.graph.with_name(int8.graph.name + ".data").is_file()
+    assert int8.graph.with_name(int8.graph.name + ".data").stat().st_size < 45e6  # int8 matrices (attention keeps fp32)
+    cos = (int8.embed(SENTENCES) * engine.embed(SENTENCES)).sum(1)
+    assert cos.min() > 0.98 and cos.max() < 0.99999, cos  # close, and not the fp32 vectors
+
+
+def test_a_process_that_only_embeds_queries_loads_one_session(weights, graph_dir):
+    engine = OnnxE5(weights, threads=2, cache_dir=graph_dir)
+    engine.embed(["how long do cats sleep"], query=True)
+    assert list(engine._sessions) == [2]  # the every-thread session only
+    engine.embed(SENTENCES)  # several batches: the one-thread session joins
+    assert sorted(engine._sessions) == [1, 2] and engine.session is engine._sessions[1]
+    one = OnnxE5(weights, threads=1, cache_dir=graph_dir)
+    assert one.single_batch_session() is one.session and list(one._sessions) == [1]  # one thread: one session

