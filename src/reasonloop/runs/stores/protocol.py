@@ -48,6 +48,17 @@ class StoreFeatures:
     """The store lives on this machine's disk and names a ``journal_dir`` beside it, where the
     recorder may journal events before the store holds them
     (:mod:`reasonloop.runs.recording.journal`)."""
+    step_journal: bool = False
+    """A run's finished steps are kept while it is in flight, so that another process can resume it
+    without doing them again (:mod:`reasonloop.runs.resume`):
+
+    * ``async put_step(run_id, key, value: str)`` keeps one step (a later put of the key replaces
+      it; nothing is kept for a run that has ended);
+    * ``async steps(run_id) -> dict[str, str]`` gives them back;
+    * ``async claim_run(run_id, instance, by) -> bool`` moves an in-flight run recorded as executed
+      by ``instance`` to ``by``: of instances claiming it at once, exactly one gets True.
+
+    The run's end (a terminal status set through ``update_run``) drops its steps."""
 
 
 def features_of(store: Any) -> StoreFeatures:

@@ -5,6 +5,8 @@ Keys (all under ``[runs] redis_prefix``):
 * ``run:{id}`` hash: ``data`` (the :class:`RunRecord` as JSON, as created), ``f:{field}`` (each
   record field set since, as JSON, read over ``data``), and ``status``, ``tenant``, ``instance``
   as themselves.
+* ``steps:{id}`` hash: the run's finished steps while it is in flight (see
+  :attr:`~reasonloop.runs.stores.protocol.StoreFeatures.step_journal`); its end deletes it.
 * ``events:{id}`` stream: one entry per event with the explicit id ``0-{seq}``, so a resume
   after ``seq`` N is ``XRANGE (0-N +`` and a follower blocks with ``XREAD`` from its last id.
   Events and status changes are written by Lua scripts, many per call.
@@ -41,7 +43,14 @@ from reasonloop.runs.stores.event_rows import EventRows
 from reasonloop.runs.stores.protocol import StoreFeatures
 from reasonloop.runs.stores.redis.conversations import RedisConversations
 from reasonloop.runs.stores.redis.guard import guard, refused, shown_url
-from reasonloop.runs.stores.redis.scripts import ADD_MESSAGES, APPEND_EVENTS, CREATE_RUN, UPDATE_RUNS
+from reasonloop.runs.stores.redis.scripts import (
+    ADD_MESSAGES,
+    APPEND_EVENTS,
+    CLAIM_RUN,
+    CREATE_RUN,
+    PUT_STEP,
+    UPDATE_RUNS,
+)
 
 __all__ = ["RedisRunStore"]
 
@@ -81,7 +90,9 @@ class RedisRunStore(RedisConversations):
         kb_path: Unused (accepted so every store is built the same way).
     """
 
-    features = StoreFeatures(batch_appends=True, batch_updates=True, continuing_runs=True, stop_keys=True)
+    features = StoreFeatures(
+        batch_appends=True, batch_updates=True, continuing_runs=True, stop_keys=True, step_journal=True
+    )
 
     def __init__(self, settings: RunsSettings | None = None, *, kb_path: str = "") -> None:
         self.settings = settings or RunsSettings(store="redis")
@@ -99,6 +110,8 @@ class RedisRunStore(RedisConversations):
         self._create_run_script: Any = None
         self._update_script: Any = None
         self._add_messages_script: Any = None
+        self._put_step_script: Any = None
+        self._claim_script: Any = None
 
     @property
     def r(self) -> aioredis.Redis:
@@ -124,6 +137,8 @@ class RedisRunStore(RedisConversations):
         self._update_script = client.register_script(UPDATE_RUNS)
         self._add_messages_script = client.register_script(ADD_MESSAGES)
         self._create_run_script = client.register_script(CREATE_RUN)
+        self._put_step_script = client.register_script(PUT_STEP)
+        self._claim_script = client.register_script(CLAIM_RUN)
         self._blocking = aioredis.Redis.from_url(self.settings.redis_url, max_connections=100_000, **options)
 
     async def _run_script(self, script: Any, args: list[Any]) -> Any:
@@ -189,7 +204,14 @@ class RedisRunStore(RedisConversations):
                 if name in _PLAIN_FIELDS:  # also kept plain: read without the record
                     pairs += (name, value)
             if pairs:
-                args += (f"{p}run:{run_id}", run_id, f"{p}events:{run_id}", len(pairs) // 2, *pairs)
+                args += (
+                    f"{p}run:{run_id}",
+                    run_id,
+                    f"{p}events:{run_id}",
+                    f"{p}steps:{run_id}",
+                    len(pairs) // 2,
+                    *pairs,
+                )
         if len(args) > 2:
             await self._run_script(self._update_script, args)
 
@@ -222,6 +244,22 @@ class RedisRunStore(RedisConversations):
             _record_from(row) for row in rows if exclude_instance is None or row.get("instance") != exclude_instance
         ]
         return [r for r in records if r is not None and not r.finished]
+
+    async def claim_run(self, run_id: str, instance: str, by: str) -> bool:
+        """Record run ``run_id``, in flight on ``instance``, as executed by ``by``; False when it is
+        not (any more) in flight on ``instance``. One script: of claims made at once, one wins."""
+        key = f"{self.p}run:{run_id}"
+        return bool(await self._run_script(self._claim_script, [key, instance, by, json.dumps(by)]))
+
+    # -- the steps of runs in flight -------------------------------------------------------------
+    async def put_step(self, run_id: str, key: str, value: str) -> None:
+        """Keep a finished step of run ``run_id`` (in the run's ``steps`` hash, deleted at its end)."""
+        p = self.p
+        await self._run_script(self._put_step_script, [f"{p}run:{run_id}", f"{p}steps:{run_id}", key, value])
+
+    async def steps(self, run_id: str) -> dict[str, str]:
+        with guard(self.url):
+            return await self.r.hgetall(f"{self.p}steps:{run_id}")  # type: ignore[no-any-return]
 
     # -- events -----------------------------------------------------------------------------
     async def append_event(self, run_id: str, event: Event, payload: str | None = None) -> None:
