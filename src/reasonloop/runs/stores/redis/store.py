@@ -151,6 +151,9 @@ class RedisRunStore(RedisConversations):
     async def close(self) -> None:
         if self._flusher is not None:
             await asyncio.gather(self._flusher, return_exceptions=True)
+        # The scripts go with the client: run after close, they would open new connections to it.
+        self._append_script = self._update_script = self._add_messages_script = self._create_run_script = None
+        self._put_step_script = self._claim_script = None
         for client in (self._r, self._blocking):
             if client is not None:
                 await client.aclose()
@@ -377,10 +380,15 @@ class RedisRunStore(RedisConversations):
 
     async def stop_requests(self, instance: str) -> AsyncIterator[str]:
         pubsub = self.rb.pubsub(ignore_subscribe_messages=True)
+        task = asyncio.current_task()
         try:
             with guard(self.url):
                 await pubsub.subscribe(f"{self.p}stops")
             while True:
+                # redis-py can swallow a cancellation that arrives while it connects: the loop
+                # would then go on for ever, and whoever cancelled it wait for ever.
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError
                 with guard(self.url):
                     message = await pubsub.get_message(timeout=1.0)
                 if message is not None and message.get("type") == "message":
