@@ -10,7 +10,8 @@ from reasonloop.agents import Agent
 from reasonloop.events import Answer, AnswerDelta, Event, ToolResult
 from reasonloop.llm.base import Message, collect
 from reasonloop.llm.scripted import ScriptedProvider
-from reasonloop.runs.replay import StepJournal, journaled
+from reasonloop.runs.replay import StepJournal
+from reasonloop.runs.replay.context import journaled
 from reasonloop.runs.replay.model import JournaledLLM
 from reasonloop.tools.agent_tool import AgentTool
 from reasonloop.tools.base import ToolContext, tool

@@ -28,7 +28,8 @@ from reasonloop.events import Event, Usage
 from reasonloop.llm.base import LLM
 from reasonloop.registry import Registry, resolve
 from reasonloop.runs.models import RunRequest
-from reasonloop.runs.replay import StepJournal, journaled
+from reasonloop.runs.replay import StepJournal
+from reasonloop.runs.replay.context import journaled
 
 __all__ = ["DEFAULT_REASONING", "AgentRunner"]
 
