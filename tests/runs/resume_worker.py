@@ -2,7 +2,8 @@
 until it is killed (for the kill -9 tests of tests/runs/test_resume_processes.py).
 
 Usage: ``python -m tests.runs.resume_worker --dir DIR (--sqlite PATH | --redis URL --prefix P)``;
-the run's id is written to ``DIR/run_id`` once it is recorded.
+the run's id is written to ``DIR/run_id`` once the run is blocked there and the store holds the
+steps it finished (the run does not wait for those writes: the test must, to count exactly).
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ async def main() -> None:
     manager = RunManager(store, counting_runner(here, runs, tally, CountingModel(here / "model.log")), runs)
     await manager.open()
     record = await manager.start(request())
+    await tally.wait_blocked()
+    run = manager.execution(record.run_id)
+    assert run is not None and run.journal is not None
+    await run.journal.flush()
     (here / "run_id").write_text(record.run_id)
     await asyncio.Event().wait()  # until killed
 

@@ -55,7 +55,10 @@ async def run(agent: Agent, store, run_id: str, question: str = "q") -> tuple[li
     """One life of run ``run_id``: the agent's events with the journal the store holds so far."""
     journal = StepJournal(store, run_id, await store.steps(run_id))
     ctx = journaled(agent.context(run_id=run_id), journal)
-    return [e async for e in agent.events(question, ctx)], journal
+    try:
+        return [e async for e in agent.events(question, ctx)], journal
+    finally:
+        await journal.flush()  # its steps' writes, which the run itself does not wait for
 
 
 def same(events: list[Event]) -> list[dict]:

@@ -75,6 +75,8 @@ class Lives:
         await manager.tally.wait_blocked(runs)  # type: ignore[attr-defined]
         for run in list(manager._executing.values()):
             await manager.recorder.all_recorded(run.recording)
+            if run.journal is not None:
+                await run.journal.flush()
         for task in manager._background:  # a dead process has no background loops (nor their connections)
             task.cancel()
         await asyncio.gather(*manager._background, return_exceptions=True)

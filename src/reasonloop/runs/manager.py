@@ -147,6 +147,9 @@ class RunManager:
         await self.interrupt()
         ending = [run.task for run in self._executing.values() if run.task is not None]  # interrupted earlier
         await asyncio.gather(*ending, return_exceptions=True)
+        for run in self._executing.values():  # their last steps' writes, which nothing waited for
+            if run.journal is not None:
+                await run.journal.flush()
         await self.recorder.drain()
         try:  # the store may be back by now
             await self.recorder.record_lost_ends()

@@ -21,14 +21,10 @@ from typing import Any
 
 from reasonloop.llm.base import LLM, Capabilities, Done, LLMChunk, Message, TextDelta, ToolCallDelta, ToolSpec
 from reasonloop.llm.messages import ChatRequest
+from reasonloop.runs.replay._digests import message_digests, spec_digests
 from reasonloop.runs.replay.steps import StepJournal
 
 __all__ = ["JournaledLLM", "decode_reply", "encode_chunk"]
-
-
-def _message(m: Message) -> list[Any]:
-    calls = [[c.id, c.name, c.arguments] for c in m.tool_calls]
-    return [m.role, m.content, calls, m.tool_call_id, m.name]
 
 
 def encode_chunk(chunk: LLMChunk) -> list[Any]:
@@ -127,8 +123,8 @@ class JournaledLLM(LLM):
         asked = [
             "stream",
             self.inner.name,
-            [_message(m) for m in messages],
-            [t.model_dump() for t in tools or ()],
+            message_digests(messages),
+            spec_digests(tools or ()),
             list(stop or ()),
             max_tokens,
             temperature,
@@ -164,7 +160,7 @@ class JournaledLLM(LLM):
             close = getattr(stream, "aclose", None)
             if close is not None:
                 await close()
-        await self.journal.keep(key, json.dumps({"chunks": recorded}, ensure_ascii=False))
+        self.journal.keep(key, json.dumps({"chunks": recorded}, ensure_ascii=False))
 
     async def score(self, prompt: str, continuations: Sequence[str]) -> list[float]:
         """The recorded scores of this call, or the wrapped model's (then recorded)."""
@@ -182,7 +178,7 @@ class JournaledLLM(LLM):
                 self.journal.replayed += 1
                 return floats
         scores = await self.inner.score(prompt, continuations)
-        await self.journal.keep(key, json.dumps({"scores": list(scores)}))
+        self.journal.keep(key, json.dumps({"scores": list(scores)}))
         return scores
 
     async def aclose(self) -> None:

@@ -14,6 +14,7 @@ under :data:`REQUEST_KEY`.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -51,6 +52,7 @@ class StepJournal:
         self.steps = dict(steps or {})
         self.steps.pop(REQUEST_KEY, None)
         self._asked: dict[str, int] = {}
+        self._writing: set[asyncio.Future[None]] = set()
         self.replayed = 0
         """Steps answered from the journal instead of being done."""
 
@@ -70,10 +72,28 @@ class StepJournal:
         """A recorded step that cannot be read: it is done again (and recorded anew)."""
         log.warning("run %s: step %s is recorded but unreadable (%s); doing it again", self.run_id, key, problem)
 
-    async def keep(self, key: str, value: str) -> None:
-        """Record a finished step. A store that cannot take it costs the run nothing but the
-        chance to skip the step if it resumes: the run goes on."""
+    def keep(self, key: str, value: str) -> None:
+        """Record a finished step, without waiting for the store: the run goes on at once.
+
+        The write goes to the store at once (the SQLite store commits it with the events of the
+        same moment). Waiting for it would not make the step safer (a process dying between the
+        step's end and the commit loses it either way, and the resumed run does it again) and
+        would hold the run for a commit after every call. A store that cannot take it costs the
+        run nothing but the chance to skip the step if it resumes.
+        """
+        write = asyncio.ensure_future(self._write(key, value))
+        self._writing.add(write)
+        write.add_done_callback(self._writing.discard)
+
+    async def _write(self, key: str, value: str) -> None:
         try:
             await self.store.put_step(self.run_id, key, value)  # type: ignore[attr-defined]
         except RunStoreUnavailable as exc:
             log.warning("run %s: step %s not recorded: %s", self.run_id, key, exc.message)
+        except Exception:  # nobody awaits this write: say what went wrong
+            log.exception("run %s: step %s not recorded", self.run_id, key)
+
+    async def flush(self) -> None:
+        """Until the steps recorded so far are written (or failed)."""
+        while self._writing:
+            await asyncio.gather(*self._writing)

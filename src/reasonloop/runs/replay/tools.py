@@ -31,6 +31,7 @@ from pydantic_core import to_jsonable_python
 from reasonloop.events import AnswerDelta, Citation, Event, Usage
 from reasonloop.kb.base import Hit
 from reasonloop.llm.base import ToolSpec
+from reasonloop.reasoning.formats.prompts import tool_spec
 from reasonloop.runs.replay.steps import StepJournal, digest
 from reasonloop.tools.agent_tool import AgentTool
 from reasonloop.tools.base import Tool, ToolContext, ToolOutput
@@ -133,7 +134,7 @@ class JournaledTool(Tool):
         return getattr(self.inner, name)
 
     def spec(self) -> ToolSpec:
-        return self.inner.spec()
+        return tool_spec(self.inner)  # the wrapped tool's, built once for every run
 
     async def invoke(self, arguments: Mapping[str, Any] | BaseModel, ctx: ToolContext) -> ToolOutput:
         """The recorded output of this call, or the wrapped tool's (recorded once it returned)."""
@@ -169,7 +170,7 @@ class JournaledTool(Tool):
                 ctx.usage.add(usage)
         log = ctx.scope.evidence
         numbered = [(n, log.hits[n]) for n in log.hits if n not in before] if log is not None else []
-        await self.journal.keep(key, _encode(out, numbered, usage, deltas))
+        self.journal.keep(key, _encode(out, numbered, usage, deltas))
         return out
 
     def _for_call(self, key: str, ctx: ToolContext) -> Tool:
