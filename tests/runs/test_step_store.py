@@ -103,3 +103,13 @@ async def test_two_sqlite_stores_on_one_file_share_steps_and_claims(tmp_path):
     finally:
         await one.close()
         await two.close()
+
+
+async def test_steps_of_many_runs_written_at_once_are_all_kept_but_an_ended_runs(any_store):
+    for n in range(5):
+        await any_store.create_run(RunRecord(run_id=f"run_{n}", status="running", instance="me"))
+    await any_store.update_run("run_4", status="completed")
+    await asyncio.gather(*(any_store.put_step(f"run_{n % 5}", f"k{n}", f"v{n}") for n in range(50)))
+    for n in range(4):
+        assert await any_store.steps(f"run_{n}") == {f"k{i}": f"v{i}" for i in range(n, 50, 5)}
+    assert await any_store.steps("run_4") == {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from reasonloop.runs.models import TERMINAL
 
-__all__ = ["ADD_MESSAGES", "APPEND_EVENTS", "CLAIM_RUN", "CREATE_RUN", "PUT_STEP", "UPDATE_RUNS"]
+__all__ = ["ADD_MESSAGES", "APPEND_EVENTS", "CLAIM_RUN", "CREATE_RUN", "PUT_STEPS", "UPDATE_RUNS"]
 
 _TERMINAL_LIST = "," + ",".join(sorted(TERMINAL)) + ","
 """The terminal statuses as the scripts look them up (``string.find`` of ``,status,``)."""
@@ -92,14 +92,18 @@ creation time, the index's lower bound, the in-flight set, its conversation's ``
 flight). Every run of a conversation names itself in the conversation's ``convrun`` key; with '1',
 a run whose predecessor there is still in flight is not recorded, and the predecessor's id is
 the reply. One script: the check and the record are one step for every instance."""
-PUT_STEP = """
-local status = redis.call('HGET', ARGV[1], 'status')
-if status and string.find('TERMINAL_LIST', ',' .. status .. ',', 1, true) then return 0 end
-redis.call('HSET', ARGV[2], ARGV[3], ARGV[4])
-return 1
+PUT_STEPS = """
+for i = 1, #ARGV, 4 do
+  local status = redis.call('HGET', ARGV[i], 'status')
+  if not (status and string.find('TERMINAL_LIST', ',' .. status .. ',', 1, true)) then
+    redis.call('HSET', ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
+  end
+end
+return 0
 """.replace("TERMINAL_LIST", _TERMINAL_LIST)
-"""A step of a run that has not ended (ARGV: the run's hash key, its steps key, the step's key and
-value); one that has keeps none (its end dropped them)."""
+"""Steps of runs that have not ended (ARGV: per step its run's hash key, the run's steps key, the
+step's key and value); a run that has keeps none (its end dropped them). Many steps, of many
+runs, in one command."""
 CLAIM_RUN = """
 if redis.call('HGET', ARGV[1], 'instance') ~= ARGV[2] then return 0 end
 local status = redis.call('HGET', ARGV[1], 'status')

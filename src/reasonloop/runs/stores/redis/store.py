@@ -48,7 +48,7 @@ from reasonloop.runs.stores.redis.scripts import (
     APPEND_EVENTS,
     CLAIM_RUN,
     CREATE_RUN,
-    PUT_STEP,
+    PUT_STEPS,
     UPDATE_RUNS,
 )
 
@@ -105,6 +105,8 @@ class RedisRunStore(RedisConversations):
         """A second client for XREAD BLOCK and pub/sub, which hold a connection while they wait."""
         self._pending: list[tuple[str, str, str, asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._pending_steps: list[tuple[str, str, str, asyncio.Future[None]]] = []
+        self._step_flusher: asyncio.Task[None] | None = None
         # The scripts of reasonloop.runs.stores.redis.scripts on the command client, once open.
         self._append_script: Any = None
         self._create_run_script: Any = None
@@ -137,7 +139,7 @@ class RedisRunStore(RedisConversations):
         self._update_script = client.register_script(UPDATE_RUNS)
         self._add_messages_script = client.register_script(ADD_MESSAGES)
         self._create_run_script = client.register_script(CREATE_RUN)
-        self._put_step_script = client.register_script(PUT_STEP)
+        self._put_step_script = client.register_script(PUT_STEPS)
         self._claim_script = client.register_script(CLAIM_RUN)
         self._blocking = aioredis.Redis.from_url(self.settings.redis_url, max_connections=100_000, **options)
 
@@ -149,8 +151,9 @@ class RedisRunStore(RedisConversations):
             return await script(args=args)
 
     async def close(self) -> None:
-        if self._flusher is not None:
-            await asyncio.gather(self._flusher, return_exceptions=True)
+        for flusher in (self._flusher, self._step_flusher):
+            if flusher is not None:
+                await asyncio.gather(flusher, return_exceptions=True)
         # The scripts go with the client: run after close, they would open new connections to it.
         self._append_script = self._update_script = self._add_messages_script = self._create_run_script = None
         self._put_step_script = self._claim_script = None
@@ -256,9 +259,38 @@ class RedisRunStore(RedisConversations):
 
     # -- the steps of runs in flight -------------------------------------------------------------
     async def put_step(self, run_id: str, key: str, value: str) -> None:
-        """Keep a finished step of run ``run_id`` (in the run's ``steps`` hash, deleted at its end)."""
+        """Keep a finished step of run ``run_id`` (in the run's ``steps`` hash, deleted at its end).
+
+        Steps of all runs are written together, as events are: what arrives while one command is
+        in flight goes out in the next, one script call for all of them.
+        """
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending_steps.append((run_id, key, value, fut))
+        if self._step_flusher is None or self._step_flusher.done():
+            self._step_flusher = asyncio.create_task(self._flush_steps(), name="redis-run-store-steps")
+        await fut
+
+    async def _flush_steps(self) -> None:
         p = self.p
-        await self._run_script(self._put_step_script, [f"{p}run:{run_id}", f"{p}steps:{run_id}", key, value])
+        while self._pending_steps:
+            batch, self._pending_steps = self._pending_steps, []
+            args: list[str] = []
+            for run_id, key, value, _ in batch:
+                args += (f"{p}run:{run_id}", f"{p}steps:{run_id}", key, value)
+            failure: BaseException | None = None
+            try:
+                await self._run_script(self._put_step_script, args)
+            except RunStoreUnavailable as exc:
+                failure = exc
+            except Exception as exc:  # what the callers get, whatever it is: no future is left waiting
+                failure = RunStoreUnavailable(f"Redis at {self.url} failed: {exc}", url=self.url)
+            for *_, fut in batch:
+                if fut.done():
+                    continue
+                if failure is None:
+                    fut.set_result(None)
+                else:
+                    fut.set_exception(RunStoreUnavailable(str(failure)))
 
     async def steps(self, run_id: str) -> dict[str, str]:
         with guard(self.url):
