@@ -1,7 +1,7 @@
 """Digests of the messages and tool specs a model call sends, each object digested once.
 
 Why: a run re-sends its whole conversation with every model call, so digesting each call's
-messages anew costs the square of the run's length (benchmarks/README.md, "step_journal.py").
+messages anew costs the square of the run's length (benchmarks/README.md, "Design notes: Digests of what a model call sends").
 Messages are frozen and tool specs built once per tool: each object's digest is kept while the
 object lives (a weak reference, so the cache holds no conversation alive and an id is never
 mistaken for a newer object's).
