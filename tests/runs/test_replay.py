@@ -7,12 +7,15 @@ import json
 import logging
 
 from reasonloop.agents import Agent
+from reasonloop.config import RunsSettings
 from reasonloop.events import Answer, AnswerDelta, Event, ToolResult
 from reasonloop.llm.base import Message, collect
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.runs.replay import StepJournal
 from reasonloop.runs.replay.context import journaled
 from reasonloop.runs.replay.model import JournaledLLM
+from reasonloop.runs.replay.tools import JournaledTool
+from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
 from reasonloop.tools.agent_tool import AgentTool
 from reasonloop.tools.base import ToolContext, tool
 from tests.reasoning.helpers import FakeRetriever
@@ -53,7 +56,13 @@ class Counter:
 
 async def run(agent: Agent, store, run_id: str, question: str = "q") -> tuple[list[Event], StepJournal]:
     """One life of run ``run_id``: the agent's events with the journal the store holds so far."""
-    journal = StepJournal(store, run_id, await store.steps(run_id))
+    return await run_on(agent, store, run_id, await store.steps(run_id), question)
+
+
+async def run_on(
+    agent: Agent, store, run_id: str, steps: dict[str, str], question: str = "q"
+) -> tuple[list[Event], StepJournal]:
+    journal = StepJournal(store, run_id, steps)
     ctx = journaled(agent.context(run_id=run_id), journal)
     try:
         return [e async for e in agent.events(question, ctx)], journal
@@ -244,3 +253,26 @@ async def test_an_unfinished_sub_agent_replays_its_own_finished_steps(store):
     nested_first = [e for e in seen if e.depth == 1]
     nested_again = [e for e in events if e.depth == 1][: len(nested_first)]
     assert same(nested_again) == same(nested_first)
+
+
+async def test_a_store_that_cannot_keep_steps_costs_the_run_nothing(tmp_path, caplog):
+    gone = SQLiteRunStore(RunsSettings(sqlite_path=str(tmp_path / "gone.sqlite")))
+    await gone.open()
+    await gone.close()  # every write now fails: the store is not open
+    counter = Counter()
+    agent = Agent("toolcall", llm=ScriptedProvider(replies=by_tool_results()), tools=[counter.tool])
+    with caplog.at_level(logging.WARNING, logger="reasonloop.runs.replay.steps"):
+        events, _ = await run_on(agent, gone, "run_g", steps={})
+    assert events[-1].text == "The answer is 42." and counter.runs == 2
+    assert sum("not recorded" in r.getMessage() for r in caplog.records) == 5
+
+
+async def test_tools_a_run_adds_later_are_journaled_too(store):
+    counter = Counter()
+    journal = StepJournal(store, "run_l")
+    ctx = journaled(Agent("toolcall", llm=ScriptedProvider(replies=[])).context(run_id="run_l"), journal)
+    ctx.tools.setdefault("count", counter.tool)  # as tools of MCP servers join when a run starts
+    ctx.tools.update({"again": counter.tool})
+    assert all(isinstance(t, JournaledTool) for t in ctx.tools.values())
+    assert ctx.tools.setdefault("count", counter.tool) is ctx.tools["count"]
+    assert ctx.llm is ctx.scope.llm and isinstance(ctx.llm, JournaledLLM)

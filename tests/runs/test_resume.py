@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from reasonloop.config import RunsSettings
+from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Answer, AnswerDelta, Event, Resumed, ToolCall, ToolResult
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.replay import REQUEST_KEY
@@ -135,7 +136,7 @@ async def test_a_dead_instances_run_goes_on_here_without_doing_its_finished_step
 
     here = await lives.survivor()
     assert await here.open() == []
-    assert here.resume.resumed == [record.run_id]
+    assert list(here.resume.resumed) == [record.run_id]
     live = await until_end(here, record.run_id)
 
     # Only what was not finished: the second tool call again, the third, and the two model calls after them.
@@ -181,7 +182,7 @@ async def test_two_instances_racing_to_resume_one_run_one_does(lives):
     await lives.die(dying, runs=3)
     one, two = await lives.survivor(), await lives.survivor()
     await asyncio.gather(one.open(), two.open())
-    assert sorted(one.resume.resumed + two.resume.resumed) == sorted(r.run_id for r in records)
+    assert sorted([*one.resume.resumed, *two.resume.resumed]) == sorted(r.run_id for r in records)
     for record in records:
         owner = one if record.run_id in one.resume.resumed else two
         stored = await until_end(owner, record.run_id)
@@ -195,7 +196,7 @@ async def test_a_run_whose_request_was_not_kept_ends_interrupted_as_before(lives
     await lives.die(dying)
     here = await lives.survivor()
     assert await here.open() == [record.run_id]
-    assert here.resume.resumed == []
+    assert not here.resume.resumed
     view = await here.get(record.run_id)
     assert view.status == "interrupted" and view.stop_reason == "interrupted"
     assert here.model.requests == 0 and here.tally.runs == 0
@@ -257,3 +258,24 @@ async def test_a_run_that_died_queued_simply_starts_here(lives):
     stored = await until_end(here, queued.run_id)
     assert not any(isinstance(e, Resumed) for e in stored)  # nothing had been said: it just starts
     assert stored[0].seq == 1 and stored[-1].text == ANSWER
+
+
+async def test_a_claimed_run_whose_recovery_fails_is_left_for_a_later_one(lives, monkeypatch):
+    dying = await lives.dying(block_n=1)
+    record = await dying.start(request())
+    dead = (await dying.get(record.run_id)).instance
+    await lives.die(dying)
+    here = await lives.survivor()
+
+    async def unreachable(run_id: str) -> dict[str, str]:
+        raise RunStoreUnavailable("the store went away just then")
+
+    monkeypatch.setattr(here.store, "steps", unreachable)
+    with pytest.raises(RunStoreUnavailable):
+        await here.open()
+    assert (await here.store.get_run(record.run_id)).instance == dead  # given back, not left stuck here
+    monkeypatch.undo()
+    later = await lives.survivor()
+    await later.open()
+    assert list(later.resume.resumed) == [record.run_id]
+    assert (await until_end(later, record.run_id))[-1].text == ANSWER

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +44,9 @@ MAX_RESUMES = 3
 """A run resumed this many times ends ``interrupted`` when its process dies again: a run whose
 work kills its process (a step that runs the machine out of memory) must not do so for ever."""
 
+RESUMED_KEPT = 1000
+"""How many of the runs it resumed an instance remembers (for its log and its tests)."""
+
 Launch = Callable[[RunRecord, RunRequest, list[Event], dict[str, str]], None]
 """Starts executing a claimed run again: its record, request, stored events and journal."""
 
@@ -62,8 +66,8 @@ class Resume:
         self.me = me
         self.runner = runner
         self.launch = launch
-        self.resumed: list[str] = []
-        """The runs this instance resumed, oldest first."""
+        self.resumed: deque[str] = deque(maxlen=RESUMED_KEPT)
+        """The runs this instance resumed (the latest :data:`RESUMED_KEPT`), oldest first."""
 
     async def claim(self, record: RunRecord) -> bool:
         """Move ``record``'s run from its dead instance to this one; False when another instance
