@@ -78,7 +78,7 @@ async def test_a_run_killed_mid_way_resumes_in_another_process_without_repeating
     manager = RunManager(store, counting_runner(tmp_path, runs, tally, model), runs)
     try:
         await manager.open()
-        assert manager.resume.resumed == [run_id]
+        assert list(manager.resume.resumed) == [run_id]
         events = await until_end(manager, run_id)
         stored = await store.events(run_id)
         view = await manager.get(run_id)
