@@ -10,6 +10,7 @@ from reasonloop.agents import Agent
 from reasonloop.config import RunsSettings
 from reasonloop.events import Answer, AnswerDelta, Event, ToolResult
 from reasonloop.llm.base import Message, collect
+from reasonloop.llm.sampling import Sampling, with_sampling
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.runs.replay import StepJournal
 from reasonloop.runs.replay.context import journaled
@@ -276,3 +277,15 @@ async def test_tools_a_run_adds_later_are_journaled_too(store):
     assert all(isinstance(t, JournaledTool) for t in ctx.tools.values())
     assert ctx.tools.setdefault("count", counter.tool) is ctx.tools["count"]
     assert ctx.llm is ctx.scope.llm and isinstance(ctx.llm, JournaledLLM)
+
+
+async def test_a_runs_own_sampling_reaches_the_model_and_is_part_of_what_a_call_asks(store):
+    model = ScriptedProvider(replies=["a reply of several words"], repeat_last=True)
+    sampled = with_sampling(model, Sampling(max_tokens=2, temperature=0.5))  # a wrapper without time limits
+    journal = StepJournal(store, "run_x")
+    short = await collect(JournaledLLM(sampled, journal).stream([Message.user("q")]))
+    assert model.sampling_seen[-1] == (2, 0.5) and short.finish_reason == "length"
+    await journal.flush()
+    again = StepJournal(store, "run_x", await store.steps("run_x"))
+    await collect(JournaledLLM(model, again).stream([Message.user("q")]))  # asked without the run's sampling
+    assert model.requests == 2 and again.replayed == 0  # another call: not answered from the first

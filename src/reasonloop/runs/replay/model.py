@@ -1,7 +1,8 @@
 """A run's model with its step journal: a call made before (by the run's earlier process) is replayed.
 
 :class:`JournaledLLM` wraps the model a run reasons with. Each call is keyed by what it asks (the
-model, the messages, the tools, stop sequences, ``max_tokens``, ``temperature``) and how many
+model, the messages, the tools, stop sequences, ``max_tokens``, ``temperature``, the run's own
+sampling) and how many
 identical calls came before it (:meth:`StepJournal.key`). When the journal has the key, the
 recorded reply is given chunk by chunk as the model gave it (text, tool calls, then its
 :class:`~reasonloop.llm.base.Done` with the tokens it used and why it finished), and the model is
@@ -18,6 +19,8 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
+
+from pydantic import BaseModel
 
 from reasonloop.llm.base import LLM, Capabilities, Done, LLMChunk, Message, TextDelta, ToolCallDelta, ToolSpec
 from reasonloop.llm.messages import ChatRequest
@@ -85,14 +88,13 @@ class JournaledLLM(LLM):
     """
 
     def __init__(self, inner: LLM, journal: StepJournal) -> None:
-        # Not LLM.__init__: the wrapped model's settings, limits and records are the ones that count.
+        # Not LLM.__init__: the wrapped model's settings, limits and records are the ones that count
+        # (its own stream keeps its time limits; a wrapper such as SampledLLM has none of its own).
         self.inner = inner
         self.journal = journal
         self.settings = inner.settings
         self.model = inner.model
         self.calls = inner.calls
-        self.first_token_timeout_s = inner.first_token_timeout_s
-        self.idle_timeout_s = inner.idle_timeout_s
 
     @property
     def capabilities(self) -> Capabilities:
@@ -128,6 +130,7 @@ class JournaledLLM(LLM):
             list(stop or ()),
             max_tokens,
             temperature,
+            _sampling(self.inner),
         ]
         key = self.journal.key("llm", asked)
         chunks = self._recorded(key)
@@ -183,6 +186,12 @@ class JournaledLLM(LLM):
 
     async def aclose(self) -> None:
         """Nothing to release: the wrapped model is its owner's to close."""
+
+
+def _sampling(llm: LLM) -> Any:
+    """The run's own sampling a wrapped model applies below this one (``SampledLLM``), if any."""
+    sampling = getattr(llm, "sampling", None)
+    return sampling.model_dump() if isinstance(sampling, BaseModel) else None
 
 
 async def _replay(chunks: list[LLMChunk]) -> AsyncIterator[LLMChunk]:
