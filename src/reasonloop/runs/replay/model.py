@@ -2,12 +2,11 @@
 
 :class:`JournaledLLM` wraps the model a run reasons with. Each call is keyed by what it asks (the
 model, the messages, the tools, stop sequences, ``max_tokens``, ``temperature``, the run's own
-sampling) and how many
-identical calls came before it (:meth:`StepJournal.key`). When the journal has the key, the
-recorded reply is given chunk by chunk as the model gave it (text, tool calls, then its
-:class:`~reasonloop.llm.base.Done` with the tokens it used and why it finished), and the model is
-not called. Otherwise the model is called, and its whole reply is recorded once it has ended; a
-reply cut short (a stop, the run's deadline, a failure) is not recorded.
+sampling) and how many identical calls came before it (:meth:`StepJournal.key`). When the journal
+has the key, the recorded reply is given chunk by chunk as the model gave it (text, tool calls,
+then its :class:`~reasonloop.llm.base.Done` with the tokens it used and why it finished), and the
+model is not called. Otherwise the model is called, and its whole reply is recorded once it has
+ended; a reply cut short (a stop, the run's deadline, a failure) is not recorded.
 
 A replayed reply's tokens are counted in the run's usage as they were the first time: the run
 did consume them, in its earlier process, and its budgets must decide on the replay as they
