@@ -3,7 +3,8 @@
 The tenant's knowledge base is opened (once) and given to the agent, so a run only ever
 searches its own tenant's documents. Requests are validated before a run is recorded: an
 unknown strategy or invalid settings is a :class:`~reasonloop.errors.RequestInvalid` naming
-the field (HTTP 422).
+the field (HTTP 422). Given the run's step journal, the runner puts the run's models and tools
+under it (:mod:`reasonloop.runs.replay`), so that the run can resume in another process.
 """
 
 from __future__ import annotations
