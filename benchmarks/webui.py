@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 from playwright.sync_api import sync_playwright  # noqa: E402
 from tests.webui.harness import Server, launch_browser  # noqa: E402
 
-from reasonloop.server.webui import webui_dir  # noqa: E402
+from reasonloop.server.web.ui import webui_dir  # noqa: E402
 
 FLOOR_HTML = '<!doctype html><meta charset="utf-8"><pre id="out"></pre><script src="/__floor.js"></script>'
 FLOOR_JS = """

@@ -110,6 +110,17 @@ def test_ask_streams_the_trace(capsys, tmp_path) -> None:
     assert "2 LLM calls" in lines[-1] and "1 tool calls" in lines[-1] and "final" in lines[-1]
 
 
+def test_ask_shows_a_plan_from_its_event_once(capsys, tmp_path) -> None:
+    replies = ["Plan: look both up\n#E1 = lookup[sky]\n#E2 = lookup[#E1 and sea]", "Both are blue."]
+    code, out, _ = run(capsys, "ask", "q", "-r", "rewoo", "--llm", script(tmp_path, replies), "--tools", "lookup")
+    assert code == 0
+    lines = out.splitlines()
+    plan = lines.index("Plan:")
+    assert lines[plan + 1 : plan + 3] == ["  #E1 lookup: sky", "  #E2 lookup: #E1 and sea (after #E1)"]
+    assert not any("#E1 = lookup[sky]" in line for line in lines)  # the plan's text is not shown twice
+    assert "0 searches" in lines[-1] and "2 tool calls" in lines[-1]
+
+
 def test_ask_json_prints_only_the_run_result(capsys, tmp_path) -> None:
     code, out, _ = run(
         capsys,

@@ -13,7 +13,8 @@ import pytest
 from reasonloop import __version__
 from reasonloop.cli import main
 from reasonloop.config import load_settings
-from reasonloop.registry import BUILTINS, Registry
+from reasonloop.plugin_table import PLUGINS
+from reasonloop.registry import Registry
 from tests.cli_run import run_cli as run
 from tests.environment import is_outside_setting
 from tests.fresh_process import run_fresh
@@ -164,10 +165,10 @@ def test_plugins_reports_a_broken_dotted_plugin_and_lists_the_rest(capsys, tmp_p
 def test_plugins_describes_every_plugin_without_importing_them(tmp_path):
     out, modules = run_fresh(tmp_path, "plugins", "--json")
     rows = {(r["kind"], r["id"]): r for r in json.loads(out)}
-    for kind, table in BUILTINS.items():
-        for plugin_id in table:
-            assert rows[(kind, plugin_id)]["description"], (kind, plugin_id)
-            assert rows[(kind, plugin_id)]["error"] is None
+    for row in PLUGINS:
+        listed = rows[(row.kind, row.id)]
+        assert listed["description"].startswith(row.description), row
+        assert (listed["source"], listed["error"]) == ("builtin", None)
     sdks = {"anthropic", "openai", "google.genai", "ollama", "llama_cpp", "fastapi", "uvicorn", "redis", "mcp"}
     assert sorted(sdks & modules) == []
     assert not any(m.startswith(("reasonloop.llm.", "reasonloop.reasoning.", "reasonloop.tools.")) for m in modules)

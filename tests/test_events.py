@@ -8,21 +8,26 @@ import pytest
 from pydantic import ValidationError
 
 from reasonloop.events import (
+    EVENT_SCHEMA,
     Answer,
     AnswerDelta,
     Citation,
     ErrorEvent,
     EventStamper,
+    Plan,
+    PlannedStep,
     Progress,
     RunMeta,
     RunResult,
     RunStarted,
+    Searched,
     Step,
     Thought,
     ToolCall,
     ToolResult,
     Usage,
     event_adapter,
+    number,
 )
 
 CITATION = Citation(marker=1, chunk_id="c1", document_id="d1", source="docs/a.md", page=2, start=10, end=40, quote="q")
@@ -31,9 +36,17 @@ EVERY_EVENT = [
     RunStarted(reasoning="react", question="why?"),
     Progress(message="retrieving"),
     Thought(text="look it up"),
-    ToolCall(call_id="call_1", tool="docsearch", input={"query": "x", "top_k": 3}),
+    Plan(
+        steps=[
+            PlannedStep(id="E1", tool="web", input="x", reason="find x"),
+            PlannedStep(id="E2", tool="web", input="#E1 y", depends_on=["E1"]),
+        ],
+        attempt=2,
+    ),
+    ToolCall(call_id="call_1", tool="docsearch", input={"query": "x", "top_k": 3}, step="E1"),
     ToolResult(call_id="call_1", tool="docsearch", output="found", citations=[CITATION]),
     ToolResult(call_id="call_2", error={"tool": "web", "error": "boom", "type": "RuntimeError"}),
+    Searched(query="x", step="1", top_k=4, hits=1, hit_ids=["c1"], evidence="[1] a", citations=[CITATION]),
     AnswerDelta(text="Par"),
     Answer(text="Paris [1]", citations=[CITATION], usage=Usage(llm_calls=2, prompt_tokens=5), stop_reason="max_rounds"),
     ErrorEvent(code="llm.timeout", message="no answer", depth=1, parent_call_id="call_9"),
@@ -129,7 +142,7 @@ def test_the_wire_format_is_stable():
         call_id="call_1", tool="docsearch", output="found", citations=[CITATION], run_id="r", seq=3, ts=1.5
     )
     assert event.to_json() == (
-        '{"run_id":"r","seq":3,"ts":1.5,"depth":0,"parent_call_id":null,"type":"tool_result",'
+        '{"run_id":"r","seq":3,"ts":1.5,"depth":0,"parent_call_id":null,"final":false,"type":"tool_result",'
         '"call_id":"call_1","tool":"docsearch","output":"found","error":null,"citations":[{"marker":1,'
         '"chunk_id":"c1","document_id":"d1","source":"docs/a.md","title":null,"page":2,"start":10,"end":40,'
         '"quote":"q","chunk_start":null,"chunk_end":null,"score":null}]}'
@@ -140,4 +153,82 @@ def test_the_wire_format_is_stable():
         "prompt_tokens": 0,
         "completion_tokens": 0,
         "tool_calls": 0,
+        "searches": 0,
     }
+
+
+def test_a_plan_and_a_search_are_data_on_the_wire():
+    plan = Plan(
+        steps=[
+            PlannedStep(id="1", tool="search", input="Who wrote it?"),
+            PlannedStep(id="2", tool="search", input="Where does #1 work?", depends_on=["1"]),
+        ]
+    )
+    data = json.loads(plan.to_json())
+    assert data["type"] == "plan" and data["attempt"] == 1
+    assert [(s["id"], s["tool"], s["input"], s["depends_on"]) for s in data["steps"]] == [
+        ("1", "search", "Who wrote it?", []),
+        ("2", "search", "Where does #1 work?", ["1"]),
+    ]
+    searched = json.loads(Searched(query="q", hits=2, hit_ids=["a", "b"]).to_json())
+    assert (searched["type"], searched["hits"], searched["hit_ids"]) == ("searched", 2, ["a", "b"])
+
+
+def test_only_the_run_s_own_end_is_final():
+    stamp = EventStamper("run-1")
+    events = [
+        stamp(RunStarted(reasoning="qa", question="q")),
+        stamp(Answer(text="sub", depth=1, parent_call_id="call_1")),  # a sub-agent's answer ends only its sub-run
+        stamp(ErrorEvent(code="x", message="y", depth=1)),
+        stamp(AnswerDelta(text="a")),
+        stamp(Answer(text="a")),
+    ]
+    assert [e.final for e in events] == [False, False, False, False, True]
+    assert json.loads(events[-1].to_json())["final"] is True
+    assert number(ErrorEvent(code="run.error", message="m"), 9).final is True
+    assert number(Thought(text="t"), 9).final is False
+
+
+def test_run_started_says_the_event_schema():
+    assert json.loads(RunStarted(reasoning="qa", question="q").to_json())["event_schema"] == EVENT_SCHEMA == 2
+
+
+def test_searches_are_counted_apart_from_tool_calls():
+    total = Usage(tool_calls=1)
+    total.add(Usage(searches=2, tool_calls=1))
+    assert (total.tool_calls, total.searches) == (2, 2)
+    total.add(Usage(searches=5, tool_calls=5, llm_calls=1), tool_calls=False)  # a sub-agent's are its own
+    assert (total.tool_calls, total.searches, total.llm_calls) == (2, 2, 1)
+    assert total.copy() == total
+
+
+def _events_section() -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "server.md").read_text(encoding="utf-8")
+    return text.split("\n## Events\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_event_type_and_field_is_documented_with_the_schema_version():
+    import dataclasses
+    import re
+    from typing import get_args
+
+    from reasonloop.events import Event, Usage, _EventBase
+
+    section = _events_section()
+    assert f"`event_schema: {EVENT_SCHEMA}`" in section
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `(\w+)` \|.*$", section, re.MULTILINE)}
+    base = {f.name for f in dataclasses.fields(_EventBase)}
+    for name in base | {"type"}:
+        assert name in rows, f"common field {name!r} is not documented"
+    classes = get_args(get_args(Event)[0])
+    for cls in classes:
+        kind = cls.__dataclass_fields__["type"].default
+        assert kind in rows, f"event type {kind!r} is not documented"
+        for field in {f.name for f in dataclasses.fields(cls)} - base - {"type"}:
+            assert f"`{field}`" in rows[kind], f"field {field!r} of {kind!r} is not documented"
+    documented = set(rows) - base - {"type", "field"}
+    assert documented == {cls.__dataclass_fields__["type"].default for cls in classes}  # nothing that is not sent
+    for field in [f.name for f in dataclasses.fields(PlannedStep)] + [f.name for f in dataclasses.fields(Usage)]:
+        assert f"`{field}`" in section, f"{field!r} is not documented"

@@ -1,18 +1,16 @@
-"""Registry: entry points and dotted paths load the same way; one broken plugin harms no other."""
+"""Registry: the plugin table's rows, entry points and dotted paths load the same way; one broken
+plugin harms no other."""
 
 from __future__ import annotations
 
 import sys
 import textwrap
-import tomllib
 from itertools import count
-from pathlib import Path
 
 import pytest
 
 from reasonloop.errors import DuplicatePlugin, PluginLoadFailed, PluginNotFound
-from reasonloop.plugin_descriptions import DESCRIPTIONS
-from reasonloop.registry import BUILTINS, DESCRIPTIONS_GROUP, KINDS, PluginInfo, Registry, describe, load_dotted
+from reasonloop.registry import KINDS, PluginInfo, Registry, describe, load_dotted
 
 _unique = count()
 
@@ -31,9 +29,9 @@ def make_module(root, source):
     return name
 
 
-def make_dist(root, entry_points):
+def make_dist(root, entry_points, dist=None):
     """A minimal installed distribution whose entry_points.txt importlib.metadata reads."""
-    dist = f"rl_test_dist_{next(_unique)}"
+    dist = dist or f"rl_test_dist_{next(_unique)}"
     info = root / f"{dist}-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n", encoding="utf-8")
@@ -185,12 +183,6 @@ def test_builtins_resolve_from_a_bare_registry_without_being_listed():
     assert registry.get("run_store", "sqlite") == "mine"
 
 
-def test_builtins_are_exactly_the_packages_entry_points():
-    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
-    declared = pyproject["project"]["entry-points"]
-    assert {kind: declared[f"reasonloop.{kind}"] for kind in KINDS} == BUILTINS
-
-
 def test_unknown_kind_is_rejected():
     with pytest.raises(PluginNotFound, match="kinds are"):
         Registry(use_entry_points=False).get("gadget", "x")
@@ -237,9 +229,37 @@ def test_describe_prefers_info_then_description_then_docstring():
     assert describe(Bare) == ""
 
 
-def test_builtin_providers_are_registered_as_entry_points():
-    assert {"scripted", "local", "openai"} <= set(Registry().ids("llm"))
-    assert Registry().get("llm", "scripted").id == "scripted"
+def test_builtins_are_listed_from_the_plugin_table_without_importing_them():
+    registry = Registry()
+    assert {"scripted", "local", "openai"} <= set(registry.ids("llm"))
+    entry = registry._entries["llm"]["scripted"]
+    assert (entry.source, entry.target, entry.loaded) == ("builtin", "reasonloop.llm.scripted:ScriptedProvider", False)
+    assert registry.get("llm", "scripted").id == "scripted"
+
+
+def test_reasonloops_own_entry_points_from_an_earlier_install_are_ignored(plugin_dir):
+    # An earlier install's metadata may still name built-ins as entry points, at old paths.
+    make_dist(
+        plugin_dir,
+        {
+            "reasonloop.reasoning": {"qa": "reasonloop.reasoning.old_qa:QA"},
+            "reasonloop.descriptions": {"reasonloop": "reasonloop.plugin_descriptions:DESCRIPTIONS"},
+        },
+        dist="reasonloop",
+    )
+    registry = Registry()
+    assert registry._entries["reasoning"]["qa"].target == "reasonloop.reasoning.strategies.qa:QAReasoning"
+    assert registry.problems == []
+    assert registry._description_tables == []
+
+
+def test_another_packages_plugin_cannot_take_a_builtins_id(plugin_dir):
+    mod = make_module(plugin_dir, GOOD_TOOL)
+    make_dist(plugin_dir, {"reasonloop.tool": {"docsearch": f"{mod}:Weather"}})
+    registry = Registry()
+    assert registry._entries["tool"]["docsearch"].source == "builtin"
+    [dup] = [p for p in registry.problems if p.id == "docsearch"]
+    assert dup.error.code == "plugin.duplicate" and f"{mod}:Weather" in dup.error.message
 
 
 # -- listing without importing -------------------------------------------------------------------
@@ -278,18 +298,5 @@ def test_a_broken_description_table_is_skipped_with_a_warning(plugin_dir, caplog
     with caplog.at_level("WARNING", logger="reasonloop.registry"):
         entries = {e.id: e for e in Registry().listing("tool")}
     assert entries["weather"].description == "Current weather by city"  # imported to describe it
-    assert entries["docsearch"].description.startswith("Search the knowledge base")  # ours still declared
+    assert entries["docsearch"].description.startswith("Search the knowledge base")  # ours from its row
     assert "no_such_module_rl_table" in caplog.text and "not a mapping" in caplog.text
-
-
-def test_the_packages_description_table_says_what_each_plugin_says_of_itself():
-    targets = {target for table in BUILTINS.values() for target in table.values()}
-    assert set(DESCRIPTIONS) == targets
-    for target in sorted(targets):
-        assert DESCRIPTIONS[target] == describe(load_dotted(target)), target
-
-
-def test_the_package_declares_its_description_table():
-    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
-    [target] = pyproject["project"]["entry-points"][DESCRIPTIONS_GROUP].values()
-    assert load_dotted(target) is DESCRIPTIONS

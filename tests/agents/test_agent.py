@@ -14,9 +14,10 @@ from reasonloop.errors import ConfigError, PluginNotFound
 from reasonloop.events import Answer, ErrorEvent, Event, Progress, RunStarted, Thought, ToolCall, ToolResult
 from reasonloop.kb.base import Filter, Hit
 from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.plugin_table import PLUGINS
 from reasonloop.reasoning.base import Reasoning, RunContext
 from reasonloop.reasoning.strategies.react import ReActReasoning
-from reasonloop.registry import BUILTINS, PluginInfo, Registry
+from reasonloop.registry import PluginInfo, Registry
 from reasonloop.tools.base import ToolContext, tool
 from reasonloop.tools.docsearch import DocSearchTool
 
@@ -40,7 +41,7 @@ def test_builtins_resolve_by_id_and_register(registry: Registry) -> None:
     assert Agent("react", llm=ScriptedProvider(replies=[]), registry=registry).strategy is ReActReasoning
     assert registry.ids("reasoning") == []  # resolved without being listed
     registry.add_builtins()
-    assert set(BUILTINS["reasoning"]) == set(registry.ids("reasoning"))
+    assert {r.id for r in PLUGINS if r.kind == "reasoning"} == set(registry.ids("reasoning"))
     assert registry.get("tool", "docsearch") is DocSearchTool
     registry.add_builtins()  # idempotent
     assert registry.entries("run_store")[0].source == "builtin"

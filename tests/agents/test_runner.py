@@ -43,7 +43,7 @@ async def test_runs_search_only_their_tenants_documents(tmp_path):
             outputs[name + "_answer"] = events[-1]["text"]
             assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
             assert {e["run_id"] for e in events} == {run["run_id"]}
-            outputs[name] = " ".join(e.get("output", "") for e in events if e["type"] == "tool_result")
+            outputs[name] = " ".join(e["evidence"] for e in events if e["type"] == "searched")
         assert "lighthouse" in outputs["a"] and outputs["a_answer"] == "The keeper logs ships [1]."
         assert "lighthouse" not in outputs["b"]
 

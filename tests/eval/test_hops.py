@@ -14,7 +14,7 @@ from reasonloop.eval.datasets import Doc, QAItem, load_qa_set
 from reasonloop.eval.hops import Hop, hop_recall, hop_table, hotpot_hops, read_hops
 from reasonloop.eval.oracle import ideal_model
 from reasonloop.eval.qa import RecordingRetriever, evaluate_qa, open_eval_kb
-from reasonloop.events import Answer, ToolCall, ToolResult
+from reasonloop.events import Answer, Searched, ToolCall, ToolResult
 
 HOP1 = "The Aria 2 headphones are made by Northwind Audio."
 HOP2 = "Northwind Audio was founded by Marta Lind in a garage."
@@ -74,6 +74,9 @@ async def _run(strategy: str, llm: Any, retriever: Any) -> tuple[list[str], set[
             continue
         if isinstance(event, ToolCall):
             queries.append(str(event.input.get("query", event.input)))
+        elif isinstance(event, Searched):  # a search the strategy made itself (decompose's)
+            queries.append(event.query)
+            docs |= {c.document_id for c in event.citations}
         elif isinstance(event, ToolResult):
             docs |= {c.document_id for c in event.citations}
         elif isinstance(event, Answer):
@@ -132,7 +135,7 @@ async def test_the_first_search_alone_misses_the_second_hop(two_hop) -> None:
     assert "Marta Lind" not in answer.text
 
 
-@pytest.mark.parametrize("strategy", ["react", "toolcall", "decompose", "rewoo"])
+@pytest.mark.parametrize("strategy", ["react", "toolcall", "decompose", "rewoo", "ircot"])
 async def test_a_bridge_never_shown_is_never_searched(two_hop, strategy) -> None:
     qa, hops, kb = two_hop
     await kb.delete("Aria 2")  # the only passage naming the bridge entity
@@ -150,6 +153,31 @@ async def test_decompose_and_rewoo_retrieve_both_hops(two_hop, strategy) -> None
     assert "Northwind Audio" in queries[1]  # the trace shows the search as it was sent
     assert {"Aria 2", "Northwind Audio"} <= docs
     assert answer.text.startswith("Marta Lind")
+
+
+async def test_ircot_states_the_first_hop_and_searches_with_that_sentence(two_hop) -> None:
+    qa, hops, kb = two_hop
+    queries, docs, answer = await _run("ircot", ideal_model(qa.items, hops), kb.retriever())
+    assert queries[0] == QUESTION
+    assert queries[1] == HOP1  # the sentence of the passage it was shown, naming the bridge entity
+    assert len(queries) == 2
+    assert {"Aria 2", "Northwind Audio"} <= docs
+    assert answer.text.startswith("Marta Lind") and answer.stop_reason == "final"
+    assert [c.document_id for c in answer.citations] == ["Northwind Audio"]
+
+
+async def test_ircot_searches_a_hop_it_cannot_state_yet(two_hop) -> None:
+    qa, _, kb = two_hop
+    # hops in which the first one's answer is in no passage: the model asks for it in its sentence
+    hops = {
+        "2hop_aria": (
+            Hop("Aria 2", "Who sells the Aria 2 headphones?", "Lumen Retail"),
+            Hop("Northwind Audio", "Who founded #1 ?", "Marta Lind"),
+        )
+    }
+    queries, _, answer = await _run("ircot", ideal_model(qa.items, hops), kb.retriever())
+    assert queries == [QUESTION, "Who sells the Aria 2 headphones?"]  # asked once, then it stops
+    assert "Marta Lind" not in answer.text
 
 
 async def test_per_hop_recall_in_an_evaluation(two_hop, tmp_path) -> None:
@@ -173,7 +201,7 @@ def test_hop_recall_counts_each_hop_apart() -> None:
     use = {"llm_calls": 2, "prompt_tokens": 100, "completion_tokens": 20, "tool_calls": 1}
     rows = [
         {"id": "a", "retrieved": ["A2", "x"], "usage": use},  # second hop only
-        {"id": "b", "retrieved": ["B1", "B2"], "usage": {**use, "tool_calls": 3}},  # not the third
+        {"id": "b", "retrieved": ["B1", "B2"], "usage": {**use, "tool_calls": 3, "searches": 1}},  # not the third
         {"id": "c", "retrieved": ["C1", "C2"], "error": {"code": "x"}},  # failed: not counted
         {"id": "d", "retrieved": ["D1"]},  # no hops known: not counted
     ]
@@ -181,7 +209,7 @@ def test_hop_recall_counts_each_hop_apart() -> None:
     assert (score.questions, score.first, score.second, score.every) == (2, 1, 2, 0)
     assert score.share("second") == 1.0 and score.share("first") == 0.5
     table = hop_table([score])
-    assert "| react | 2 | 50% | 100% | 0% | 2.00 | 120 | 2.00 |" in table
+    assert "| react | 2 | 50% | 100% | 0% | 2.00 | 120 | 2.00 | 0.50 |" in table
 
 
 def test_hotpot_bridge_comparison_and_unclear_questions() -> None:

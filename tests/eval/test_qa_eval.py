@@ -58,7 +58,7 @@ async def test_scores_and_cost_are_exact(tmp_path, qa_files, embedder) -> None:
     assert rows["q1"]["citation_precision"] == 1.0
     assert rows["q3"]["citation_precision"] == 1.0
     assert rows["q2"]["citation_precision"] is None  # no citation
-    assert score.llm_calls == 1.0 and score.tool_calls == 1.0
+    assert score.llm_calls == 1.0 and score.searches == 1.0 and score.tool_calls == 0.0  # qa searches itself
 
 
 async def test_a_failing_model_is_recorded_and_the_rest_goes_on(tmp_path, qa_files, embedder) -> None:

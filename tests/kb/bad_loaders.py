@@ -6,7 +6,7 @@ import os
 import signal
 import time
 
-from reasonloop.kb.loaders import LoadedDocument
+from reasonloop.kb.ingest.loaders import LoadedDocument
 
 
 def segfault(data: bytes, source: str, title: str, on_page) -> LoadedDocument:

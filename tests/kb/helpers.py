@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 
-from reasonloop.kb.embedding import Embedder
+from reasonloop.kb.embedding.embedders import Embedder
 
 Handler = Callable[[BaseHTTPRequestHandler], None]
 

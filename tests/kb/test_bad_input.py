@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from reasonloop.cli import main
-from reasonloop.kb import reading
-from reasonloop.kb.loaders import walk
-from reasonloop.kb.names import path_of, source_name
+from reasonloop.kb.ingest import reading
+from reasonloop.kb.ingest.loaders import walk
+from reasonloop.kb.ingest.names import path_of, source_name
 
 HERONS = "Grey herons nest in the alder wood by the mill pond."
 GOOD = "The ferry to the island leaves at seven every morning."
@@ -208,7 +208,7 @@ def test_the_documents_under_a_prefix_are_found_through_the_source_index(make_kb
         ("/a#", 3, "/a#", "/a$"),
     ).fetchall()
     assert any("USING INDEX" in str(row[-1]) for row in plan), plan
-    from reasonloop.kb.store import DocumentWrite
+    from reasonloop.kb.storage.store import DocumentWrite
 
     store.commit_documents(
         [

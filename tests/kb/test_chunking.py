@@ -2,7 +2,7 @@ import itertools
 
 import pytest
 
-from reasonloop.kb.chunking import Chunker, sentence_spans
+from reasonloop.kb.ingest.chunking import Chunker, sentence_spans
 from reasonloop.tokens import count_tokens
 
 

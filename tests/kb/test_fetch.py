@@ -2,7 +2,7 @@ import httpx
 import pytest
 
 from reasonloop.errors import KBLoadError
-from reasonloop.kb.fetch import fetch_url, is_url
+from reasonloop.kb.ingest.fetch import fetch_url, is_url
 
 from .helpers import LoopbackServer, reply
 

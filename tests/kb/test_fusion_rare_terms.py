@@ -16,8 +16,8 @@ from __future__ import annotations
 import pytest
 
 from reasonloop.config import Settings
-from reasonloop.kb.hybrid import HybridRetriever, score_fuse
 from reasonloop.kb.knowledge_base import KnowledgeBase
+from reasonloop.kb.retrieval.hybrid import HybridRetriever, score_fuse
 
 QUERY = "ZK4471 battery replacement"
 

@@ -1,7 +1,7 @@
 import pytest
 
 from reasonloop.kb.base import Filter, Hit, Retriever
-from reasonloop.kb.hybrid import HybridRetriever, normalise_scores, rrf_fuse, score_fuse
+from reasonloop.kb.retrieval.hybrid import HybridRetriever, normalise_scores, rrf_fuse, score_fuse
 
 
 def test_rrf_scores_and_order():
@@ -199,7 +199,7 @@ class _FixedBackend:
 
 
 async def test_document_search_folds_each_retriever_before_fusing():
-    from reasonloop.kb.hybrid import HybridRetriever
+    from reasonloop.kb.retrieval.hybrid import HybridRetriever
 
     dense = [("c2", 0.99), ("c1", 0.85), ("b1", 0.83), ("b2", 0.57), ("b3", 0.28), ("a1", 0.21), ("b4", 0.06)]
     lexical = [("b4", 3.0), ("b2", 2.1), ("c2", 2.1), ("b3", 0.6), ("a1", 0.1)]
@@ -219,7 +219,7 @@ async def test_document_search_folds_each_retriever_before_fusing():
 
 
 async def test_document_search_lets_the_reranker_promote_a_document_from_below_top_k():
-    from reasonloop.kb.hybrid import HybridRetriever
+    from reasonloop.kb.retrieval.hybrid import HybridRetriever
 
     dense = [("c2", 0.99), ("c1", 0.85), ("b1", 0.83), ("b2", 0.57), ("b3", 0.28), ("a1", 0.21), ("b4", 0.06)]
     lexical = [("b4", 3.0), ("b2", 2.1), ("c2", 2.1), ("b3", 0.6), ("a1", 0.1)]
@@ -236,7 +236,7 @@ async def test_document_search_lets_the_reranker_promote_a_document_from_below_t
 
 
 async def test_document_search_fetches_chunks_for_its_documents_and_reads_only_the_kept_ones():
-    from reasonloop.kb.hybrid import CHUNKS_PER_DOCUMENT, HybridRetriever
+    from reasonloop.kb.retrieval.hybrid import CHUNKS_PER_DOCUMENT, HybridRetriever
 
     dense = [("c2", 0.99), ("c1", 0.85), ("b1", 0.83), ("b2", 0.57), ("b3", 0.28), ("a1", 0.21), ("b4", 0.06)]
     lexical = [("b4", 3.0), ("b2", 2.1), ("c2", 2.1), ("b3", 0.6), ("a1", 0.1)]
@@ -261,7 +261,7 @@ async def test_document_search_fetches_chunks_for_its_documents_and_reads_only_t
 
 
 async def test_a_chunk_deleted_during_a_document_search_is_left_out():
-    from reasonloop.kb.hybrid import HybridRetriever
+    from reasonloop.kb.retrieval.hybrid import HybridRetriever
 
     backend = _FixedBackend([("a1", 0.9), ("b1", 0.5)], [("b1", 2.0)])
     known = backend.documents_of

@@ -16,8 +16,8 @@ import pytest
 from reasonloop.config import Settings
 from reasonloop.errors import KBError
 from reasonloop.kb.base import Filter
-from reasonloop.kb.hybrid import LEXICAL_LOW, score_fuse
 from reasonloop.kb.knowledge_base import KnowledgeBase
+from reasonloop.kb.retrieval.hybrid import LEXICAL_LOW, score_fuse
 
 INDEXES = ["local", "milvus"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import types
 
 from reasonloop.cli.ingest_report import long_ingest_warning, seconds_left
-from reasonloop.kb import ingest as ingest_module
+from reasonloop.kb.ingest import pipeline as ingest_module
 
 from .helpers import HashEmbedder
 

@@ -12,7 +12,7 @@ import sys
 import jieba
 import pytest
 
-from reasonloop.kb import _jieba, lexical
+from reasonloop.kb.retrieval import _jieba, lexical
 
 CACHE = f"jieba-{jieba.__version__}.cache"
 QUERY = "中文检索和混合搜索"
@@ -73,7 +73,7 @@ def test_a_cache_directory_that_cannot_be_made_still_segments(tmp_path):
 def test_text_without_chinese_never_imports_jieba():
     probe = (
         "import sys\n"
-        "from reasonloop.kb.lexical import LexicalIndex, segment\n"
+        "from reasonloop.kb.retrieval.lexical import LexicalIndex, segment\n"
         "idx = LexicalIndex(None)\n"
         "idx.add([(1, 'plain English text')])\n"
         "idx.commit()\n"
@@ -88,7 +88,7 @@ def test_text_without_chinese_never_imports_jieba():
 def test_loading_jieba_prints_no_deprecation_warning(tmp_path):
     # jieba imports pkg_resources, which warns where setuptools still ships it: every command
     # that tokenises Chinese printed that warning to the user.
-    code = f"from pathlib import Path; from reasonloop.kb._jieba import load; load(Path({str(tmp_path)!r}))"
+    code = f"from pathlib import Path; from reasonloop.kb.retrieval._jieba import load; load(Path({str(tmp_path)!r}))"
     done = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "pkg_resources" not in done.stderr

@@ -339,9 +339,9 @@ async def test_open_defaults_to_settings_path(tmp_path, monkeypatch, embedder):
 async def test_cpu_work_runs_off_the_event_loop(make_kb, corpus, monkeypatch):
     import threading
 
-    from reasonloop.kb.chunking import Chunker
-    from reasonloop.kb.lexical import LexicalIndex
-    from reasonloop.kb.store import MetadataStore
+    from reasonloop.kb.ingest.chunking import Chunker
+    from reasonloop.kb.retrieval.lexical import LexicalIndex
+    from reasonloop.kb.storage.store import MetadataStore
 
     loop_thread = threading.current_thread()
     seen: dict[str, set[bool]] = {"chunk": set(), "lexical": set(), "commit": set()}
@@ -366,7 +366,7 @@ async def test_cpu_work_runs_off_the_event_loop(make_kb, corpus, monkeypatch):
 async def test_index_and_embedder_come_from_the_registry(tmp_path):
     from reasonloop.config import Settings
     from reasonloop.errors import PluginNotFound
-    from reasonloop.kb.local_index import LocalIndex
+    from reasonloop.kb.indexes.local import LocalIndex
     from reasonloop.registry import Registry
 
     class TaggedIndex(LocalIndex):
@@ -486,7 +486,7 @@ async def test_a_markdown_pages_heading_is_its_title_and_is_embedded_once(make_k
 
 
 def test_titled_heads_a_chunk_with_its_title_once() -> None:
-    from reasonloop.kb.ingest import titled
+    from reasonloop.kb.ingest.records import titled
 
     assert titled("Lyon", "# Lyon\n\nA city.") == "# Lyon\n\nA city."
     assert titled("Lyon", "## Lyon ##\nA city.") == "## Lyon ##\nA city."

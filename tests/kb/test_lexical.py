@@ -1,4 +1,4 @@
-from reasonloop.kb.lexical import LexicalIndex, segment
+from reasonloop.kb.retrieval.lexical import LexicalIndex, segment
 
 
 def _index(tmp_path):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from reasonloop.errors import KBLoadError
-from reasonloop.kb.loaders import DAMAGED_PDF, LoadedDocument, Page, RecordError, load_bytes, load_file, walk
+from reasonloop.kb.ingest.loaders import DAMAGED_PDF, LoadedDocument, Page, RecordError, load_bytes, load_file, walk
 
 from .helpers import make_damaged_pdf, make_docx, make_pdf
 
@@ -91,7 +91,7 @@ def test_pypdf_says_nothing_on_stderr_of_a_process_reading_a_damaged_pdf(tmp_pat
     path = tmp_path / "damaged.pdf"
     path.write_bytes(make_damaged_pdf(["Replace the filter every month."]))
     code = (
-        "import sys; from pathlib import Path; from reasonloop.kb.loaders import load_file\n"
+        "import sys; from pathlib import Path; from reasonloop.kb.ingest.loaders import load_file\n"
         "_, docs = load_file(Path(sys.argv[1])); print(docs[0].text); print(docs[0].warnings)\n"
     )
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=60)

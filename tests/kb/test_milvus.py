@@ -9,8 +9,8 @@ import pytest
 
 from reasonloop.config import Settings
 from reasonloop.errors import ConfigError, KBModelMismatch, KBUnavailable
+from reasonloop.kb.indexes.milvus import MilvusIndex
 from reasonloop.kb.knowledge_base import KnowledgeBase
-from reasonloop.kb.milvus import MilvusIndex
 
 from .helpers import HashEmbedder
 

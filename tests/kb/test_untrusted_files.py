@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from reasonloop.errors import KBLoadError
-from reasonloop.kb.limits import ParseLimits, check_archive
-from reasonloop.kb.parsing import ParsePool
+from reasonloop.kb.ingest.limits import ParseLimits, check_archive
+from reasonloop.kb.ingest.parsing import ParsePool
 
 from . import documents, hostile
 from .helpers import LoopbackServer, reply

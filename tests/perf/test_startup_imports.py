@@ -64,7 +64,10 @@ async def test_search_imports_the_knowledge_base_and_nothing_of_runs_or_models(t
     assert "Shipping" in out or "ship" in out
     assert {"onnxruntime", "tokenizers", "tantivy"} <= modules  # (usearch only for collections past exact search)
     assert "onnx" not in modules  # the embedder's graph is cached: nothing builds it
-    assert found(modules, SERVER_AND_MODELS | {"jieba", "httpx", "reasonloop.events", "reasonloop.kb.ingest"}) == []
+    assert (
+        found(modules, SERVER_AND_MODELS | {"jieba", "httpx", "reasonloop.events", "reasonloop.kb.ingest.pipeline"})
+        == []
+    )
     assert not any(m.startswith(("reasonloop.agents", "reasonloop.runs", "reasonloop.reasoning")) for m in modules)
     assert sorted(m for m in modules if m.endswith("_cmd")) == ["reasonloop.cli.kb_cmd"]  # no other command's module
 

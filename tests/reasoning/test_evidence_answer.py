@@ -9,7 +9,7 @@ import pytest
 
 from reasonloop.agents.agent import Agent
 from reasonloop.config import Settings
-from reasonloop.events import Answer, Progress, RunStarted, ToolCall
+from reasonloop.events import Answer, Progress, RunStarted, Searched, ToolCall
 from reasonloop.kb.knowledge_base import KnowledgeBase
 from reasonloop.llm.base import Capabilities
 from reasonloop.llm.local_provider import render_prompt
@@ -75,7 +75,7 @@ async def kb(tmp_path):
 
 
 # -- the owner: what runs is decided once, and recorded --------------------------------------------
-@pytest.mark.parametrize("strategy", ["qa", "decompose", "react", "toolcall", "rewoo"])
+@pytest.mark.parametrize("strategy", ["qa", "decompose", "react", "toolcall", "rewoo", "ircot"])
 async def test_every_strategy_runs_the_evidence_answer_and_records_it(kb, strategy) -> None:
     llm = ScriptedProvider(replies=[" 40 labels a minute\nQuestion: more"], base_model=True, native_tools=False)
     agent = Agent(reasoning=strategy, llm=llm, kb=kb)
@@ -83,7 +83,8 @@ async def test_every_strategy_runs_the_evidence_answer_and_records_it(kb, strate
     started = events[0]
     assert isinstance(started, RunStarted) and started.reasoning == strategy
     assert started.ran == f"{strategy} → evidence answer: base model"
-    assert [e.tool for e in events if isinstance(e, ToolCall)] == ["docsearch"]
+    assert [e.query for e in events if isinstance(e, Searched)] == ["How many labels a minute does the X200 print?"]
+    assert not [e for e in events if isinstance(e, ToolCall)]  # its search is no tool call
     answer = events[-1]
     assert isinstance(answer, Answer) and answer.text == "40 labels a minute [1]"
     assert not answer.abstained
@@ -200,7 +201,7 @@ async def test_an_empty_knowledge_base_says_nothing_is_ingested(tmp_path) -> Non
 async def test_a_question_of_punctuation_only_is_not_searched(kb, question) -> None:
     llm = ScriptedProvider(replies=[], base_model=True)
     events = [e async for e in Agent(reasoning="qa", llm=llm, kb=kb).stream(question)]
-    assert not [e for e in events if isinstance(e, ToolCall)]
+    assert not [e for e in events if isinstance(e, (ToolCall, Searched))]
     assert events[-1].abstained and "no words" in events[-1].text
 
 
@@ -265,15 +266,15 @@ async def test_a_follow_up_is_searched_with_the_previous_question(kb) -> None:
     llm = ScriptedProvider(replies=["Tom Reyes"], base_model=True)
     history = [Message.user("Who leads the support team?"), Message.assistant("Maria Okafor [1]")]
     events = [e async for e in Agent(reasoning="qa", llm=llm, kb=kb).stream("And the sales team?", history=history)]
-    (call,) = [e for e in events if isinstance(e, ToolCall)]
-    assert call.input["query"] == "Who leads the support team? And the sales team?"
+    (searched,) = [e for e in events if isinstance(e, Searched)]
+    assert searched.query == "Who leads the support team? And the sales team?"
     assert events[-1].text == "Tom Reyes [1]"
 
 
 async def test_a_greeting_is_answered_without_a_search(kb) -> None:
     llm = ScriptedProvider(replies=["Hello! How can I help?"], base_model=True)
     events = [e async for e in Agent(reasoning="react", llm=llm, kb=kb).stream("Hello!")]
-    assert not [e for e in events if isinstance(e, ToolCall)]
+    assert not [e for e in events if isinstance(e, (ToolCall, Searched))]
     assert events[-1].text == "Hello! How can I help?"
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reasonloop.agents import Agent
-from reasonloop.events import Answer, AnswerDelta, ToolResult
+from reasonloop.events import Answer, AnswerDelta, Searched, ToolCall, ToolResult
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
 from tests.reasoning.helpers import FakeRetriever, collect_events, types
@@ -12,7 +12,12 @@ from tests.reasoning.helpers import FakeRetriever, collect_events, types
 async def test_answer_cites_numbered_evidence(retriever: FakeRetriever) -> None:
     llm = ScriptedProvider(replies=["The tower is 330 metres tall [2] and in Paris [2][1]."])
     events = await collect_events(Agent("qa", llm=llm, kb=retriever), "How tall is the Eiffel Tower in Paris?")
-    assert types(events)[:3] == ["run_started", "tool_call", "tool_result"]
+    assert types(events)[:2] == ["run_started", "searched"]  # its own search: no tool call
+    assert not [e for e in events if isinstance(e, (ToolCall, ToolResult))]
+    searched = events[1]
+    assert isinstance(searched, Searched) and searched.query == "How tall is the Eiffel Tower in Paris?"
+    assert len(searched.hit_ids) == searched.hits and {"c1", "c3"} <= set(searched.hit_ids)
+    assert [c.marker for c in searched.citations] == list(range(1, len(searched.citations) + 1))
     prompt = llm.prompts[0][-1].content
     assert "[2] Eiffel Tower (eiffel.md)\nThe Eiffel Tower in Paris is 330 metres tall." in prompt
     assert "[1] France (france.md, p. 1)" in prompt
@@ -69,5 +74,6 @@ async def test_evidence_is_trimmed_to_the_token_budget(retriever: FakeRetriever)
     events = await collect_events(
         Agent("qa", llm=llm, kb=retriever, settings={"max_evidence_tokens": 50}), "Paris capital France Germany Eiffel"
     )
-    result = next(e for e in events if isinstance(e, ToolResult))
-    assert "[1]" in result.output and "[3]" not in result.output
+    searched = next(e for e in events if isinstance(e, Searched))
+    assert "[1]" in searched.evidence and "[3]" not in searched.evidence
+    assert searched.hits == 3 and len(searched.citations) < 3  # found three, showed fewer

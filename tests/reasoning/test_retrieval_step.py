@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler
 
 from reasonloop.agents import Agent
 from reasonloop.config import Settings
-from reasonloop.events import Answer, Progress, ToolCall
+from reasonloop.events import Answer, Progress, Searched
 from reasonloop.kb.base import Filter, Hit
 from reasonloop.kb.knowledge_base import KnowledgeBase
 from reasonloop.llm.base import Message
@@ -50,8 +50,8 @@ async def test_multi_query_searches_every_phrasing_and_fuses_them() -> None:
     events = await collect_events(agent, "How tall is the tower in Paris?")
     assert retriever.queries == ["How tall is the tower in Paris?", "Eiffel Tower height", "capital of Germany"]
     assert "2 different search queries" in llm.prompts[0][0].content
-    call = next(e for e in events if isinstance(e, ToolCall))
-    assert call.input["queries"] == ["Eiffel Tower height", "capital of Germany"]
+    searched = next(e for e in events if isinstance(e, Searched))
+    assert searched.queries == ["Eiffel Tower height", "capital of Germany"]
     answer = events[-1]
     assert isinstance(answer, Answer)
     evidence = llm.prompts[1][-1].content
@@ -69,8 +69,8 @@ async def test_hyde_searches_a_hypothetical_answer_by_its_embedding() -> None:
     assert [o["mode"] for o in retriever.options] == [None, "dense"]
     assert [o["rerank"] for o in retriever.options] == [None, False]  # the made-up answer is not reranked against
     assert "hypothetical" not in llm.prompts[0][-1].content and "passage" in llm.prompts[0][0].content
-    call = next(e for e in events if isinstance(e, ToolCall))
-    assert call.input["hyde"] == passage
+    searched = next(e for e in events if isinstance(e, Searched))
+    assert searched.hypothetical == [passage]
     assert isinstance(events[-1], Answer) and events[-1].citations[0].source == "eiffel.md"
 
 

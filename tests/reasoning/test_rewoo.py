@@ -5,7 +5,17 @@ from __future__ import annotations
 import asyncio
 
 from reasonloop.agents import Agent
-from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Progress, Thought, ToolCall, ToolResult
+from reasonloop.events import (
+    Answer,
+    AnswerDelta,
+    ErrorEvent,
+    Plan,
+    PlannedStep,
+    Progress,
+    Thought,
+    ToolCall,
+    ToolResult,
+)
 from reasonloop.kb.base import Hit
 from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
@@ -32,6 +42,47 @@ async def test_twelve_step_plan_runs_and_the_solver_sees_all_evidence() -> None:
     answer = events[-1]
     assert isinstance(answer, Answer) and answer.text == "All twelve found." and answer.usage.tool_calls == 12
     assert answer.usage.llm_calls == 2
+
+
+async def test_the_plan_is_an_event_with_its_steps_and_dependencies_and_each_call_names_its_step() -> None:
+    text = "Plan: find both\n#E1 = lookup[alpha]\n#E2 = lookup[beta]\nPlan: combine\n#E3 = lookup[#E1 and #E2]\n#E4 = nosuch[x]"
+    llm = ScriptedProvider(replies=[text, "Done."])
+    events = await collect_events(Agent("rewoo", llm=llm, tools=make_tools(), settings={"replan": False}), "q")
+    [plan] = [e for e in events if isinstance(e, Plan)]
+    assert plan.attempt == 1
+    assert plan.steps == [
+        PlannedStep(id="E1", tool="lookup", input="alpha", reason="find both"),
+        PlannedStep(id="E2", tool="lookup", input="beta"),
+        PlannedStep(id="E3", tool="lookup", input="#E1 and #E2", depends_on=["E1", "E2"], reason="combine"),
+        PlannedStep(id="E4", tool="nosuch", input="x", problem=plan.steps[3].problem),
+    ]
+    assert "unknown tool 'nosuch'" in (plan.steps[3].problem or "")
+    calls = [e for e in events if isinstance(e, ToolCall)]
+    assert sorted((c.step, c.call_id) for c in calls) == [(f"E{n}", f"rewoo_1_E{n}") for n in range(1, 5)]
+    assert all(events.index(plan) < events.index(c) for c in calls)
+    # the planner's text is still sent, marked as the plan's old form (kept for one release)
+    [old] = [e for e in events if isinstance(e, Thought)]
+    assert old.plan_text and old.text == text
+
+
+async def test_a_replan_is_a_second_plan_event() -> None:
+    llm = ScriptedProvider(replies=["#E1 = boom[x]\n#E2 = lookup[#E1]", "#E1 = lookup[x]", "x has a value."])
+    events = await collect_events(Agent("rewoo", llm=llm, tools=make_tools()), "q")
+    plans = [e for e in events if isinstance(e, Plan)]
+    assert [(p.attempt, [(s.id, s.tool, s.depends_on) for s in p.steps]) for p in plans] == [
+        (1, [("E1", "boom", []), ("E2", "lookup", ["E1"])]),
+        (2, [("E1", "lookup", [])]),
+    ]
+    second = [e for e in events if isinstance(e, ToolCall) and events.index(e) > events.index(plans[1])]
+    assert [(c.step, c.call_id) for c in second] == [("E1", "rewoo_2_E1")]
+
+
+async def test_a_reply_with_no_readable_step_is_no_plan_event() -> None:
+    llm = ScriptedProvider(replies=["No tools are needed.", "#E1 = lookup[height]", "330 metres."])
+    events = await collect_events(Agent("rewoo", llm=llm, tools=make_tools()), "How tall?")
+    thoughts = [(e.text, e.plan_text) for e in events if isinstance(e, Thought)]
+    assert thoughts == [("No tools are needed.", False), ("#E1 = lookup[height]", True)]
+    assert [p.attempt for p in events if isinstance(p, Plan)] == [2]
 
 
 async def test_independent_steps_run_in_parallel() -> None:

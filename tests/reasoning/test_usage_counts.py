@@ -18,21 +18,21 @@ from tests.reasoning.helpers import FakeRetriever, collect_events
 from tests.reasoning.test_decompose import reply as decompose_reply
 
 
-async def test_qa_counts_its_docsearch_as_a_tool_call(retriever: FakeRetriever) -> None:
+async def test_qa_counts_its_search_as_a_search_not_a_tool_call(retriever: FakeRetriever) -> None:
     llm = ScriptedProvider(replies=["The tower is 330 metres tall [1]."])
     result = await Agent("qa", llm=llm, kb=retriever).run("How tall is the Eiffel Tower?")
-    assert result.usage.tool_calls == 1 and result.usage.llm_calls == 1
+    assert (result.usage.searches, result.usage.tool_calls, result.usage.llm_calls) == (1, 0, 1)
 
 
 async def test_qa_without_a_knowledge_base_made_no_tool_call() -> None:
     result = await Agent("qa", llm=ScriptedProvider(replies=["unused"])).run("How tall is the tower?")
-    assert result.usage.tool_calls == 0
+    assert result.usage.tool_calls == result.usage.searches == 0
 
 
 async def test_decompose_counts_one_search_per_sub_question() -> None:
     llm = ScriptedProvider(replies=decompose_reply)
     result = await Agent("decompose", llm=llm, kb=FakeRetriever()).run("Compare France and Germany")
-    assert result.usage.tool_calls == 3  # the three sub-questions' searches
+    assert result.usage.searches == 3 and result.usage.tool_calls == 0  # the three sub-questions' searches
 
 
 class _Stalls(ScriptedProvider):
@@ -55,7 +55,7 @@ async def test_a_call_cut_off_by_a_stall_still_counts_its_tokens(retriever: Fake
     assert isinstance(error, ErrorEvent) and error.code == "llm.timeout"
     assert "".join(e.text for e in events if isinstance(e, AnswerDelta)) == "The tower is "
     usage = error.usage
-    assert usage.llm_calls == 1 and usage.tool_calls == 1
+    assert usage.llm_calls == 1 and usage.searches == 1 and usage.tool_calls == 0
     assert usage.prompt_tokens > 20  # the evidence and the question were read
     assert usage.completion_tokens == 3
 

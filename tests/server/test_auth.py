@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 import httpx
 import pytest
@@ -12,14 +13,16 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from reasonloop.config import APIKeySettings, RunsSettings, ServerSettings
-from reasonloop.errors import CrossSiteRefused, RateLimited
+from reasonloop.errors import CrossSiteRefused, RateLimited, RunStoreUnavailable
 from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.runs.stores.redis.store import RedisRunStore
 from reasonloop.server import create_app
-from reasonloop.server.auth import Authenticator, TokenBucket, auth_warning, hash_key, ws_token
+from reasonloop.server.auth import auth_warning, hash_key
 from reasonloop.server.cross_site import check_host
-from reasonloop.server.rate_limit import RedisTokenBuckets
+from reasonloop.server.gate import Gate, presented_key
+from reasonloop.server.rate_limit import TokenBucket
 from tests.llm_runner import LLMRunner
-from tests.runs.helpers import free_port
+from tests.runs.helpers import RedisServer
 from tests.server.helpers import make_settings, serve, sse_events
 
 KEYS = {"alice": "sk-alice-123", "bob": "sk-bob-456", "slow": "sk-slow-789"}
@@ -109,51 +112,67 @@ async def test_with_the_redis_store_every_instance_draws_from_the_same_rate_budg
         assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
 
 
-async def test_a_shared_budget_that_does_not_answer_leaves_each_process_counting_on_its_own():
-    auth = Authenticator(ServerSettings(api_keys=[{"sha256": hash_key("k"), "rate_per_minute": 60, "burst": 1}]))
-    who = auth.authenticate("k")
+async def test_a_shared_budget_that_does_not_answer_leaves_each_process_counting_on_its_own(caplog):
+    gate = Gate(ServerSettings(api_keys=[{"sha256": hash_key("k"), "rate_per_minute": 60, "burst": 1}]))
+    who = gate.identify({"type": "http", "headers": [(b"authorization", b"Bearer k")]})
     answers: list[float | None] = [None, None, 0.0, 30.0]
 
-    async def shared(key: str, rate: float, burst: int) -> float | None:
+    async def shared(key: str, rate: float, burst: int) -> float:
         assert (key, rate, burst) == (who.key_hash, 1.0, 1)
-        return answers.pop(0)
+        answer = answers.pop(0)
+        if answer is None:
+            raise RunStoreUnavailable("Redis at redis://x is unreachable")
+        return answer
 
-    auth.shared = shared
-    await auth.check_rate(who)  # Redis silent: this process's own bucket (burst 1) takes it
+    gate.rates.shared = shared
+    caplog.set_level(logging.INFO, logger="reasonloop.server.rate_limit")
+    await gate.charge(who)  # Redis silent: this process's own bucket (burst 1) takes it
     with pytest.raises(RateLimited):
-        await auth.check_rate(who)  # still silent: the own bucket is empty
-    await auth.check_rate(who)  # Redis back, with a token: its word counts, not the empty own bucket
+        await gate.charge(who)  # still silent: the own bucket is empty
+    await gate.charge(who)  # Redis back, with a token: its word counts, not the empty own bucket
     with pytest.raises(RateLimited) as info:
-        await auth.check_rate(who)
+        await gate.charge(who)
     assert info.value.details["retry_after"] == 30
+    said = [r.getMessage() for r in caplog.records]
+    assert len([m for m in said if "rate limits unavailable" in m]) == 1  # said once, not per request
+    assert len([m for m in said if "rate limits are back" in m]) == 1
 
 
 @pytest.mark.redis
-async def test_redis_token_buckets_refill_on_the_servers_clock_and_expire(redis_server):
+async def test_redis_rate_buckets_refill_on_the_servers_clock_and_expire(redis_server):
+    store = RedisRunStore(RunsSettings(store="redis", redis_url=redis_server.url, redis_prefix="rlunit:"))
+    assert store.features.rate_buckets
     client = aioredis.Redis.from_url(redis_server.url, decode_responses=True)
-    buckets = RedisTokenBuckets(client, "rlunit:")
+    await store.open()
     try:
-        assert await buckets.take("k", 20.0, 2) == 0.0
-        assert await buckets.take("k", 20.0, 2) == 0.0
-        wait = await buckets.take("k", 20.0, 2)
+        assert await store.take_token("k", 20.0, 2) == 0.0
+        assert await store.take_token("k", 20.0, 2) == 0.0
+        wait = await store.take_token("k", 20.0, 2)
         assert 0 < wait <= 0.05
         await asyncio.sleep(wait + 0.02)
-        assert await buckets.take("k", 20.0, 2) == 0.0  # one token back after 1/rate seconds
-        assert await buckets.take("other", 20.0, 2) == 0.0  # buckets are per key
+        assert await store.take_token("k", 20.0, 2) == 0.0  # one token back after 1/rate seconds
+        assert await store.take_token("other", 20.0, 2) == 0.0  # buckets are per key
         assert 0 < await client.pttl("rlunit:rate:k") <= 1100  # gone once it would be full again
     finally:
+        await store.close()
         await client.aclose()
 
 
-async def test_redis_token_buckets_say_none_when_redis_does_not_answer(caplog):
-    client = aioredis.Redis.from_url(f"redis://127.0.0.1:{free_port()}/0", socket_connect_timeout=1)
-    buckets = RedisTokenBuckets(client, "x:")
+@pytest.mark.redis
+async def test_redis_rate_buckets_are_unavailable_when_redis_does_not_answer():
+    server = RedisServer()
+    store = RedisRunStore(RunsSettings(store="redis", redis_url=server.url))
     try:
-        assert await buckets.take("k", 1.0, 1) is None
-        assert await buckets.take("k", 1.0, 1) is None
-        assert len([r for r in caplog.records if "rate limits unavailable" in r.getMessage()]) == 1  # said once
+        with pytest.raises(RunStoreUnavailable):
+            await store.take_token("k", 1.0, 1)  # not open yet
+        await store.open()
+        assert await store.take_token("k", 1.0, 1) == 0.0
+        server.stop()  # Redis goes away
+        with pytest.raises(RunStoreUnavailable):
+            await store.take_token("k", 1.0, 1)
     finally:
-        await client.aclose()
+        await store.close()
+        server.stop()
 
 
 async def test_websocket_auth_by_query_or_subprotocol(server):
@@ -187,20 +206,25 @@ async def test_websocket_auth_by_header(server):
             await ws.recv()
 
 
-def test_the_websocket_key_is_read_from_the_scope_as_a_request_would_read_it():
-    def scope(query: bytes = b"", subprotocols: tuple[str, ...] = (), **headers: str) -> dict:
+def test_the_key_is_read_from_the_scope_as_a_request_would_read_it():
+    def scope(query: bytes = b"", subprotocols: tuple[str, ...] = (), kind: str = "websocket", **headers: str) -> dict:
         raw = [(name.encode(), value.encode("latin-1")) for name, value in headers.items()]
-        return {"query_string": query, "subprotocols": list(subprotocols), "headers": raw}
+        return {"type": kind, "query_string": query, "subprotocols": list(subprotocols), "headers": raw}
 
-    assert ws_token(scope()) is None
-    assert ws_token(scope(b"api_key=sk%2Dx%20y")) == "sk-x y"  # percent-decoded
-    assert ws_token(scope(b"api_key=first&other=1&api_key=last")) == "last"  # the last one, as Starlette's
-    assert ws_token(scope(b"api_key=&x=1", authorization="Bearer from-header")) == "from-header"  # empty: next source
-    assert ws_token(scope(subprotocols=("reasonloop.v1", "bearer.from-proto"))) == "from-proto"
-    assert ws_token(scope(b"api_key=q", ("bearer.p",), authorization="Bearer h")) == "q"  # query first
-    assert ws_token(scope(b"", ("bearer.p",), authorization="Bearer h")) == "p"  # then the subprotocol
-    assert ws_token(scope(authorization="bearer  spaced ")) == "spaced"
-    assert ws_token(scope(authorization="Basic abc")) is None
+    assert presented_key(scope()) is None
+    assert presented_key(scope(b"api_key=sk%2Dx%20y")) == "sk-x y"  # percent-decoded
+    assert presented_key(scope(b"api_key=first&other=1&api_key=last")) == "last"  # the last one, as Starlette's
+    empty_query = scope(b"api_key=&x=1", authorization="Bearer from-header")
+    assert presented_key(empty_query) == "from-header"  # empty: next source
+    assert presented_key(scope(subprotocols=("reasonloop.v1", "bearer.from-proto"))) == "from-proto"
+    assert presented_key(scope(b"api_key=q", ("bearer.p",), authorization="Bearer h")) == "q"  # query first
+    assert presented_key(scope(b"", ("bearer.p",), authorization="Bearer h")) == "p"  # then the subprotocol
+    assert presented_key(scope(authorization="bearer  spaced ")) == "spaced"
+    assert presented_key(scope(authorization="Basic abc")) is None
+    assert presented_key(scope(authorization="Bearer   ")) is None
+    # Over HTTP only the header counts: a key in a URL ends up in logs and browser histories.
+    assert presented_key(scope(b"api_key=q", ("bearer.p",), kind="http")) is None
+    assert presented_key(scope(b"api_key=q", kind="http", authorization="Bearer h")) == "h"
 
 
 def test_token_bucket_refills_at_its_rate():

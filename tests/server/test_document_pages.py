@@ -11,10 +11,10 @@ import httpx
 import pytest
 
 from reasonloop.config import APIKeySettings
-from reasonloop.kb.loaders.pdf import fit_scale
+from reasonloop.kb.ingest.loaders.pdf import fit_scale
 from reasonloop.server import create_app
 from reasonloop.server.auth import hash_key
-from reasonloop.server.pages_routes import MAX_PIXELS
+from reasonloop.server.routes.pages import MAX_PIXELS
 from tests.kb import documents as make
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve

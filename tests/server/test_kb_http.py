@@ -11,7 +11,7 @@ import pytest
 from reasonloop.config import APIKeySettings
 from reasonloop.server import create_app
 from reasonloop.server.auth import hash_key
-from reasonloop.server.kb_routes import safe_filename, tenant_kb_path
+from reasonloop.server.tenancy import safe_filename, tenant_kb_path
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
 

@@ -131,6 +131,7 @@ async def check_tools_and_documents(client: Client, docs: Path) -> None:
     assert result["citations"][0]["source"] == str(docs / "tantivy.md")
     assert messages[0] == f"run {result['run_id']} started" and len(messages) > 1
     assert result["trace"] == messages[1:]
+    assert 'search("What is tantivy?"): 1 found' in result["trace"]  # the run's own search, from its event
 
     listed = (await client.call_tool("list_documents", {})).structured_content["documents"]
     assert [d["source"] for d in listed] == [str(docs / "tantivy.md")]

@@ -7,7 +7,7 @@ import pytest
 
 from reasonloop.errors import RequestInvalid, ToolBlocked
 from reasonloop.kb.base import Filter
-from reasonloop.server.mcp_inputs import allowed_sources, search_filters
+from reasonloop.server.mcp.inputs import allowed_sources, search_filters
 
 
 @pytest.fixture

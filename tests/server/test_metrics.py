@@ -6,7 +6,7 @@ import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from reasonloop.events import Answer, AnswerDelta, ToolCall, Usage
+from reasonloop.events import Answer, AnswerDelta, Searched, ToolCall, Usage
 from reasonloop.runs.models import RunRecord
 from reasonloop.server.metrics import Metrics
 
@@ -34,6 +34,7 @@ def test_counts_by_label_and_first_answers_once_per_run():
     ):
         running = record(run_id, "running")
         metrics.observe("event", running, ToolCall(tool=tool, call_id="c1", input={}))
+        metrics.observe("event", running, Searched(query="q"))  # a strategy's own search: no tool call
         for text in ("Hel", "lo"):
             metrics.observe("event", running, AnswerDelta(text=text))
         metrics.observe("event", running, Answer(text="Hello", usage=Usage(prompt_tokens=7, completion_tokens=2)))
@@ -43,6 +44,7 @@ def test_counts_by_label_and_first_answers_once_per_run():
     assert got[("reasonloop_runs_total", (("status", "failed"),))] == 1
     assert got[("reasonloop_tool_calls_total", (("tool", "search"),))] == 2
     assert got[("reasonloop_tool_calls_total", (("tool", "fetch"),))] == 1
+    assert got[("reasonloop_searches_total", ())] == 3
     assert got[("reasonloop_llm_tokens_total", (("kind", "prompt"),))] == 21
     assert got[("reasonloop_llm_tokens_total", (("kind", "completion"),))] == 6
     assert got[("reasonloop_run_first_answer_seconds_count", ())] == 3  # one per run, not one per delta

@@ -149,7 +149,7 @@ async def test_a_client_that_leaves_stops_its_run_unless_told_not_to(tmp_path, s
 
 async def test_a_stream_read_to_its_end_or_its_error_is_not_abandoned():
     from reasonloop.events import ErrorEvent
-    from reasonloop.server.openai_routes import _stream
+    from reasonloop.server.routes.openai import _stream
 
     async def events(*items):
         for item in items:
@@ -244,3 +244,26 @@ async def test_max_tokens_and_temperature_reach_the_runs_model_calls(tmp_path):
                 await client.chat.completions.create(model="toolcall", messages=question, **wrong)
             assert next(iter(wrong)) in str(info.value)
         await client.close()
+
+
+async def test_the_reasoning_lane_shows_a_plan_from_its_event_once(tmp_path):
+    settings = make_settings(tmp_path)
+    llm = ScriptedProvider(replies=["1. Who makes the Aria 2?\n2. Who founded #1?"], repeat_last=True)
+    app = create_app(settings, runner=AgentRunner(settings, llm=llm))
+    async with serve(app, settings) as url:
+        client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        stream = await client.chat.completions.create(
+            model="decompose",
+            messages=[{"role": "user", "content": "Who founded the maker of the Aria 2?"}],
+            stream=True,
+        )
+        lane = "".join(
+            [
+                (chunk.choices[0].delta.model_extra or {}).get("reasoning_content") or ""
+                async for chunk in stream
+                if chunk.choices
+            ]
+        )
+        await client.close()
+    assert "Plan:\n#1 search: Who makes the Aria 2?\n#2 search: Who founded #1? (after #1)\n" in lane
+    assert "1. Who makes the Aria 2?" not in lane  # the plan's text is not sent beside its event

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import httpx
 import pytest
@@ -11,6 +12,7 @@ import redis.asyncio as aioredis
 from reasonloop.agents import AgentRunner
 from reasonloop.config import RunsSettings
 from reasonloop.llm.scripted import ScriptedProvider
+from reasonloop.registry import PluginInfo
 from reasonloop.server import create_app
 from tests.llm_runner import LLMRunner
 from tests.runs.helpers import GatedRunner, RedisServer
@@ -44,6 +46,18 @@ async def test_start_stream_and_read_a_run(server):
     assert view["result"]["content"] == ANSWER
     listed = (await server.get("/v1/runs")).json()
     assert [r["run_id"] for r in listed] == [run_id]
+
+
+async def test_the_event_that_ends_the_run_says_so_live_and_from_the_store(server):
+    run_id = (await server.post("/v1/runs", json={"question": "What does WAL do?"})).json()["run_id"]
+    async with server.stream("GET", f"/v1/runs/{run_id}/events") as response:
+        assert response.headers["x-reasonloop-event-schema"] == "2"
+    for _ in range(2):  # while it runs (or just after), then once it is only in the store
+        events = event_data(await sse_events(server, f"/v1/runs/{run_id}/events"))
+        assert [e["final"] for e in events] == [False] * (len(events) - 1) + [True]
+        assert events[-1]["type"] == "answer" and events[0]["event_schema"] == 2
+    resumed = event_data(await sse_events(server, f"/v1/runs/{run_id}/events", headers={"Last-Event-ID": "2"}))
+    assert resumed[-1]["final"] is True and not any(e["final"] for e in resumed[:-1])
 
 
 async def test_sse_resume_with_last_event_id_matches_an_uninterrupted_stream(tmp_path):
@@ -98,6 +112,9 @@ async def test_stop_over_http(tmp_path):
         again = await client.post(f"/v1/runs/{run_id}/stop")
         assert again.status_code == 409
         assert again.json()["error"]["status"] == "stopped" and again.json()["error"]["code"] == "run.finished"
+        events = event_data(await sse_events(client, f"/v1/runs/{run_id}/events"))
+        assert [e["final"] for e in events] == [False] * (len(events) - 1) + [True]  # the stopped answer ends it
+        assert events[-1]["stop_reason"] == "stopped"
 
 
 async def test_unknown_runs_are_404(server):
@@ -151,8 +168,17 @@ async def test_catalogs_publish_settings_schemas(tmp_path):
     async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
         reasoning = {p["id"]: p for p in (await client.get("/v1/reasoning")).json()}
         assert "qa" in reasoning and "top_k" in reasoning["qa"]["settings_schema"]["properties"]
+        # Names, descriptions and setting labels in English and, under translations, Chinese.
+        assert (
+            reasoning["qa"]["translations"]["zh"]
+            == PluginInfo.declared("reasoning", "qa").translations["zh"].model_dump()
+        )
+        timeout = reasoning["react"]["settings_schema"]["properties"]["timeout_s"]
+        assert timeout["title"] == "Time limit (s)" and timeout["x-translations"]["zh"]["title"] == "时间上限（秒）"
         tools = (await client.get("/v1/tools")).json()
         assert all("id" in t for t in tools)
+        docsearch = next(t for t in tools if t["id"] == "docsearch")
+        assert (docsearch["name"], docsearch["translations"]["zh"]["name"]) == ("Document search", "文档检索")
         assert (await client.get("/v1/agents")).json() == []
         openapi = (await client.get("/openapi.json")).json()
         assert "/v1/runs/{run_id}/events" in openapi["paths"] and "/v1/chat/completions" in openapi["paths"]
@@ -216,3 +242,20 @@ async def test_a_redis_refusing_writes_is_not_ready_and_runs_get_503(tmp_path):
             assert (await client.get("/readyz")).json()["status"] == "ready"
     finally:
         redis.stop()
+
+
+async def test_a_stream_that_cannot_be_read_further_ends_with_a_final_error_message():
+    from reasonloop.errors import RunStoreUnavailable
+    from reasonloop.events import Progress, number
+    from reasonloop.runs.reading import RunFeed
+    from reasonloop.server.routes.runs import sse_frames
+
+    async def stored():
+        yield number(Progress(message="retrieving", run_id="r"), 1)
+        raise RunStoreUnavailable("the store went away")
+
+    messages = [m async for m in sse_frames(RunFeed(0, stored=stored()))]
+    assert [m["event"] for m in messages] == ["progress", "error"]
+    first, last = (json.loads(m["data"]) for m in messages)
+    assert first["final"] is False
+    assert last == {"type": "error", "code": "run.store_unavailable", "message": "the store went away", "final": True}

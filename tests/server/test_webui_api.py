@@ -39,8 +39,8 @@ async def served(tmp_path):
 
 async def test_a_conversation_is_renamed_by_its_tenant_only(served):
     http, state = served
-    await state.store.create_conversation(ConversationRecord(conversation_id="conv_r", tenant="a", title="first"))
-    await state.store.add_messages("conv_r", [{"role": "user", "content": "hi"}])
+    await state.runs.store.create_conversation(ConversationRecord(conversation_id="conv_r", tenant="a", title="first"))
+    await state.runs.store.add_messages("conv_r", [{"role": "user", "content": "hi"}])
     renamed = await http.patch("/v1/conversations/conv_r", json={"title": "  Tide tables 潮汐  "}, headers=A)
     assert renamed.status_code == 200, renamed.text
     assert renamed.json()["title"] == "Tide tables 潮汐"

@@ -32,7 +32,8 @@ async def recv_until(ws, predicate) -> list[dict]:
 
 
 def is_end(frame: dict) -> bool:
-    return frame["type"] == "event" and frame["event"]["type"] in ("answer", "error")
+    """The frame of the event that ends the run: the event says so (``final``)."""
+    return frame["type"] == "event" and frame["event"]["final"]
 
 
 @pytest.fixture
@@ -58,6 +59,8 @@ async def test_ping_is_answered_while_a_run_streams(gated):
         runner.finish(run_id)
         rest = await recv_until(ws, is_end)
         assert rest[-1]["event"]["type"] == "answer"
+        events = [f["event"] for f in frames + rest if f["type"] == "event"]
+        assert [e["final"] for e in events] == [False] * (len(events) - 1) + [True]
 
 
 async def test_stop_mid_run(gated):
@@ -94,6 +97,7 @@ async def test_resume_after_disconnect(gated):
     events = seen + rest
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert events[-1]["type"] == "answer" and events[-1]["stop_reason"] == "final"
+    assert [e["final"] for e in events] == [False] * (len(events) - 1) + [True]
     async with connect(url) as ws:
         await ws.send(json.dumps({"type": "resume", "run_id": run_id, "after_seq": 0}))
         replay = [f["event"] for f in await recv_until(ws, is_end)]
@@ -173,7 +177,7 @@ async def test_oversized_frames_are_refused(gated):
 )
 async def test_heartbeat_frames_keep_coming_while_the_socket_is_idle(tmp_path, monkeypatch, by_protocol):
     from reasonloop.server.transport import ws_protocol
-    from reasonloop.server.ws import _Session
+    from reasonloop.server.ws.session import _Session
 
     timers: list[object] = []
     real_arm = _Session._arm_heartbeat
@@ -224,7 +228,7 @@ async def test_heartbeat_closes_a_socket_that_stopped_answering(tmp_path):
 
 
 async def test_a_socket_under_a_root_path_is_served_by_the_routed_endpoint(tmp_path, monkeypatch):
-    from reasonloop.server import ws as ws_module
+    from reasonloop.server.ws import session as ws_module
 
     served: list[str] = []
     real = ws_module.serve_socket

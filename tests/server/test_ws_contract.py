@@ -1,4 +1,4 @@
-"""The WebSocket frames as declared (server/ws_frames.py), as documented (docs/server.md) and as sent."""
+"""The WebSocket frames as declared (server/ws/frames.py), as documented (docs/server.md) and as sent."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from websockets.asyncio.client import connect
 
 from reasonloop.runs.models import RunAsk
 from reasonloop.server import create_app
-from reasonloop.server.ws_frames import CLIENT_FRAMES, SERVER_FRAMES
+from reasonloop.server.ws.frames import CLIENT_FRAMES, SERVER_FRAMES
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
 

@@ -73,7 +73,7 @@ async def test_a_failed_write_closes_the_outbox_quietly():
 
 
 async def test_the_fast_path_takes_only_the_websocket_endpoint(monkeypatch):
-    from reasonloop.server import ws as ws_module
+    from reasonloop.server.ws import session as ws_module
 
     served: list[str] = []
     passed: list[tuple[str, str]] = []
@@ -126,7 +126,7 @@ async def test_a_socket_lets_go_of_a_run_once_its_last_event_is_written():
     from reasonloop.runs.live import LiveRun
     from reasonloop.runs.models import RunRecord
     from reasonloop.runs.reading import RunFeed
-    from reasonloop.server.ws import _Session
+    from reasonloop.server.ws.session import _Session
 
     state = SimpleNamespace(settings=SimpleNamespace(server=SimpleNamespace(ws_max_frame_bytes=1 << 20)))
     socket = SlowSocket()
@@ -151,7 +151,7 @@ async def test_a_heartbeat_closes_a_socket_whose_writes_failed_and_stops_beating
 
     from starlette.websockets import WebSocketState
 
-    from reasonloop.server.ws import _Session
+    from reasonloop.server.ws.session import _Session
 
     class Socket(SlowSocket):
         client_state = WebSocketState.CONNECTED

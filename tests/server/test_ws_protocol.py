@@ -16,7 +16,7 @@ from websockets.uri import parse_uri
 
 from reasonloop.server import create_app
 from reasonloop.server.transport.ws_protocol import ReasonloopWebSocketProtocol, text_frame
-from reasonloop.server.ws import _Session
+from reasonloop.server.ws.session import _Session
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
 

@@ -8,7 +8,7 @@ import pytest
 
 from reasonloop.agents import Agent
 from reasonloop.errors import ConfigError
-from reasonloop.events import Answer, AnswerDelta, Citation, ErrorEvent, RunStarted, ToolCall, ToolResult
+from reasonloop.events import Answer, AnswerDelta, Citation, ErrorEvent, RunStarted, Searched, ToolCall, ToolResult
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.tools.agent_tool import AgentTool, agent_tools, tool_name_for
 from reasonloop.tools.base import RunScope, ToolContext, ToolOutput, tool
@@ -203,6 +203,25 @@ async def test_sub_agent_tool_calls_satisfy_require_tool_call(reasoning: str) ->
     ungrounded = researcher(["blue, I think"])
     result = await writer(ungrounded, [first, "Final Answer: It is blue."], settings, reasoning).run("q")
     assert result.stop_reason == "guard" and result.error["code"] == "agent.guard.tool_call_required"
+
+
+async def test_a_sub_agent_s_own_search_is_evidence_for_the_guard_but_no_tool_call() -> None:
+    class Docs:
+        async def search(self, query, top_k=10, filters=None):
+            from reasonloop.kb.base import Hit
+
+            return [Hit(chunk_id="k1", document_id="d", source="sky.md", text="The sky is blue.")]
+
+    searcher = Agent("qa", llm=ScriptedProvider(replies=["Blue [1]."]), kb=Docs(), name="researcher")
+    settings = {"require_tool_call": True}
+    events = await collect(writer(searcher, [call("run_agent", "p1", query="sky"), "It is blue [1]."], settings))
+    answer = events[-1]
+    assert isinstance(answer, Answer) and answer.stop_reason == "final" and answer.text == "It is blue [1]."
+    result = next(e for e in events if isinstance(e, ToolResult) and e.call_id == "p1")
+    assert result.error is None
+    # the parent made one tool call (run_agent); the sub-run searched once and called no tool
+    assert (answer.usage.tool_calls, answer.usage.searches) == (1, 0)
+    assert [(e.depth, e.query) for e in events if isinstance(e, Searched)] == [(1, "sky")]
 
 
 async def test_a_failing_sub_agent_is_an_observation_with_its_cause() -> None:

@@ -92,6 +92,11 @@ tools = ["stuck_lookup"]
 kb = false
 settings = {{ replan = false }}
 
+[agents.splitter]
+description = "Splits a question, with no documents to search"
+reasoning = "decompose"
+kb = false
+
 [agents.researcher]
 description = "Searches the documents"
 reasoning = "react"

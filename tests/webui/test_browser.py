@@ -14,6 +14,9 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
+from reasonloop.reasoning.strategies.react import ReActReasoning
+from reasonloop.reasoning.strategies.rewoo import ReWOOReasoning
+from reasonloop.registry import PluginInfo
 from tests.webui.harness import EXPECT_TIMEOUT_MS, Server, react_step, screenshot_dir
 
 expect.set_options(timeout=EXPECT_TIMEOUT_MS)
@@ -63,6 +66,15 @@ SCENARIOS = {
         ]
     },
     "q-stuck": {"replies": ["#E1 = stuck_lookup[gamma]", "The dictionary did not answer."]},
+    "q-unsearched": {"replies": ["1. who keeps the log?\n2. where does #1 keep it?\n3. since when?"]},
+    "q-split": {
+        "replies": [
+            "1. q-split who keeps the log?\n2. q-split where does #1 keep the log books?\n3. q-split zzzz qqqq?",
+            "the keeper [1]",
+            "in the harbour office [1]",
+            "The keeper keeps them in the harbour office [1].",
+        ]
+    },
     "q-writer": {
         "replies": [
             {"tool_calls": [{"name": "run_agent", "arguments": {"query": "q-sub: who keeps the log?"}}]},
@@ -160,7 +172,7 @@ def test_the_answer_streams_token_by_token_and_renders_markdown(page):
     expect(turn.locator(".answer strong")).to_have_text("every ship")
     expect(turn.locator(".answer button.cite")).to_have_text("[1]")
     usage = turn.locator(".usage").inner_text()
-    assert "1 model calls" in usage and "1 tool calls" in usage and "finished" in usage
+    assert "1 model calls" in usage and "0 tool calls" in usage and "1 searches" in usage and "finished" in usage
     shot(page, "chat-streamed-answer")
 
 
@@ -191,11 +203,49 @@ def test_a_rewoo_plan_shows_its_steps_running_in_parallel(page):
         "() => document.querySelectorAll('.turn:last-child .step[data-status=running]').length === 2", timeout=15_000
     )
     assert steps.nth(2).get_attribute("data-status") == "waiting"  # it needs #E1 and #E2 first
+    # drawn from the plan event: each step's id, tool, planned input and dependencies
+    expect(steps.locator(".step-id")).to_have_text(["#E1", "#E2", "#E3"])
+    expect(steps.locator(".tool")).to_have_text(["slow_lookup"] * 3)
+    expect(steps.locator(".planned")).to_have_text(["alpha", "beta", "#E1 and #E2"])
+    assert steps.nth(2).get_attribute("data-depends-on") == "E1 E2"
+    expect(turn.locator(".t-thought")).to_have_count(0)  # the plan's text is not drawn beside it
     shot(page, "chat-rewoo-parallel")
     wait_done(page)
     assert [steps.nth(i).get_attribute("data-status") for i in range(3)] == ["done", "done", "done"]
     expect(steps.nth(2).locator(".call-body pre").first).to_contain_text("alpha: found in the slow dictionary")
     expect(turn.locator(".answer")).to_have_text("Alpha and beta were both found.")
+
+
+def test_decompose_draws_its_sub_questions_as_a_plan_filled_in_by_its_searches(page):
+    choose(page, "reasoning:decompose")
+    ask(page, "q-split: who keeps the log, and where?")
+    turn = wait_done(page)
+    steps = turn.locator(".plan-steps .step")
+    expect(steps.locator(".step-id")).to_have_text(["#1", "#2", "#3"])
+    expect(steps.locator(".tool")).to_have_text(["search"] * 3)
+    expect(steps.nth(1).locator(".planned")).to_have_text("q-split where does #1 keep the log books?")
+    assert steps.nth(1).get_attribute("data-depends-on") == "1"
+    # each search fills its step: the query as searched (#1 filled in) and what it found
+    assert [steps.nth(i).get_attribute("data-status") for i in range(3)] == ["done", "done", "done"]
+    expect(steps.nth(1).locator(".call-body pre").first).to_contain_text("where does the keeper keep the log books")
+    steps.nth(0).locator(".observation summary").click()
+    expect(steps.nth(0).locator(".observation pre")).to_contain_text("lighthouse keeper logs every ship")
+    expect(turn.locator(".trace .call:not(.step)")).to_have_count(0)  # no search drawn as a tool call
+    expect(turn.locator(".t-thought").first).to_contain_text("the keeper")  # the sub-answers
+    usage = turn.locator(".usage").inner_text()
+    assert "0 tool calls" in usage and "3 searches" in usage
+    shot(page, "chat-decompose-plan")
+
+
+def test_a_planned_step_the_run_never_carried_out_is_shown_as_not_run(page):
+    choose(page, "agent:splitter")  # decompose with no documents: its sub-questions are never searched
+    ask(page, "q-unsearched: who keeps the log, and where?")
+    turn = wait_done(page)
+    steps = turn.locator(".plan-steps .step")
+    expect(steps).to_have_count(3)
+    assert [steps.nth(i).get_attribute("data-status") for i in range(3)] == ["skipped"] * 3
+    expect(steps.locator(".badge")).to_have_text(["not run"] * 3)
+    assert "0 searches" in turn.locator(".usage").inner_text()
 
 
 def test_a_tool_call_that_times_out_is_shown_as_timed_out(page):
@@ -381,7 +431,7 @@ def test_a_nested_settings_object_is_a_group_sent_nested_with_its_422_at_its_fie
     expect(group.locator("legend")).to_have_text("Retrieval")
     field = group.locator("[id='setting-retrieval.multi_query']")
     assert field.get_attribute("max") == "5"  # the nested schema's bound
-    assert group.locator("[id='setting-retrieval.rerank'] option").all_inner_texts() == ["—", "true", "false"]
+    assert group.locator("[id='setting-retrieval.rerank'] option").all_inner_texts() == ["—", "on", "off"]
     page.evaluate("() => document.getElementById('setting-retrieval.multi_query').removeAttribute('max')")
     field.fill("9")
     turns_before = page.locator("#turns .turn").count()
@@ -393,6 +443,45 @@ def test_a_nested_settings_object_is_a_group_sent_nested_with_its_422_at_its_fie
     assert page.locator("#turns .turn").count() == turns_before
     shot(page, "settings-nested")
     page.click("#settings-reset")
+
+
+def test_settings_have_labels_descriptions_and_readable_defaults(page):
+    choose(page, "reasoning:react")
+    schema = ReActReasoning.Settings.model_json_schema()["properties"]
+    names = page.locator("#settings-form .field .name").all_inner_texts()
+    assert names == [field["title"] for field in schema.values()]  # "Time limit (s)", not "Timeout S"
+    rounds = page.locator(".field[data-field=max_rounds]")
+    expect(rounds.locator(".hint")).to_contain_text(schema["max_rounds"]["description"])
+    expect(rounds.locator(".default")).to_have_text("default: 6")
+    expect(page.locator(".field[data-field=timeout_s] .default")).to_have_text("default: none")
+    expect(page.locator(".field[data-field=require_tool_call] .default")).to_have_text("default: off")
+    assert "null" not in page.locator("#settings-form").inner_text()
+    expect(page.locator("#strategy-desc")).to_have_text(PluginInfo.declared("reasoning", "react").description)
+
+
+def test_strategies_and_settings_are_in_chinese_in_the_chinese_interface(browser, server):
+    context = browser.new_context(locale="zh-CN", viewport={"width": 1280, "height": 1400})
+    page = context.new_page()
+    page.goto(server.url)
+    qa = PluginInfo.declared("reasoning", "qa").translations["zh"]
+    expect(page.locator("#strategy option[value='reasoning:qa']")).to_have_text(f"{qa.name} (qa)")
+    page.select_option("#strategy", "reasoning:qa")
+    expect(page.locator("#strategy-desc")).to_have_text(qa.description)
+    group = page.locator("fieldset[data-group=retrieval]")
+    expect(group.locator("legend")).to_have_text("检索")
+    assert group.locator("[id='setting-retrieval.rerank'] option").all_inner_texts() == ["—", "开", "关"]
+    expect(page.locator(".field[data-field='retrieval.rerank_candidates'] .default")).to_have_text("默认：无")
+    page.select_option("#strategy", "reasoning:rewoo")
+    schema = ReWOOReasoning.Settings.model_json_schema()["properties"]
+    in_chinese = [field["x-translations"]["zh"] for field in schema.values()]
+    assert page.locator("#settings-form .field .name").all_inner_texts() == [z["title"] for z in in_chinese]
+    hints = page.locator("#settings-form .field .hint").all_inner_texts()
+    assert [h.splitlines()[0] for h in hints] == [z["description"] for z in in_chinese]
+    shot(page, "settings-chinese")
+    page.select_option("#lang", "en")  # the open form and the picker change language at once
+    expect(page.locator("#strategy option[value='reasoning:qa']")).to_have_text("Retrieval QA (qa)")
+    expect(page.locator(".field[data-field=max_rounds] .name")).to_have_text(schema["max_rounds"]["title"])
+    context.close()
 
 
 def test_hostile_content_renders_as_text_under_a_policy_without_inline_script(page, server):

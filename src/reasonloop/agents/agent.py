@@ -66,7 +66,7 @@ class Agent(AgentRuns):
     """Answers questions with one strategy over a set of LLMs, tools and knowledge sources.
 
     Args:
-        reasoning: Strategy id (``qa``, ``decompose``, ``react``, ``toolcall``, ``rewoo`` or a
+        reasoning: Strategy id (``qa``, ``decompose``, ``react``, ``toolcall``, ``rewoo``, ``ircot`` or a
             plugin's) or a :class:`Reasoning` subclass; by default
             :data:`~reasonloop.defaults.DEFAULT_REASONING` (``qa``), as on every other surface.
             ``qa`` calls no tools: give a tool-using strategy (``react``, ``toolcall``, ``rewoo``)

@@ -102,8 +102,10 @@ class TraceRenderer:
             Answer,
             AnswerDelta,
             ErrorEvent,
+            Plan,
             Progress,
             RunStarted,
+            Searched,
             Thought,
             ToolCall,
             ToolResult,
@@ -120,15 +122,24 @@ class TraceRenderer:
         elif isinstance(event, Progress):
             console.print(f"{indent}[dim italic]… {escape(event.message)}[/]")
         elif isinstance(event, Thought):
+            if event.plan_text:  # the plan's text: its Plan event shows it
+                return
             if self.streamed and event.text.strip() == self.partial.strip():
                 # The streamed text was reasoning before tool calls: already shown, not the answer.
                 self._end_stream()
                 self.streamed.clear()
                 return
             console.print(f"{indent}[magenta]Thought:[/] {escape(event.text)}")
+        elif isinstance(event, Plan):
+            console.print(f"{indent}[magenta]Plan:[/]" + (f" (attempt {event.attempt})" if event.attempt > 1 else ""))
+            for step in event.steps:
+                console.print(f"{indent}  {escape(_one_line(step.line()))}")
         elif isinstance(event, ToolCall):
             args = json.dumps(event.input, ensure_ascii=False)
             console.print(f"{indent}[cyan]→ {escape(event.tool)}[/] {escape(args)}")
+        elif isinstance(event, Searched):
+            found = f"{event.hits} passage{'' if event.hits == 1 else 's'}"
+            console.print(f"{indent}[cyan]⌕ search[/] {escape(_one_line(event.query))} [dim]→ {found}[/]")
         elif isinstance(event, ToolResult):
             if event.error:
                 console.print(
@@ -175,7 +186,8 @@ class TraceRenderer:
         if self.show_usage:
             console.print(
                 f"[dim]{u.llm_calls} LLM calls · {u.prompt_tokens}+{u.completion_tokens} tokens · "
-                f"{u.tool_calls} tool calls · {stop_reason} · {time.monotonic() - self.started:.1f}s[/]"
+                f"{u.tool_calls} tool calls · {u.searches} searches · {stop_reason} · "
+                f"{time.monotonic() - self.started:.1f}s[/]"
             )
 
     def stopped(self) -> None:
@@ -305,7 +317,7 @@ async def consume(
 
 
 ReasoningOpt = Annotated[
-    str, typer.Option("--reasoning", "-r", help="Strategy id: qa, decompose, react, toolcall, rewoo, ...")
+    str, typer.Option("--reasoning", "-r", help="Strategy id: qa, decompose, react, toolcall, rewoo, ircot, ...")
 ]
 LLMOpt = Annotated[
     str | None, typer.Option("--llm", help="provider:model, e.g. openai:gpt-4o-mini or scripted:replies.json")

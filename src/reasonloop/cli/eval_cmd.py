@@ -105,8 +105,8 @@ def retrieval(
     async def run() -> Any:
         embedder = None
         if vector_cache is not None:
-            from reasonloop.kb.cache import CachedEmbedder
-            from reasonloop.kb.embedding import create_embedder
+            from reasonloop.kb.embedding.cache import CachedEmbedder
+            from reasonloop.kb.embedding.embedders import create_embedder
 
             embedder = CachedEmbedder(
                 create_embedder(state.settings.kb.embedder, options.get("embedder")), vector_cache

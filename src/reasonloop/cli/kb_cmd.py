@@ -20,7 +20,7 @@ from reasonloop.errors import ConfigError
 # it: the command line starts without them (benchmarks/startup.py).
 if TYPE_CHECKING:
     from reasonloop.kb.base import Filter, IngestProgress
-    from reasonloop.kb.hybrid import SearchMode
+    from reasonloop.kb.retrieval.hybrid import SearchMode
 
 kb_app = typer.Typer(name="kb", help="Inspect and manage the knowledge base.", no_args_is_help=True)
 app.add_typer(kb_app, name="kb")

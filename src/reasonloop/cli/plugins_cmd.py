@@ -59,7 +59,7 @@ def plugins(
     console.print(table)
 
 
-E5_TARGET = "reasonloop.kb.e5_embedder:E5Embedder"
+E5_TARGET = "reasonloop.kb.embedding.e5_embedder:E5Embedder"
 
 
 def _e5_engine() -> str:

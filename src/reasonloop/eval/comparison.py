@@ -39,7 +39,11 @@ __all__ = [
 
 
 def _usage(name: str) -> Callable[[dict[str, Any]], float | None]:
-    return lambda row: float(row["usage"][name]) if "usage" in row else None
+    def value(row: dict[str, Any]) -> float | None:
+        counted = row.get("usage", {}).get(name)  # rows of older runs have no searches
+        return None if counted is None else float(counted)
+
+    return value
 
 
 def _scaled(name: str, factor: float) -> Callable[[dict[str, Any]], float | None]:
@@ -61,6 +65,7 @@ FIGURES: dict[str, tuple[str, Callable[[dict[str, Any]], float | None]]] = {
     "prompt_tokens": ("prompt tok", _usage("prompt_tokens")),
     "completion_tokens": ("compl. tok", _usage("completion_tokens")),
     "tool_calls": ("tool calls", _usage("tool_calls")),
+    "searches": ("searches", _usage("searches")),
     "seconds": ("s/question", _scaled("seconds", 1)),
 }
 """Figure key -> (its column name, the per-question value of a scored row; None: not counted)."""

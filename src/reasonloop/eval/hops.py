@@ -136,7 +136,7 @@ class HopRecall:
     every: int = 0
     """Questions whose every hop document was retrieved."""
     usage: dict[str, float] = field(default_factory=dict)
-    """Model calls, prompt and completion tokens and tool calls per question, over the same questions."""
+    """Model calls, prompt and completion tokens, tool calls and searches per question, over the same questions."""
 
     def share(self, name: str) -> float | None:
         return getattr(self, name) / self.questions if self.questions else None
@@ -172,10 +172,12 @@ def hop_recall(strategy: str, rows: Sequence[Mapping[str, Any]], hops: Mapping[s
 
 def hop_table(scores: Sequence[HopRecall]) -> str:
     """A Markdown table: per strategy, the share of questions with each hop's document retrieved,
-    and model calls, tokens (prompt + completion) and tool calls per question."""
+    and model calls, tokens (prompt + completion), tool calls and the searches a strategy made itself
+    (qa's, decompose's: no tool calls) per question."""
     lines = [
-        "| strategy | questions | 1st hop found | 2nd hop found | all hops found | model calls | tokens | tool calls |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| strategy | questions | 1st hop found | 2nd hop found | all hops found | model calls | tokens | tool calls "
+        "| searches |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in scores:
         cells = [s.strategy, str(s.questions)]
@@ -183,6 +185,7 @@ def hop_table(scores: Sequence[HopRecall]) -> str:
         u = s.usage
         tokens = u.get("prompt_tokens", 0.0) + u.get("completion_tokens", 0.0)
         cells += [f"{u.get('llm_calls', 0.0):.2f}", f"{tokens:.0f}", f"{u.get('tool_calls', 0.0):.2f}"]
+        cells.append(f"{u.get('searches', 0.0):.2f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

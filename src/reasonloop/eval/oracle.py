@@ -17,7 +17,10 @@ that needs an earlier hop's answer (the bridge entity) is written only once that
 passage the model was shown; a model that never saw it stops and says the passages do not say.
 Decomposition splits the question into the hops' sub-questions (``#1`` for the first one's
 answer) and answers each from its own evidence; a ReWOO plan has one step per hop, ``#E1``
-standing for the first step's result. It never answers from a gold answer it was not shown.
+standing for the first step's result. IRCoT's chain states one hop per sentence: the sentence of a
+shown passage that holds the hop's answer (the bridge entity, which the strategy then searches), or,
+when no shown passage holds it, the hop's search as a sentence; it concludes ``So the answer is:``
+once the answer is in a passage it was shown. It never answers from a gold answer it was not shown.
 """
 
 from __future__ import annotations
@@ -87,6 +90,80 @@ def _next_query(hops: Sequence[Hop], shown: str, issued: Sequence[str]) -> str |
             continue
         return None if " ".join(query.split()).lower() in issued else query
     return None
+
+
+_IRCOT_SECTIONS = re.compile(
+    r"(?:Reasoning so far:|已有推理：)\n(?P<reasoning>.*?)\n\n(?:Passages:|段落：)\n(?P<passages>.*?)"
+    r"\n\n(?:Reply with the next sentence only\.|只回复下一句话。)\s*\Z",
+    re.S,
+)
+_NO_REASONING = ("(none yet)", "（暂无）")
+_CITED = re.compile(r"\[\d+\]\.?$")
+_HEADER = re.compile(r"(?:^|\n\n)\[(\d+)\] [^\n]*\n")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+_WORD = re.compile(r"\w{3,}")
+
+
+def _ircot_view(text: str) -> tuple[list[str], list[tuple[int, str]]] | None:
+    """The sentences written so far and the numbered passages of an IRCoT step's request (None when
+    the request is not one)."""
+    m = _IRCOT_SECTIONS.search(text)
+    if m is None:
+        return None
+    written = [line for line in m.group("reasoning").splitlines() if line.strip() not in ("", *_NO_REASONING)]
+    blocks = m.group("passages")
+    heads = list(_HEADER.finditer(blocks))
+    passages = [
+        (int(h.group(1)), blocks[h.end() : heads[i + 1].start() if i + 1 < len(heads) else len(blocks)])
+        for i, h in enumerate(heads)
+    ]
+    return written, passages
+
+
+def _fact(passages: Sequence[tuple[int, str]], fact: str, about: str) -> str | None:
+    """The sentence of a shown passage that holds ``fact`` and shares the most words with ``about``
+    (the hop's search: "Hans Edler was from Sweden", not any sentence naming Sweden), cited; None
+    when no shown sentence holds it."""
+    words = set(_WORD.findall(about.lower()))
+    found = [
+        (len(words & set(_WORD.findall(sentence.lower()))), -rank, -k, number, sentence.strip())
+        for rank, (number, body) in enumerate(passages)
+        for k, sentence in enumerate(_SENTENCE_END.split(body.strip()))
+        if contains_answer(sentence, [fact])
+    ]
+    if not found:
+        return None
+    *_, number, sentence = max(found)
+    return f"{sentence.rstrip('.')} [{number}]."
+
+
+def _ircot_sentence(question: str, chain: Sequence[Hop], answer: str, text: str) -> str:
+    """The next sentence of an ideal IRCoT chain: the answer once a shown passage holds it; else the
+    next hop's fact from a shown passage; else the next hop's search; ``So the answer is:`` that the
+    passages do not say when the model cannot write the next step."""
+    view = _ircot_view(text)
+    if answer != DONT_KNOW or not chain or view is None:
+        return f"So the answer is: {answer}"
+    written, passages = view
+    said = " ".join(w for w in written if _CITED.search(w))  # the facts stated, not the searches asked
+    shown = said + "\n" + "\n".join(body for _, body in passages)
+    searched = {" ".join(q.split()).lower() for q in (question, *written)}
+    for k, hop in enumerate(chain):
+        needs = [chain[int(n) - 1].answer for n in _REF.findall(hop.query)]
+        if any(not a or not contains_answer(shown, [a]) for a in needs):
+            break  # a bridge the model has not seen: it cannot write the step
+        if k < len(chain) - 1:  # the last hop's fact is the answer, which no shown passage holds
+            fact = hop.answer or _fill(hop.query, chain)  # a lookup hop states what it looked up
+            if contains_answer(said, [fact]):
+                continue
+            sentence = _fact(passages, fact, _fill(hop.query, chain))
+            if sentence is not None:
+                return sentence
+        search = _fill(_subquestion(hop), chain)
+        if " ".join(search.split()).lower() in searched:
+            break  # searched already, and still not found
+        return search
+    return f"So the answer is: {DONT_KNOW}"
 
 
 def _subquestion(hop: Hop) -> str:
@@ -186,6 +263,8 @@ def ideal_model(items: Sequence[QAItem], hops: Mapping[str, Sequence[Hop]] | Non
                 text = json.dumps({"query": query}, ensure_ascii=False)
                 return f"Thought: I need to search the documents.\nAction: docsearch\nAction Input: {text}"
             return f"Thought: The passages answer it, or nothing more can be searched.\nFinal Answer: {answer}"
+        if "So the answer is:" in system or "所以答案是" in system:  # IRCoT's next sentence
+            return _ircot_sentence(item.question, chain, answer, messages[-1].content)
         if "#E<n>" in system or "#E1 =" in system:  # ReWOO planner
             if not chain:
                 return f"Plan: Search the documents for the question.\n#E1 = docsearch[{item.question}]"

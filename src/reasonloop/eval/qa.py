@@ -2,7 +2,8 @@
 
 For each strategy and question, an :class:`~reasonloop.agents.agent.Agent` answers over the
 set's own knowledge base and its event stream is read for: the answer and its citations, every
-passage the run retrieved (the ``ToolResult`` citations), its usage and its wall time. Each
+passage the run retrieved (the citations of its ``ToolResult`` and ``Searched`` events), its usage
+(tool calls and the searches the strategy made itself apart) and its wall time. Each
 finished question is one line in the results folder (:class:`~reasonloop.eval.results.ResultStore`),
 so an interrupted evaluation resumes and a finished one is never recomputed. A question whose
 run fails is recorded as an error and the evaluation goes on.
@@ -34,7 +35,7 @@ from reasonloop.eval.metrics import contains_answer, mean, percentile, strip_cit
 from reasonloop.eval.outcomes import is_yes_no, outcome, wrong_share, yes_no_of
 from reasonloop.eval.results import ResultStore
 from reasonloop.eval.scoring import rescore, row_outcome
-from reasonloop.events import Answer, ErrorEvent, RunStarted, ToolCall, ToolResult
+from reasonloop.events import Answer, ErrorEvent, RunStarted, Searched, ToolCall, ToolResult
 from reasonloop.kb.base import Hit
 from reasonloop.llm.base import LLM
 from reasonloop.llm.sampling import Sampling
@@ -138,6 +139,8 @@ class StrategyScore:
     prompt_tokens: float = 0.0
     completion_tokens: float = 0.0
     tool_calls: float = 0.0
+    searches: float = 0.0
+    """Searches the strategy made itself, outside a tool round (qa's, decompose's): no tool calls."""
     seconds: float = 0.0
     p50_s: float = 0.0
     p95_s: float = 0.0
@@ -220,8 +223,8 @@ def summarize(strategy: str, rows: list[dict[str, Any]], failed: list[dict[str, 
     score.f1 = 100 * (_optional_mean([r.get("f1") for r in rows]) or 0.0)
     score.evidence_recall = _optional_mean([r.get("evidence_recall") for r in rows])
     score.citation_precision = _optional_mean([r.get("citation_precision") for r in rows])
-    for name in ("llm_calls", "prompt_tokens", "completion_tokens", "tool_calls"):
-        setattr(score, name, mean(r["usage"][name] for r in rows))
+    for name in ("llm_calls", "prompt_tokens", "completion_tokens", "tool_calls", "searches"):
+        setattr(score, name, mean(r["usage"].get(name, 0) for r in rows))  # rows of older runs have no searches
     score.seconds = mean(times)
     score.p50_s, score.p95_s = percentile(times, 50), percentile(times, 95)
     score.intervals = figure_intervals(rows)
@@ -284,7 +287,7 @@ async def _one(
             ran, run_id = event.ran, event.run_id
         elif isinstance(event, ToolCall):
             tool_calls.append(event.tool)
-        elif isinstance(event, ToolResult):
+        elif isinstance(event, ToolResult | Searched):
             retrieved.extend(c.document_id or "" for c in event.citations)
             sources.extend(c.source for c in event.citations if c.source)
         elif isinstance(event, Answer):
@@ -335,6 +338,7 @@ async def _one(
             "prompt_tokens": answer.usage.prompt_tokens,
             "completion_tokens": answer.usage.completion_tokens,
             "tool_calls": answer.usage.tool_calls,
+            "searches": answer.usage.searches,
         },
         tools=tool_calls,
         retrieved=retrieved_ids[:20],

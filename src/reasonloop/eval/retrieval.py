@@ -34,7 +34,7 @@ from reasonloop.errors import ConfigError
 from reasonloop.eval.datasets import RetrievalSet
 from reasonloop.eval.metrics import mean, mrr, ndcg_at_k, percentile, recall_at_k
 from reasonloop.kb.base import Hit, IngestProgress
-from reasonloop.kb.embedding import Embedder
+from reasonloop.kb.embedding.embedders import Embedder
 from reasonloop.kb.knowledge_base import KnowledgeBase
 
 __all__ = ["MODES", "RetrievalReport", "build_index", "evaluate_retrieval", "rank_queries", "score_rankings"]

@@ -12,18 +12,18 @@ from typing import TYPE_CHECKING, Any
 import reasonloop._native_threads  # noqa: F401
 
 if TYPE_CHECKING:
-    from reasonloop.kb.cache import CachedEmbedder
-    from reasonloop.kb.embedding import Embedder
-    from reasonloop.kb.ingest import Record
+    from reasonloop.kb.embedding.cache import CachedEmbedder
+    from reasonloop.kb.embedding.embedders import Embedder
+    from reasonloop.kb.ingest.records import Record
     from reasonloop.kb.knowledge_base import KnowledgeBase
 
 __all__ = ["CachedEmbedder", "Embedder", "KnowledgeBase", "Record"]
 
 _LAZY = {
     "KnowledgeBase": "reasonloop.kb.knowledge_base",
-    "Record": "reasonloop.kb.ingest",
-    "Embedder": "reasonloop.kb.embedding",
-    "CachedEmbedder": "reasonloop.kb.cache",
+    "Record": "reasonloop.kb.ingest.records",
+    "Embedder": "reasonloop.kb.embedding.embedders",
+    "CachedEmbedder": "reasonloop.kb.embedding.cache",
 }
 
 

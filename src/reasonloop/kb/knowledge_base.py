@@ -20,14 +20,15 @@ from typing import TYPE_CHECKING, Any
 from reasonloop.config import Settings, load_settings
 from reasonloop.errors import DocumentNotFound, KBError
 from reasonloop.kb.base import Filter, Hit, IngestReport, KBStats
-from reasonloop.kb.embedding import Embedder, create_embedder
-from reasonloop.kb.hybrid import HybridRetriever, Reranker, SearchMode
-from reasonloop.kb.local_index import LocalIndex, ProgressFn
-from reasonloop.kb.store import ChunkRow, DocumentRow
+from reasonloop.kb.embedding.embedders import Embedder, create_embedder
+from reasonloop.kb.indexes.catalog import ProgressFn
+from reasonloop.kb.indexes.local import LocalIndex
+from reasonloop.kb.retrieval.hybrid import HybridRetriever, Reranker, SearchMode
+from reasonloop.kb.storage.store import ChunkRow, DocumentRow
 from reasonloop.registry import Registry, resolve
 
 if TYPE_CHECKING:
-    from reasonloop.kb.ingest import Record
+    from reasonloop.kb.ingest.records import Record
 
 __all__ = ["KnowledgeBase", "as_filters"]
 
@@ -68,7 +69,7 @@ class KnowledgeBase:
             path: Index directory; default ``settings.kb.path`` (``.reasonloop`` in the working directory).
             settings: Effective settings; default :func:`~reasonloop.config.load_settings`.
             embedder: Embedder to use instead of ``settings.kb.embedder`` (e.g. a
-                :class:`~reasonloop.kb.cache.CachedEmbedder`).
+                :class:`~reasonloop.kb.embedding.cache.CachedEmbedder`).
             registry: Plugin registry for the index and embedder ids.
 
         Raises:
@@ -148,7 +149,7 @@ class KnowledgeBase:
             per_document: Return the best chunk of each of the ``top_k`` best documents instead
                 (document-level ranking, as retrieval benchmarks score it): each retriever's
                 chunks are folded into documents before fusion
-                (:meth:`~reasonloop.kb.hybrid.HybridRetriever.search_documents`).
+                (:meth:`~reasonloop.kb.retrieval.hybrid.HybridRetriever.search_documents`).
 
         Raises:
             ConfigError: ``rerank=True`` with no reranker configured, or bad ``candidates``.

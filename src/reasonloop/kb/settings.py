@@ -56,7 +56,7 @@ class RetrieverSettings(BaseModel):
     mode: Literal["hybrid", "dense", "lexical"] = "hybrid"
     top_k: int = Field(default=10, ge=1)
     fusion: Literal["zscore", "minmax", "rrf"] = "zscore"
-    """How hybrid search fuses dense and BM25 results (see :mod:`reasonloop.kb.hybrid`)."""
+    """How hybrid search fuses dense and BM25 results (see :mod:`reasonloop.kb.retrieval.hybrid`)."""
     rrf_k: float = Field(default=60.0, gt=0)
     dense_weight: float = Field(default=1.0, ge=0)
     lexical_weight: float = Field(default=1.0, ge=0)

@@ -29,6 +29,7 @@ from reasonloop.errors import ConfigError
 from reasonloop.events import Answer, Citation, Event, Step, StopReason, Usage
 from reasonloop.kb.base import Retriever
 from reasonloop.llm.base import LLM, Message
+from reasonloop.plugin_table import field_text
 from reasonloop.registry import PluginInfo
 from reasonloop.tools.base import RunScope, Tool, ToolContext
 
@@ -46,8 +47,14 @@ class ReasoningSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_evidence_tokens: int = Field(default=1500, ge=50)
-    """Token budget of the evidence (or of one tool observation) shown to the model."""
+    max_evidence_tokens: int = Field(
+        default=1500,
+        ge=50,
+        **field_text(
+            en=("Evidence tokens", "Most tokens of evidence (or of one tool result) shown to the model."),
+            zh=("证据词元上限", "给模型看的证据（或单次工具结果）最多的词元数。"),
+        ),
+    )
 
 
 class Budget(BaseModel):
@@ -55,21 +62,53 @@ class Budget(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_rounds: int = Field(default=6, ge=1)
-    """LLM reasoning rounds (one model turn that may call tools)."""
-    max_tool_calls: int = Field(default=10, ge=0)
-    """Tool calls executed; calls beyond it are not run and the model is told so."""
-    max_tokens: int | None = Field(default=None, ge=1)
-    """Prompt plus completion tokens over all LLM calls of the run."""
-    timeout_s: float | None = Field(default=None, gt=0)
-    """Wall time of the whole run before the forced answer."""
+    max_rounds: int = Field(
+        default=6,
+        ge=1,
+        **field_text(
+            en=("Reasoning rounds", "Most model turns (each may call tools) before a last one must answer."),
+            zh=("推理轮数上限", "最多的模型轮次（每轮可调用工具），用完后由最后一次调用作答。"),
+        ),
+    )
+    max_tool_calls: int = Field(
+        default=10,
+        ge=0,
+        **field_text(
+            en=("Tool calls", "Most tool calls run; calls beyond it are not run and the model is told so."),
+            zh=("工具调用上限", "最多执行的工具调用次数；超出的调用不执行，并告知模型。"),
+        ),
+    )
+    max_tokens: int | None = Field(
+        default=None,
+        ge=1,
+        **field_text(
+            en=("Token budget", "Prompt plus completion tokens over all model calls of the run; empty: no limit."),
+            zh=("词元预算", "本次运行所有模型调用的提示与生成词元总数；留空表示不限。"),
+        ),
+    )
+    timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        **field_text(
+            en=("Time limit (s)", "Seconds the whole run may take before it must answer; empty: no limit."),
+            zh=("时间上限（秒）", "整个运行在必须作答前可用的秒数；留空表示不限。"),
+        ),
+    )
 
 
 class LoopSettings(ReasoningSettings, Budget):
     """Settings of strategies that loop over tools: the budget plus the tool-call guard."""
 
-    require_tool_call: bool = False
-    """Replace an answer given without any real tool call by a guard error."""
+    require_tool_call: bool = Field(
+        default=False,
+        **field_text(
+            en=(
+                "Require a tool call",
+                "Refuse an answer given without any real tool call: the run ends with a guard error.",
+            ),
+            zh=("必须调用工具", "拒绝未经任何真实工具调用给出的回答：运行以守卫错误结束。"),
+        ),
+    )
 
     def budget(self) -> Budget:
         """The budget part of these settings (they are a :class:`Budget`; validated once, read-only here)."""
@@ -118,8 +157,9 @@ class RunContext:
     usage: Usage = field(default_factory=Usage)
     error: dict[str, Any] | None = None
     real_tool_calls: int = 0
-    """Real tool calls made for this run, those of sub-agents included (what ``require_tool_call``
-    counts); the one counter of them, kept by :func:`~reasonloop.reasoning.steps.toolexec.tally`."""
+    """Real tool calls made for this run, with those (and the searches) of the sub-agents it called:
+    the evidence gathered, what ``require_tool_call`` counts. The one counter of them, kept by
+    :func:`~reasonloop.reasoning.steps.toolexec.tally`."""
     pending: list[Event] = field(default_factory=list)
     """Nested events emitted by tools, waiting to be yielded into the run's stream."""
     _wake: asyncio.Event | None = field(default=None, repr=False)
@@ -147,10 +187,9 @@ class RunContext:
         return ToolContext(self.run_id, call_id, self.depth, self.emit, self.services, self.usage, self.scope)
 
     def searched(self) -> None:
-        """Count a knowledge-base search the strategy made itself, without a tool round (qa's
-        and decompose's docsearch): it is a tool call like any other in the run's usage."""
-        self.usage.tool_calls += 1
-        self.real_tool_calls += 1
+        """Count a knowledge-base search the strategy made itself, without a tool round (qa's, a
+        decompose sub-question's): in the run's usage as a search, not as a tool call."""
+        self.usage.searches += 1
 
 
 class Reasoning(ABC):

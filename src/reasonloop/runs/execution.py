@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from reasonloop.errors import RunStoreUnavailable
-from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, Resumed, RunStarted, Usage
+from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, Resumed, RunStarted, Usage, number
 from reasonloop.runs.live import LiveRun
 from reasonloop.runs.models import RunRecord, RunRequest, answer_status, conversation_turn, is_terminal_event
 from reasonloop.runs.recording.progress import RunRecording
@@ -164,7 +164,8 @@ class RunDriver:
             self.emit(run, RunStarted(reasoning=record.reasoning, question=record.question))
         if event.depth == 0:
             event.run_id = record.run_id
-        event.seq = run.emitted = run.emitted + 1
+        run.emitted += 1
+        number(event, run.emitted)
         if isinstance(event, AnswerDelta) and event.depth == 0:
             run.parts.append(event.text)
         self.recorder.add(run.recording, event, event.to_json())
@@ -230,7 +231,8 @@ class RunDriver:
             for name, value in ended_fields(events[-1], events).items():
                 setattr(record, name, value)
             return
-        event.run_id, event.seq = record.run_id, live.last_seq + 1
+        event.run_id = record.run_id
+        number(event, live.last_seq + 1)
         record.last_seq = run.emitted = event.seq
         record.status, record.stop_reason, record.ended_at = "failed", "error", time.time()
         record.content = "".join(live.delivered)

@@ -40,7 +40,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from reasonloop.config import RunsSettings
@@ -59,6 +59,7 @@ from reasonloop.runs.models import RunRecord, RunRequest, new_id, result_from_ev
 from reasonloop.runs.reading import RunFeed
 from reasonloop.runs.recording.journal import Journal
 from reasonloop.runs.recording.recorder import EventRecorder
+from reasonloop.runs.records import Records
 from reasonloop.runs.replay import REQUEST_KEY, StepJournal
 from reasonloop.runs.resume import Resume, resumed
 from reasonloop.runs.stores.protocol import RunStore, features_of, together
@@ -91,6 +92,8 @@ class RunManager:
         self.settings = settings or RunsSettings()
         self.instance = instance or new_instance_id()
         self.observers: list[Observer] = []
+        self.records = Records(store)
+        """A tenant's runs, conversations and feedback, for surfaces (they never reach the store)."""
         self._executing: dict[str, Execution] = {}
         self._turns = ConversationTurns(store, self.settings.stop_wait_s)
         self._slots = asyncio.Semaphore(self.settings.max_concurrent)
@@ -183,6 +186,22 @@ class RunManager:
             self._waiting -= 1
             await self._driver.finish_stopped(run)
             run.live.end()
+
+    async def check_ready(self) -> None:
+        """Whether runs can start: the store answers a read and takes a write (a store that answers
+        reads may refuse writes).
+
+        Raises:
+            RunStoreUnavailable: it does not (or another failure of the store, as it raised it).
+        """
+        await self.store.get_run("readyz-probe")
+        await self.store.heartbeat(self.instance)
+
+    def rate_buckets(self) -> Callable[[str, float, int], Awaitable[float]] | None:
+        """Takes a token from a rate bucket every process using the store shares (``await
+        take(key, rate, burst)``, see :class:`~reasonloop.runs.stores.protocol.StoreFeatures`);
+        None when the store keeps none."""
+        return self.store.take_token if features_of(self.store).rate_buckets else None  # type: ignore[attr-defined]
 
     # -- starting ---------------------------------------------------------------------------------
     def active_counts(self) -> dict[str, int]:

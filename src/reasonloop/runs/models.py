@@ -23,6 +23,7 @@ from reasonloop.events import (
     RunMeta,
     RunResult,
     RunStarted,
+    Searched,
     Step,
     ToolCall,
     ToolResult,
@@ -232,6 +233,8 @@ def result_from_events(record: RunRecord, events: list[Event]) -> RunResult:
             if event.call_id not in calls:
                 steps.append(step)
             step.observation, step.error = event.output, event.error
+        elif isinstance(event, Searched):
+            steps.append(Step(action="docsearch", action_input=event.request(), observation=event.evidence))
         elif isinstance(event, Answer):
             answer = event
         elif isinstance(event, ErrorEvent):

@@ -109,7 +109,8 @@ class RunFeed:
     async def _stored(self) -> AsyncIterator[Delivery]:
         assert self.stored is not None
         async for event in self.stored:
-            yield Delivery(event.seq, event.type, event.to_json(), is_terminal_event(event))
+            terminal = event.final = is_terminal_event(event)  # an event stored before event schema 2 lacks it
+            yield Delivery(event.seq, event.type, event.to_json(), terminal)
 
     async def events(self) -> AsyncIterator[Event]:
         """The events, decoded."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from reasonloop.events import Answer, ErrorEvent, Event
+from reasonloop.events import Answer, ErrorEvent, Event, number
 from reasonloop.runs.models import RunRecord, answer_status, conversation_turn, is_terminal_event, partial_content
 from reasonloop.runs.stores.protocol import RunStore
 
@@ -82,7 +82,7 @@ async def _recover(store: RunStore, record: RunRecord, resume: Resume | None) ->
         return False
     content = partial_content(events)
     last = events[-1].seq if events else record.last_seq
-    final = Answer(run_id=record.run_id, seq=last + 1, text=content, stop_reason="interrupted")
+    final = number(Answer(run_id=record.run_id, text=content, stop_reason="interrupted"), last + 1)
     try:
         await store.append_event(record.run_id, final)
     except ValueError:  # another instance recovered it first

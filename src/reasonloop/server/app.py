@@ -19,7 +19,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from reasonloop import __version__, telemetry
@@ -28,25 +28,18 @@ from reasonloop.config import Settings, load_settings
 from reasonloop.registry import Registry
 from reasonloop.runs.manager import RunManager, Runner
 from reasonloop.runs.stores import RunStore, open_store
-from reasonloop.server import (
-    catalog_routes,
-    conversation_routes,
-    document_routes,
-    kb_routes,
-    openai_routes,
-    pages_routes,
-    runs_routes,
-    ws,
-)
-from reasonloop.server.auth import Authenticator, auth_warning
-from reasonloop.server.cross_site import CrossSiteGuard
+from reasonloop.server.auth import auth_warning
 from reasonloop.server.deps import ServerState
-from reasonloop.server.docs_routes import install_docs
 from reasonloop.server.errors import install_error_handlers
-from reasonloop.server.kb_routes import KBProvider, UploadSizeGuard
+from reasonloop.server.gate import Gate
+from reasonloop.server.middleware import SiteGuard, UploadSizeGuard
+from reasonloop.server.routes import catalog, conversations, documents, health, kb, openai, pages, runs
+from reasonloop.server.tenancy import KBProvider
 from reasonloop.server.transport.outbox import Outbox
 from reasonloop.server.transport.unwrapped import UnwrappedSockets
-from reasonloop.server.webui import install_webui
+from reasonloop.server.web.api_docs import install_docs
+from reasonloop.server.web.ui import install_webui
+from reasonloop.server.ws import session
 
 __all__ = ["ReasonloopAPI", "create_app"]
 
@@ -59,10 +52,10 @@ class ReasonloopAPI(FastAPI):
     applies to a socket, and each layer would stay on the stack for the socket's whole life. The
     same endpoint is also routed, for paths under a ``root_path``."""
 
-    unwrapped = UnwrappedSockets(lambda socket, send: ws.serve_socket(socket, send))
+    unwrapped = UnwrappedSockets(lambda socket, send: session.serve_socket(socket, send))
 
     mcp: Any = None
-    """The MCP endpoint (:class:`~reasonloop.server.mcp_http.MCPEndpoint`), served the same way."""
+    """The MCP endpoint (:class:`~reasonloop.server.mcp.endpoint.MCPEndpoint`), served the same way."""
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if self.mcp is not None and self.mcp.takes(scope):
@@ -97,7 +90,7 @@ def create_app(
     resources = AgentResources()
     state = ServerState(
         settings=settings,
-        auth=Authenticator(settings.server),
+        gate=Gate(settings.server),
         registry=registry,
         read_agents=lambda: declared_agents(settings),
         new_outbox=Outbox,
@@ -111,7 +104,7 @@ def create_app(
         warning = auth_warning(settings.server)
         if warning:
             log.warning(warning)
-        registry.add_builtins()  # the catalogs list our own plugins even from a source tree
+        registry.add_builtins()  # the catalogs list our own plugins even from a bare registry
         run_store = store or open_store(settings, registry)
         await run_store.open()  # RunStoreUnavailable here stops start-up with the reason
         chosen = runner
@@ -123,14 +116,9 @@ def create_app(
         except BaseException:
             await run_store.close()
             raise
-        state.store, state.manager = run_store, manager
+        state.manager = manager
         state.models = getattr(chosen, "models", None)
-        if settings.runs.store == "redis":  # every instance draws from the same rate budgets
-            from reasonloop.runs.stores.redis.store import RedisRunStore
-            from reasonloop.server.rate_limit import RedisTokenBuckets
-
-            if isinstance(run_store, RedisRunStore):
-                state.auth.shared = RedisTokenBuckets(run_store.r, run_store.p).take
+        state.gate.rates.shared = manager.rate_buckets()  # where the store keeps them, every instance's budget
         state.metrics = _metrics(manager)
         # One tracing per process: this app turns it on (and off at its end) unless it is on already.
         own_tracing = telemetry.configure(settings) if telemetry.tracing is None else None
@@ -167,9 +155,11 @@ def create_app(
     )
     app.state.reasonloop = state
     if settings.mcp.http:
-        from reasonloop.server.mcp_http import MCPEndpoint
+        from reasonloop.server.mcp.endpoint import MCPEndpoint
 
         app.mcp = MCPEndpoint(settings.mcp.path)
+    # Outermost last: the site check first, then the upload limit (a refusal of either answers
+    # before any body is read), then CORS, whose headers every answer of the routes carries.
     if settings.server.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -178,22 +168,13 @@ def create_app(
             allow_headers=["*"],
             expose_headers=["X-Run-Id"],
         )
-    app.add_middleware(UploadSizeGuard, max_upload_bytes=settings.server.max_upload_bytes)
-    if not state.auth.enabled:  # with keys, the key decides (see reasonloop.server.cross_site)
-        app.add_middleware(CrossSiteGuard, allowed=settings.server.cors_origins, allowed_hosts=state.allowed_hosts)
+    upload_limit = kb.upload_body_limit(settings.server.max_upload_bytes)
+    app.add_middleware(UploadSizeGuard, path=kb.UPLOAD_PATH, limit=upload_limit)
+    if not state.gate.enabled:  # with keys, the key decides (see reasonloop.server.gate)
+        app.add_middleware(SiteGuard, gate=state.gate)
     install_error_handlers(app)
-    for module in (
-        runs_routes,
-        catalog_routes,
-        kb_routes,
-        document_routes,
-        pages_routes,
-        conversation_routes,
-        openai_routes,
-        ws,
-    ):
+    for module in (runs, catalog, kb, documents, pages, conversations, openai, session, health):
         app.include_router(module.router)
-    _health_routes(app, state)
     install_docs(app)
     install_webui(app)
     return app
@@ -207,34 +188,3 @@ def _metrics(manager: RunManager) -> Any:
     metrics = Metrics()
     metrics.attach(manager)
     return metrics
-
-
-def _health_routes(app: FastAPI, state: ServerState) -> None:
-    @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict[str, str]:
-        """The process is up."""
-        return {"status": "ok"}
-
-    @app.get("/readyz", tags=["health"])
-    async def readyz(response: Response) -> dict[str, Any]:
-        """The run store answers, takes writes, and runs can start."""
-        if not state.ready or state.store is None:
-            response.status_code = 503
-            return {"status": "starting"}
-        try:
-            await state.store.get_run("readyz-probe")
-            if state.manager is not None:  # a write: a store that answers reads may refuse writes
-                await state.store.heartbeat(state.manager.instance)
-        except Exception as exc:
-            response.status_code = 503
-            return {"status": "unavailable", "error": str(exc)}
-        return {"status": "ready", **(state.manager.active_counts() if state.manager else {})}
-
-    @app.get("/metrics", tags=["health"])
-    async def metrics(request: Request) -> Response:
-        """Prometheus metrics (runs by status, latency histograms, LLM tokens, tool calls)."""
-        if state.metrics is None:
-            return Response("prometheus_client is not installed\n", status_code=501, media_type="text/plain")
-        from reasonloop.server.metrics import CONTENT_TYPE_LATEST
-
-        return Response(state.metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -17,6 +17,8 @@ page loaded (DNS rebinding), makes its requests same-site for the browser, reads
 requests still name the page's site in ``Host``, so a server on loopback without keys answers only
 requests whose ``Host`` is a loopback name or address, or one of ``[server] allowed_hosts``
 (:func:`check_host`), reads and WebSockets too.
+
+These are the rules; :meth:`reasonloop.server.gate.Gate.check_site` applies them to every surface.
 """
 
 from __future__ import annotations
@@ -27,11 +29,8 @@ from urllib.parse import urlsplit
 
 from reasonloop.errors import CrossSiteRefused
 from reasonloop.server.auth import is_loopback
-from reasonloop.server.errors import error_response
 
-__all__ = ["CrossSiteGuard", "check_host", "check_origin", "guarded_hosts"]
-
-_READS = frozenset({"GET", "HEAD", "OPTIONS"})
+__all__ = ["check_host", "check_origin", "guarded_hosts"]
 
 
 def check_origin(scope: Any, allowed: Iterable[str]) -> None:
@@ -85,32 +84,6 @@ def check_host(scope: Any, allowed_hosts: Collection[str] | None) -> None:
                     "add a name a local proxy uses to [server] allowed_hosts",
                     host=host,
                 )
-
-
-class CrossSiteGuard:
-    """ASGI middleware applying :func:`check_host` to every request and :func:`check_origin`
-    to every request that is not a read.
-
-    Args:
-        allowed: Origins of ``[server] cors_origins``.
-        allowed_hosts: What :func:`guarded_hosts` gives: host names besides loopback ones, or None for any.
-    """
-
-    def __init__(self, app: Any, allowed: Iterable[str], allowed_hosts: frozenset[str] | None = None) -> None:
-        self.app = app
-        self.allowed = frozenset(allowed)
-        self.allowed_hosts = allowed_hosts
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            try:
-                check_host(scope, self.allowed_hosts)
-                if scope["method"] not in _READS:
-                    check_origin(scope, self.allowed)
-            except CrossSiteRefused as exc:
-                await error_response(exc)(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
 
 
 def guarded_hosts(host: str, allowed_hosts: Iterable[str]) -> frozenset[str] | None:

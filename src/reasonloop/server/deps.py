@@ -1,4 +1,4 @@
-"""What every route needs: the server's state and the calling principal (auth + rate limit)."""
+"""What every route needs: the server's state and the caller (its key and rate, asked of the gate)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,7 @@ from reasonloop.errors import RequestInvalid
 from reasonloop.registry import Registry
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRecord, RunRequest
-from reasonloop.runs.stores import RunStore
-from reasonloop.server.auth import Authenticator, Principal
-from reasonloop.server.cross_site import guarded_hosts
-from reasonloop.server.ws_frames import OutboxFactory
+from reasonloop.server.gate import Caller, Gate
 
 __all__ = ["ServerState", "principal", "server_state"]
 
@@ -27,17 +24,18 @@ class ServerState:
     """Everything the routes share, built by the app's lifespan."""
 
     settings: Settings
-    auth: Authenticator
+    gate: Gate
+    """Who may call (:mod:`reasonloop.server.gate`), for every surface."""
     registry: Registry
-    store: RunStore | None = None
     manager: RunManager | None = None
     metrics: Any = None
     kb: Any = None
-    """A :class:`reasonloop.server.kb_routes.KBProvider`: one knowledge base per tenant."""
+    """A :class:`reasonloop.server.tenancy.KBProvider`: one knowledge base per tenant."""
     ready: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
-    new_outbox: OutboxFactory | None = None
-    """Makes each WebSocket's outbox (the transport's); set by the app."""
+    new_outbox: Callable[..., Any] | None = None
+    """Makes each WebSocket's outbox (the transport's, a :data:`~reasonloop.server.ws.frames.OutboxFactory`);
+    set by the app."""
     mcp: Callable[[], Any] | None = None
     """Gives the client of the configured MCP servers (a
     :class:`~reasonloop.tools.mcp_client.MCPManager`, shared with the runs); None when none is
@@ -60,12 +58,6 @@ class ServerState:
             AgentConfigError: the agents file is missing or invalid.
         """
         return self.read_agents()
-
-    @functools.cached_property
-    def allowed_hosts(self) -> frozenset[str] | None:
-        """Host names besides loopback ones that requests may name while auth is off (None: any;
-        see :mod:`reasonloop.server.cross_site`)."""
-        return guarded_hosts(self.settings.server.host, self.settings.server.allowed_hosts)
 
     @property
     def runs(self) -> RunManager:
@@ -102,9 +94,15 @@ def server_state(request: Request) -> ServerState:
     return request.app.state.reasonloop
 
 
-async def principal(request: Request) -> Principal:
-    """Authenticate the request and take one unit of its key's rate budget."""
-    state = server_state(request)
-    who = state.auth.from_bearer(request.headers.get("authorization"))
-    await state.auth.check_rate(who)
-    return who
+async def principal(request: Request) -> Caller:
+    """The caller of a route: its key checked and one request taken from its budget (its site was
+    checked for every request, :class:`~reasonloop.server.middleware.SiteGuard`).
+
+    Raises:
+        AuthError: keys are configured and the request presents none of them.
+        RateLimited: the caller is over its budget.
+    """
+    gate = server_state(request).gate
+    caller = gate.identify(request.scope)
+    await gate.charge(caller)
+    return caller

@@ -11,7 +11,7 @@ __all__ = ["serve_stdio"]
 async def serve_stdio(settings: Settings) -> None:
     """Serve MCP on stdin/stdout until the client closes stdin."""
     from reasonloop.server.app import create_app
-    from reasonloop.server.mcp_server import build_mcp_server
+    from reasonloop.server.mcp.server import build_mcp_server
 
     settings = settings.model_copy(update={"mcp": settings.mcp.model_copy(update={"http": False})})
     app = create_app(settings)

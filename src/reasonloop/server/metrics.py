@@ -13,7 +13,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from reasonloop.events import Answer, AnswerDelta, Event, ToolCall
+from reasonloop.events import Answer, AnswerDelta, Event, Searched, ToolCall
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import TERMINAL, RunRecord
 
@@ -44,6 +44,9 @@ class Metrics:
         )
         self.tokens = Counter("reasonloop_llm_tokens", "LLM tokens used by runs", ["kind"], registry=r)
         self.tool_calls = Counter("reasonloop_tool_calls", "Tool calls made by runs", ["tool"], registry=r)
+        self.searches = Counter(
+            "reasonloop_searches", "Searches runs made themselves, outside a tool round (no tool calls)", registry=r
+        )
         # The OpenTelemetry GenAI client metrics, fed while tracing is on (observe_genai), as they go to OTLP.
         genai = ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model"]
         self.genai_tokens = Histogram(
@@ -80,6 +83,8 @@ class Metrics:
                 self.first_token_seconds.observe(time.time() - (record.started_at or record.created_at))
             elif isinstance(event, ToolCall):
                 _child(self._tools, self.tool_calls, event.tool).inc()
+            elif isinstance(event, Searched):
+                self.searches.inc()
             elif isinstance(event, Answer) and event.depth == 0:
                 self._prompt_tokens.inc(event.usage.prompt_tokens)
                 self._completion_tokens.inc(event.usage.completion_tokens)

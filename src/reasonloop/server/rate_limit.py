@@ -1,74 +1,107 @@
-"""Rate-limit buckets every server instance shares, kept in Redis beside the run store.
+"""Rate limits per API key: token buckets, shared by every server instance when the run store can.
 
-Each key's bucket is a Redis hash (``{prefix}rate:{key}``: tokens left and when they were
-counted) that one Lua script refills and takes from atomically, on the Redis server's clock, so
-instances on different machines draw from the same budget and never disagree about the time.
-A bucket left alone expires once it would be full again. Used by
-:class:`~reasonloop.server.auth.Authenticator` when the run store is Redis; without it each
-server process counts on its own.
+Each key has ``rate_per_minute`` requests a minute and at most ``burst`` at once (its own
+settings, else ``[server]``'s). Where the run store keeps rate buckets (Redis: see
+:class:`~reasonloop.runs.stores.protocol.StoreFeatures`), every instance draws from the same
+budget; while that store does not answer, each process counts on its own (a limit is not worth
+refusing every request for), and says so once.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 
-import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from reasonloop.config import APIKeySettings, ServerSettings
+from reasonloop.errors import RateLimited, RunStoreUnavailable
 
-__all__ = ["RedisTokenBuckets"]
+__all__ = ["RateLimits", "SharedBuckets", "TokenBucket"]
 
 log = logging.getLogger(__name__)
 
-_TAKE = """
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
-local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
-local saved = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens, at = tonumber(saved[1]), tonumber(saved[2])
-if tokens == nil or at == nil then tokens, at = burst, now end
-tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
-local wait = 0
-if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
-redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
-return tostring(wait)
-"""
-"""Refill the bucket for the time since it was last counted, take a token if there is one, and
-return the seconds until there is (as a string: Lua numbers reach the client as integers)."""
+SharedBuckets = Callable[[str, float, int], Awaitable[float]]
+"""``await take(key, rate, burst)``: the seconds until a token of a shared bucket is there (0:
+taken); raises :class:`~reasonloop.errors.RunStoreUnavailable` when it cannot say."""
 
 
-class RedisTokenBuckets:
-    """Token buckets in Redis: ``await take(key, rate, burst)`` as :meth:`TokenBucket.take`.
+@dataclass
+class TokenBucket:
+    """``rate`` tokens per second refilled up to ``burst``; one request takes one token."""
+
+    rate: float
+    burst: int
+    tokens: float = -1.0
+    updated: float = field(default_factory=time.monotonic)
+
+    def take(self, now: float | None = None) -> float:
+        """Take a token; returns 0 on success, else the seconds until one is available."""
+        now = time.monotonic() if now is None else now
+        if self.tokens < 0:
+            self.tokens = float(self.burst)
+        self.tokens = min(float(self.burst), self.tokens + (now - self.updated) * self.rate)
+        self.updated = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return (1.0 - self.tokens) / self.rate
+
+
+class RateLimits:
+    """Each key's budget.
 
     Args:
-        client: The run store's client.
-        prefix: The run store's key prefix (``[runs] redis_prefix``).
+        settings: ``[server]`` settings (``rate_per_minute``, ``burst``: the defaults).
+        keys: The configured keys by digest (their own ``rate_per_minute`` and ``burst``).
     """
 
-    def __init__(self, client: aioredis.Redis, prefix: str) -> None:
-        self.prefix = prefix
-        self._script = client.register_script(_TAKE)
+    def __init__(self, settings: ServerSettings, keys: Mapping[str, APIKeySettings]) -> None:
+        self.settings = settings
+        self.keys = keys
+        self._buckets: dict[str, TokenBucket] = {}
         self._failing = False
+        self.shared: SharedBuckets | None = None
+        """The buckets every instance shares (set by the app from its run manager); None: this
+        process counts on its own."""
 
-    async def take(self, key: str, rate: float, burst: int) -> float | None:
-        """Take one token from ``key``'s bucket (``rate`` tokens a second, at most ``burst``).
+    async def take(self, key_hash: str | None) -> None:
+        """Take one request from the budget of the key with digest ``key_hash`` (None: no key).
 
-        Returns:
-            0 when taken, else the seconds until a token is there; None when Redis did not
-            answer (the caller counts on its own meanwhile: a limit is not worth refusing
-            every request for).
+        Raises:
+            RateLimited: over the limit; ``retry_after`` says when to come back (whole seconds).
         """
+        entry = self.keys.get(key_hash or "")
+        per_minute = (entry.rate_per_minute if entry else None) or self.settings.rate_per_minute
+        if per_minute is None:
+            return
+        burst = (entry.burst if entry else None) or self.settings.burst
+        key = key_hash or "anonymous"
+        wait = None if self.shared is None else await self._take_shared(key, per_minute / 60.0, burst)
+        if wait is None:
+            bucket = self._buckets.get(key)
+            if bucket is None:
+                bucket = self._buckets[key] = TokenBucket(rate=per_minute / 60.0, burst=burst)
+            wait = bucket.take()
+        if wait > 0:
+            retry_after = max(1, math.ceil(wait))
+            raise RateLimited(f"rate limit of {per_minute:g} requests per minute exceeded", retry_after=retry_after)
+
+    async def _take_shared(self, key: str, rate: float, burst: int) -> float | None:
+        """The shared bucket's answer, None while it gives none."""
+        assert self.shared is not None
         try:
-            wait = float(await self._script(keys=[f"{self.prefix}rate:{key}"], args=[repr(rate), burst]))
-        except (RedisError, OSError, ValueError) as exc:
+            wait = await self.shared(key, rate, burst)
+        except RunStoreUnavailable as exc:
             if not self._failing:  # said once, not per request
                 log.warning(
-                    "shared rate limits unavailable, each process counts on its own until Redis answers: %s", exc
+                    "shared rate limits unavailable, each process counts on its own until the run store answers: %s",
+                    exc.message,
                 )
             self._failing = True
             return None
         if self._failing:
             log.info("shared rate limits are back")
             self._failing = False
-        return wait if math.isfinite(wait) and wait > 0 else 0.0
+        return wait

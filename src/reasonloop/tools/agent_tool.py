@@ -17,8 +17,8 @@ Naming: an agent offered alone is the tool ``run_agent``; when a parent is offer
 each is ``agent_<name>`` (:func:`agent_tools` applies the rule; ``name=`` overrides it).
 
 For ``require_tool_call``, calling a sub-agent is not evidence in itself: the tool reports
-the real tool calls the sub-run made (:meth:`AgentTool.tool_calls_made`), and those count
-toward the parent's tally.
+the real tool calls and the searches the sub-run made (:meth:`AgentTool.tool_calls_made`), and
+those count toward the parent's tally.
 
 Example::
 
@@ -128,9 +128,12 @@ class AgentTool(Tool):
         self.timeout_s = timeout_s
 
     def tool_calls_made(self, out: ToolOutput) -> int:
-        """Real tool calls the sub-run made (what the parent's ``require_tool_call`` counts)."""
+        """Real tool calls and searches the sub-run made: the evidence it gathered, what the
+        parent's ``require_tool_call`` counts."""
         meta = out.data.get("meta") if isinstance(out.data, Mapping) else None
-        return int(meta.get("tool_calls", 0)) if isinstance(meta, Mapping) else 0
+        if not isinstance(meta, Mapping):
+            return 0
+        return int(meta.get("tool_calls", 0)) + int(meta.get("searches", 0))
 
     async def run(self, params: AgentParams, ctx: ToolContext) -> ToolOutput:
         stack = list(ctx.scope.agent_stack)
@@ -190,6 +193,7 @@ class AgentTool(Tool):
             "ended_at": time.time(),
             "elapsed_s": round(time.perf_counter() - clock, 6),
             "tool_calls": sub.real_tool_calls,
+            "searches": sub.usage.searches,
             "stop_reason": answer.stop_reason if answer is not None else "error",
             "usage": dataclasses.asdict(sub.usage),
             "depth": depth,

@@ -36,11 +36,7 @@ class DocSearchParams(BaseModel):
 class DocSearchTool(Tool):
     """Search the knowledge base (every source of the run) and return numbered passages to cite."""
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="docsearch",
-        name="Document search",
-        description="Search the knowledge base and return numbered passages with their sources",
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("tool", "docsearch")
     name: ClassVar[str] = "docsearch"
     description: ClassVar[str] = (
         "Search the user's documents. Returns numbered passages; cite them in the answer as [n]."

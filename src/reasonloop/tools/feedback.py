@@ -174,9 +174,7 @@ class FeedbackTool(Tool):
     from ``ctx.scope.user`` and ``ctx.scope.conversation``.
     """
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="feedback", name="Feedback", description="Record the user's judgement of an answer"
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("tool", "feedback")
     name = "feedback"
     description = (
         "Record the user's judgement of your previous answer when they say it was good or bad "

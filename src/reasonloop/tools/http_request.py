@@ -61,9 +61,7 @@ class HttpRequestTool(Tool):
             a private CA. Certificates are always checked against the host name, not the IP.
     """
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="http_request", name="HTTP request", description="Fetch public URLs (private addresses refused)"
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("tool", "http_request")
     name = "http_request"
     description = (
         "Make an HTTP request to a public URL and return the status, headers and body (text, cut when long). "

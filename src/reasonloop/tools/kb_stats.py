@@ -30,9 +30,7 @@ class KBStatsParams(BaseModel):
 class KBStatsTool(Tool):
     """Report the size and freshness of the knowledge base."""
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="kb_stats", name="Knowledge base statistics", description="Documents, chunks, sources and last update"
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("tool", "kb_stats")
     name = "kb_stats"
     description = (
         "Facts about the knowledge base itself: how many documents and chunks it holds, which sources, "

@@ -50,9 +50,7 @@ class SummarizeParams(BaseModel):
 class SummarizeTool(Tool):
     """Summarise what the knowledge base says about a topic, with citations."""
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="summarize", name="Summarize", description="Retrieve documents on a topic and summarise them with citations"
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("tool", "summarize")
     name = "summarize"
     description = (
         "Summarise what the user's documents say about a topic, with citations [n]. "

@@ -137,9 +137,7 @@ class WebSearchTool(Tool):
             needs a key without ``api_key_env`` set.
     """
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="web_search", name="Web search", description="Search the web (SearXNG, Brave, Tavily or Serper)"
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("tool", "web_search")
     name = "web_search"
     description = "Search the web. Returns titles, URLs and snippets of the top results."
     Params = WebSearchParams

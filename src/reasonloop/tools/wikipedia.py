@@ -39,9 +39,7 @@ class WikipediaTool(Tool):
         settings: ``[tools.wikipedia]``.
     """
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="wikipedia", name="Wikipedia", description="Look topics up on Wikipedia or another MediaWiki"
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("tool", "wikipedia")
     name = "wikipedia"
     description = "Look a topic up on Wikipedia. Returns the introduction of the best matching articles with links."
     Params = WikipediaParams

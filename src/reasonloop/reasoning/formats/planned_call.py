@@ -23,6 +23,8 @@ class PlannedCall:
     """What the model wrote, kept for the steps (defaults to ``arguments``)."""
     planned_input: Any = None
     """The input as a plan wrote it, when the call comes from one (kept beside what the tool got)."""
+    step: str | None = None
+    """The id of the plan step the call carries out (its :class:`~reasonloop.events.ToolCall` names it)."""
     invalid: str | None = None
     """Why the arguments could not be read (the call is answered with this error)."""
 

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Sequence
 
 from reasonloop.events import Event
 from reasonloop.kb.base import Hit
-from reasonloop.kb.hybrid import rrf_fuse
+from reasonloop.kb.retrieval.hybrid import rrf_fuse
 from reasonloop.llm.base import Message
 from reasonloop.reasoning.base import RunContext
 from reasonloop.reasoning.formats.prompts import render

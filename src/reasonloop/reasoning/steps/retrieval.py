@@ -11,9 +11,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from reasonloop import telemetry
-from reasonloop.events import Citation, Event, Progress, Step, ToolCall, ToolResult
+from reasonloop.events import Citation, Event, Progress, Searched, Step
 from reasonloop.kb.base import Hit
-from reasonloop.kb.rerankers.base import RerankReport, collect_reports
+from reasonloop.kb.retrieval.rerankers.base import RerankReport, collect_reports
 from reasonloop.llm.base import LLM, Message
 from reasonloop.reasoning.base import RunContext
 from reasonloop.reasoning.formats.prompts import conversation
@@ -58,17 +58,26 @@ class Search:
     """The rerank steps of the searches."""
 
     def shown(self, top_k: int) -> dict[str, object]:
-        """The search as a trace shows it: the query, ``top_k``, the phrasings and the hypothetical answer."""
-        out: dict[str, object] = {"query": self.query, "top_k": top_k}
-        if self.phrasings:
-            out["queries"] = self.phrasings
-        if self.passages:
-            out["hyde"] = self.passages[0]
-        return out
+        """The search as a trace shows it (:meth:`~reasonloop.events.Searched.request`)."""
+        return Searched(query=self.query, queries=self.phrasings, hypothetical=self.passages, top_k=top_k).request()
 
     def notes(self) -> list[Progress]:
         """The rerank steps as progress lines (a failed one at level ``warning``)."""
         return [Progress(message=r.summary(), level="warning" if r.warning else "info") for r in self.reports]
+
+    def event(self, top_k: int, evidence: str, citations: list[Citation], step: str | None = None) -> Searched:
+        """The search as the run's event: what was searched, what was found, what the model was shown."""
+        return Searched(
+            query=self.query,
+            step=step,
+            queries=list(self.phrasings),
+            hypothetical=list(self.passages),
+            top_k=top_k,
+            hits=len(self.hits),
+            hit_ids=[hit.chunk_id for hit in self.hits],
+            evidence=evidence,
+            citations=citations,
+        )
 
 
 async def transform(
@@ -113,13 +122,15 @@ async def retrieve(
     top_k: int,
     budget: int,
     into: Evidence,
-    call_id: str,
+    search_id: str,
     *,
     tracker: BudgetTracker | None = None,
     settings: RetrievalSettings | None = None,
     language: str = "en",
 ) -> AsyncIterator[Event]:
-    """Search every retriever; number the hits in the run's evidence log; trace it as a docsearch call.
+    """Search every retriever; number the hits in the run's evidence log; report it as a
+    :class:`~reasonloop.events.Searched` event (a search the strategy makes itself is no tool call;
+    ``search_id`` names it in traces).
 
     With ``settings`` (and a ``tracker`` for their model calls), the query transforms run first,
     and every query they make is searched, the hit lists fused. Each rerank step of the search is
@@ -133,21 +144,20 @@ async def retrieve(
         async for event in transform(ctx, tracker, query, settings, language, found):
             yield event
     shown = found.shown(top_k)
-    yield ToolCall(call_id=call_id, tool="docsearch", input=shown)
     ctx.searched()
     traced = telemetry.tracing
     searching = run_search(ctx, top_k, settings, found)
     if traced is None:
         await searching
     else:
-        await traced.tool("docsearch", call_id, shown, searching)
+        await traced.tool("docsearch", search_id, shown, searching)
     for note in found.notes():
         yield note
     into.hits = found.hits
     into.text, into.citations = format_evidence(into.hits, ctx.scope.evidence_log(), budget)
     observation = into.text or "(no passages found)"
     ctx.steps.append(Step(action="docsearch", action_input=shown, observation=observation))
-    yield ToolResult(call_id=call_id, tool="docsearch", output=observation, citations=into.citations)
+    yield found.event(top_k, observation, into.citations)
 
 
 async def direct_answer(

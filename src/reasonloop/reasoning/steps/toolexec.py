@@ -143,7 +143,7 @@ class ToolRound:
         # Each event gets its own copy of the arguments: a consumer that edits an event (a sink
         # redacting a secret) must not rewrite the prompt the assistant message carries.
         for call in self.calls:
-            yield ToolCall(call_id=call.call_id, tool=call.tool, input=dict(call.arguments))
+            yield ToolCall(call_id=call.call_id, tool=call.tool, input=dict(call.arguments), step=call.step)
         for _, tool in self._runnable:
             tally(ctx, tool)
         for i, out in enumerate(self._results):

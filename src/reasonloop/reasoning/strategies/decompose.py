@@ -11,20 +11,27 @@ replaced by it (citation markers removed, bounded as a ReWOO reference is:
 hop of a two-hop question is searched with the entity the first hop found. A sub-question
 whose earlier answer found no evidence is not searched. ``#n`` that does not name an earlier
 sub-question stays text.
+
+The sub-questions are sent as a :class:`~reasonloop.events.Plan` (step ``n`` is sub-question
+``n``, its tool ``search``, its dependencies the ``#n`` it uses), and each search as a
+:class:`~reasonloop.events.Searched` event naming its step, as soon as it is made: a search the
+strategy makes itself is no tool call. The list of sub-questions is also sent as a ``Thought``
+marked ``plan_text`` (the form before event schema 2, kept for one release).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from pydantic import Field
 
-from reasonloop.events import Event, Progress, Step, Thought, ToolCall, ToolResult
+from reasonloop.events import Event, Plan, PlannedStep, Progress, Step, Thought
 from reasonloop.llm.base import Message
+from reasonloop.plugin_table import field_text
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings
 from reasonloop.reasoning.formats.language import detect_language
 from reasonloop.reasoning.formats.prompts import render, system_prompt
@@ -76,14 +83,43 @@ def _fill(subquestion: str, index: int, answers: dict[int, str]) -> str:
     return _REF.sub(one, subquestion)
 
 
+def _planned(index: int, subquestion: str) -> PlannedStep:
+    """Sub-question ``index`` as a step of the :class:`~reasonloop.events.Plan` event."""
+    return PlannedStep(
+        id=str(index), tool="search", input=subquestion, depends_on=[str(n) for n in references(subquestion, index)]
+    )
+
+
 class DecomposeSettings(ReasoningSettings):
-    max_subquestions: int = Field(default=4, ge=1, le=8)
-    """Most sub-questions the question is split into."""
-    top_k: int = Field(default=4, ge=1, le=20)
-    """Passages retrieved per sub-question."""
-    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
-    """Query transforms (multi-query, HyDE: per sub-question) and reranking for this run; a
-    sub-question is standalone already, so ``condense`` does not apply."""
+    max_subquestions: int = Field(
+        default=4,
+        ge=1,
+        le=8,
+        **field_text(
+            en=("Sub-questions", "Most sub-questions the question is split into."),
+            zh=("子问题上限", "问题最多拆成的子问题数。"),
+        ),
+    )
+    top_k: int = Field(
+        default=4,
+        ge=1,
+        le=20,
+        **field_text(
+            en=("Passages per sub-question", "Passages retrieved for each sub-question."),
+            zh=("每个子问题的段落数", "每个子问题检索的段落数。"),
+        ),
+    )
+    retrieval: RetrievalSettings = Field(
+        default_factory=RetrievalSettings,
+        **field_text(
+            en=(
+                "Retrieval",
+                "Query transforms (extra phrasings, HyDE: per sub-question) and reranking for this run; "
+                "a sub-question is standalone already, so follow-ups are not condensed.",
+            ),
+            zh=("检索", "本次运行的查询改写（额外问法、HyDE：按子问题）与重排序；子问题本身已独立，不改写追问。"),
+        ),
+    )
 
 
 @dataclass
@@ -92,19 +128,13 @@ class _Finding:
     question: str
     evidence: str = ""
     answer: str = ""
-    notes: list[Event] = field(default_factory=list)
-    """The rerank steps of its search, for the trace."""
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 class DecomposeReasoning(Reasoning):
     """Split into sub-questions answered concurrently, then one synthesis with citations."""
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="decompose",
-        name="Decomposition",
-        description="Split the question into sub-questions answered concurrently, then synthesise with citations",
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("reasoning", "decompose")
     Settings = DecomposeSettings
 
     async def stream(self, question: str) -> AsyncIterator[Event]:
@@ -129,25 +159,23 @@ class DecomposeReasoning(Reasoning):
         ):
             yield event
         subquestions = parse_subquestions(split.text, settings.max_subquestions) or [question]
-        yield Thought(text="\n".join(f"{i}. {q}" for i, q in enumerate(subquestions, 1)))
+        yield Thought(text="\n".join(f"{i}. {q}" for i, q in enumerate(subquestions, 1)), plan_text=True)
+        yield Plan(steps=[_planned(i, q) for i, q in enumerate(subquestions, 1)])
 
-        # 2. Retrieve and answer every sub-question concurrently.
+        # 2. Retrieve and answer every sub-question concurrently; each search is reported as it is
+        # made, each answer as it is given.
         findings = [_Finding(i, q) for i, q in enumerate(subquestions, 1)]
-        waiting = {f.index for f in findings if references(f.question, f.index)}
-        for f in findings:
-            if f.index not in waiting:  # a sub-question using an earlier answer is shown once it has it
-                yield ToolCall(call_id=f"sub_{f.index}", tool="docsearch", input={"query": f.question})
         by_index = {f.index: f for f in findings}
-        tasks = {asyncio.create_task(self._answer_part(f, by_index)): f for f in findings}
+        said: asyncio.Queue[Event | asyncio.Task[_Finding]] = asyncio.Queue()
+        tasks = [asyncio.create_task(self._answer_part(f, by_index, said.put_nowait)) for f in findings]
+        for task in tasks:
+            task.add_done_callback(said.put_nowait)
         try:
-            for next_done in asyncio.as_completed(tasks):
-                f = await next_done
+            for _ in tasks:
+                while not isinstance(item := await said.get(), asyncio.Task):
+                    yield item
+                f = item.result()
                 ctx.steps.append(Step(action="subquestion", action_input=f.question, observation=f.answer))
-                if f.index in waiting:
-                    yield ToolCall(call_id=f"sub_{f.index}", tool="docsearch", input={"query": f.question})
-                for note in f.notes:
-                    yield note
-                yield ToolResult(call_id=f"sub_{f.index}", tool="docsearch", output=f.evidence or "(no passages found)")
                 yield Thought(text=f"{f.question}\n{f.answer}")
         finally:
             leftovers = [t for t in tasks if not t.done()]
@@ -170,13 +198,15 @@ class DecomposeReasoning(Reasoning):
             yield event
         yield close(ctx, settings, tracker, answer.text, language)
 
-    async def _answer_part(self, finding: _Finding, by_index: dict[int, _Finding]) -> _Finding:
+    async def _answer_part(
+        self, finding: _Finding, by_index: dict[int, _Finding], say: Callable[[Event], None]
+    ) -> _Finding:
         try:
-            return await self._answer(finding, by_index)
+            return await self._answer(finding, by_index, say)
         finally:
             finding.done.set()
 
-    async def _answer(self, finding: _Finding, by_index: dict[int, _Finding]) -> _Finding:
+    async def _answer(self, finding: _Finding, by_index: dict[int, _Finding], say: Callable[[Event], None]) -> _Finding:
         ctx, settings = self.ctx, self.settings
         earlier = [by_index[n] for n in references(finding.question, finding.index)]
         for f in earlier:
@@ -185,14 +215,18 @@ class DecomposeReasoning(Reasoning):
             finding.answer = render("dont_know", self.language)
             return finding
         finding.question = _fill(finding.question, finding.index, {f.index: f.answer for f in earlier})
-        if ctx.retrievers:
-            ctx.searched()
         found = Search(query=finding.question)
         async for _ in transform(ctx, self.tracker, finding.question, settings.retrieval, self.language, found):
             pass
         await run_search(ctx, settings.top_k, settings.retrieval, found)
-        finding.notes = list(found.notes())
-        finding.evidence, _ = format_evidence(found.hits, ctx.scope.evidence_log(), settings.max_evidence_tokens)
+        finding.evidence, citations = format_evidence(
+            found.hits, ctx.scope.evidence_log(), settings.max_evidence_tokens
+        )
+        if ctx.retrievers:  # with no knowledge source nothing was searched
+            ctx.searched()
+            for note in found.notes():
+                say(note)
+            say(found.event(settings.top_k, finding.evidence or "(no passages found)", citations, str(finding.index)))
         if not finding.evidence:
             finding.answer = render("dont_know", self.language)
             return finding

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from pydantic import Field, model_validator
 
 from reasonloop.events import Event
+from reasonloop.plugin_table import field_text
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings
 from reasonloop.reasoning.evidence_answer.check import evidence_gap, not_found_text
 from reasonloop.reasoning.formats.language import detect_language
@@ -36,10 +37,22 @@ __all__ = ["QAReasoning", "QASettings"]
 
 
 class QASettings(ReasoningSettings):
-    top_k: int = Field(default=5, ge=1, le=50)
-    """Passages retrieved for the question."""
-    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
-    """Query transforms (condensing follow-ups, multi-query, HyDE) and reranking for this run."""
+    top_k: int = Field(
+        default=5,
+        ge=1,
+        le=50,
+        **field_text(en=("Passages", "Passages retrieved for the question."), zh=("段落数", "为问题检索的段落数。")),
+    )
+    retrieval: RetrievalSettings = Field(
+        default_factory=RetrievalSettings,
+        **field_text(
+            en=(
+                "Retrieval",
+                "Query transforms (condensing follow-ups, extra phrasings, HyDE) and reranking for this run.",
+            ),
+            zh=("检索", "本次运行的查询改写（改写追问、额外问法、HyDE）与重排序。"),
+        ),
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -59,11 +72,7 @@ class QASettings(ReasoningSettings):
 class QAReasoning(Reasoning):
     """Retrieve, build numbered evidence, one streamed answer with [n] citations."""
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="qa",
-        name="Retrieval QA",
-        description="Retrieve, then one streamed answer citing the numbered evidence",
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("reasoning", "qa")
     Settings = QASettings
 
     async def stream(self, question: str) -> AsyncIterator[Event]:

@@ -45,11 +45,7 @@ class ReActSettings(LoopSettings):
 class ReActReasoning(Reasoning):
     """Thought / Action / Observation loop in plain text; works with any model."""
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="react",
-        name="ReAct",
-        description="Thought / Action / Observation loop in plain text; works with any model",
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("reasoning", "react")
     Settings = ReActSettings
     uses_tools = True
 

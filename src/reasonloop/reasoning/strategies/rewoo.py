@@ -11,6 +11,11 @@ is no plan: the planner is asked once more, and a second such plan ends the run 
 A ``#En`` reference in a later input is replaced by a bounded piece of ``En``'s result
 (:func:`~reasonloop.reasoning.formats.rewoo_plan.reference_text`). Planner and solver may be
 different models.
+
+Each plan that has steps is sent as a :class:`~reasonloop.events.Plan` event (its steps, their
+tools, inputs and dependencies), and each step's tool call names its step. The planner's text is
+also sent as a ``Thought`` marked ``plan_text``: the plan's form before event schema 2, kept for
+one release.
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ from typing import ClassVar
 from pydantic import Field
 
 from reasonloop.errors import PlanStepFailed
-from reasonloop.events import Event, Progress, Thought, ToolCall
+from reasonloop.events import Event, PlannedStep, Progress, Thought, ToolCall
+from reasonloop.events import Plan as PlanEvent
 from reasonloop.llm.base import Message
+from reasonloop.plugin_table import field_text
 from reasonloop.reasoning.base import LoopSettings, Reasoning
 from reasonloop.reasoning.formats.format_watch import format_error
 from reasonloop.reasoning.formats.language import detect_language
@@ -53,13 +60,30 @@ __all__ = ["ReWOOReasoning", "ReWOOSettings"]
 
 
 class ReWOOSettings(LoopSettings):
-    replan: bool = True
-    """When evidence failed, let the planner write one new plan."""
-    max_concurrency: int = Field(default=8, ge=1)
-    """Most steps running at once."""
-    reference_tokens: int = Field(default=40, ge=10)
-    """Most tokens of an earlier result that replace a ``#En`` reference in a later input
-    (see :func:`~reasonloop.reasoning.formats.rewoo_plan.reference_text`)."""
+    replan: bool = Field(
+        default=True,
+        **field_text(
+            en=("Replan", "When a step's evidence failed, let the planner write one new plan."),
+            zh=("重新规划", "有步骤的证据失败时，让规划器重写一次计划。"),
+        ),
+    )
+    max_concurrency: int = Field(
+        default=8,
+        ge=1,
+        **field_text(
+            en=("Parallel steps", "Most plan steps running at once."),
+            zh=("并行步骤上限", "同时运行的计划步骤最多数量。"),
+        ),
+    )
+    # What replaces a reference: :func:`~reasonloop.reasoning.formats.rewoo_plan.reference_text`.
+    reference_tokens: int = Field(
+        default=40,
+        ge=10,
+        **field_text(
+            en=("Reference tokens", "Most tokens of an earlier result that replace a #En reference in a later input."),
+            zh=("引用词元上限", "在后续输入中替换 #En 引用的前一步结果最多的词元数。"),
+        ),
+    )
 
 
 REPLAN_EVIDENCE_TOKENS = 300
@@ -69,11 +93,7 @@ REPLAN_EVIDENCE_TOKENS = 300
 class ReWOOReasoning(Reasoning):
     """Plan all steps once, run them as their inputs become ready, then solve with citations."""
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="rewoo",
-        name="ReWOO",
-        description="Plan once, run independent steps in parallel, then solve from the evidence with citations",
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("reasoning", "rewoo")
     Settings = ReWOOSettings
     uses_tools = True
 
@@ -105,7 +125,9 @@ class ReWOOReasoning(Reasoning):
                 yield event
             plan = parse_plan(planned.text, tools=ctx.tools.keys())
             if planned.text.strip():
-                yield Thought(text=planned.text.strip())
+                yield Thought(text=planned.text.strip(), plan_text=bool(plan.steps))
+            if plan.steps:
+                yield PlanEvent(steps=[_planned(step) for step in plan.steps], attempt=attempt)
             if not plan.steps:
                 if read_any:  # the first plan's evidence stands
                     break
@@ -177,6 +199,7 @@ class ReWOOReasoning(Reasoning):
                 tool=step.tool,
                 arguments=coerce_input(tool, text),
                 planned_input=step.input,
+                step=step.id,
             )
             tools = rounds[step.id] = ToolRound(ctx, self.tracker, [call], settings.max_evidence_tokens)
             async with aclosing(tools.run()) as events:
@@ -223,10 +246,10 @@ class ReWOOReasoning(Reasoning):
                         item.output = tools.outputs[0].text
                     continue
                 # Never ran (a problem, a cycle, a failed dependency, the time budget), or stopped mid-call.
-                call = PlannedCall(call_id=self._cid(attempt, step), tool=step.tool, raw_input=step.input)
+                call = PlannedCall(call_id=self._cid(attempt, step), tool=step.tool, raw_input=step.input, step=step.id)
                 call.planned_input = step.input
                 if tools is None:
-                    yield ToolCall(call_id=call.call_id, tool=step.tool, input={"input": step.input})
+                    yield ToolCall(call_id=call.call_id, tool=step.tool, input={"input": step.input}, step=step.id)
                 else:
                     call.arguments, call.raw_input = tools.calls[0].arguments, None
                 yield record_result(
@@ -255,3 +278,15 @@ class ReWOOReasoning(Reasoning):
             else:
                 lines.append(f"Evidence #{step.id}: (failed: {r.error if r else 'not run'})")
         return "\n".join(lines) if lines else "(no plan steps)"
+
+
+def _planned(step: PlanStep) -> PlannedStep:
+    """A parsed step as the :class:`~reasonloop.events.Plan` event shows it."""
+    return PlannedStep(
+        id=step.id,
+        tool=step.tool,
+        input=step.input,
+        depends_on=list(step.deps),
+        reason=step.reason,
+        problem=step.problem,
+    )

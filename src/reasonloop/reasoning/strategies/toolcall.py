@@ -41,11 +41,7 @@ class ToolCallSettings(LoopSettings):
 class ToolCallReasoning(Reasoning):
     """Native tool calls (several per turn, run concurrently); results sent back as tool messages."""
 
-    info: ClassVar[PluginInfo] = PluginInfo(
-        id="toolcall",
-        name="Tool calling",
-        description="Native tool calls, several per turn run concurrently; needs a model with tool calling",
-    )
+    info: ClassVar[PluginInfo] = PluginInfo.declared("reasoning", "toolcall")
     Settings = ToolCallSettings
     uses_tools = True
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-from reasonloop.events import event_adapter
+from reasonloop.events import event_adapter, number
 from reasonloop.runs.live import LiveRun
 from reasonloop.runs.models import is_terminal_event
 from reasonloop.runs.recovery import ended_fields, restore_turn
@@ -45,7 +45,7 @@ async def record_lost_end(store: RunStore, live: LiveRun) -> None:
     missing = [event_adapter.validate_json(payload) for payload in live.payloads[last_stored:]]
     if not missing:  # stored past what was sent: the end goes after
         final = event_adapter.validate_json(live.payloads[-1])
-        final.seq = last_stored + 1
+        number(final, last_stored + 1)
         missing = [final]
     for event in missing:
         with contextlib.suppress(ValueError):  # recorded meanwhile (a journal import)

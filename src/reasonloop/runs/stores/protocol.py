@@ -48,6 +48,11 @@ class StoreFeatures:
     """The store lives on this machine's disk and names a ``journal_dir`` beside it, where the
     recorder may journal events before the store holds them
     (:mod:`reasonloop.runs.recording.journal`)."""
+    rate_buckets: bool = False
+    """``async take_token(key, rate, burst) -> float`` takes one token from the bucket ``key``
+    (``rate`` tokens a second, at most ``burst``), which every process using the store shares;
+    returns 0 when taken, else the seconds until a token is there. Raises
+    :class:`~reasonloop.errors.RunStoreUnavailable` when the backend does not answer."""
     step_journal: bool = False
     """A run's finished steps are kept while it is in flight, so that another process can resume it
     without doing them again (:mod:`reasonloop.runs.resume`):

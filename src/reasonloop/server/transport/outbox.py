@@ -10,7 +10,7 @@ from collections import deque
 from typing import Any, Protocol
 
 from reasonloop._aio import first_step, resume
-from reasonloop.server.ws_frames import AsgiSend, DirectText
+from reasonloop.server.ws.frames import AsgiSend, DirectText
 
 __all__ = ["OUTBOX_LIMIT_CHARS", "Outbox", "Socket"]
 
@@ -45,7 +45,7 @@ class Outbox:
         self._send = send or ws.send
         """Writes one ASGI message; the server's own ``send`` when we have it (see :mod:`reasonloop.server.transport.unwrapped`)."""
         self._direct = direct
-        """The server protocol's own frame writer (:data:`reasonloop.server.ws_frames.DIRECT_TEXT`), when it offers one."""
+        """The server protocol's own frame writer (:data:`reasonloop.server.ws.frames.DIRECT_TEXT`), when it offers one."""
         self.queue: deque[str] = deque()
         self.queued = 0
         self.drainer: asyncio.Task[None] | None = None

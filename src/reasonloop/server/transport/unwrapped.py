@@ -18,12 +18,12 @@ from typing import Any
 
 from starlette.websockets import WebSocketState
 
-from reasonloop.server.ws_frames import SOCKET_PATH, AsgiSend
+from reasonloop.server.ws.frames import SOCKET_PATH, AsgiSend
 
 __all__ = ["AsgiSocket", "SocketServer", "UnwrappedSockets"]
 
 SocketServer = Callable[[Any, AsgiSend | None], Coroutine[Any, Any, None]]
-"""Serves one socket: ``serve(socket, send)`` (:func:`reasonloop.server.ws.serve_socket`)."""
+"""Serves one socket: ``serve(socket, send)`` (:func:`reasonloop.server.ws.session.serve_socket`)."""
 
 
 class AsgiSocket:

@@ -43,7 +43,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 from websockets.protocol import State
 
-from reasonloop.server.ws_frames import DIRECT_TEXT, HEARTBEAT, SOCKET_PATH, pong_frame
+from reasonloop.server.ws.frames import DIRECT_TEXT, HEARTBEAT, SOCKET_PATH, pong_frame
 
 __all__ = ["ReasonloopHttpProtocol", "ReasonloopWebSocketProtocol", "text_frame"]
 

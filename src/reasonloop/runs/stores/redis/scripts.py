@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from reasonloop.runs.models import TERMINAL
 
-__all__ = ["ADD_MESSAGES", "APPEND_EVENTS", "CLAIM_RUN", "CREATE_RUN", "PUT_STEPS", "UPDATE_RUNS"]
+__all__ = ["ADD_MESSAGES", "APPEND_EVENTS", "CLAIM_RUN", "CREATE_RUN", "PUT_STEPS", "TAKE_TOKEN", "UPDATE_RUNS"]
 
 _TERMINAL_LIST = "," + ",".join(sorted(TERMINAL)) + ","
 """The terminal statuses as the scripts look them up (``string.find`` of ``,status,``)."""
@@ -114,3 +114,22 @@ return 1
 """An in-flight run recorded as executed by one instance recorded as executed by another (ARGV: the
 run's hash key, the instance, the new one, and the new one as JSON); 1 when it was, 0 when the run
 is not in flight on that instance. One script: of instances claiming the run at once, one wins."""
+TAKE_TOKEN = """
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local rate, burst = tonumber(ARGV[2]), tonumber(ARGV[3])
+local saved = redis.call('HMGET', ARGV[1], 'tokens', 'at')
+local tokens, at = tonumber(saved[1]), tonumber(saved[2])
+if tokens == nil or at == nil then tokens, at = burst, now end
+tokens = math.min(burst, tokens + math.max(0, now - at) * rate)
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
+redis.call('HSET', ARGV[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', ARGV[1], math.ceil((burst - tokens) / rate * 1000) + 1000)
+return tostring(wait)
+"""
+"""A token taken from a rate bucket (ARGV: its key, the tokens it gains a second, the most it
+holds), refilled first for the time since it was last counted, on the Redis server's clock (so
+instances on different machines never disagree about the time); the reply is the seconds until
+a token is there, 0 when one was taken (as a string: Lua numbers reach the client as integers).
+A bucket left alone expires once it would be full again."""

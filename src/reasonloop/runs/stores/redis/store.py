@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -49,6 +50,7 @@ from reasonloop.runs.stores.redis.scripts import (
     CLAIM_RUN,
     CREATE_RUN,
     PUT_STEPS,
+    TAKE_TOKEN,
     UPDATE_RUNS,
 )
 
@@ -91,7 +93,12 @@ class RedisRunStore(RedisConversations):
     """
 
     features = StoreFeatures(
-        batch_appends=True, batch_updates=True, continuing_runs=True, stop_keys=True, step_journal=True
+        batch_appends=True,
+        batch_updates=True,
+        continuing_runs=True,
+        stop_keys=True,
+        rate_buckets=True,
+        step_journal=True,
     )
 
     def __init__(self, settings: RunsSettings | None = None, *, kb_path: str = "") -> None:
@@ -114,6 +121,7 @@ class RedisRunStore(RedisConversations):
         self._add_messages_script: Any = None
         self._put_step_script: Any = None
         self._claim_script: Any = None
+        self._take_token_script: Any = None
 
     @property
     def r(self) -> aioredis.Redis:
@@ -141,6 +149,7 @@ class RedisRunStore(RedisConversations):
         self._create_run_script = client.register_script(CREATE_RUN)
         self._put_step_script = client.register_script(PUT_STEPS)
         self._claim_script = client.register_script(CLAIM_RUN)
+        self._take_token_script = client.register_script(TAKE_TOKEN)
         self._blocking = aioredis.Redis.from_url(self.settings.redis_url, max_connections=100_000, **options)
 
     async def _run_script(self, script: Any, args: list[Any]) -> Any:
@@ -156,7 +165,7 @@ class RedisRunStore(RedisConversations):
                 await asyncio.gather(flusher, return_exceptions=True)
         # The scripts go with the client: run after close, they would open new connections to it.
         self._append_script = self._update_script = self._add_messages_script = self._create_run_script = None
-        self._put_step_script = self._claim_script = None
+        self._put_step_script = self._claim_script = self._take_token_script = None
         for client in (self._r, self._blocking):
             if client is not None:
                 await client.aclose()
@@ -448,6 +457,16 @@ class RedisRunStore(RedisConversations):
             return local
         with guard(self.url):
             return bool(await self.r.exists(f"{self.p}instance:{instance}"))
+
+    async def take_token(self, key: str, rate: float, burst: int) -> float:
+        """Take one token from the rate bucket ``key`` every instance shares (``{prefix}rate:{key}``,
+        :data:`~reasonloop.runs.stores.redis.scripts.TAKE_TOKEN`); 0 when taken, else the seconds
+        until there is one."""
+        try:
+            wait = float(await self._run_script(self._take_token_script, [f"{self.p}rate:{key}", repr(rate), burst]))
+        except (ResponseError, TypeError, ValueError) as exc:  # a server that cannot run the script
+            raise RunStoreUnavailable(f"Redis at {self.url} cannot keep rate buckets: {exc}", url=self.url) from exc
+        return wait if math.isfinite(wait) and wait > 0 else 0.0
 
     async def add_feedback(self, feedback: dict[str, Any]) -> None:
         with guard(self.url):
