@@ -11,7 +11,9 @@ the server's own Python costs per token, in one process pinned to one core:
   is admitted by the server's gate first (an API key checked, a request taken from its rate
   budget) and its ``ask`` charged, as the session does;
 * **bare**: the same number of tasks sleeping the same pace and sending the same frames
-  (every field ours has, serialised with ``json.dumps``) through the same framing.
+  (every field ours has, serialised with ``json.dumps``) through the same framing;
+* **ours-nj**: ours with ``[runs] resume_interrupted`` off: no request or model reply kept in
+  the store for a resume (ours keeps them, as served runs do by default).
 
 CPU is ``time.process_time`` of the whole process (the store's writer thread included) from
 the first run's start to the last run's end, divided by the frames sent. ``--delay`` small
@@ -37,7 +39,7 @@ import tempfile
 import time
 from typing import Any
 
-STACKS = ("bare", "ours")
+STACKS = ("bare", "ours", "ours-nj")
 
 
 REASONING = "toolcall"
@@ -73,7 +75,12 @@ async def _ours(args: argparse.Namespace) -> tuple[float, float, int]:
         return True
 
     with tempfile.TemporaryDirectory() as tmp:
-        settings = RunsSettings(sqlite_path=f"{tmp}/runs.sqlite", max_concurrent=args.runs + 10, max_queued=args.runs)
+        settings = RunsSettings(
+            sqlite_path=f"{tmp}/runs.sqlite",
+            max_concurrent=args.runs + 10,
+            max_queued=args.runs,
+            resume_interrupted=args.worker == "ours",
+        )
         store = SQLiteRunStore(settings)
         await store.open()
         model = ScriptedProvider(replies=["tok " * args.tokens], chunk_size=4, delay_s=args.delay, repeat_last=True)
@@ -159,7 +166,7 @@ def _worker(args: argparse.Namespace) -> int:
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, threads included
     tune_for_serving()
-    cpu, wall, sent = uvloop.run(_ours(args) if args.worker == "ours" else _bare(args))
+    cpu, wall, sent = uvloop.run(_bare(args) if args.worker == "bare" else _ours(args))
     print(json.dumps({"stack": args.worker, "cpu_s": cpu, "wall_s": wall, "frames": sent}))
     return 0
 
@@ -189,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         for stack in STACKS:
             results[stack].append(_spawn(stack, args))
     print(f"{args.runs} runs x {args.tokens} tokens, a token every {args.delay:g}s, one core; medians of {args.repeat}")
-    print(f"{'stack':<6} {'frames':>8} {'CPU us/frame':>13} {'wall us/frame':>14}")
+    print(f"{'stack':<8} {'frames':>8} {'CPU us/frame':>13} {'wall us/frame':>14}")
     per_frame: dict[str, float] = {}
     for stack in STACKS:
         rows = results[stack]
@@ -199,10 +206,13 @@ def main(argv: list[str] | None = None) -> int:
         cpu = statistics.median(row["cpu_s"] for row in rows) / frames * 1e6
         wall = statistics.median(row["wall_s"] for row in rows) / frames * 1e6
         per_frame[stack] = cpu
-        print(f"{stack:<6} {frames:>8} {cpu:>13.1f} {wall:>14.1f}")
+        print(f"{stack:<8} {frames:>8} {cpu:>13.1f} {wall:>14.1f}")
     if results["ours"][0]["frames"] != results["bare"][0]["frames"]:
         raise SystemExit("the stacks sent different numbers of frames")
     print(f"ours / bare CPU per frame: {per_frame['ours'] / per_frame['bare']:.2f}x")
+    print(
+        f"ours / ours-nj CPU per frame (what keeping steps for a resume costs): {per_frame['ours'] / per_frame['ours-nj']:.2f}x"
+    )
     return 0
 
 

@@ -216,6 +216,12 @@ class RunsSettings(_Section):
     SQLite store keeps each run's share of a transaction as one row, so a longer interval means
     fewer, larger rows; readers on other processes sharing the file see events this much later.
     A run's end does not wait for it: its own events are recorded at once, ahead of their batch."""
+    resume_interrupted: bool = True
+    """When a server instance dies (a crash, kill -9, a lost machine), another one takes over its
+    runs in flight and goes on with them from the steps they had finished: each finished model
+    and tool call is kept in the store while its run is in flight (and dropped at its end), and
+    replayed, not done again (docs/server.md, "What survives a crash"). Off: such runs end
+    ``interrupted`` with their partial answer, and nothing is kept for them."""
     writer_priority: Literal["idle", "low"] = "idle"
     """CPU priority of the SQLite store's writer threads (Linux). ``idle``: they run only when the
     event loop's thread does not want the core, so they never delay a socket; best when the server

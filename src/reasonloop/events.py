@@ -39,6 +39,7 @@ __all__ = [
     "Plan",
     "PlannedStep",
     "Progress",
+    "Resumed",
     "RunMeta",
     "RunResult",
     "RunStarted",
@@ -333,8 +334,34 @@ class ErrorEvent(_EventBase):
     """What the run consumed before it failed."""
 
 
+@dataclass(slots=True, kw_only=True)
+class Resumed(_EventBase):
+    """The process running the run died and ``instance`` took it over: the run goes on from the
+    steps it had finished, which are replayed, not done again.
+
+    The answer starts over here: a reader drops the partial answer text it holds (the run's own,
+    ``depth`` 0) and builds it again from the answer deltas that follow. Other events the replay
+    makes again are not sent twice."""
+
+    type: Literal["resumed"] = "resumed"
+    instance: str
+    """The server instance that resumed the run."""
+    reused_steps: int = 0
+    """Finished model and tool calls recorded before the crash, which the run replays."""
+
+
 Event = Annotated[
-    RunStarted | Progress | Thought | Plan | ToolCall | ToolResult | Searched | AnswerDelta | Answer | ErrorEvent,
+    RunStarted
+    | Progress
+    | Thought
+    | Plan
+    | ToolCall
+    | ToolResult
+    | Searched
+    | AnswerDelta
+    | Answer
+    | ErrorEvent
+    | Resumed,
     Field(discriminator="type"),
 ]
 event_adapter: TypeAdapter[Event] = TypeAdapter(Event)

@@ -619,3 +619,21 @@ async def test_sqlite_polls_and_checks_use_an_index_not_a_scan_of_every_run(tmp_
     finally:
         conn.close()
     assert f"USING INDEX {index}" in plan, plan
+
+
+@pytest.mark.redis
+async def test_watching_stops_on_redis_ends_when_cancelled_while_it_subscribes(redis_server):
+    # redis-py can swallow a cancellation that arrives while it connects; the watcher must end all
+    # the same, or a run manager closed right after it opened waits on it for ever.
+    async with open_redis_store(redis_server, f"w{new_id('x')}:") as store:
+
+        async def watch() -> None:
+            async for _ in store.stop_requests("me"):
+                pass
+
+        for i in range(40):
+            task = asyncio.create_task(watch())
+            await asyncio.sleep((i % 20) * 0.0005)
+            task.cancel()
+            done, _ = await asyncio.wait({task}, timeout=5)
+            assert done, f"the watcher went on after its cancellation (attempt {i})"

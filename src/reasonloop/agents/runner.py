@@ -3,7 +3,8 @@
 The tenant's knowledge base is opened (once) and given to the agent, so a run only ever
 searches its own tenant's documents. Requests are validated before a run is recorded: an
 unknown strategy or invalid settings is a :class:`~reasonloop.errors.RequestInvalid` naming
-the field (HTTP 422).
+the field (HTTP 422). Given the run's step journal, the runner puts the run's models and tools
+under it (:mod:`reasonloop.runs.replay`), so that the run can resume in another process.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from reasonloop.events import Event, Usage
 from reasonloop.llm.base import LLM
 from reasonloop.registry import Registry, resolve
 from reasonloop.runs.models import RunRequest
+from reasonloop.runs.replay import StepJournal
+from reasonloop.runs.replay.context import journaled
 
 __all__ = ["DEFAULT_REASONING", "AgentRunner"]
 
@@ -166,9 +169,27 @@ class AgentRunner:
 
     counts_usage = True
     """Takes the run manager's ``usage`` (see :data:`~reasonloop.runs.execution.Runner`)."""
+    keeps_steps = True
+    """Takes the run manager's ``journal``: the run's model and tool calls answer from it when it
+    resumes (see :mod:`reasonloop.runs.replay`)."""
 
-    def __call__(self, request: RunRequest, *, usage: Usage | None = None) -> AsyncIterator[Event]:
-        return self._run(request, usage)
+    def __call__(
+        self, request: RunRequest, *, usage: Usage | None = None, journal: StepJournal | None = None
+    ) -> AsyncIterator[Event]:
+        return self._run(request, usage, journal)
+
+    def resumable(self, request: RunRequest) -> bool:
+        """Whether a run of ``request`` may resume in another process: its strategy does not say
+        otherwise (``resumable = False`` on a strategy class: one whose work the journal of its
+        model and tool calls does not capture)."""
+        if request.agent is not None:
+            declared = self._agents().get(request.agent)
+            if declared is None:
+                return False
+            strategy = self._strategy_of(declared.reasoning, "agent")
+        else:
+            strategy = self._strategy(request)
+        return bool(getattr(strategy, "resumable", True))
 
     def _agent(self, request: RunRequest, kb: Any, llm: Any = None) -> Agent:
         """The declared agent built (once, with ``llm`` for what names no model) for the request's
@@ -185,7 +206,7 @@ class AgentRunner:
         agent.settings = built.strategy.validate_settings({**built.settings.model_dump(), **request.settings})
         return agent
 
-    async def _run(self, request: RunRequest, usage: Usage | None) -> AsyncIterator[Event]:
+    async def _run(self, request: RunRequest, usage: Usage | None, journal: StepJournal | None) -> AsyncIterator[Event]:
         kb = None
         if self.kb is not None:
             try:
@@ -216,6 +237,8 @@ class AgentRunner:
         )
         if usage is not None:
             ctx.usage = usage
+        if journal is not None:
+            journaled(ctx, journal)
         events = agent.events(request.question, ctx, tenant=request.tenant, trace_parent=request.trace_context)
         async with aclosing(events):  # the run manager numbers them
             async for event in events:

@@ -19,12 +19,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from reasonloop.errors import RunStoreUnavailable
-from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunStarted, Usage, number
+from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, Resumed, RunStarted, Usage, number
 from reasonloop.runs.live import LiveRun
 from reasonloop.runs.models import RunRecord, RunRequest, answer_status, conversation_turn, is_terminal_event
 from reasonloop.runs.recording.progress import RunRecording
 from reasonloop.runs.recording.recorder import EventRecorder
 from reasonloop.runs.recovery import ended_fields
+from reasonloop.runs.repeats import Repeats
+from reasonloop.runs.replay.steps import StepJournal
 from reasonloop.runs.stores.protocol import RunStore, features_of, together
 
 __all__ = ["Execution", "RunDriver", "Runner", "Stop"]
@@ -32,9 +34,13 @@ __all__ = ["Execution", "RunDriver", "Runner", "Stop"]
 Runner = Callable[[RunRequest], AsyncIterator[Event]]
 """Turns a request into its events (RunStarted first, Answer or ErrorEvent last), unstamped: the
 run manager stamps them. A runner may also have ``validate(request)``, raising
-:class:`~reasonloop.errors.RequestInvalid`; and ``counts_usage = True``, when it takes a
+:class:`~reasonloop.errors.RequestInvalid`; ``counts_usage = True``, when it takes a
 ``usage=`` keyword (a :class:`~reasonloop.events.Usage` it counts the run's consumption into),
-so that a run stopped or failed outside the runner still reports what it consumed."""
+so that a run stopped or failed outside the runner still reports what it consumed; and
+``keeps_steps = True``, when it takes a ``journal=`` keyword (the run's
+:class:`~reasonloop.runs.replay.StepJournal`, around its model and tool calls), so that the run
+can resume in another process if this one dies (:mod:`reasonloop.runs.resume`), with
+``resumable(request) -> bool`` to refuse that for some runs."""
 
 Notify = Callable[[str, RunRecord, Event | None], None]
 """Tells the run manager's observers: ``("event", record, event)`` or ``("status", record, None)``."""
@@ -69,6 +75,14 @@ class Execution(RunRecording):
     """Text of every top-level answer delta stamped (published or not yet)."""
     usage: Usage | None = None
     """What the run has consumed so far, when its runner counts into it (``counts_usage``)."""
+    journal: StepJournal | None = None
+    """The run's finished steps, when its runner keeps them (``keeps_steps``)."""
+    resumed: Resumed | None = None
+    """For a run resumed here: the event that says so, sent before anything else."""
+    repeats: Repeats | None = None
+    """For a run resumed here: what its stream already has (not sent again)."""
+    earlier: str = ""
+    """For a run resumed here: its partial answer before (kept should it stop before saying more)."""
 
     @classmethod
     def of(cls, record: RunRecord, request: RunRequest) -> Execution:
@@ -105,11 +119,13 @@ class RunDriver:
             Stop: a stop was requested (or the manager is shutting down) between two events.
             RunStoreUnavailable: the store (or journal) failed one of the run's events.
         """
+        options: dict[str, object] = {}
         if getattr(runner, "counts_usage", False):
-            run.usage = Usage()
-            stream = runner(run.request, usage=run.usage)  # type: ignore[call-arg]
-        else:
-            stream = runner(run.request)
+            run.usage = options["usage"] = Usage()
+        if run.journal is not None and getattr(runner, "keeps_steps", False):
+            options["journal"] = run.journal
+        stream = runner(run.request, **options) if options else runner(run.request)  # type: ignore[call-arg]
+        repeats = run.repeats
         try:
             while True:
                 if run.stop_requested or run.shutting_down:
@@ -121,6 +137,8 @@ class RunDriver:
                     break
                 finally:
                     run.cancellable = False
+                if repeats is not None and repeats.seen(event):  # a resumed run's readers have it
+                    continue
                 self.emit(run, event)
                 if is_terminal_event(event):
                     await self.finish(run, event)
@@ -162,7 +180,7 @@ class RunDriver:
             record.status = answer_status(event)
         else:
             assert isinstance(event, ErrorEvent)
-            record.content = "".join(run.parts)
+            record.content = _partial(run)
             record.status, record.stop_reason = "failed", "error"
             record.error = {"code": event.code, "message": event.message}
         record.ended_at = time.time()
@@ -185,7 +203,7 @@ class RunDriver:
     async def finish_stopped(self, run: Execution) -> None:
         """End a stopped (or, shutting down, interrupted) run with its partial answer."""
         reason = "stopped" if run.stop_requested else "interrupted"
-        answer = Answer(text="".join(run.parts), stop_reason=reason, usage=_so_far(run))
+        answer = Answer(text=_partial(run), stop_reason=reason, usage=_so_far(run))
         try:
             self.emit(run, answer)
             await self.finish(run, answer)
@@ -221,6 +239,11 @@ class RunDriver:
         record.error = {"code": event.code, "message": event.message}
         self.recorder.publish_unrecorded(recording, event, event.to_json())
         self.notify("event", record, event)
+
+
+def _partial(run: Execution) -> str:
+    """The run's answer so far: what it has said (since it resumed, if it did), else before."""
+    return "".join(run.parts) or run.earlier
 
 
 def _so_far(run: Execution) -> Usage:

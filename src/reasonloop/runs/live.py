@@ -22,7 +22,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from reasonloop.events import AnswerDelta, Event, event_adapter
+from reasonloop.events import AnswerDelta, Event, Resumed, event_adapter
 from reasonloop.runs.models import RunRecord, is_terminal_event
 
 __all__ = ["LiveRun", "Sink"]
@@ -60,6 +60,8 @@ class LiveRun:
         self.kinds.append(event.type)
         if isinstance(event, AnswerDelta) and event.depth == 0:
             self.delivered.append(event.text)
+        elif isinstance(event, Resumed):  # the answer starts over (readers drop what they have)
+            self.delivered.clear()
         terminal = is_terminal_event(event)
         if terminal:
             self.ended = True

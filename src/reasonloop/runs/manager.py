@@ -16,6 +16,11 @@ readers only once a crash could not lose it:
 A run does not wait for each event's record (the model keeps streaming); it waits before its
 status changes, and when too many of its events are still unrecorded.
 
+With ``[runs] resume_interrupted`` (and a runner that keeps steps), each run's request and
+finished steps are kept in the store while it is in flight, and a run of an instance that died
+goes on here (:mod:`reasonloop.runs.resume`): :meth:`RunManager.open` and the background upkeep
+claim such runs and drive them again.
+
 Readers get a :class:`~reasonloop.runs.reading.RunFeed` from :meth:`RunManager.read`, for a
 run this process executes (one shared in-memory list per run: a slow reader costs nothing to
 the others) or one executed by another instance, or finished long ago (read through the store).
@@ -32,6 +37,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -54,6 +60,8 @@ from reasonloop.runs.reading import RunFeed
 from reasonloop.runs.recording.journal import Journal
 from reasonloop.runs.recording.recorder import EventRecorder
 from reasonloop.runs.records import Records
+from reasonloop.runs.replay import REQUEST_KEY, StepJournal
+from reasonloop.runs.resume import Resume, resumed
 from reasonloop.runs.stores.protocol import RunStore, features_of, together
 from reasonloop.runs.upkeep import Upkeep
 from reasonloop.unicode_text import lone_surrogate
@@ -96,14 +104,25 @@ class RunManager:
         """Where events are made durable before readers see them (None: the store, event by event)."""
         self.recorder = EventRecorder(store, self.journal, self.settings.record_interval_s)
         self._driver = RunDriver(store, self.recorder, self._notify)
-        self.upkeep = Upkeep(store, self.instance, self.journal, self.recorder, self._executing, self._request_stop)
+        self.keeps_steps = bool(
+            self.settings.resume_interrupted
+            and features_of(store).step_journal
+            and getattr(runner, "keeps_steps", False)
+        )
+        """Runs keep their request and finished steps in the store, and runs of dead instances
+        resume here (see :mod:`reasonloop.runs.resume`)."""
+        self.resume = Resume(store, self.instance, runner, self._resume) if self.keeps_steps else None
+        self.upkeep = Upkeep(
+            store, self.instance, self.journal, self.recorder, self._executing, self._request_stop, self.resume
+        )
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def open(self) -> list[str]:
-        """Mark runs orphaned by dead instances ``interrupted`` and start the background loops.
+        """Resume runs orphaned by dead instances (or mark those that cannot go on
+        ``interrupted``) and start the background loops.
 
         Returns:
-            Ids of the runs marked interrupted.
+            Ids of the runs marked interrupted (those resumed are in ``resume.resumed``).
         """
         await self.store.heartbeat(self.instance)
         if self.journal is not None:
@@ -116,6 +135,10 @@ class RunManager:
             raise
         if marked:
             log.warning("marked %d run(s) interrupted: %s", len(marked), ", ".join(marked))
+        if self.resume is not None and self.resume.resumed:
+            log.warning(
+                "resumed %d run(s) of dead instances: %s", len(self.resume.resumed), ", ".join(self.resume.resumed)
+            )
         self._background = self.upkeep.start()
         return marked
 
@@ -127,6 +150,9 @@ class RunManager:
         await self.interrupt()
         ending = [run.task for run in self._executing.values() if run.task is not None]  # interrupted earlier
         await asyncio.gather(*ending, return_exceptions=True)
+        for run in self._executing.values():  # their last steps' writes, which nothing waited for
+            if run.journal is not None:
+                await run.journal.flush()
         await self.recorder.drain()
         try:  # the store may be back by now
             await self.recorder.record_lost_ends()
@@ -232,6 +258,8 @@ class RunManager:
         if new_conversation is None and features_of(self.store).continuing_runs:
             # continues a conversation: other instances may be answering it
             create = self.store.create_continuing_run  # type: ignore[attr-defined]
+            if self.keeps_steps:
+                create = functools.partial(self._create_continuing, create, request)
             recording = asyncio.ensure_future(self._turns.record_continuing(create, record))
             try:
                 await asyncio.shield(recording)
@@ -243,6 +271,8 @@ class RunManager:
         writes = [self.store.create_run(record)]
         if new_conversation is not None:
             writes.insert(0, self.store.create_conversation(new_conversation))
+        if self.keeps_steps:  # in the run's transaction: a run that can resume has its request
+            writes.append(self.store.put_step(run_id, REQUEST_KEY, request.model_dump_json()))  # type: ignore[attr-defined]
         try:
             await together(writes)
         except asyncio.CancelledError:
@@ -254,12 +284,22 @@ class RunManager:
         self._launch(record, request)
         return record.model_copy()
 
+    async def _create_continuing(self, create: Any, request: RunRequest, record: RunRecord) -> str | None:
+        """``create(record)``, then the run's request kept (when it was recorded)."""
+        holder: str | None = await create(record)
+        if holder is None:
+            await self.store.put_step(record.run_id, REQUEST_KEY, request.model_dump_json())  # type: ignore[attr-defined]
+        return holder
+
     def _launch_recorded(self, done: asyncio.Future[None], record: RunRecord, request: RunRequest) -> None:
         if not done.cancelled() and done.exception() is None:
             self._launch(record, request)
 
-    def _launch(self, record: RunRecord, request: RunRequest) -> None:
-        run = Execution.of(record, request)
+    def _launch(self, record: RunRecord, request: RunRequest, run: Execution | None = None) -> None:
+        if run is None:
+            run = Execution.of(record, request)
+            if self.keeps_steps:
+                run.journal = StepJournal(self.store, record.run_id)
         self._executing[record.run_id] = run
         if record.conversation_id:
             self._turns.take(record.conversation_id, record.run_id)
@@ -267,12 +307,18 @@ class RunManager:
         run.task = asyncio.create_task(self._execute(run), name=f"run:{record.run_id}")
         self._notify("status", record, None)
 
+    def _resume(self, record: RunRecord, request: RunRequest, events: list[Event], steps: dict[str, str]) -> None:
+        """Execute again a run this instance claimed from a dead one (see :mod:`reasonloop.runs.resume`)."""
+        self._launch(record, request, resumed(self.store, self.instance, record, request, events, steps))
+
     # -- executing --------------------------------------------------------------------------------
     async def _execute(self, run: Execution) -> None:
         record = run.record
         run.started = True
         try:
             try:
+                if run.resumed is not None:  # first: readers learn at once that the run goes on
+                    self._driver.emit(run, run.resumed)
                 if run.stop_requested:
                     raise Stop
                 # acquire/release rather than `async with`: the context manager's bound __aexit__
@@ -281,7 +327,7 @@ class RunManager:
                 try:
                     self._waiting -= 1
                     run.cancellable = False
-                    record.status, record.started_at = "running", time.time()
+                    record.status, record.started_at = "running", record.started_at or time.time()
                     self._notify("status", record, None)
                     # Recorded with the run's first events, in their transaction (one thread hand-off
                     # fewer per run); the run's end waits for those, so the order is kept.

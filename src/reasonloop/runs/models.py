@@ -19,6 +19,7 @@ from reasonloop.events import (
     AnswerDelta,
     ErrorEvent,
     Event,
+    Resumed,
     RunMeta,
     RunResult,
     RunStarted,
@@ -193,11 +194,21 @@ class ConversationRecord(BaseModel):
 
 
 def partial_content(events: list[Event]) -> str:
-    """The answer text the events carry: the final answer if there is one, else the deltas so far."""
+    """The answer text the events carry: the final answer if there is one, else the deltas so far.
+
+    A resumed run's answer starts over at each :class:`~reasonloop.events.Resumed`: the deltas
+    after the last one that has any (a run stopped right after it was resumed keeps the text it had).
+    """
     for event in reversed(events):
         if isinstance(event, Answer) and event.depth == 0:
             return event.text
-    return "".join(e.text for e in events if isinstance(e, AnswerDelta) and e.depth == 0)
+    parts: list[str] = []
+    for event in reversed(events):
+        if isinstance(event, AnswerDelta) and event.depth == 0:
+            parts.append(event.text)
+        elif isinstance(event, Resumed) and parts:
+            break
+    return "".join(reversed(parts))
 
 
 def result_from_events(record: RunRecord, events: list[Event]) -> RunResult:

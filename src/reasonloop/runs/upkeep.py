@@ -1,8 +1,8 @@
 """A run manager's background work: heartbeats, stop requests, recovery, and lost ends retried.
 
 Every instance sends a heartbeat, watches for stop requests made through the store (by another
-instance), ends the runs of dead instances (:mod:`reasonloop.runs.recovery`, after importing
-their journals) and gives a store that came back the ends it missed. The loops outlive any
+instance), resumes or ends the runs of dead instances (:mod:`reasonloop.runs.recovery`, after
+importing their journals) and gives a store that came back the ends it missed. The loops outlive any
 failure: an instance whose heartbeat stopped would have its live runs marked interrupted by
 the others, and one no longer polling would miss stops.
 """
@@ -19,6 +19,7 @@ from reasonloop.runs.recording.journal import Journal, file_prefix
 from reasonloop.runs.recording.journal_recovery import recover_journals, unrecovered
 from reasonloop.runs.recording.recorder import EventRecorder
 from reasonloop.runs.recovery import recover_interrupted
+from reasonloop.runs.resume import Resume
 from reasonloop.runs.stores.protocol import RunStore, features_of
 
 __all__ = ["Upkeep"]
@@ -40,6 +41,7 @@ class Upkeep:
         recorder: Holds the ends of runs the store missed.
         executing: The runs this process executes, by id.
         request_stop: Stops one of them.
+        resume: Resumes the runs of dead instances that can go on (None: they all end interrupted).
     """
 
     def __init__(
@@ -50,6 +52,7 @@ class Upkeep:
         recorder: EventRecorder,
         executing: dict[str, Execution],
         request_stop: Callable[[Execution], None],
+        resume: Resume | None = None,
     ) -> None:
         self.store = store
         self.instance = instance
@@ -57,6 +60,7 @@ class Upkeep:
         self.recorder = recorder
         self.executing = executing
         self.request_stop = request_stop
+        self.resume = resume
 
     def start(self) -> list[asyncio.Task[None]]:
         return [
@@ -65,15 +69,22 @@ class Upkeep:
         ]
 
     async def recover(self) -> list[str]:
-        """Events journaled by dead processes into the store, then their runs marked interrupted
-        (not those of a process whose segments are still on disk: being imported by another
-        process, or whose import failed; a later round takes them)."""
+        """Events journaled by dead processes into the store, then their runs resumed or marked
+        interrupted (not those of a process whose segments are still on disk: being imported by
+        another process, or whose import failed; a later round takes them).
+
+        Returns:
+            The ids of the runs marked interrupted.
+        """
         if self.journal is None:
-            return await recover_interrupted(self.store, me=self.instance)
+            return await recover_interrupted(self.store, me=self.instance, resume=self.resume)
         await recover_journals(self.journal.directory, self.store)
         waiting = unrecovered(self.journal.directory)
         return await recover_interrupted(
-            self.store, me=self.instance, wait_for=lambda instance: file_prefix(instance) in waiting
+            self.store,
+            me=self.instance,
+            wait_for=lambda instance: file_prefix(instance) in waiting,
+            resume=self.resume,
         )
 
     async def _watch_stops(self) -> None:

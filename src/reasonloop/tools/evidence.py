@@ -23,10 +23,11 @@ __all__ = ["EvidenceLog", "format_evidence", "search_all"]
 class EvidenceLog:
     """Numbers evidence for one run and remembers the citation behind each number."""
 
-    __slots__ = ("_numbers", "citations", "hits")
+    __slots__ = ("_next", "_numbers", "citations", "hits")
 
     def __init__(self) -> None:
         self._numbers: dict[str, int] = {}
+        self._next = 1
         self.citations: dict[int, Citation] = {}
         self.hits: dict[int, Hit] = {}
         """The passage behind each number (what an answer's citation quotes a sentence of)."""
@@ -35,11 +36,22 @@ class EvidenceLog:
         """The marker of ``hit`` (a new one the first time its chunk is seen)."""
         number = self._numbers.get(hit.chunk_id)
         if number is None:
-            number = len(self._numbers) + 1
+            number = self._next
+            self._next += 1
             self._numbers[hit.chunk_id] = number
             self.citations[number] = hit.citation(marker=number)
             self.hits[number] = hit
         return number
+
+    def restore(self, number: int, hit: Hit) -> None:
+        """Give ``hit`` the number it had before (a search replayed when a run resumes, not done
+        again); nothing when its chunk or the number is taken. New passages are numbered after it."""
+        if hit.chunk_id in self._numbers or number in self.hits:
+            return
+        self._numbers[hit.chunk_id] = number
+        self.citations[number] = hit.citation(marker=number)
+        self.hits[number] = hit
+        self._next = max(self._next, number + 1)
 
     def add_citation(self, citation: Citation) -> None:
         """Keep a numbered citation produced by another tool (first one per number wins)."""

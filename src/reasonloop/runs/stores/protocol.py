@@ -53,6 +53,17 @@ class StoreFeatures:
     (``rate`` tokens a second, at most ``burst``), which every process using the store shares;
     returns 0 when taken, else the seconds until a token is there. Raises
     :class:`~reasonloop.errors.RunStoreUnavailable` when the backend does not answer."""
+    step_journal: bool = False
+    """A run's finished steps are kept while it is in flight, so that another process can resume it
+    without doing them again (:mod:`reasonloop.runs.resume`):
+
+    * ``async put_step(run_id, key, value: str)`` keeps one step (a later put of the key replaces
+      it; nothing is kept for a run that has ended);
+    * ``async steps(run_id) -> dict[str, str]`` gives them back;
+    * ``async claim_run(run_id, instance, by) -> bool`` moves an in-flight run recorded as executed
+      by ``instance`` to ``by``: of instances claiming it at once, exactly one gets True.
+
+    The run's end (a terminal status set through ``update_run``) drops its steps."""
 
 
 def features_of(store: Any) -> StoreFeatures:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from reasonloop.runs.models import TERMINAL
 
-__all__ = ["ADD_MESSAGES", "APPEND_EVENTS", "CREATE_RUN", "TAKE_TOKEN", "UPDATE_RUNS"]
+__all__ = ["ADD_MESSAGES", "APPEND_EVENTS", "CLAIM_RUN", "CREATE_RUN", "PUT_STEPS", "TAKE_TOKEN", "UPDATE_RUNS"]
 
 _TERMINAL_LIST = "," + ",".join(sorted(TERMINAL)) + ","
 """The terminal statuses as the scripts look them up (``string.find`` of ``,status,``)."""
@@ -29,8 +29,8 @@ event (benchmarks/README.md, "Design notes: Redis appends in one script")."""
 UPDATE_RUNS = """
 local inflight, ttl, i = ARGV[1], ARGV[2], 3
 while i <= #ARGV do
-  local key, run_id, events, first = ARGV[i], ARGV[i + 1], ARGV[i + 2], i + 4
-  i = first + 2 * tonumber(ARGV[i + 3])
+  local key, run_id, events, steps, first = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], i + 5
+  i = first + 2 * tonumber(ARGV[i + 4])
   if redis.call('EXISTS', key) == 1 then
     redis.call('HSET', key, unpack(ARGV, first, i - 1))
     local status = redis.call('HGET', key, 'status')
@@ -38,14 +38,16 @@ while i <= #ARGV do
       redis.call('SREM', inflight, run_id)
       redis.call('EXPIRE', key, ttl)
       redis.call('EXPIRE', events, ttl)
+      redis.call('DEL', steps)
     end
   end
 end
 return 0
 """.replace("TERMINAL_LIST", _TERMINAL_LIST)
 """Set fields of runs' hashes: ARGV is the in-flight set and the ttl, then per run its hash key,
-id, events key, how many field/value pairs follow, and the pairs. An unknown run is skipped; a
-run whose status is now terminal leaves the in-flight set and starts to expire. One round trip
+id, events key, steps key, how many field/value pairs follow, and the pairs. An unknown run is
+skipped; a run whose status is now terminal leaves the in-flight set, starts to expire and
+drops its steps (an ended run is never resumed). One round trip
 for any number of runs, and the records are neither read nor parsed by the server process
 (the store reads them back over the record)."""
 ADD_MESSAGES = """
@@ -90,6 +92,28 @@ creation time, the index's lower bound, the in-flight set, its conversation's ``
 flight). Every run of a conversation names itself in the conversation's ``convrun`` key; with '1',
 a run whose predecessor there is still in flight is not recorded, and the predecessor's id is
 the reply. One script: the check and the record are one step for every instance."""
+PUT_STEPS = """
+for i = 1, #ARGV, 4 do
+  local status = redis.call('HGET', ARGV[i], 'status')
+  if not (status and string.find('TERMINAL_LIST', ',' .. status .. ',', 1, true)) then
+    redis.call('HSET', ARGV[i + 1], ARGV[i + 2], ARGV[i + 3])
+  end
+end
+return 0
+""".replace("TERMINAL_LIST", _TERMINAL_LIST)
+"""Steps of runs that have not ended (ARGV: per step its run's hash key, the run's steps key, the
+step's key and value); a run that has keeps none (its end dropped them). Many steps, of many
+runs, in one command."""
+CLAIM_RUN = """
+if redis.call('HGET', ARGV[1], 'instance') ~= ARGV[2] then return 0 end
+local status = redis.call('HGET', ARGV[1], 'status')
+if not status or string.find('TERMINAL_LIST', ',' .. status .. ',', 1, true) then return 0 end
+redis.call('HSET', ARGV[1], 'instance', ARGV[3], 'f:instance', ARGV[4])
+return 1
+""".replace("TERMINAL_LIST", _TERMINAL_LIST)
+"""An in-flight run recorded as executed by one instance recorded as executed by another (ARGV: the
+run's hash key, the instance, the new one, and the new one as JSON); 1 when it was, 0 when the run
+is not in flight on that instance. One script: of instances claiming the run at once, one wins."""
 TAKE_TOKEN = """
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000

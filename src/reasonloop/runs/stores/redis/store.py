@@ -5,6 +5,8 @@ Keys (all under ``[runs] redis_prefix``):
 * ``run:{id}`` hash: ``data`` (the :class:`RunRecord` as JSON, as created), ``f:{field}`` (each
   record field set since, as JSON, read over ``data``), and ``status``, ``tenant``, ``instance``
   as themselves.
+* ``steps:{id}`` hash: the run's finished steps while it is in flight (see
+  :attr:`~reasonloop.runs.stores.protocol.StoreFeatures.step_journal`); its end deletes it.
 * ``events:{id}`` stream: one entry per event with the explicit id ``0-{seq}``, so a resume
   after ``seq`` N is ``XRANGE (0-N +`` and a follower blocks with ``XREAD`` from its last id.
   Events and status changes are written by Lua scripts, many per call.
@@ -42,7 +44,15 @@ from reasonloop.runs.stores.event_rows import EventRows
 from reasonloop.runs.stores.protocol import StoreFeatures
 from reasonloop.runs.stores.redis.conversations import RedisConversations
 from reasonloop.runs.stores.redis.guard import guard, refused, shown_url
-from reasonloop.runs.stores.redis.scripts import ADD_MESSAGES, APPEND_EVENTS, CREATE_RUN, TAKE_TOKEN, UPDATE_RUNS
+from reasonloop.runs.stores.redis.scripts import (
+    ADD_MESSAGES,
+    APPEND_EVENTS,
+    CLAIM_RUN,
+    CREATE_RUN,
+    PUT_STEPS,
+    TAKE_TOKEN,
+    UPDATE_RUNS,
+)
 
 __all__ = ["RedisRunStore"]
 
@@ -83,7 +93,12 @@ class RedisRunStore(RedisConversations):
     """
 
     features = StoreFeatures(
-        batch_appends=True, batch_updates=True, continuing_runs=True, stop_keys=True, rate_buckets=True
+        batch_appends=True,
+        batch_updates=True,
+        continuing_runs=True,
+        stop_keys=True,
+        rate_buckets=True,
+        step_journal=True,
     )
 
     def __init__(self, settings: RunsSettings | None = None, *, kb_path: str = "") -> None:
@@ -97,11 +112,15 @@ class RedisRunStore(RedisConversations):
         """A second client for XREAD BLOCK and pub/sub, which hold a connection while they wait."""
         self._pending: list[tuple[str, str, str, asyncio.Future[None]]] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._pending_steps: list[tuple[str, str, str, asyncio.Future[None]]] = []
+        self._step_flusher: asyncio.Task[None] | None = None
         # The scripts of reasonloop.runs.stores.redis.scripts on the command client, once open.
         self._append_script: Any = None
         self._create_run_script: Any = None
         self._update_script: Any = None
         self._add_messages_script: Any = None
+        self._put_step_script: Any = None
+        self._claim_script: Any = None
         self._take_token_script: Any = None
 
     @property
@@ -128,6 +147,8 @@ class RedisRunStore(RedisConversations):
         self._update_script = client.register_script(UPDATE_RUNS)
         self._add_messages_script = client.register_script(ADD_MESSAGES)
         self._create_run_script = client.register_script(CREATE_RUN)
+        self._put_step_script = client.register_script(PUT_STEPS)
+        self._claim_script = client.register_script(CLAIM_RUN)
         self._take_token_script = client.register_script(TAKE_TOKEN)
         self._blocking = aioredis.Redis.from_url(self.settings.redis_url, max_connections=100_000, **options)
 
@@ -139,8 +160,12 @@ class RedisRunStore(RedisConversations):
             return await script(args=args)
 
     async def close(self) -> None:
-        if self._flusher is not None:
-            await asyncio.gather(self._flusher, return_exceptions=True)
+        for flusher in (self._flusher, self._step_flusher):
+            if flusher is not None:
+                await asyncio.gather(flusher, return_exceptions=True)
+        # The scripts go with the client: run after close, they would open new connections to it.
+        self._append_script = self._update_script = self._add_messages_script = self._create_run_script = None
+        self._put_step_script = self._claim_script = self._take_token_script = None
         for client in (self._r, self._blocking):
             if client is not None:
                 await client.aclose()
@@ -194,7 +219,14 @@ class RedisRunStore(RedisConversations):
                 if name in _PLAIN_FIELDS:  # also kept plain: read without the record
                     pairs += (name, value)
             if pairs:
-                args += (f"{p}run:{run_id}", run_id, f"{p}events:{run_id}", len(pairs) // 2, *pairs)
+                args += (
+                    f"{p}run:{run_id}",
+                    run_id,
+                    f"{p}events:{run_id}",
+                    f"{p}steps:{run_id}",
+                    len(pairs) // 2,
+                    *pairs,
+                )
         if len(args) > 2:
             await self._run_script(self._update_script, args)
 
@@ -227,6 +259,51 @@ class RedisRunStore(RedisConversations):
             _record_from(row) for row in rows if exclude_instance is None or row.get("instance") != exclude_instance
         ]
         return [r for r in records if r is not None and not r.finished]
+
+    async def claim_run(self, run_id: str, instance: str, by: str) -> bool:
+        """Record run ``run_id``, in flight on ``instance``, as executed by ``by``; False when it is
+        not (any more) in flight on ``instance``. One script: of claims made at once, one wins."""
+        key = f"{self.p}run:{run_id}"
+        return bool(await self._run_script(self._claim_script, [key, instance, by, json.dumps(by)]))
+
+    # -- the steps of runs in flight -------------------------------------------------------------
+    async def put_step(self, run_id: str, key: str, value: str) -> None:
+        """Keep a finished step of run ``run_id`` (in the run's ``steps`` hash, deleted at its end).
+
+        Steps of all runs are written together, as events are: what arrives while one command is
+        in flight goes out in the next, one script call for all of them.
+        """
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending_steps.append((run_id, key, value, fut))
+        if self._step_flusher is None or self._step_flusher.done():
+            self._step_flusher = asyncio.create_task(self._flush_steps(), name="redis-run-store-steps")
+        await fut
+
+    async def _flush_steps(self) -> None:
+        p = self.p
+        while self._pending_steps:
+            batch, self._pending_steps = self._pending_steps, []
+            args: list[str] = []
+            for run_id, key, value, _ in batch:
+                args += (f"{p}run:{run_id}", f"{p}steps:{run_id}", key, value)
+            failure: BaseException | None = None
+            try:
+                await self._run_script(self._put_step_script, args)
+            except RunStoreUnavailable as exc:
+                failure = exc
+            except Exception as exc:  # what the callers get, whatever it is: no future is left waiting
+                failure = RunStoreUnavailable(f"Redis at {self.url} failed: {exc}", url=self.url)
+            for *_, fut in batch:
+                if fut.done():
+                    continue
+                if failure is None:
+                    fut.set_result(None)
+                else:
+                    fut.set_exception(RunStoreUnavailable(str(failure)))
+
+    async def steps(self, run_id: str) -> dict[str, str]:
+        with guard(self.url):
+            return await self.r.hgetall(f"{self.p}steps:{run_id}")  # type: ignore[no-any-return]
 
     # -- events -----------------------------------------------------------------------------
     async def append_event(self, run_id: str, event: Event, payload: str | None = None) -> None:
@@ -344,10 +421,15 @@ class RedisRunStore(RedisConversations):
 
     async def stop_requests(self, instance: str) -> AsyncIterator[str]:
         pubsub = self.rb.pubsub(ignore_subscribe_messages=True)
+        task = asyncio.current_task()
         try:
             with guard(self.url):
                 await pubsub.subscribe(f"{self.p}stops")
             while True:
+                # redis-py can swallow a cancellation that arrives while it connects: the loop
+                # would then go on for ever, and whoever cancelled it wait for ever.
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError
                 with guard(self.url):
                     message = await pubsub.get_message(timeout=1.0)
                 if message is not None and message.get("type") == "message":

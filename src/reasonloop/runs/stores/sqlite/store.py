@@ -26,7 +26,7 @@ from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Event, event_list_adapter
 from reasonloop.runs.instance import instance_alive
-from reasonloop.runs.models import ConversationRecord, RunRecord, check_record_fields, is_terminal_event
+from reasonloop.runs.models import TERMINAL, ConversationRecord, RunRecord, check_record_fields, is_terminal_event
 from reasonloop.runs.stores.event_rows import EventRows
 from reasonloop.runs.stores.protocol import StoreFeatures
 from reasonloop.runs.stores.sqlite import events as sqlite_events
@@ -64,6 +64,8 @@ CREATE INDEX IF NOT EXISTS conversations_tenant ON conversations (tenant, update
 CREATE TABLE IF NOT EXISTS messages (
     conversation_id TEXT NOT NULL, idx INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (conversation_id, idx));
 CREATE TABLE IF NOT EXISTS feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, tenant TEXT, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS run_steps (
+    run_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (run_id, key)) WITHOUT ROWID;
 """
     + sqlite_events.SCHEMA
 )
@@ -90,6 +92,18 @@ def _run_row(record: RunRecord) -> tuple[Any, ...]:
     )
 
 
+_ENDED = "(" + ",".join(f"'{status}'" for status in sorted(TERMINAL)) + ")"
+_PUT_STEP = (
+    "INSERT OR REPLACE INTO run_steps (run_id, key, value) SELECT ?1, ?2, ?3"
+    f" WHERE NOT EXISTS (SELECT 1 FROM runs WHERE run_id=?1 AND status IN {_ENDED})"
+)
+"""A step of a run that has not ended (one that has keeps none: its end dropped them)."""
+_CLAIM_RUN = (
+    "UPDATE runs SET instance=?3, data=json_set(data, '$.instance', ?3)"
+    " WHERE run_id=?1 AND instance=?2 AND status IN ('queued', 'running')"
+)
+
+
 @functools.lru_cache(maxsize=64)
 def _update_sql(names: tuple[str, ...]) -> str:
     """The UPDATE that sets record fields ``names`` (a few sets of names recur: made once each).
@@ -110,7 +124,9 @@ class SQLiteRunStore:
         poll_s: Polling interval for cross-process followers and stop requests.
     """
 
-    features = StoreFeatures(batch_appends=True, continuing_runs=True, commits_together=True, local_journal=True)
+    features = StoreFeatures(
+        batch_appends=True, continuing_runs=True, commits_together=True, local_journal=True, step_journal=True
+    )
     """Writes started in the same turn of the event loop commit in one transaction (see
     :mod:`reasonloop.runs.stores.sqlite.writer`), in the order they were started; the journal
     goes in :attr:`journal_dir`."""
@@ -188,7 +204,15 @@ class SQLiteRunStore:
         sql = _update_sql(tuple(fields))
         params = {"v": json.dumps(fields, ensure_ascii=False), "run_id": run_id}
         params.update((name, fields[name]) for name in ("status", "instance") if name in fields)
-        await self._run(lambda c: c.execute(sql, params))
+        if fields.get("status") not in TERMINAL:
+            await self._run(lambda c: c.execute(sql, params))
+            return
+
+        def end(c: sqlite3.Connection) -> None:  # an ended run is never resumed: its steps go with its end
+            c.execute(sql, params)
+            c.execute("DELETE FROM run_steps WHERE run_id=?", (run_id,))
+
+        await self._run(end)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         row = await self._run(lambda c: c.execute("SELECT data FROM runs WHERE run_id=?", (run_id,)).fetchone())
@@ -209,6 +233,22 @@ class SQLiteRunStore:
             sql, params = sql + " AND instance != ?", (exclude_instance,)
         rows = await self._run(lambda c: c.execute(sql, params).fetchall())
         return [RunRecord.model_validate_json(r[0]) for r in rows]
+
+    async def claim_run(self, run_id: str, instance: str, by: str) -> bool:
+        """Record run ``run_id``, in flight on ``instance``, as executed by ``by``; False when it is
+        not (any more) in flight on ``instance``. One statement: of claims made at once, one wins."""
+        return bool(await self._run(lambda c: c.execute(_CLAIM_RUN, (run_id, instance, by)).rowcount))
+
+    # -- the steps of runs in flight -------------------------------------------------------------
+    async def put_step(self, run_id: str, key: str, value: str) -> None:
+        """Keep a finished step of run ``run_id`` (committed with the events of the same moment)."""
+        await self._run(lambda c: c.execute(_PUT_STEP, (run_id, key, value)))
+
+    async def steps(self, run_id: str) -> dict[str, str]:
+        rows = await self._run(
+            lambda c: c.execute("SELECT key, value FROM run_steps WHERE run_id=?", (run_id,)).fetchall()
+        )
+        return dict(rows)
 
     # -- events -----------------------------------------------------------------------------
     async def append_event(self, run_id: str, event: Event, payload: str | None = None) -> None:

@@ -112,6 +112,12 @@ export class RunView {
       case "searched":
         this.searched(event);
         break;
+      case "resumed":
+        // The server that ran it died and another goes on: the answer starts over (its deltas come again).
+        this.text = "";
+        this.add(event, el("li", "t-progress", t("trace.resumed")));
+        this.schedule(arrived);
+        break;
       case "answer_delta":
         if (nested) this.subAnswer(event).textContent += event.text;
         else { this.text += event.text; this.schedule(arrived); }
