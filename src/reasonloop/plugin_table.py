@@ -117,6 +117,17 @@ PLUGINS: tuple[PluginRow, ...] = (
         en=("IRCoT", "Interleave one reasoning sentence and one search until the answer, citing the passages used"),
         zh=("IRCoT", "推理一句、检索一次，交替进行直到得出答案，并引用所用段落"),
     ),
+    PluginRow(
+        "reasoning",
+        "research",
+        "reasonloop.reasoning.strategies.research:ResearchReasoning",
+        en=(
+            "Research",
+            "Plan research questions, research them with parallel sub-agents, judge after each round, "
+            "write a cited report",
+        ),
+        zh=("深度研究", "规划研究问题，由并行的子代理研究，每轮后判断是否充分，写出带引用的报告"),
+    ),
     # tools
     PluginRow(
         "tool",

@@ -21,7 +21,7 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -35,6 +35,7 @@ from reasonloop.tools.base import RunScope, Tool, ToolContext
 
 __all__ = [
     "Budget",
+    "Checkpoints",
     "LoopSettings",
     "Reasoning",
     "ReasoningSettings",
@@ -115,6 +116,20 @@ class LoopSettings(ReasoningSettings, Budget):
         return self
 
 
+class Checkpoints(Protocol):
+    """Where a strategy keeps the results of finished work so that a resumed run does not redo it
+    (the run's step journal when the run store keeps one: :mod:`reasonloop.runs.replay`)."""
+
+    def key(self, kind: str, content: Any) -> str:
+        """The key of the next piece of work of ``kind`` asking ``content``."""
+
+    def take(self, key: str) -> str | None:
+        """What the work under ``key`` produced before the run resumed, if it finished."""
+
+    def keep(self, key: str, value: str) -> None:
+        """Record finished work under ``key``."""
+
+
 @dataclass
 class RunContext:
     """Everything a strategy may use during one run.
@@ -156,6 +171,8 @@ class RunContext:
     steps: list[Step] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     error: dict[str, Any] | None = None
+    checkpoints: Checkpoints | None = None
+    """Where finished work is kept for a resume (None: the run cannot resume)."""
     real_tool_calls: int = 0
     """Real tool calls made for this run, with those (and the searches) of the sub-agents it called:
     the evidence gathered, what ``require_tool_call`` counts. The one counter of them, kept by

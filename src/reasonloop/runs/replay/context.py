@@ -18,6 +18,7 @@ __all__ = ["JournaledTools", "journaled"]
 def journaled(ctx: RunContext, journal: StepJournal) -> RunContext:
     """``ctx`` with its models (reasoning, planner, solver, the one its tools use) and its tools
     wrapped for ``journal``: calls recorded before are replayed, the others recorded once done.
+    The journal is also the run's :attr:`~reasonloop.reasoning.base.RunContext.checkpoints`.
 
     Tools the run adds later (those of MCP servers, loaded when it starts) are wrapped as they
     join. The agent's own tool table is not changed: the run gets a table of its own.
@@ -37,6 +38,7 @@ def journaled(ctx: RunContext, journal: StepJournal) -> RunContext:
     ctx.planner_llm = wrap(ctx.planner_llm)
     ctx.solver_llm = wrap(ctx.solver_llm)
     ctx.tools = JournaledTools(journal, ctx.tools, lambda sub: journaled(sub, journal))
+    ctx.checkpoints = journal  # a research run's finished sub-research, kept whole
     return ctx
 
 
