@@ -141,10 +141,12 @@ def agent_reply(messages: list[Message]) -> str:
     """A ReAct sub-agent: search its question once, then answer with the sentence of the passage that
     shares most of its words, citing that passage."""
     question = messages[1].content.removeprefix("Question: ").strip()
+    named = re.search(r"Action: one tool name from \[([^\],]+)", messages[0].content)
+    tool = named.group(1).strip() if named else "docsearch"
     observations = [m.content for m in messages if m.content.startswith("Observation:")]
     if not observations:
         query = json.dumps({"query": question})
-        return f"Thought: I need to search.\nAction: docsearch\nAction Input: {query}"
+        return f"Thought: I need to search.\nAction: {tool}\nAction Input: {query}"
     blocks = _BLOCK.findall(observations[-1])
     if not blocks:
         return "Thought: nothing found.\nFinal Answer: The documents do not say."

@@ -172,3 +172,65 @@ async def test_a_draft_report_follows_each_finished_sub_research():
     assert [len(d.sections) for d in drafts] == [1, 2, 3]
     assert drafts[-1].sections[2].text == "Oslo has about 700000 inhabitants [3]."
     assert "## How many inhabitants does Oslo have?" in drafts[-1].text
+
+
+class Kept:
+    """Checkpoints in a dict (what a run store's step journal does for a served run)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, str] = {}
+        self.asked: dict[str, int] = {}
+
+    def key(self, kind: str, content) -> str:
+        base = f"{kind}:{content}"
+        n = self.asked.get(base, 0)
+        self.asked[base] = n + 1
+        return f"{base}:{n}"
+
+    def take(self, key: str) -> str | None:
+        return self.values.get(key)
+
+    def keep(self, key: str, value: str) -> None:
+        self.values[key] = value
+
+
+async def _with_checkpoints(llm: ResearchModel, kept: Kept, corpus: Corpus) -> list:
+    agent = Agent("research", llm=llm, kb=corpus)
+    ctx = agent.context()
+    ctx.checkpoints = kept
+    kept.asked.clear()
+    return [e async for e in agent.events(QUESTION, ctx)]
+
+
+async def test_finished_sub_research_is_taken_from_its_checkpoint_without_a_model_or_tool_call():
+    kept, first_corpus = Kept(), Corpus()
+    first = await _with_checkpoints(ResearchModel(), kept, first_corpus)
+    assert len(kept.values) == 3 and len(first_corpus.queries) == 3
+    # the first two kept only, as when the run died in the third
+    del kept.values[next(k for k in kept.values if PLAN[2] in k)]
+    llm, corpus = ResearchModel(), Corpus()
+    again = await _with_checkpoints(llm, kept, corpus)
+    assert llm.parts == {"plan": 1, "agent": 2, "judge": 1, "report": 1}  # the sub-agents: the third only
+    assert corpus.queries == [PLAN[2]]
+    answer, before = again[-1], first[-1]
+    assert answer.text == before.text and answer.citations == before.citations and answer.usage == before.usage
+
+    # the restored sub-research reads as it did (the third, done again, had the whole budget left)
+    def done(events) -> list[dict]:
+        return [
+            e.to_dict() | {"ts": 0, "run_id": "", "seq": 0}
+            for e in events
+            if isinstance(e, ResearchTask) and e.status == "done"
+        ]
+
+    assert done(again)[:2] == done(first)[:2] and done(again)[2]["findings"] == done(first)[2]["findings"]
+
+
+async def test_an_unreadable_checkpoint_is_researched_again():
+    kept = Kept()
+    await _with_checkpoints(ResearchModel(), kept, Corpus())
+    for key in kept.values:
+        kept.values[key] = "{not json"
+    llm = ResearchModel()
+    events = await _with_checkpoints(llm, kept, Corpus())
+    assert llm.parts["agent"] == 6 and isinstance(events[-1], Answer)

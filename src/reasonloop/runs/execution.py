@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from reasonloop.errors import RunStoreUnavailable
-from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, Resumed, RunStarted, Usage, number
+from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, Report, Resumed, RunStarted, Usage, number
 from reasonloop.runs.live import LiveRun
 from reasonloop.runs.models import RunRecord, RunRequest, answer_status, conversation_turn, is_terminal_event
 from reasonloop.runs.recording.progress import RunRecording
@@ -73,6 +73,9 @@ class Execution(RunRecording):
     """The seq of the last event stamped (published or not yet)."""
     parts: list[str] = field(default_factory=list)
     """Text of every top-level answer delta stamped (published or not yet)."""
+    draft: str = ""
+    """The latest draft report of a research run (a :class:`~reasonloop.events.Report`): its answer
+    should it stop before it writes one."""
     usage: Usage | None = None
     """What the run has consumed so far, when its runner counts into it (``counts_usage``)."""
     journal: StepJournal | None = None
@@ -168,6 +171,8 @@ class RunDriver:
         number(event, run.emitted)
         if isinstance(event, AnswerDelta) and event.depth == 0:
             run.parts.append(event.text)
+        elif isinstance(event, Report) and event.depth == 0:
+            run.draft = event.text
         self.recorder.add(run.recording, event, event.to_json())
         self.notify("event", record, event)
 
@@ -242,8 +247,9 @@ class RunDriver:
 
 
 def _partial(run: Execution) -> str:
-    """The run's answer so far: what it has said (since it resumed, if it did), else before."""
-    return "".join(run.parts) or run.earlier
+    """The run's answer so far: what it has said (since it resumed, if it did), else its draft
+    report, else what it had said before."""
+    return "".join(run.parts) or run.draft or run.earlier
 
 
 def _so_far(run: Execution) -> Usage:

@@ -19,6 +19,7 @@ from reasonloop.events import (
     AnswerDelta,
     ErrorEvent,
     Event,
+    Report,
     Resumed,
     RunMeta,
     RunResult,
@@ -198,6 +199,8 @@ def partial_content(events: list[Event]) -> str:
 
     A resumed run's answer starts over at each :class:`~reasonloop.events.Resumed`: the deltas
     after the last one that has any (a run stopped right after it was resumed keeps the text it had).
+    A research run that has not started writing its report keeps its latest draft
+    (:class:`~reasonloop.events.Report`, made from the findings so far).
     """
     for event in reversed(events):
         if isinstance(event, Answer) and event.depth == 0:
@@ -208,6 +211,10 @@ def partial_content(events: list[Event]) -> str:
             parts.append(event.text)
         elif isinstance(event, Resumed) and parts:
             break
+        elif isinstance(event, Report) and event.depth == 0:
+            if parts:  # the report being written after its draft
+                break
+            return event.text
     return "".join(reversed(parts))
 
 
