@@ -26,6 +26,7 @@ import typer
 
 from reasonloop.cli.console import console, err_console, escape, rich_console
 from reasonloop.cli.llm_cmd import print_model_note
+from reasonloop.cli.research_view import ResearchTree
 from reasonloop.cli.root import app, state
 from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.errors import ConfigError
@@ -88,6 +89,8 @@ class TraceRenderer:
         self.error: ErrorEvent | None = None
         self.show_usage = show_usage
         self.started = time.monotonic()
+        self.research: ResearchTree | None = None
+        """The research tree of a ``research`` run (made at its first research plan)."""
 
     @property
     def partial(self) -> str:
@@ -102,8 +105,11 @@ class TraceRenderer:
             Answer,
             AnswerDelta,
             ErrorEvent,
+            Judged,
             Plan,
             Progress,
+            Report,
+            ResearchTask,
             RunStarted,
             Searched,
             Thought,
@@ -130,6 +136,19 @@ class TraceRenderer:
                 self.streamed.clear()
                 return
             console.print(f"{indent}[magenta]Thought:[/] {escape(event.text)}")
+        elif isinstance(event, Plan) and (self.research is not None or ResearchTree.is_research_plan(event)):
+            self.research = self.research or ResearchTree()
+            self.research.plan(event, indent)
+        elif isinstance(event, (ResearchTask, Judged, Report)):
+            self.research = self.research or ResearchTree()
+            if isinstance(event, ResearchTask):
+                self.research.task(event, indent)
+            elif isinstance(event, Judged):
+                self.research.judged(event, indent)
+            else:
+                if not event.partial and event.depth == 0:
+                    self._end_stream()
+                self.research.report(event, indent)
         elif isinstance(event, Plan):
             console.print(f"{indent}[magenta]Plan:[/]" + (f" (attempt {event.attempt})" if event.attempt > 1 else ""))
             for step in event.steps:
