@@ -5,6 +5,10 @@ a strategy that cites one sentence as an answer does.
 
     {"lighthouse": {"replies": ["The keeper [1]."], "chunk_size": 4, "delay_s": 0.02}}
 
+A scenario named ``research`` with ``"research": true`` plays every part of a research run
+(:class:`tests.reasoning.research_helpers.ResearchModel`, its judge's replies in ``judge``) and
+answers the requests no other scenario's keyword names.
+
 A request is answered from the scenario whose keyword appears in the latest message that names
 one (the question, or the prompt that quotes it); each scenario replays its replies in order
 and then repeats its last. ``"fail": true`` streams the reply, then fails the call; ``"rate": N``
@@ -42,6 +46,7 @@ class QuestionScript(ScriptedProvider):
         self.served: dict[str, int] = {}
         self._failing = False
         self._rate = 0.0
+        self._research: Any = None
         super().__init__(settings, replies=self._choose, **kwargs)
 
     def _scenario(self, request: ChatRequest) -> tuple[str, dict[str, Any]]:
@@ -50,6 +55,8 @@ class QuestionScript(ScriptedProvider):
             for keyword, scenario in self.scenarios.items():
                 if keyword in (text or ""):
                     return keyword, scenario
+        if "research" in self.scenarios:  # a research run's sub-agents ask questions no keyword names
+            return "research", self.scenarios["research"]
         return "", {"replies": ["No scenario matches this question."]}
 
     def _choose(self, messages: Any, tools: Any) -> Any:
@@ -59,6 +66,16 @@ class QuestionScript(ScriptedProvider):
         keyword, scenario = self._scenario(request)
         n = self.served.get(keyword, 0)
         self.served[keyword] = n + 1
+        self.chunk_size = int(scenario.get("chunk_size", 8))
+        self.delay_s = float(scenario.get("delay_s", 0.0))
+        if scenario.get("research"):  # each part of a research run answered as it asks
+            from tests.reasoning.research_helpers import PLAN, ResearchModel
+
+            if self._research is None:
+                self._research = ResearchModel(
+                    plan=scenario.get("plan") or PLAN, judge=scenario.get("judge") or ({"decision": "answer"},)
+                )
+            return self._research.reply(list(request.messages), None)
         replies = scenario["replies"]
         self.chunk_size = int(scenario.get("chunk_size", 8))
         self.delay_s = float(scenario.get("delay_s", 0.0))

@@ -5,6 +5,7 @@
 
 import { el, renderMarkdown } from "./render.js";
 import { t } from "./i18n.js";
+import { ResearchTree, isResearchPlan } from "./research.js";
 
 export const perf = { delays: [], enabled: false };
 /** The page's measurement hook: each answer text's delay from its event's arrival to the frame that shows it. */
@@ -49,6 +50,7 @@ export class RunView {
     this.citations = [];
     this.calls = new Map();
     this.plan = new Map();
+    this.research = null;
     this.subAnswers = new Map();
     this.steps = 0;
     this.started = null;
@@ -101,7 +103,17 @@ export class RunView {
         if (!event.plan_text) this.thought(event); // a plan's text: its plan event draws it
         break;
       case "plan":
-        this.planned(event);
+        if (!nested && (this.research || isResearchPlan(event))) this.researchTree(event).plan(event);
+        else this.planned(event);
+        break;
+      case "research_task":
+        this.researchTree(event).update(event);
+        break;
+      case "judged":
+        this.researchTree(event).judged(event);
+        break;
+      case "report":
+        this.researchTree(event).report(event);
         break;
       case "tool_call":
         this.toolCall(event);
@@ -139,6 +151,12 @@ export class RunView {
       default:
         break;
     }
+  }
+
+  /** The research tree of a research run (drawn at its first research plan). */
+  researchTree(event) {
+    if (!this.research) this.research = new ResearchTree(this, event);
+    return this.research;
   }
 
   add(event, node) {
