@@ -8,7 +8,7 @@ from reasonloop.eval.datasets import load_qa_set
 from reasonloop.eval.oracle import ideal_model
 from reasonloop.eval.qa import evaluate_qa, open_eval_kb
 
-STRATEGIES = ["qa", "decompose", "react", "toolcall", "rewoo", "ircot"]
+STRATEGIES = ["qa", "decompose", "react", "toolcall", "rewoo", "ircot", "research"]
 
 
 async def test_every_strategy_reaches_the_gold_answer_with_one_search(tmp_path, qa_files, embedder) -> None:
@@ -37,6 +37,7 @@ async def test_every_strategy_reaches_the_gold_answer_with_one_search(tmp_path, 
     assert by_id["react"].llm_calls == 2.0
     assert by_id["rewoo"].llm_calls >= 2.0
     assert by_id["ircot"].llm_calls == 1.0  # its first sentence gives the answer
+    assert by_id["research"].llm_calls == 5.0  # plan, the sub-agent's search and answer, judge, report
 
 
 async def test_the_ideal_model_does_not_answer_beyond_its_evidence(tmp_path, qa_files, embedder) -> None:

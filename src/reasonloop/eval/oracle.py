@@ -20,7 +20,9 @@ answer) and answers each from its own evidence; a ReWOO plan has one step per ho
 standing for the first step's result. IRCoT's chain states one hop per sentence: the sentence of a
 shown passage that holds the hop's answer (the bridge entity, which the strategy then searches), or,
 when no shown passage holds it, the hop's search as a sentence; it concludes ``So the answer is:``
-once the answer is in a passage it was shown. It never answers from a gold answer it was not shown.
+once the answer is in a passage it was shown. A research run plans the question itself as its only
+research question, its sub-agent works as ReAct does, its judge answers once the findings hold the
+answer, and its report is the answer. It never answers from a gold answer it was not shown.
 """
 
 from __future__ import annotations
@@ -175,6 +177,24 @@ def _subquestion(hop: Hop) -> str:
     )
 
 
+def _research_reply(system: str, item: QAItem, answer: str, messages: Sequence[Message]) -> str | None:
+    """A research run's planner, judge or report writer, answered ideally; None for other requests.
+
+    The plan is the question itself (its sub-agent then works hop by hop as ReAct does); the judge
+    answers when the findings it was shown hold the gold answer and otherwise says the documents
+    cannot answer; the report is the answer alone, one section citing its passage."""
+    if '"questions"' in system:
+        return json.dumps({"questions": [item.question]}, ensure_ascii=False)
+    if '"decision"' in system:
+        shown = messages[-1].content if messages else ""
+        if item.answers and contains_answer(shown, item.answers):
+            return json.dumps({"decision": "answer", "reason": "the findings give the answer"})
+        return json.dumps({"decision": "unanswerable", "reason": "the passages do not say"})
+    if "## Not established" in system or "## 未能确定" in system:
+        return answer
+    return None
+
+
 def ideal_model(items: Sequence[QAItem], hops: Mapping[str, Sequence[Hop]] | None = None) -> ScriptedProvider:
     """A scripted model replying ideally to any built-in strategy on ``items`` (hop by hop for the
     questions ``hops`` gives the hops of)."""
@@ -254,6 +274,9 @@ def ideal_model(items: Sequence[QAItem], hops: Mapping[str, Sequence[Hop]] | Non
         query: str | None = item.question
         if searched:  # a second hop only when the answer is not there yet and the next search can be written
             query = None if answer != DONT_KNOW or not chain else _next_query(chain, shown, _issued(messages))
+        research = _research_reply(system, item, answer, messages)
+        if research is not None:
+            return research
         if tools and "Action Input:" not in system:  # native tool calling
             if query is not None:
                 return {"tool_calls": [{"name": "docsearch", "arguments": {"query": query}}]}
