@@ -129,8 +129,12 @@ class ResearchModel(ScriptedProvider):
             return out if isinstance(out, str) else json.dumps(out)
         if part == "report":
             self.report_prompts.append(messages[-1].content)
-            findings = messages[-1].content.split("Findings:", 1)[1].split("Passages:", 1)[0]
+            asked = messages[-1].content
+            zh = "发现：" in asked
+            findings = asked.split("发现：" if zh else "Findings:", 1)[1].split("段落：" if zh else "Passages:", 1)[0]
             facts = [line for line in findings.splitlines() if re.search(r"\[\d+\]", line)]
+            if zh:
+                return "## 发现\n" + "\n".join(facts) + "\n\n## 未能确定\n- 无"
             return "## Findings\n" + "\n".join(facts) + "\n\n## Not established\n- none"
         if part == "agent":
             return agent_reply(messages)

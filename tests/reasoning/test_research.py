@@ -234,3 +234,47 @@ async def test_an_unreadable_checkpoint_is_researched_again():
     llm = ResearchModel()
     events = await _with_checkpoints(llm, kept, Corpus())
     assert llm.parts["agent"] == 6 and isinstance(events[-1], Answer)
+
+
+async def test_gaps_still_open_when_the_rounds_run_out_are_reported_as_not_established():
+    gap = {"decision": "gap", "gaps": ["When was Oslo founded?"]}
+    llm = ResearchModel(plan=PLAN[:1], judge=[gap])
+    events = await run(llm, max_rounds=2)
+    assert [p.attempt for p in events if isinstance(p, Plan)] == [1, 2]
+    answer = events[-1]
+    assert isinstance(answer, Answer) and answer.stop_reason == "max_rounds"
+    [report] = [e for e in events if isinstance(e, Report) and not e.partial]
+    assert "When was Oslo founded?" in report.unestablished
+    assert llm.parts["judge"] == 2
+
+
+class Unreadable(ResearchModel):
+    """A sub-agent that never writes a readable ReAct turn for the population question."""
+
+    def reply(self, messages, tools):
+        if "inhabitants" in messages[1].content and "Action Input" in messages[0].content:
+            self.parts["agent"] = self.parts.get("agent", 0) + 1
+            return "Final Answer:"
+        return super().reply(messages, tools)
+
+
+async def test_a_sub_agent_that_fails_is_shown_failed_and_its_question_not_established():
+    llm = Unreadable()
+    events = await run(llm)
+    [failed] = tasks(events, "failed")
+    assert failed.question == PLAN[2] and failed.note and failed.usage is not None and failed.usage.llm_calls == 3
+    answer = events[-1]
+    assert isinstance(answer, Answer) and answer.stop_reason == "final"
+    assert {c.document_id for c in answer.citations} == {"d1", "d2"}
+    assert answer.text.endswith(f"## Not established\n- {PLAN[2]}")
+    assert f"[1.3] {PLAN[2]}\n(no findings: " in llm.judge_prompts[0]  # the judge is told
+
+
+async def test_a_chinese_question_is_researched_with_the_chinese_prompts():
+    llm = ResearchModel(plan=["谁生产 Aria 2 耳机？"])
+    agent = Agent("research", llm=llm, kb=Corpus())
+    events = await collect_events(agent, "Aria 2 耳机的制造商是谁？")
+    assert isinstance(events[-1], Answer)
+    assert llm.report_prompts[0].startswith("问题：")
+    assert events[-1].text.startswith("## 发现\nThe Aria 2") and len(events[-1].citations) == 1
+    assert "发现（第 1 轮" in llm.judge_prompts[0]
