@@ -328,43 +328,43 @@ class ResearchReasoning(Reasoning):
                 yield self._cancelled(task, f"not started: {self.tracker.stop_reason}")
             return
         shares = self._shares(len(todo))
-        queue: asyncio.Queue[Event] = asyncio.Queue()
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
         gate = asyncio.Semaphore(self.settings.max_concurrency)
         runs = {
             asyncio.create_task(self._sub_research(task, key, share, gate, queue)): task
             for (task, key), share in zip(todo, shares, strict=True)
         }
-        pending = set(runs)
-        getter: asyncio.Task[Event] | None = None
+        running = len(runs)  # each sub-research puts None in the queue when it is over
         try:
-            while pending or not queue.empty():
-                while not queue.empty():
-                    yield queue.get_nowait()
-                if not pending:
-                    break
+            while running:
                 left = None if self.research_deadline is None else self.research_deadline - time.monotonic()
                 if left is not None and left <= 0:
                     break
-                if getter is None:
-                    getter = asyncio.create_task(queue.get())
-                done, _ = await asyncio.wait({getter, *pending}, timeout=left, return_when=asyncio.FIRST_COMPLETED)
-                if getter in done:
-                    yield getter.result()
-                    getter = None
-                pending -= done
-            if pending:  # the research time is up: what is still running is cancelled
+                try:  # a get cancelled by the timeout leaves its item in the queue
+                    event = await asyncio.wait_for(queue.get(), left)
+                except TimeoutError:
+                    break
+                if event is None:
+                    running -= 1
+                else:
+                    yield event
+            if running:  # the research time is up: what is still running is cancelled
                 self.tracker.hit("timeout")
-                for run in pending:
+                late = [run for run in runs if not run.done()]
+                for run in late:
                     run.cancel()
-                await asyncio.gather(*pending, return_exceptions=True)
+                await asyncio.gather(*late, return_exceptions=True)
                 while not queue.empty():
-                    yield queue.get_nowait()
-                for run in pending:
-                    yield self._cancelled(runs[run], "the research time ran out")
+                    if (event := queue.get_nowait()) is not None:
+                        yield event
+                for task in runs.values():
+                    if task.status in ("queued", "running"):
+                        yield self._cancelled(task, "the research time ran out")
+            for run in runs:  # a sub-research that broke (not a failed sub-agent: a fault) is raised
+                if not run.cancelled() and run.exception() is not None:
+                    raise run.exception()  # type: ignore[misc]
         finally:
             leftovers = [r for r in runs if not r.done()]
-            if getter is not None and not getter.done():
-                leftovers.append(getter)
             for run in leftovers:
                 run.cancel()
             if leftovers:
@@ -408,9 +408,23 @@ class ResearchReasoning(Reasoning):
         key: str | None,
         share: tuple[int | None, int],
         gate: asyncio.Semaphore,
-        queue: asyncio.Queue[Event],
+        queue: asyncio.Queue[Event | None],
     ) -> None:
-        """One sub-agent: its events go to ``queue``, its findings into ``task``, then a checkpoint."""
+        """One sub-agent: its events go to ``queue``, its findings into ``task``, then a checkpoint;
+        ``None`` goes to the queue when it is over, however it ended."""
+        try:
+            await self._run_sub_agent(task, key, share, gate, queue)
+        finally:
+            queue.put_nowait(None)
+
+    async def _run_sub_agent(
+        self,
+        task: _Task,
+        key: str | None,
+        share: tuple[int | None, int],
+        gate: asyncio.Semaphore,
+        queue: asyncio.Queue[Event | None],
+    ) -> None:
         from reasonloop.reasoning.strategies.react import ReActReasoning  # siblings: one layer
         from reasonloop.reasoning.strategies.toolcall import ToolCallReasoning
 
