@@ -59,6 +59,7 @@ def test_a_research_run_is_drawn_as_a_tree_with_live_sub_agents_the_judge_and_a_
     expect(running).to_be_visible()
     expect(running.locator(".badge")).to_have_text("researching")
     expect(running.locator(".budget")).to_contain_text("tool calls")
+    page.screenshot(path=str(screenshot_dir() / "chat-research-live.png"))
     expect(tasks).to_have_count(3)  # two planned, then the follow-up for the gap
     expect(turn.locator(".usage")).not_to_be_empty(timeout=60_000)
 
@@ -75,7 +76,7 @@ def test_a_research_run_is_drawn_as_a_tree_with_live_sub_agents_the_judge_and_a_
     assert [judges.nth(i).get_attribute("data-outcome") for i in range(2)] == ["gap", "answer"]
     expect(judges.nth(0).locator(".outcome")).to_have_text("research the gaps")
     expect(judges.nth(0).locator(".gaps li")).to_have_text([PLAN[2]])
-    expect(tree.locator(".research-report .summary")).to_have_text("1 sections · 3 citations")
+    expect(tree.locator(".research-report .summary")).to_have_text("1 section · 3 citations")
     # the report is the answer, its markers buttons for the three sources
     expect(turn.locator(".answer h2").first).to_have_text("Findings")
     expect(turn.locator(".answer button.cite")).to_have_text(["[1]", "[2]", "[3]"])

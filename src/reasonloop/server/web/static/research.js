@@ -7,6 +7,10 @@
 import { el } from "./render.js";
 import { t } from "./i18n.js";
 
+function count(key, n) {
+  return n === 1 ? t(key) : t(`${key}s`, { n });
+}
+
 export function isResearchPlan(event) {
   const steps = event.steps || [];
   return steps.length > 0 && steps.every((s) => s.tool === "research");
@@ -99,7 +103,7 @@ export class ResearchTree {
     if (event.partial) return;
     const node = el("div", "research-report");
     node.append(el("span", "t-kind", t("research.report")),
-      el("span", "summary", t("research.summary", { sections: (event.sections || []).length, citations: (event.citations || []).length })));
+      el("span", "summary", `${count("research.section", (event.sections || []).length)} · ${count("research.citation", (event.citations || []).length)}`));
     if ((event.unestablished || []).length) {
       node.append(el("div", "io-label", t("research.unestablished")));
       const list = el("ul", "unestablished");
