@@ -153,6 +153,9 @@ def agent_reply(messages: list[Message]) -> str:
         return f"Thought: I need to search.\nAction: {tool}\nAction Input: {query}"
     blocks = _BLOCK.findall(observations[-1])
     if not blocks:
+        said = observations[-1].removeprefix("Observation:").strip()
+        if re.search(r"\[\d+\]", said):  # an agent it called answered, citing the run's passages
+            return f"Thought: the answer came back.\nFinal Answer: {said}"
         return "Thought: nothing found.\nFinal Answer: The documents do not say."
     asked = words(question)
     best_n, best_text = max(blocks, key=lambda b: len(asked & words(b[1])))

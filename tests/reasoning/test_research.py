@@ -43,6 +43,7 @@ async def test_a_question_needing_three_documents_ends_with_all_three_cited_to_t
     nested = [e for e in events if isinstance(e, ToolCall)]
     assert sorted(e.parent_call_id for e in nested) == ["research_1.1", "research_1.2", "research_1.3"]
     assert {e.depth for e in nested} == {1}
+    assert sorted(e.call_id for e in nested) == ["1.1:react_1", "1.2:react_1", "1.3:react_1"]  # unique in the run
     assert llm.parts == {"plan": 1, "agent": 6, "judge": 1, "report": 1}
     assert answer.usage.llm_calls == 9 and answer.usage.tool_calls == 3
 
@@ -278,3 +279,15 @@ async def test_a_chinese_question_is_researched_with_the_chinese_prompts():
     assert llm.report_prompts[0].startswith("问题：")
     assert events[-1].text.startswith("## 发现\nThe Aria 2") and len(events[-1].citations) == 1
     assert "发现（第 1 轮" in llm.judge_prompts[0]
+
+
+async def test_the_events_of_an_agent_a_sub_agent_calls_nest_under_that_call():
+    llm = ResearchModel(plan=PLAN[:1])
+    helper = Agent("react", llm=llm, kb=Corpus(), name="librarian")
+    agent = Agent("research", llm=llm, tools=[helper])
+    events = await collect_events(agent, QUESTION)
+    [call] = [e for e in events if isinstance(e, ToolCall) and e.depth == 1]
+    assert call.call_id == "1.1:react_1" and call.parent_call_id == "research_1.1"
+    inner = [e for e in events if e.depth == 2]
+    assert inner and {e.parent_call_id for e in inner} == {"1.1:react_1"}
+    assert isinstance(events[-1], Answer) and events[-1].citations[0].document_id == "d1"

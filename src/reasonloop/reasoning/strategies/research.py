@@ -58,6 +58,7 @@ from reasonloop.events import (
     ResearchTask,
     Searched,
     Step,
+    ToolCall,
     ToolResult,
     event_adapter,
 )
@@ -449,7 +450,14 @@ class ResearchReasoning(Reasoning):
             try:
                 async for event in strategy.stream(task.question):
                     event.depth = max(event.depth, child.depth)
-                    event.parent_call_id = event.parent_call_id or task.call_id
+                    # Call ids made unique in the run (sub-agents number their calls alike), and the
+                    # events of an agent a sub-agent called still name the call that started it.
+                    if event.depth == child.depth:
+                        event.parent_call_id = event.parent_call_id or task.call_id
+                        if isinstance(event, (ToolCall, ToolResult)):
+                            event.call_id = f"{task.step}:{event.call_id}"
+                    elif event.depth == child.depth + 1 and event.parent_call_id:
+                        event.parent_call_id = f"{task.step}:{event.parent_call_id}"
                     if isinstance(event, (ToolResult, Searched)):
                         numbers.update(c.marker for c in event.citations if c.marker is not None)
                     if isinstance(event, Answer) and event.depth == child.depth:
