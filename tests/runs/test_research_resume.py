@@ -99,6 +99,8 @@ async def test_a_research_run_killed_mid_research_resumes_without_redoing_finish
     [resumed] = [e for e in stored if isinstance(e, Resumed)]
     seen = {content_of(e) for e in stored[: resumed.seq - 1]}
     assert not [e for e in stored[resumed.seq :] if content_of(e) in seen]  # nothing twice for readers
+    running = [e.step for e in stored if isinstance(e, ResearchTask) and e.status == "running"]
+    assert sorted(running) == ["1.1", "1.2", "1.3"]  # the third's budget as it was: not sent again
     done = [e.step for e in stored if isinstance(e, ResearchTask) and e.status == "done"]
     assert sorted(done) == ["1.1", "1.2", "1.3"]
     answer = stored[-1]

@@ -311,8 +311,15 @@ class ResearchReasoning(Reasoning):
     async def _research(self, tasks: list[_Task]) -> AsyncIterator[Event]:
         """Run the round's sub-agents (those finished before a resume are taken from the checkpoints)."""
         ctx = self.ctx
-        todo: list[tuple[_Task, str | None]] = []
-        for task in tasks:
+        if self._out_of_research() is not None:
+            for task in tasks:
+                yield self._cancelled(task, f"not started: {self.tracker.stop_reason}")
+            return
+        # Shares of the whole round, before any is restored: a resumed run's sub-agents get the
+        # budgets they had, and their events read as they did.
+        shares = self._shares(len(tasks))
+        todo: list[tuple[_Task, str | None, tuple[int | None, int]]] = []
+        for task, share in zip(tasks, shares, strict=True):
             key = None if ctx.checkpoints is None else ctx.checkpoints.key("research", [task.step, task.question])
             kept = None if key is None else ctx.checkpoints.take(key)  # type: ignore[union-attr]
             if kept is not None:
@@ -321,19 +328,13 @@ class ResearchReasoning(Reasoning):
                     for event in restored:
                         yield event
                     continue
-            todo.append((task, key))
+            todo.append((task, key, share))
         if not todo:
             return
-        if self._out_of_research() is not None:
-            for task, _ in todo:
-                yield self._cancelled(task, f"not started: {self.tracker.stop_reason}")
-            return
-        shares = self._shares(len(todo))
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
         gate = asyncio.Semaphore(self.settings.max_concurrency)
         runs = {
-            asyncio.create_task(self._sub_research(task, key, share, gate, queue)): task
-            for (task, key), share in zip(todo, shares, strict=True)
+            asyncio.create_task(self._sub_research(task, key, share, gate, queue)): task for task, key, share in todo
         }
         running = len(runs)  # each sub-research puts None in the queue when it is over
         try:
