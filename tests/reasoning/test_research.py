@@ -291,3 +291,13 @@ async def test_the_events_of_an_agent_a_sub_agent_calls_nest_under_that_call():
     inner = [e for e in events if e.depth == 2]
     assert inner and {e.parent_call_id for e in inner} == {"1.1:react_1"}
     assert isinstance(events[-1], Answer) and events[-1].citations[0].document_id == "d1"
+
+
+async def test_questions_beyond_the_tool_calls_left_are_not_started():
+    llm = ResearchModel()
+    events = await run(llm, max_tool_calls=2)
+    assert [(t.step, t.note) for t in tasks(events, "cancelled")] == [
+        ("1.3", "not started: the run's tool calls are spent")
+    ]
+    assert llm.parts["agent"] == 4 and events[-1].usage.tool_calls == 2
+    assert events[-1].stop_reason == "max_tool_calls" and PLAN[2] in events[-1].text

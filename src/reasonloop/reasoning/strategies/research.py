@@ -155,8 +155,8 @@ class ResearchSettings(ReasoningSettings):
         default=None,
         gt=0,
         **field_text(
-            en=("Time limit (s)", "Seconds of research before the report is written; empty: no limit."),
-            zh=("时间上限（秒）", "写报告之前可用于研究的秒数；留空表示不限。"),
+            en=("Time limit (s)", "Seconds the whole run may take; the report is written in time; empty: no limit."),
+            zh=("时间上限（秒）", "整个运行可用的秒数；报告会按时写出；留空表示不限。"),
         ),
     )
     report_share: float = Field(
@@ -223,11 +223,11 @@ class ResearchReasoning(Reasoning):
             yield Plan(
                 steps=[PlannedStep(id=t.step, tool="research", input=t.question) for t in tasks], attempt=round_no
             )
+            judged = None  # the gaps of the last judgement are this round's questions, not yet unanswered
             async for event in self._research(tasks):
                 yield event
             if self._out_of_research() is not None:
                 break
-            judged = None
             async for event in self._judge(question, round_no):
                 if isinstance(event, Judged):
                     judged = event
@@ -328,6 +328,9 @@ class ResearchReasoning(Reasoning):
                     for event in restored:
                         yield event
                     continue
+            if share[1] == 0 and ctx.tools:  # fewer tool calls left than questions
+                yield self._cancelled(task, "not started: the run's tool calls are spent")
+                continue
             todo.append((task, key, share))
         if not todo:
             return
