@@ -337,10 +337,10 @@ MODES: tuple[ModeRow, ...] = (
     ),
     ModeRow(
         "balanced",
-        "decompose",
+        "ircot",
         {},
-        en=("Balanced", "Split into sub-questions searched concurrently, then one cited answer (strategy decompose)"),
-        zh=("均衡", "拆成同时检索的子问题，再给出一个带引用的回答（策略 decompose）"),
+        en=("Balanced", "One reasoning sentence, one search, until the answer (strategy ircot)"),
+        zh=("均衡", "推理一句、检索一次，直到得出答案（策略 ircot）"),
     ),
     ModeRow(
         "deep",

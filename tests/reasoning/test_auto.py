@@ -52,7 +52,8 @@ async def test_multi_hop_runs_the_multi_hop_strategy(retriever: FakeRetriever) -
             "The Eiffel Tower [1].",
         ]
     )
-    events = await collect_events(Agent(mode="auto", llm=llm, kb=retriever), COMPARE)
+    agent = Agent(mode="auto", llm=llm, kb=retriever, settings={"multi_hop": "decompose"})
+    events = await collect_events(agent, COMPARE)
     assert (_route(events).route, _route(events).strategy) == ("multi_hop", "decompose")
     assert any(isinstance(e, Plan) for e in events) and isinstance(events[-1], Answer)
 
@@ -124,11 +125,14 @@ async def test_a_tiny_budget_does_not_even_ask_the_model() -> None:
 async def test_research_route_without_the_research_strategy_goes_multi_hop(retriever: FakeRetriever) -> None:
     registry = Registry(use_entry_points=False)  # resolves built-ins by id; has no research strategy
     llm = ScriptedProvider(
-        replies=['{"route": "research", "reason": "a report"}', "1. Eiffel Tower height?", "330 m [1].", "330 m [1]."]
+        replies=[
+            '{"route": "research", "reason": "a report"}',
+            "The Eiffel Tower is 330 metres tall. So the answer is: 330 metres.",
+        ]
     )
     events = await collect_events(Agent(mode="auto", llm=llm, kb=retriever, registry=registry), COMPARE)
     route = _route(events)
-    assert (route.route, route.strategy, route.wanted) == ("multi_hop", "decompose", "research")
+    assert (route.route, route.strategy, route.wanted) == ("multi_hop", "ircot", "research")
     assert "strategy research is not available" in route.reason
 
 

@@ -17,7 +17,7 @@ def test_the_modes_and_what_they_run() -> None:
     assert MODE_IDS == ("fast", "balanced", "deep", "research", "auto")
     assert {row.id: row.strategy for row in MODES} == {
         "fast": "qa",
-        "balanced": "decompose",
+        "balanced": "ircot",
         "deep": "react",
         "research": "research",
         "auto": "auto",
@@ -29,7 +29,7 @@ def test_the_modes_and_what_they_run() -> None:
 
 
 @pytest.mark.parametrize(
-    ("mode", "strategy"), [("fast", "qa"), ("balanced", "decompose"), ("deep", "react"), ("auto", "auto")]
+    ("mode", "strategy"), [("fast", "qa"), ("balanced", "ircot"), ("deep", "react"), ("auto", "auto")]
 )
 def test_an_agent_given_a_mode_runs_its_strategy(mode: str, strategy: str) -> None:
     agent = Agent(mode=mode, llm=ScriptedProvider(replies=[]))

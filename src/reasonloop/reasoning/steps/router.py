@@ -32,7 +32,7 @@ ROUTE_FLOOR: dict[RouteName, tuple[int, float]] = {
     "multi_hop": (4_000, 20.0),
     "research": (30_000, 120.0),
 }
-"""(tokens, seconds) a route needs at least. A multi-hop strategy used about 1,800-3,000 tokens on
+"""(tokens, seconds) a route needs at least. A multi-hop strategy used about 1,000-2,900 tokens on
 HotpotQA and MuSiQue with ideal replies (docs/reasoning.md), so 4,000 leaves it room; a research run
 makes several rounds of sub-agents, each at least a multi-hop run's cost. 20 s and 120 s are the
 same margins at the speed of a small local model."""
