@@ -30,11 +30,11 @@ from typing import Any
 from reasonloop.eval.data_fields import bad_data, read_json, read_jsonl, str_list_field, text_field
 
 __all__ = [
+    "HOP_LABELS",
     "Doc",
     "QAItem",
     "QASet",
     "RetrievalSet",
-    "HOP_LABELS",
     "RoutingItem",
     "load_corpus",
     "load_corpus_folder",
