@@ -51,16 +51,23 @@ async def test_auto_sends_its_route_event_and_keeps_to_the_budget(server):
         body = {"question": "Good day to you", "mode": "auto", "budget": {"max_tokens": 4000, "timeout_s": 60}}
         run_id = (await client.post("/v1/runs", json=body)).json()["run_id"]
         events = event_data(await sse_events(client, f"/v1/runs/{run_id}/events"))
+        route = next(e for e in events if e["type"] == "route")
+        assert route == {
+            **route,
+            "route": "none",
+            "strategy": "",
+            "reason": "nothing to look up",
+            "decided_by": "model",
+            "wanted": None,
+        }
+        assert [e["type"] for e in events][:2] == ["run_started", "route"] and events[-1]["text"] == ANSWER
+        asked = len(llm.prompts)
+        tiny = {"question": "Hello there, nice to see you", "mode": "auto", "budget": {"max_tokens": 300}}
+        run_id = (await client.post("/v1/runs", json=tiny)).json()["run_id"]
+        events = event_data(await sse_events(client, f"/v1/runs/{run_id}/events"))
     route = next(e for e in events if e["type"] == "route")
-    assert route == {
-        **route,
-        "route": "none",
-        "strategy": "",
-        "reason": "nothing to look up",
-        "decided_by": "model",
-        "wanted": None,
-    }
-    assert [e["type"] for e in events][:2] == ["run_started", "route"] and events[-1]["text"] == ANSWER
+    assert route["decided_by"] == "rule" and "too small to ask the model" in route["reason"]
+    assert len(llm.prompts) == asked + 1  # only the answer: the budget reached the router
 
 
 @pytest.mark.parametrize(
