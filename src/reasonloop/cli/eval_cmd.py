@@ -189,10 +189,10 @@ def routing(
         ),
     ] = False,
 ) -> None:
-    """Score the tools an agent calls, or (``--hops``) the routes the auto mode's router chooses.
+    """Score the tools an agent calls, or the routes of the auto mode.
 
     Accuracy, per-tool precision and recall, a confusion table and the questions that went wrong;
-    with ``--hops``, accuracy on the set's dev and held-out parts and a confusion table, for the
+    on the hop labels, accuracy on the set's dev and held-out parts and a confusion table, for the
     router with the model and for its rule alone.
     """
     import asyncio
