@@ -152,3 +152,15 @@ async def test_research_route_selects_the_research_strategy_when_installed(retri
     events = await collect_events(Agent(mode="auto", llm=llm, kb=retriever, registry=registry), "Survey it all.")
     assert (_route(events).route, _route(events).strategy) == ("research", "research")
     assert ran == ["Survey it all."] and events[-1].text == "a report"
+
+
+async def test_a_base_model_is_not_asked_for_a_decision() -> None:
+    from reasonloop.llm.base import Capabilities
+
+    class Base(ScriptedProvider):
+        capabilities = Capabilities(base_model=True)
+
+    llm = Base(replies=[])
+    decision = await route_question(llm, COMPARE)
+    assert (decision.route, decision.decided_by) == ("multi_hop", "rule")
+    assert "a base model is not asked" in decision.reason and len(llm.prompts) == 0

@@ -2,7 +2,8 @@
 
 :func:`route_question` asks the model for a JSON decision (:mod:`reasonloop.reasoning.formats.route_reply`)
 and, when the reply holds none (prose, a refusal, broken JSON) or the model cannot be asked (it fails,
-or the budget is too small for the call), takes the fallback rule's
+it is a base model, which continues text instead of following a format, or the budget is too small for
+the call), takes the fallback rule's
 (:func:`~reasonloop.reasoning.steps.route_rule.rule_route`). The budget then bounds the choice: a
 route is taken only when the run's token and time limits leave it room (:data:`ROUTE_FLOOR`);
 otherwise the next cheaper one is, and the decision keeps the route it wanted.
@@ -105,6 +106,8 @@ async def route_question(
     decision = RouteDecision(rule, why, "rule")
     if llm is None:
         decision = RouteDecision(rule, f"{why} (the rule decided: no model asked)", "rule")
+    elif llm.capabilities.base_model:  # it continues text, it does not follow the JSON format
+        decision = RouteDecision(rule, f"{why} (the rule decided: a base model is not asked for a decision)", "rule")
     elif budget is not None and budget.max_tokens is not None and budget.max_tokens < ASK_FLOOR_TOKENS:
         decision = RouteDecision(
             rule, f"{why} (the rule decided: the token budget is too small to ask the model)", "rule"
