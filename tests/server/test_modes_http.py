@@ -127,3 +127,14 @@ async def test_a_websocket_ask_takes_a_mode(server):
         await ws.send(json.dumps({"type": "ask", "question": "Hello", "mode": "quick"}))
         refused = json.loads(await ws.recv())
         assert refused["type"] == "error" and "unknown mode 'quick'" in json.dumps(refused)
+
+
+def test_a_declared_agent_with_a_mode_is_refused_naming_mode():
+    from reasonloop.config import Settings
+    from reasonloop.errors import RequestInvalid
+    from reasonloop.runs.models import RunRequest
+
+    runner = AgentRunner(Settings(), llm=ScriptedProvider(replies=[]))
+    with pytest.raises(RequestInvalid, match="a declared agent answers with its own strategy: leave out mode") as info:
+        runner.validate(RunRequest(question="q", agent="helper", mode="fast"))
+    assert info.value.details["field"] == "mode"
