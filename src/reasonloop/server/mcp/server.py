@@ -269,7 +269,7 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
         ctx: Context,
         reasoning: Annotated[
             str | None,
-            Field(description="Strategy: qa, decompose, react, toolcall, rewoo or ircot (default: the server's)"),
+            Field(description="Strategy: qa, decompose, react, toolcall, rewoo, ircot or auto (default: the server's)"),
         ] = None,
         agent: Annotated[str | None, Field(description="A configured agent to answer instead")] = None,
         settings: Annotated[dict[str, Any] | None, Field(description="The strategy's settings")] = None,
