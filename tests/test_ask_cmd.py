@@ -330,6 +330,8 @@ def test_bad_modes_are_one_line_with_a_code(capsys, tmp_path) -> None:
     assert code == 1 and "strategy research is not available" in err
     code, _, err = run(capsys, "ask", "q", "--budget-tokens", "0", "--llm", script(tmp_path, ["x"]))
     assert code == 2 and "--budget-tokens" in err
+    code, _, err = run(capsys, "ask", "q", "--agent", "anyone", "--mode", "fast")
+    assert code == 1 and "--agent answers with its own strategy: leave out --mode" in err
 
 
 def test_chat_takes_a_mode(monkeypatch, capsys) -> None:

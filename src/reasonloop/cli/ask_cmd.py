@@ -246,8 +246,10 @@ def build_agent(
     registry = Registry(state.settings.plugins.paths)
     Registry.set_default(registry)
     if agent_name:
-        if tools or sets or instructions or mode:
-            raise ConfigError("--agent takes its strategy, tools, settings and instructions from [agents.NAME]")
+        if tools or sets or instructions:
+            raise ConfigError("--agent takes its tools, settings and instructions from [agents.NAME]")
+        if mode:
+            raise ConfigError("--agent answers with its own strategy: leave out --mode")
         model = create_llm(llm_spec, state.settings, registry) if llm_spec else None
         agent = Agent.from_config(agent_name, state.settings, kb=kb, llm=model, registry=registry, resources=resources)
         if budget:
