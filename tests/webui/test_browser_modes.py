@@ -86,9 +86,7 @@ def test_the_mode_selector_replaces_the_strategy_and_draws_the_route(browser, se
 
 def test_the_modes_and_the_route_speak_chinese(browser, server):
     page, errors = open_page(browser, server, "zh-CN")
-    expect(page.locator("#mode option")).to_have_text(
-        ["不用：使用下方的策略", "快速", "均衡", "深入", "研究", "自动"]
-    )
+    expect(page.locator("#mode option")).to_have_text(["不用：使用下方的策略", "快速", "均衡", "深入", "研究", "自动"])
     page.select_option("#mode", "auto")
     expect(page.locator("#mode-desc")).to_contain_text("由路由器按问题")
     page.fill("#question", "q-zh 晚上好")
