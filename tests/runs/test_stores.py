@@ -220,6 +220,7 @@ async def test_messages_for_a_deleted_conversation_are_not_kept(any_store):
         assert rows == 0
 
 
+@pytest.mark.integration
 async def test_recovery_marks_orphans_interrupted_with_partial_content(any_store):
     dead = dead_instance()
     await any_store.create_run(RunRecord(run_id="run_dead", status="running", instance=dead))
@@ -559,6 +560,7 @@ def test_ids_never_repeat_across_threads_or_in_a_forked_child():
     assert child.startswith("run_") and child[-16:] != new_id("run")[-16:]
 
 
+@pytest.mark.integration
 async def test_recovery_gives_the_conversation_the_turn_its_process_did_not_store(any_store):
     dead = dead_instance()
     await any_store.create_conversation(ConversationRecord(conversation_id="conv_r", tenant="t1"))

@@ -13,6 +13,8 @@ from reasonloop.server import create_app
 from tests.llm.fixtures.local_servers import OLLAMA_MODELS, closed_port, discovery_settings, ollama_app, serving
 from tests.server.helpers import make_settings, serve
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture
 async def ollama():

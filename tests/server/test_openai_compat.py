@@ -28,6 +28,7 @@ async def base(tmp_path):
         yield url, llm
 
 
+@pytest.mark.integration
 async def test_non_streaming_completion(base):
     url, llm = base
     client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
@@ -58,6 +59,7 @@ async def test_non_streaming_completion(base):
     await client.close()
 
 
+@pytest.mark.integration
 async def test_streaming_completion(base):
     url, _ = base
     client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
@@ -80,6 +82,7 @@ async def test_streaming_completion(base):
     await client.close()
 
 
+@pytest.mark.integration
 async def test_sdk_sees_errors(base):
     url, _ = base
     client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
@@ -126,6 +129,7 @@ async def _give_up_on_a_whole_answer(url: str, runner: GatedRunner) -> tuple[str
     return run_id, ""
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("stop_on_disconnect", [True, False])
 @pytest.mark.parametrize("leave", ["stream", "whole"])
 async def test_a_client_that_leaves_stops_its_run_unless_told_not_to(tmp_path, stop_on_disconnect, leave):
@@ -187,6 +191,7 @@ async def test_a_stream_read_to_its_end_or_its_error_is_not_abandoned():
     assert calls == ["left"]
 
 
+@pytest.mark.integration
 async def test_developer_messages_are_instructions_like_system_ones(base):
     url, llm = base
     client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
@@ -199,6 +204,7 @@ async def test_developer_messages_are_instructions_like_system_ones(base):
     await client.close()
 
 
+@pytest.mark.integration
 async def test_models_are_listed_and_an_unknown_one_is_not_found(tmp_path):
     settings = make_settings(tmp_path)
     app = create_app(settings, runner=AgentRunner(settings, llm=ScriptedProvider(replies=[ANSWER], repeat_last=True)))
@@ -219,6 +225,7 @@ async def test_models_are_listed_and_an_unknown_one_is_not_found(tmp_path):
         await client.close()
 
 
+@pytest.mark.integration
 async def test_max_tokens_and_temperature_reach_the_runs_model_calls(tmp_path):
     settings = make_settings(tmp_path)
     llm = ScriptedProvider(replies=[ANSWER], repeat_last=True)

@@ -16,6 +16,8 @@ from tests.llm_runner import LLMRunner
 from tests.runs.helpers import GatedRunner, RedisServer
 from tests.server.helpers import event_data, make_settings, serve, sse_events
 
+pytestmark = pytest.mark.integration
+
 ANSWER = "Write-ahead logging keeps readers and the writer out of each other's way."
 
 
