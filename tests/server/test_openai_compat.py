@@ -16,6 +16,7 @@ from reasonloop.server import create_app
 from tests.llm_runner import LLMRunner
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
+from tests.waiting import await_until
 
 ANSWER = "Tantivy is a full-text search engine library written in Rust."
 
@@ -111,12 +112,12 @@ async def _leave_a_stream_after_the_first_part(url: str) -> tuple[str, str]:
 
 async def _final_run(url: str, run_id: str) -> dict:
     async with httpx.AsyncClient(base_url=url) as http:
-        for _ in range(500):
+
+        async def ended() -> dict | None:
             trace = (await http.get(f"/v1/runs/{run_id}")).json()
-            if trace["run"]["status"] not in ("queued", "running"):
-                return trace
-            await asyncio.sleep(0.02)
-    raise AssertionError(f"run {run_id} did not end")
+            return trace if trace["run"]["status"] not in ("queued", "running") else None
+
+        return await await_until(ended, interval=0.02, what=f"run {run_id} ended")
 
 
 async def _give_up_on_a_whole_answer(url: str, runner: GatedRunner) -> tuple[str, str]:
