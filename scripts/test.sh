@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Set up and run the whole test suite: lint, format check, then every test (the real-model ones included).
+# Set up and run the whole test suite: lint, format check, then both lanes of tests (tests/lanes.py):
+# the unit lane (in process, about a minute), then the integration lane (processes, servers, Redis,
+# Chromium, the real models; the real-model tests included).
 #
-#   bash scripts/test.sh            # everything
-#   bash scripts/test.sh tests/llm  # extra arguments go to pytest
+#   bash scripts/test.sh                   # everything
+#   bash scripts/test.sh tests/llm         # extra arguments go to pytest, in each lane
+#   LANES=unit bash scripts/test.sh        # one lane only (the inner loop: or `pytest -m unit`)
 #
 # Needs redis-server, openssl and chromium (installed with apt-get when this user can, or asked for).
 # First run: creates .venv and installs the project with its dev and local extras
@@ -42,10 +45,22 @@ echo "== ruff check"
 ruff check .
 echo "== ruff format --check"
 ruff format --check .
-echo "== pytest"
 status=0
-python -m pytest -q "$@" || status=$?
-if [ "$status" -eq 5 ]; then
+collected=0
+for lane in ${LANES:-unit integration}; do
+    echo "== pytest -m $lane"
+    started=$SECONDS
+    code=0
+    python -m pytest -q -m "$lane" "$@" || code=$?
+    echo "== the $lane lane took $((SECONDS - started)) s (exit code $code)"
+    case "$code" in
+        0) collected=1 ;;
+        5) ;;  # nothing of this lane among the tests named: the other lane may have them
+        *) collected=1; [ "$status" -ne 0 ] || status=$code ;;
+    esac
+done
+if [ "$collected" -eq 0 ]; then
     echo "pytest collected no tests: the suite is broken, not green" >&2
+    exit 5
 fi
 exit "$status"

@@ -18,6 +18,8 @@ from reasonloop.cli import main
 from tests.environment import is_outside_setting
 from tests.runs.helpers import free_port
 
+pytestmark = pytest.mark.integration
+
 REASONLOOP = str(Path(sys.executable).with_name("reasonloop"))
 
 

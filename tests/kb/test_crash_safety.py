@@ -59,6 +59,7 @@ def _count(db: Path, sql: str) -> int:
         conn.close()
 
 
+@pytest.mark.integration
 async def test_sigkill_mid_ingest_then_reopen_and_resume(tmp_path):
     kb_dir = tmp_path / "kb"
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}

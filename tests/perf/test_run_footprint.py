@@ -11,6 +11,7 @@ from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
 from tests.llm_runner import LLMRunner
+from tests.waiting import await_until
 
 TRACKED_PER_RUN = 45
 """Budget of tracked objects per run mid-stream. Measured at 44 (43.8 to 44.0): the run's record and request,
@@ -25,15 +26,27 @@ and the runner its usage from the start; 52 while the run's slot semaphore left 
 
 async def test_a_streaming_run_keeps_few_objects_for_the_collector_to_scan(store):
     settings = RunsSettings(max_concurrent=500, max_queued=500)
-    model = ScriptedProvider(replies=["tok " * 400], chunk_size=4, delay_s=0.05, repeat_last=True)
+    # Long enough (about 10 minutes each) that no run ends before the count however slowly they start;
+    # they are stopped after it.
+    model = ScriptedProvider(replies=["tok " * 50_000], chunk_size=4, delay_s=0.05, repeat_last=True)
     manager = RunManager(store, LLMRunner(model), settings)
     await manager.open()
     try:
 
+        async def mid_stream(run_ids: list[str]) -> bool:
+            """Every run a few deltas in: during its first two or three a run still holds what its start
+            made (about 58 objects then), so a count taken at a fixed time after the start depended
+            on how fast a loaded machine got the runs going."""
+            for run_id in run_ids:
+                if (await manager.get(run_id)).last_seq < 6:  # its start, then five deltas
+                    return False
+            return True
+
         async def streaming(n: int) -> list[str]:
             records = await asyncio.gather(*(manager.start(RunRequest(question="q")) for _ in range(n)))
-            await asyncio.sleep(0.3)  # past the first tokens: every run is mid-stream
-            return [record.run_id for record in records]
+            run_ids = [record.run_id for record in records]
+            await await_until(lambda: mid_stream(run_ids), what="every run a few deltas in")
+            return run_ids
 
         warm = await streaming(20)
         gc.collect()

@@ -27,6 +27,7 @@ from reasonloop.runs.recovery import recover_interrupted
 from reasonloop.runs.stores.redis.store import RedisRunStore
 from tests.llm_runner import LLMRunner
 from tests.runs.helpers import GatedRunner, RedisServer
+from tests.waiting import await_until
 
 
 async def drain(it: AsyncIterator[Event]) -> list[Event]:
@@ -84,8 +85,7 @@ async def test_finished_run_is_read_from_the_store_once_forgotten(store, make_ma
     manager = await make_manager(LLMRunner(ScriptedProvider(replies=["abc def"], chunk_size=2)), keep_finished_s=0)
     record = await manager.start(RunRequest(question="q"))
     live = await drain((await manager.read(record.run_id)).events())
-    await asyncio.sleep(0.01)
-    assert manager.execution(record.run_id) is None
+    await await_until(lambda: manager.execution(record.run_id) is None)
     again = await drain((await manager.read(record.run_id, after_seq=1)).events())
     assert [e.to_dict() for e in again] == [e.to_dict() for e in live[1:]]
 
@@ -235,11 +235,7 @@ async def test_background_loops_outlive_an_unforeseen_failure(store, make_manage
     monkeypatch.setattr(store, "heartbeat", flaky_heartbeat)
     monkeypatch.setattr(store, "stop_requests", flaky_stop_requests)
     manager = await make_manager(LLMRunner(ScriptedProvider(replies=["x"])))
-    for _ in range(200):
-        if calls["heartbeat"] >= 4 and calls["stops"] >= 2:
-            break
-        await asyncio.sleep(0.01)
-    assert calls["heartbeat"] >= 4 and calls["stops"] >= 2, calls
+    await await_until(lambda: calls["heartbeat"] >= 4 and calls["stops"] >= 2, what=f"retries {calls}")
     assert not any(task.done() for task in manager._background)
 
 

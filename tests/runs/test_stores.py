@@ -26,6 +26,7 @@ from reasonloop.runs.stores.protocol import update_runs
 from reasonloop.runs.stores.redis.store import RedisRunStore
 from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
 from tests.runs.helpers import RedisServer, free_port
+from tests.waiting import await_until
 
 
 def dead_instance() -> str:
@@ -103,9 +104,13 @@ async def test_stop_requests_reach_the_executing_instance(any_store):
     await any_store.create_run(RunRecord(run_id="run_s", status="running", instance="inst-1"))
     stream = any_store.stop_requests("inst-1")
     first = asyncio.ensure_future(anext(stream))
-    await asyncio.sleep(0.3)  # let the listener subscribe before the request is published
-    await any_store.request_stop("run_s")
-    assert await asyncio.wait_for(first, 10) == "run_s"
+
+    async def seen() -> bool:  # asked again until the listener has subscribed: one asked before is not heard
+        await any_store.request_stop("run_s")
+        return first.done()
+
+    await await_until(seen, interval=0.05)
+    assert first.result() == "run_s"
     await stream.aclose()
 
 
@@ -220,6 +225,7 @@ async def test_messages_for_a_deleted_conversation_are_not_kept(any_store):
         assert rows == 0
 
 
+@pytest.mark.integration
 async def test_recovery_marks_orphans_interrupted_with_partial_content(any_store):
     dead = dead_instance()
     await any_store.create_run(RunRecord(run_id="run_dead", status="running", instance=dead))
@@ -559,6 +565,7 @@ def test_ids_never_repeat_across_threads_or_in_a_forked_child():
     assert child.startswith("run_") and child[-16:] != new_id("run")[-16:]
 
 
+@pytest.mark.integration
 async def test_recovery_gives_the_conversation_the_turn_its_process_did_not_store(any_store):
     dead = dead_instance()
     await any_store.create_conversation(ConversationRecord(conversation_id="conv_r", tenant="t1"))

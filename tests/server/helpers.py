@@ -14,6 +14,7 @@ import uvicorn
 from reasonloop.config import KBSettings, RunsSettings, ServerSettings, Settings
 from reasonloop.server.transport.process import uvicorn_options
 from tests.runs.helpers import free_port
+from tests.waiting import await_until
 
 
 def make_settings(tmp_path, **server: Any) -> Settings:
@@ -37,11 +38,14 @@ async def serve(app: Any, settings: Settings | None = None, **config: Any) -> As
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
-    while not server.started:
+
+    def started() -> bool:  # uvicorn sets a flag, with no event to wait on
         if task.done():
             task.result()
             raise RuntimeError("server exited during start-up")
-        await asyncio.sleep(0.01)
+        return server.started
+
+    await await_until(started, what="uvicorn started")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

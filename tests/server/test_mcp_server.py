@@ -24,6 +24,8 @@ from reasonloop.server.auth import hash_key
 from tests.environment import is_outside_setting
 from tests.runs.helpers import free_port
 
+pytestmark = pytest.mark.integration
+
 REASONLOOP = str(Path(sys.executable).with_name("reasonloop"))
 CATALOG = Path(__file__).parents[1] / "tools" / "mcp_servers" / "catalog_server.py"
 DOC = "# Tantivy\n\nTantivy is a full-text search engine library written in Rust, inspired by Apache Lucene.\n"

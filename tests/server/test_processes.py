@@ -19,6 +19,8 @@ from reasonloop.server import create_app
 from tests.runs.helpers import GatedRunner, RedisServer, free_port
 from tests.server.helpers import event_data, make_settings, serve, sse_events
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

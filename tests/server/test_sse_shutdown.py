@@ -13,12 +13,15 @@ from pathlib import Path
 
 import httpx
 import openai
+import pytest
 
 from reasonloop.runs.models import TERMINAL
 from tests.runs.helpers import free_port
 from tests.server.helpers import event_data, parse_sse, sse_events
 from tests.server.test_mcp_server import REASONLOOP, clean_env, workspace
 from tests.server.test_processes import ServerProcess
+
+pytestmark = pytest.mark.integration
 
 TERMINAL_EVENTS = {"answer", "error"}
 

@@ -132,6 +132,7 @@ TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("route", ["rest", "openai", "websocket"])
 async def test_a_traceparent_header_makes_the_run_a_child_of_the_callers_trace(spans, tmp_path, route):
     replies = tmp_path / "replies.json"
