@@ -192,6 +192,7 @@ def test_graph_is_cached_and_rebuilt_when_the_weight_file_changes(tmp_path, monk
     assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no build folder left behind
 
 
+@pytest.mark.integration
 def test_the_tokenizer_model_is_cached_per_weight_file(tmp_path, monkeypatch, weights):
     from reasonloop.kb import e5_tokenizer
 
@@ -213,6 +214,7 @@ def test_the_tokenizer_model_is_cached_per_weight_file(tmp_path, monkeypatch, we
         E5Tokenizer(weights, readonly / "sub")
 
 
+@pytest.mark.integration
 def test_a_single_query_takes_the_one_batch_path_and_gives_the_batch_vector(engine):
     """One query is one batch on the every-thread session; among many texts it is one row of a
     batch on the one-thread session beside others: the same vector either way."""
@@ -226,6 +228,7 @@ def test_a_single_query_takes_the_one_batch_path_and_gives_the_batch_vector(engi
     np.testing.assert_allclose(np.linalg.norm(batch, axis=1), 1, atol=1e-5)
 
 
+@pytest.mark.integration
 def test_a_weight_file_cut_short_in_its_pieces_is_a_clear_error(tmp_path, weights):
     _, _, _, blob = weights._piece_table
     cut = tmp_path / "cut.bin"
@@ -314,6 +317,7 @@ def test_the_engines_idle_threads_never_spin(engine):
         assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"
 
 
+@pytest.mark.integration
 def test_the_int8_graph_is_built_beside_the_fp32_one(engine, weights, graph_dir):
     int8 = OnnxE5(weights, precision="int8", threads=1, cache_dir=graph_dir)
     assert int8.graph.name.endswith("-int8.onnx") and int8.graph.with_name(int8.graph.name + ".data").is_file()
@@ -322,6 +326,7 @@ def test_the_int8_graph_is_built_beside_the_fp32_one(engine, weights, graph_dir)
     assert cos.min() > 0.98 and cos.max() < 0.99999, cos  # close, and not the fp32 vectors
 
 
+@pytest.mark.integration
 def test_a_process_that_only_embeds_queries_loads_one_session(weights, graph_dir):
     engine = OnnxE5(weights, threads=2, cache_dir=graph_dir)
     engine.embed(["how long do cats sleep"], query=True)

@@ -254,6 +254,7 @@ async def test_max_tokens_and_temperature_reach_the_runs_model_calls(tmp_path):
         await client.close()
 
 
+@pytest.mark.integration
 async def test_the_reasoning_lane_shows_a_plan_from_its_event_once(tmp_path):
     settings = make_settings(tmp_path)
     llm = ScriptedProvider(replies=["1. Who makes the Aria 2?\n2. Who founded #1?"], repeat_last=True)
