@@ -6,6 +6,7 @@ import signal
 import sqlite3
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 from reasonloop.config import Settings
+from reasonloop.kb.base import IngestProgress
 from reasonloop.kb.knowledge_base import KnowledgeBase
 from reasonloop.kb.retrieval.lexical import LexicalIndex
 from reasonloop.kb.retrieval.vector import LocalVectorStore
@@ -267,22 +269,66 @@ async def test_cancelling_an_ingest_during_a_commit_settles_after_that_commit(tm
     store = kb.index.store
     real_commit = store.commit_documents
     in_commit = asyncio.Event()
+    release = threading.Event()
     loop = asyncio.get_running_loop()
 
-    def slow_commit(writes):  # runs in the ingest's worker thread
+    def held_commit(writes):  # runs in the ingest's worker thread, until the ingest is cancelled
         loop.call_soon_threadsafe(in_commit.set)
-        time.sleep(0.2)  # the cancellation lands while this commit is still running
+        release.wait(60)
         return real_commit(writes)
 
-    store.commit_documents = slow_commit
+    store.commit_documents = held_commit
     task = asyncio.create_task(kb.ingest_records(_records()))
     await in_commit.wait()
-    task.cancel()
+    task.cancel()  # the cancellation lands while this commit is still running
+    release.set()
     with pytest.raises(asyncio.CancelledError):
         await task
     keys = sorted(store.all_keys().tolist())
     assert keys and kb.index.lexical.keys() == keys
     assert sorted(kb.index.vectors.keys().tolist()) == keys
+    store.commit_documents = real_commit
+    await kb.close()
+
+
+async def test_an_ingest_cancelled_during_a_commit_reports_every_file_that_commit_holds(tmp_path):
+    """Ctrl-C while a group is committed: the files the last progress calls committed are the
+    files the index holds, the file that filled the group included (its end is read after it)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(1, 21):
+        (docs / f"n{i:02}.txt").write_text(f"Note {i:02}: pump {i:02} goes before filter {i:02}.", encoding="utf-8")
+    kb = KnowledgeBase.open(
+        tmp_path / "kb", settings=Settings(kb={"options": {"commit_chunks": 2}}), embedder=HashEmbedder()
+    )
+    store = kb.index.store
+    real_commit = store.commit_documents
+    commits: list[int] = []
+    in_commit = asyncio.Event()
+    release = threading.Event()
+    loop = asyncio.get_running_loop()
+
+    def held_commit(writes):  # runs in the ingest's worker thread; the third is held until cancelled
+        commits.append(len(writes))
+        if len(commits) == 3:
+            loop.call_soon_threadsafe(in_commit.set)
+            release.wait(60)
+        return real_commit(writes)
+
+    store.commit_documents = held_commit
+    seen: list[IngestProgress] = []
+    task = asyncio.create_task(kb.ingest([str(docs)], on_progress=seen.append))
+    await in_commit.wait()
+    task.cancel()  # reaches the consumer at once: it waits for the commit only to count it
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    held = sorted(d.source for d in store.documents())
+    last = seen[-1]
+    assert len(commits) == 3 and len(held) == sum(commits)
+    assert last.files_committed == len(held)
+    assert held == [str(docs / f"n{i:02}.txt") for i in range(1, len(held) + 1)]
+    assert last.first_pending == str(docs / f"n{len(held) + 1:02}.txt")
     store.commit_documents = real_commit
     await kb.close()
 

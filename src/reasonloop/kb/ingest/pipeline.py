@@ -324,6 +324,12 @@ class Ingestor:
 
     # -- consuming --------------------------------------------------------------------------------
     async def consume(self, queue: asyncio.Queue[Any]) -> None:
+        """Commit what the producers queue, in groups of about ``commit_chunks`` chunks.
+
+        A full group is committed when the next item comes: when that is the end marker of the
+        group's last source, the marker is counted first, so that a source the commit holds
+        whole is counted with it (an ingest stopped during that commit reports it as done).
+        """
         pending: list[_Prepared] = []
         pending_chunks = 0
         while True:
@@ -336,12 +342,12 @@ class Ingestor:
                 else:
                     self._finished(1)
                 self._tick()
-                continue
-            pending.append(item)
-            pending_chunks += len(item.write.chunks)
             if pending_chunks >= self.commit_chunks:
                 await self._flush(pending)
                 pending, pending_chunks = [], 0
+            if item is not None:
+                pending.append(item)
+                pending_chunks += len(item.write.chunks)
         if pending:
             await self._flush(pending)
         self._tick("")
