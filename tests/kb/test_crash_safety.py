@@ -18,6 +18,7 @@ from reasonloop.kb.base import IngestProgress
 from reasonloop.kb.knowledge_base import KnowledgeBase
 from reasonloop.kb.retrieval.lexical import LexicalIndex
 from reasonloop.kb.retrieval.vector import LocalVectorStore
+from tests.waiting import await_until
 
 from .helpers import HashEmbedder
 
@@ -319,7 +320,11 @@ async def test_an_ingest_cancelled_during_a_commit_reports_every_file_that_commi
     seen: list[IngestProgress] = []
     task = asyncio.create_task(kb.ingest([str(docs)], on_progress=seen.append))
     await in_commit.wait()
+    (consumer,) = [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "Ingestor.consume"]
     task.cancel()  # reaches the consumer at once: it waits for the commit only to count it
+    # The ingest cancels it again once the reader has stopped (gather ends with its first
+    # cancelled task): the commit is still counted.
+    await await_until(lambda: consumer.cancelling() >= 2, what="the consumer cancelled twice")
     release.set()
     with pytest.raises(asyncio.CancelledError):
         await task

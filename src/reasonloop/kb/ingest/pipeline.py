@@ -15,6 +15,7 @@ nothing else; changed ones replace their chunks; unreadable ones are reported an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import time
@@ -401,8 +402,13 @@ class Ingestor:
             new_keys = await asyncio.shield(commit)
         except asyncio.CancelledError:
             # The thread commits anyway: count what it commits, so that an interrupted ingest
-            # reports what is in the index.
-            self._committed(docs, await commit)
+            # reports what is in the index. The cancellation may be repeated while it does (the
+            # ingest cancels what gather may already have cancelled): it is taken once the
+            # commit is counted.
+            while not commit.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(commit)
+            self._committed(docs, commit.result())
             raise
         self._committed(docs, new_keys)
 
