@@ -177,11 +177,8 @@ async def test_a_second_writer_waits_its_turn_and_readers_do_not_repair(tmp_path
     task = asyncio.create_task(
         other.ingest_records(_records()[3:4], on_progress=lambda p: p.waiting and waits.append(p.waiting))
     )
-    for _ in range(500):
-        if waits:
-            break
-        await asyncio.sleep(0.01)
-    assert waits and f"waiting for process {os.getpid()}" in waits[0]
+    await await_until(lambda: waits, what="the ingest saying it waits")
+    assert f"waiting for process {os.getpid()}" in waits[0]
     assert not task.done()
     kb.index.store.dirty = False
     kb.index._writer.release()

@@ -22,7 +22,7 @@ from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunStarted
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.runs import upkeep as upkeep_module
 from reasonloop.runs.manager import RunManager
-from reasonloop.runs.models import RunRequest
+from reasonloop.runs.models import RunRecord, RunRequest
 from reasonloop.runs.recovery import recover_interrupted
 from reasonloop.runs.stores.redis.store import RedisRunStore
 from tests.llm_runner import LLMRunner
@@ -572,11 +572,12 @@ async def test_the_store_gets_the_end_of_a_run_lost_with_it_once_it_is_back(stor
         assert delivered.startswith("part0 ")
     await asyncio.sleep(0.2)  # housekeeping rounds while the store is still gone: nothing is lost
     await store.open()
-    for _ in range(200):  # the next housekeeping round records the run's end
+
+    async def finished() -> RunRecord | None:  # the next housekeeping round records the run's end
         stored = await store.get_run(record.run_id)
-        if stored is not None and stored.finished:
-            break
-        await asyncio.sleep(0.02)
+        return stored if stored is not None and stored.finished else None
+
+    stored = await await_until(finished, what="the run's end recorded")
     if journal:
         assert stored.status == "completed" and stored.error is None
     else:
@@ -608,13 +609,14 @@ async def test_a_redis_that_comes_back_empty_gets_the_whole_run_lost_with_it(mon
         sent = await drain(sub)
         assert isinstance(sent[-1], ErrorEvent) and sent[-1].code == "run.store_unavailable"
         redis = RedisServer(redis.port)  # back, with nothing in it
-        stored = None
-        for _ in range(300):
+
+        async def finished() -> RunRecord | None:  # the status is stored after the events
             with contextlib.suppress(RunStoreUnavailable):
                 stored = await store.get_run(record.run_id)
-            if stored is not None and stored.finished:  # the status is stored after the events
-                break
-            await asyncio.sleep(0.02)
+                return stored if stored is not None and stored.finished else None
+            return None
+
+        stored = await await_until(finished, what="the run's end stored in the Redis that came back")
         assert stored is not None and stored.status == "failed" and stored.question == "q"
         assert [e.to_dict() for e in await store.events(record.run_id)] == [e.to_dict() for e in sent]
     finally:

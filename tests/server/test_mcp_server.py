@@ -19,10 +19,12 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from reasonloop.config import load_settings
+from reasonloop.runs.models import RunRecord
 from reasonloop.runs.stores import open_store
 from reasonloop.server.auth import hash_key
 from tests.environment import is_outside_setting
 from tests.runs.helpers import free_port
+from tests.waiting import await_until
 
 pytestmark = pytest.mark.integration
 
@@ -88,11 +90,7 @@ async def ask_and_cancel(client: Client) -> str:
     call = asyncio.create_task(
         client.call_tool("ask", {"question": "wait for it", "agent": "slow"}, progress_callback=progress)
     )
-    for _ in range(600):
-        if any(m.startswith("hang(") for m in messages):
-            break
-        await asyncio.sleep(0.05)
-    assert any(m.startswith("hang(") for m in messages), messages
+    await await_until(lambda: any(m.startswith("hang(") for m in messages), what="the hanging tool's progress")
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
@@ -161,11 +159,12 @@ async def test_stdio_server_through_the_sdk_client(tmp_path):
     store = open_store(load_settings(config))
     await store.open()
     try:
-        for _ in range(100):
+
+        async def finished() -> RunRecord | None:
             record = await store.get_run(run_id)
-            if record is not None and record.finished:
-                break
-            await asyncio.sleep(0.05)
+            return record if record is not None and record.finished else None
+
+        record = await await_until(finished, what="the run's end stored")
         assert record.status == "stopped"
     finally:
         await store.close()
@@ -230,11 +229,12 @@ async def test_http_endpoint_through_the_sdk_client_behind_api_keys(tmp_path):
 
         headers = {"Authorization": f"Bearer {KEYS['acme']}"}
         async with httpx.AsyncClient(base_url=url, headers=headers) as http:
-            for _ in range(100):
+
+            async def ended() -> dict | None:
                 run = (await http.get(f"/v1/runs/{run_id}")).json()["run"]
-                if run["status"] not in ("queued", "running"):
-                    break
-                await asyncio.sleep(0.05)
+                return run if run["status"] not in ("queued", "running") else None
+
+            run = await await_until(ended, what="the run ended")
         assert run["status"] == "stopped"
 
         async with http_client(url, KEYS["other"]) as client:  # another tenant sees nothing of acme's
