@@ -45,13 +45,23 @@ echo "== ruff check"
 ruff check .
 echo "== ruff format --check"
 ruff format --check .
+# The unit lane in two processes when pytest-xdist is installed (each test file whole in one of them;
+# UNIT_WORKERS=0 for one process): on two cores that halves its time (benchmarks/README.md, "Tests").
+unit_workers=()
+if [ "${UNIT_WORKERS:-2}" != 0 ] && python -c "import xdist" 2>/dev/null; then
+    unit_workers=(-n "${UNIT_WORKERS:-2}" --dist loadfile)
+fi
 status=0
 collected=0
 for lane in ${LANES:-unit integration}; do
     echo "== pytest -m $lane"
     started=$SECONDS
     code=0
-    python -m pytest -q -m "$lane" "$@" || code=$?
+    if [ "$lane" = unit ]; then
+        python -m pytest -q -m "$lane" ${unit_workers[@]+"${unit_workers[@]}"} "$@" || code=$?
+    else
+        python -m pytest -q -m "$lane" "$@" || code=$?
+    fi
     echo "== the $lane lane took $((SECONDS - started)) s (exit code $code)"
     case "$code" in
         0) collected=1 ;;
