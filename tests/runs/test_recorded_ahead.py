@@ -85,10 +85,10 @@ async def test_under_load_each_run_keeps_its_events_in_one_row_however_many_runs
 
 async def test_a_run_status_queued_before_its_end_is_recorded_before_the_end_is(store, tmp_path):
     await store.create_run(RunRecord(run_id="run_a", status="queued"))
-    runs = Runs(store, str(tmp_path / "j"), interval_s=5.0)
+    runs = Runs(store, str(tmp_path / "j"), interval_s=3600)
     runs.recorder.add_status("run_a", {"status": "running", "started_at": 123.0})
     ending = runs.emit("run_a", 2)
-    await asyncio.wait_for(runs.recorder.all_recorded(ending), 4.0)
+    await asyncio.wait_for(runs.recorder.all_recorded(ending), DEFAULT_TIMEOUT_S)
     await store.update_run("run_a", status="completed")  # the run's end, as the manager records it
     await runs.close()
     stored = await store.get_run("run_a")
@@ -99,10 +99,10 @@ async def test_a_run_status_queued_before_its_end_is_recorded_before_the_end_is(
 async def test_a_refused_event_recorded_ahead_fails_only_its_run_and_settles_everything(store, tmp_path):
     gated = GatedStore(store)
     gated.refuse = {2}
-    runs = Runs(gated, str(tmp_path / "j"), interval_s=5.0)
+    runs = Runs(gated, str(tmp_path / "j"), interval_s=3600)
     ending = runs.emit("run_a", 3)
     try:
-        await asyncio.wait_for(runs.recorder.all_recorded(ending), 4.0)
+        await asyncio.wait_for(runs.recorder.all_recorded(ending), DEFAULT_TIMEOUT_S)
     except RunStoreUnavailable as exc:
         assert "refused event 2" in exc.message
     else:
