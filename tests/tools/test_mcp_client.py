@@ -17,6 +17,7 @@ from reasonloop.config import MCPServerSettings, load_settings
 from reasonloop.errors import ConfigError
 from reasonloop.tools.base import ToolContext
 from reasonloop.tools.mcp_client import MCPManager
+from tests.waiting import await_until
 
 SERVER = Path(__file__).parent / "mcp_servers" / "catalog_server.py"
 CTX = ToolContext()
@@ -127,12 +128,21 @@ async def test_server_killed_mid_call_is_reported_then_reestablished(manager_fac
     assert connection.connects == 2
 
 
+def dead(pid: int) -> bool:
+    """The process is gone, or a zombie its parent has not reaped yet."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
 @pytest.mark.integration
 async def test_server_that_died_while_idle_is_restarted_by_the_next_call(manager_factory):
     manager = await manager_factory(stdio())
     pid = int((await call(manager, "whoami")).text)
     os.kill(pid, signal.SIGKILL)
-    await asyncio.sleep(0.3)
+    await await_until(lambda: dead(pid), what="the server process dead")
     out = await call(manager, "whoami")
     assert out.ok, out.error
     assert int(out.text) != pid
