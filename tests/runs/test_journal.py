@@ -23,6 +23,7 @@ from reasonloop.runs.recording.journal_recovery import recover_journals
 from reasonloop.runs.recovery import recover_interrupted
 from tests.runs.helpers import GatedRunner
 from tests.runs.test_recording import GatedStore
+from tests.waiting import await_until
 
 
 def journal_lines(directory: str) -> list[tuple[str, dict]]:
@@ -56,7 +57,7 @@ async def test_readers_get_events_once_journaled_while_the_store_lags(store):
         seen: list[int] = []
         live.attach(lambda payload, terminal: seen.append(event_adapter.validate_json(payload).seq))
         await runner.entered_event(record.run_id).wait()
-        await asyncio.sleep(0.05)
+        await await_until(lambda: len(seen) >= 2, what="the run's first two events seen")
         assert seen == [1, 2] and await store.events(record.run_id) == []
         assert [e["seq"] for _, e in journal_lines(store.journal_dir)] == [1, 2]  # on disk before it was seen
         gated.gate.set()
