@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,6 +23,7 @@ from reasonloop.runs.stores import open_store
 from reasonloop.server.auth import hash_key
 from tests.environment import is_outside_setting
 from tests.runs.helpers import free_port
+from tests.server.helpers import process_ready
 from tests.waiting import await_until
 
 pytestmark = pytest.mark.integration
@@ -183,17 +183,7 @@ async def served(config: Path, cwd: Path) -> AsyncIterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        async with httpx.AsyncClient() as http:
-            while True:
-                assert proc.poll() is None, (cwd / "serve.log").read_text()
-                try:
-                    if (await http.get(f"{url}/readyz")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline, "the server did not start"
-                await asyncio.sleep(0.1)
+        await process_ready(url, proc, cwd / "serve.log")
         yield url
     finally:
         proc.terminate()
