@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up and run the whole test suite: lint, format check, then both lanes of tests (tests/lanes.py):
-# the unit lane (in process, about a minute in two processes), then the integration lane (processes, servers, Redis,
-# Chromium, the real models; the real-model tests included).
+# the unit lane (in process; about a minute in two processes), then the integration lane (processes,
+# servers, Redis, Chromium, the real models; the real-model tests included).
 #
 #   bash scripts/test.sh                   # everything
 #   bash scripts/test.sh tests/llm         # extra arguments go to pytest, in each lane
