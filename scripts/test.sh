@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Set up and run the whole test suite: lint, format check, then every test (the real-model ones included).
+# Set up and run the whole test suite: lint, format check, then both lanes of tests (tests/lanes.py):
+# the unit lane (in process; about a minute in two processes), then the integration lane (processes,
+# servers, Redis, Chromium, the real models; the real-model tests included).
 #
-#   bash scripts/test.sh            # everything
-#   bash scripts/test.sh tests/llm  # extra arguments go to pytest
+#   bash scripts/test.sh                   # everything
+#   bash scripts/test.sh tests/llm         # extra arguments go to pytest, in each lane
+#   LANES=unit bash scripts/test.sh        # one lane only (the inner loop: or `pytest -m unit`)
 #
 # Needs redis-server, openssl and chromium (installed with apt-get when this user can, or asked for).
 # First run: creates .venv and installs the project with its dev and local extras
@@ -42,10 +45,32 @@ echo "== ruff check"
 ruff check .
 echo "== ruff format --check"
 ruff format --check .
-echo "== pytest"
+# The unit lane in two processes when pytest-xdist is installed (each test file whole in one of them;
+# UNIT_WORKERS=0 for one process): on two cores that halves its time (benchmarks/README.md, "Tests").
+unit_workers=()
+if [ "${UNIT_WORKERS:-2}" != 0 ] && python -c "import xdist" 2>/dev/null; then
+    unit_workers=(-n "${UNIT_WORKERS:-2}" --dist loadfile)
+fi
 status=0
-python -m pytest -q "$@" || status=$?
-if [ "$status" -eq 5 ]; then
+collected=0
+for lane in ${LANES:-unit integration}; do
+    echo "== pytest -m $lane"
+    started=$SECONDS
+    code=0
+    if [ "$lane" = unit ]; then
+        python -m pytest -q -m "$lane" ${unit_workers[@]+"${unit_workers[@]}"} "$@" || code=$?
+    else
+        python -m pytest -q -m "$lane" "$@" || code=$?
+    fi
+    echo "== the $lane lane took $((SECONDS - started)) s (exit code $code)"
+    case "$code" in
+        0) collected=1 ;;
+        5) ;;  # nothing of this lane among the tests named: the other lane may have them
+        *) collected=1; [ "$status" -ne 0 ] || status=$code ;;
+    esac
+done
+if [ "$collected" -eq 0 ]; then
     echo "pytest collected no tests: the suite is broken, not green" >&2
+    exit 5
 fi
 exit "$status"

@@ -162,6 +162,7 @@ def test_plugins_reports_a_broken_dotted_plugin_and_lists_the_rest(capsys, tmp_p
     assert rows[("llm", "scripted")]["error"] is None
 
 
+@pytest.mark.integration
 def test_plugins_describes_every_plugin_without_importing_them(tmp_path):
     out, modules = run_fresh(tmp_path, "plugins", "--json")
     rows = {(r["kind"], r["id"]): r for r in json.loads(out)}
@@ -229,6 +230,7 @@ def test_usage_error_exits_non_zero(capsys):
     assert "Missing argument" in err
 
 
+@pytest.mark.integration
 def test_console_script_errors_without_traceback(tmp_path):
     env = {k: v for k, v in os.environ.items() if not is_outside_setting(k)}
     proc = subprocess.run(
@@ -280,6 +282,7 @@ def test_serve_with_workers_gives_sqlite_writers_low_priority_unless_configured(
         os.environ.update(before)
 
 
+@pytest.mark.integration
 def test_serve_with_its_run_store_down_says_so_in_one_line_and_binds_nothing(tmp_path):
     from tests.runs.helpers import free_port
 

@@ -92,6 +92,7 @@ print(json.dumps(shown.getvalue()))
 """
 
 
+@pytest.mark.integration
 def test_help_lists_the_commands_in_one_order_whichever_ran_first(capsys, monkeypatch):
     import json
     import subprocess
@@ -107,6 +108,7 @@ def test_help_lists_the_commands_in_one_order_whichever_ran_first(capsys, monkey
     assert after_search.split("\n", 1)[1] == same_process.split("\n", 1)[1]  # past the program name
 
 
+@pytest.mark.integration
 def test_every_command_is_in_the_table_of_command_modules():
     """Each module registers exactly the commands the table gives it (built here in a new process)."""
     import json

@@ -54,6 +54,7 @@ def test_ask_and_chat_run_the_default(isolated, capsys):
     assert json.loads(out)["meta"]["reasoning"] == DEFAULT_REASONING
 
 
+@pytest.mark.integration
 async def test_the_run_api_the_openai_endpoint_and_the_catalog_use_the_default(tmp_path):
     settings = make_settings(tmp_path)
     runner = AgentRunner(settings, llm=ScriptedProvider(replies=["Hello!"], repeat_last=True))

@@ -109,6 +109,7 @@ def test_interrupted_messages():
     assert "not ingested: /d/big.txt." in interrupted_message(one)
 
 
+@pytest.mark.integration
 def test_ingest_warns_before_most_of_the_work_when_it_will_be_long(tmp_path, monkeypatch, capsys):
     for name in list(os.environ):
         if is_outside_setting(name):

@@ -40,6 +40,7 @@ async def ollama(monkeypatch):
         yield port, seen
 
 
+@pytest.mark.integration
 async def test_models_lists_what_it_found_with_capabilities(ollama, capsys, monkeypatch):
     port, _ = ollama
     monkeypatch.setenv(DISCOVERY_OFF, "true")
@@ -71,6 +72,7 @@ async def test_models_lists_what_it_found_with_capabilities(ollama, capsys, monk
     assert "connection refused" in out
 
 
+@pytest.mark.integration
 async def test_models_with_discovery_off_still_lists_but_auto_does_not_use_them(ollama, capsys):
     code, out, _ = await asyncio.to_thread(run, capsys, "models")
     assert code == 0
@@ -79,6 +81,7 @@ async def test_models_with_discovery_off_still_lists_but_auto_does_not_use_them(
     assert "discover is off" in out
 
 
+@pytest.mark.integration
 async def test_models_with_a_configured_model_says_so(ollama, capsys, monkeypatch):
     monkeypatch.setenv("REASONLOOP_LLM__PROVIDER", "openai")
     monkeypatch.setenv("REASONLOOP_LLM__MODEL", "gpt-4o-mini")
@@ -103,6 +106,7 @@ async def test_models_with_every_port_closed(capsys, monkeypatch):
     assert "in use: local (the embedded model)" in out
 
 
+@pytest.mark.integration
 async def test_llm_command_says_which_found_model_answers_and_how_to_change_it(ollama, capsys, monkeypatch):
     port, seen = ollama
     monkeypatch.setenv(DISCOVERY_OFF, "true")

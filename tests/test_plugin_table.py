@@ -176,6 +176,7 @@ def test_a_new_row_appears_in_reasonloop_plugins(one_more_row: str, capsys) -> N
     assert rows["echo"]["target"] == f"{one_more_row}:EchoReasoning"
 
 
+@pytest.mark.integration
 async def test_a_new_row_appears_in_the_catalog_with_its_translations(one_more_row: str, tmp_path) -> None:
     settings = make_settings(tmp_path)
     app = create_app(settings, registry=Registry())

@@ -14,6 +14,8 @@ from reasonloop.registry import Registry
 from tests.cli_run import run_cli as cli
 from tests.environment import is_outside_setting
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "scripts" / "demo.sh"
 PNG_1X1 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="

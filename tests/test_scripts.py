@@ -68,6 +68,7 @@ def add_tools(bin_dir: Path, *names: str) -> None:
         script(bin_dir / name, "#!/bin/bash\nexit 0\n")
 
 
+@pytest.mark.integration
 def test_a_compile_is_announced_and_a_heartbeat_runs_until_pip_ends(sandbox):
     run, bin_dir = sandbox
     add_tools(bin_dir, "cc", "c++", "make", "cmake")
@@ -86,6 +87,7 @@ def test_a_compile_is_announced_and_a_heartbeat_runs_until_pip_ends(sandbox):
     assert f"CMAKE_BUILD_PARALLEL_LEVEL={len(os.sched_getaffinity(0))}" in out[pip_at]
 
 
+@pytest.mark.integration
 def test_a_failed_build_fails_the_install(sandbox):
     run, bin_dir = sandbox
     add_tools(bin_dir, "cc", "c++", "make", "cmake")
@@ -94,6 +96,7 @@ def test_a_failed_build_fails_the_install(sandbox):
     assert "compiled and installed" not in proc.stdout
 
 
+@pytest.mark.integration
 def test_without_a_compiler_it_stops_before_pip_and_says_what_to_install(sandbox):
     run, bin_dir = sandbox
     add_tools(bin_dir, "make")  # no cc, no c++, and no apt-get to fetch them with
@@ -104,6 +107,7 @@ def test_without_a_compiler_it_stops_before_pip_and_says_what_to_install(sandbox
     assert "apt-get install -y build-essential" in proc.stderr
 
 
+@pytest.mark.integration
 def test_without_cmake_it_says_pip_brings_one(sandbox):
     run, bin_dir = sandbox
     add_tools(bin_dir, "cc", "c++", "make")
@@ -112,6 +116,7 @@ def test_without_cmake_it_says_pip_brings_one(sandbox):
     assert "cmake is not installed: pip fetches a cmake package for the build." in proc.stdout
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("extras", "cached"), [("dev", ""), ("local", "/cache/llama_cpp_python-0.3.36.whl")])
 def test_no_compile_no_announcement(sandbox, extras, cached):
     run, _ = sandbox  # no compiler either: it is not needed
@@ -121,6 +126,7 @@ def test_no_compile_no_announcement(sandbox, extras, cached):
     assert "source code only" not in proc.stdout and "still working" not in proc.stdout
 
 
+@pytest.mark.integration
 def test_a_missing_tool_is_asked_for_when_apt_get_cannot_be_used(sandbox):
     run, _ = sandbox
     proc = run('rl_require_tools "the Redis run store tests" redis-server=redis-server\necho unreachable')
@@ -132,6 +138,7 @@ def test_a_missing_tool_is_asked_for_when_apt_get_cannot_be_used(sandbox):
     ]
 
 
+@pytest.mark.integration
 def test_a_missing_tool_is_installed_with_apt_get_as_root(sandbox, tmp_path):
     run, bin_dir = sandbox
     log = tmp_path / "apt.log"
@@ -152,6 +159,7 @@ def test_the_scripts_use_the_helper_for_their_install(name):
     assert "pip install --quiet -e" not in text  # no second, silent install path
 
 
+@pytest.mark.integration
 def test_pytest_lists_the_reason_of_every_skip(tmp_path):
     (tmp_path / "test_skipping.py").write_text(
         "import pytest\n\n@pytest.mark.skip(reason='needs the moon')\ndef test_it():\n    pass\n"

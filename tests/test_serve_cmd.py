@@ -17,6 +17,9 @@ import pytest
 from reasonloop.cli import main
 from tests.environment import is_outside_setting
 from tests.runs.helpers import free_port
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.integration
 
 REASONLOOP = str(Path(sys.executable).with_name("reasonloop"))
 
@@ -133,10 +136,7 @@ def test_serve_open_points_the_browser_at_the_web_ui(tmp_path, monkeypatch):
     port = free_port()
     served = Served("--port", str(port), "--open", cwd=tmp_path)
     assert f"web UI http://127.0.0.1:{port}/ " in served.wait_for("web UI")
-    deadline = time.monotonic() + 30
-    while not (opened.exists() and opened.read_text()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    url = opened.read_text()
+    url = wait_until(lambda: opened.exists() and opened.read_text(), what="the browser given the page")
     assert url == f"http://127.0.0.1:{port}/"
     page = httpx.get(url, timeout=10)
     assert page.status_code == 200 and 'src="ui/app.js"' in page.text

@@ -206,6 +206,7 @@ def mcp_settings(tmp_path: Path, **agent: object) -> Settings:
     return settings_with(tmp_path, {"librarian": {"reasoning": "toolcall", **agent}}, tools={"mcp_servers": servers})
 
 
+@pytest.mark.integration
 async def test_mcp_server_tools_join_the_agent_and_a_dead_server_is_reported(tmp_path) -> None:
     settings = mcp_settings(tmp_path, tools=["mcp:catalog", "mcp:broken"])
     query = {"query": {"title_words": ["rome"], "genre": "history"}, "limit": 2}
@@ -233,6 +234,7 @@ async def test_mcp_server_tools_join_the_agent_and_a_dead_server_is_reported(tmp
         await resources.aclose()
 
 
+@pytest.mark.integration
 async def test_an_agent_only_gets_the_servers_it_names(tmp_path) -> None:
     settings = mcp_settings(tmp_path, tools=["mcp:catalog"])
     llm = ScriptedProvider(replies=["no tools needed"])

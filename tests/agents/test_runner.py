@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import httpx
+import pytest
 
 from reasonloop.agents import AgentRunner
 from reasonloop.config import APIKeySettings
@@ -17,6 +18,7 @@ A = {"Authorization": "Bearer key-a"}
 B = {"Authorization": "Bearer key-b"}
 
 
+@pytest.mark.integration
 async def test_runs_search_only_their_tenants_documents(tmp_path):
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     settings = make_settings(
@@ -48,6 +50,7 @@ async def test_runs_search_only_their_tenants_documents(tmp_path):
         assert "lighthouse" not in outputs["b"]
 
 
+@pytest.mark.integration
 async def test_declared_agents_are_listed_and_run(tmp_path):
     from reasonloop.config import AgentSettings
 
@@ -71,6 +74,7 @@ async def test_declared_agents_are_listed_and_run(tmp_path):
         assert chat.json()["choices"][0]["message"]["content"] == "Brief answer."
 
 
+@pytest.mark.integration
 async def test_feedback_reaches_the_store_that_guides_later_runs(tmp_path):
     from reasonloop.tools.feedback import FeedbackStore
 
@@ -137,6 +141,7 @@ async def test_a_declared_agent_runs_with_its_own_llm_when_the_runner_has_none(t
     assert events[-1].type == "answer" and events[-1].text == "From the agent's own model."
 
 
+@pytest.mark.integration
 async def test_agents_of_the_agents_file_serve_like_the_others_and_their_settings_are_checked(tmp_path):
     import json
 
@@ -168,6 +173,7 @@ async def test_agents_of_the_agents_file_serve_like_the_others_and_their_setting
     assert len(models) == 1
 
 
+@pytest.mark.integration
 async def test_the_servers_models_are_closed_when_it_stops(tmp_path):
     from reasonloop.config import AgentSettings
 

@@ -9,6 +9,8 @@ import pytest
 
 from tests.benchmarks.loading import BENCHMARKS
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.mark.parametrize("script", ["retrieval.py", "prompt_growth.py", "milvus_index.py"])
 def test_missing_data_is_one_line_not_a_traceback(script, tmp_path):

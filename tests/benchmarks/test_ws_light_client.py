@@ -31,6 +31,7 @@ def test_a_masked_frame_parses_back_as_the_same_text(size):
     assert frame.opcode is Opcode.TEXT and frame.fin and frame.data == payload
 
 
+@pytest.mark.integration
 async def test_it_talks_to_the_server_and_closes_cleanly(tmp_path):
     settings = make_settings(tmp_path)
     got: list[str] = []

@@ -62,6 +62,7 @@ def _ticks(path: str) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("code", "busy"), [("while True: pass", True), ("import time; time.sleep(60)", False)])
 def test_core_time_counts_what_a_process_ran(code, busy):
     with _child(code) as ps:
@@ -74,6 +75,7 @@ def test_core_time_counts_what_a_process_ran(code, busy):
         assert share < 0.05
 
 
+@pytest.mark.integration
 def test_core_time_sums_every_thread():
     code = "import threading\ndef spin():\n    while True: pass\nthreading.Thread(target=spin).start()\nspin()"
     with _child(code) as ps:

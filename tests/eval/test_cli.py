@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.cli_run import run_cli
 
 
@@ -30,6 +32,7 @@ def test_unknown_retrieval_mode(tmp_path, capsys) -> None:
     assert code == 1 and "fuzzy" in err
 
 
+@pytest.mark.integration
 def test_a_finished_evaluation_prints_its_table_or_json_and_writes_its_html(tmp_path, capsys) -> None:
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text(json.dumps({"id": "lyon", "title": "Lyon", "text": "Lyon is a city in France."}) + "\n")
@@ -70,6 +73,7 @@ def _spoil(folder, keep: int) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
 
+@pytest.mark.integration
 def test_fail_if_worse_exits_4_on_a_drop_beyond_the_interval_and_0_otherwise(tmp_path, capsys) -> None:
     import shutil
 
@@ -98,6 +102,7 @@ def test_fail_if_worse_exits_4_on_a_drop_beyond_the_interval_and_0_otherwise(tmp
     assert ("f1", True) in verdicts and ("wrong", True) in verdicts
 
 
+@pytest.mark.integration
 def test_a_drop_within_the_interval_does_not_fail(tmp_path, capsys) -> None:
     import shutil
 
@@ -120,6 +125,7 @@ def test_baseline_options_are_checked_before_anything_runs(tmp_path, capsys) -> 
     assert not work.exists()
 
 
+@pytest.mark.integration
 def test_show_errors_prints_the_answers_that_are_not_correct(tmp_path, capsys) -> None:
     good = tmp_path / "good"
     argv = _ideal_run(tmp_path, capsys, good)

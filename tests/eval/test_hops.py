@@ -240,6 +240,7 @@ def test_hotpot_bridge_comparison_and_unclear_questions() -> None:
     assert hotpot_hops(unclear, docs) == ()
 
 
+@pytest.mark.integration
 def test_eval_qa_prints_evidence_per_hop_on_a_multi_hop_set(tmp_path, capsys) -> None:
     from tests.cli_run import run_cli
 

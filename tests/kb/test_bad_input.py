@@ -166,6 +166,7 @@ async def test_a_file_rewritten_by_another_thread_is_stored_as_one_of_its_versio
 # -- a folder of thousands of small files --------------------------------------------------------
 
 
+@pytest.mark.integration
 async def test_a_folder_of_thousands_of_small_files_ingests_with_bounded_memory_and_true_progress(make_kb, tmp_path):
     """2,000 files here; benchmarks/many_files.py measures 1,000 against 10,000."""
     count = 2000
@@ -276,6 +277,7 @@ async def test_a_file_whose_name_is_not_utf8_can_be_deleted_by_its_path_or_its_s
     assert await kb.delete(source_name(path)) == [source_name(path)]
 
 
+@pytest.mark.integration
 def test_the_cli_ingests_searches_and_lists_a_name_that_is_not_utf8_in_text_and_json(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     folder = folder_with(tmp_path, **{"ferry.txt": GOOD})
@@ -294,6 +296,7 @@ def test_the_cli_ingests_searches_and_lists_a_name_that_is_not_utf8_in_text_and_
     assert code == 0
 
 
+@pytest.mark.integration
 async def test_the_server_searches_and_shows_a_document_whose_name_is_not_utf8(tmp_path):
     """The knowledge base a server has open, fed by another handle (as another process would)."""
     import httpx
@@ -382,6 +385,7 @@ async def test_an_ingest_of_a_folder_with_link_loops_ends_reads_each_file_once_a
     assert named.added == [str((outside / "secret.txt").resolve())]
 
 
+@pytest.mark.integration
 def test_the_cli_says_which_links_it_left_out_and_exits_0(linked, tmp_path, monkeypatch, capsys):
     folder, _ = linked
     monkeypatch.chdir(tmp_path)

@@ -10,6 +10,8 @@ from tests.environment import is_outside_setting
 
 from .helpers import make_damaged_pdf
 
+pytestmark = pytest.mark.integration
+
 
 def run(argv, capsys):
     try:

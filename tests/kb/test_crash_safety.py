@@ -6,6 +6,7 @@ import signal
 import sqlite3
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -13,9 +14,11 @@ import numpy as np
 import pytest
 
 from reasonloop.config import Settings
+from reasonloop.kb.base import IngestProgress
 from reasonloop.kb.knowledge_base import KnowledgeBase
 from reasonloop.kb.retrieval.lexical import LexicalIndex
 from reasonloop.kb.retrieval.vector import LocalVectorStore
+from tests.waiting import await_until
 
 from .helpers import HashEmbedder
 
@@ -59,6 +62,7 @@ def _count(db: Path, sql: str) -> int:
         conn.close()
 
 
+@pytest.mark.integration
 async def test_sigkill_mid_ingest_then_reopen_and_resume(tmp_path):
     kb_dir = tmp_path / "kb"
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -173,11 +177,8 @@ async def test_a_second_writer_waits_its_turn_and_readers_do_not_repair(tmp_path
     task = asyncio.create_task(
         other.ingest_records(_records()[3:4], on_progress=lambda p: p.waiting and waits.append(p.waiting))
     )
-    for _ in range(500):
-        if waits:
-            break
-        await asyncio.sleep(0.01)
-    assert waits and f"waiting for process {os.getpid()}" in waits[0]
+    await await_until(lambda: waits, what="the ingest saying it waits")
+    assert f"waiting for process {os.getpid()}" in waits[0]
     assert not task.done()
     kb.index.store.dirty = False
     kb.index._writer.release()
@@ -266,22 +267,70 @@ async def test_cancelling_an_ingest_during_a_commit_settles_after_that_commit(tm
     store = kb.index.store
     real_commit = store.commit_documents
     in_commit = asyncio.Event()
+    release = threading.Event()
     loop = asyncio.get_running_loop()
 
-    def slow_commit(writes):  # runs in the ingest's worker thread
+    def held_commit(writes):  # runs in the ingest's worker thread, until the ingest is cancelled
         loop.call_soon_threadsafe(in_commit.set)
-        time.sleep(0.2)  # the cancellation lands while this commit is still running
+        release.wait(60)
         return real_commit(writes)
 
-    store.commit_documents = slow_commit
+    store.commit_documents = held_commit
     task = asyncio.create_task(kb.ingest_records(_records()))
     await in_commit.wait()
-    task.cancel()
+    task.cancel()  # the cancellation lands while this commit is still running
+    release.set()
     with pytest.raises(asyncio.CancelledError):
         await task
     keys = sorted(store.all_keys().tolist())
     assert keys and kb.index.lexical.keys() == keys
     assert sorted(kb.index.vectors.keys().tolist()) == keys
+    store.commit_documents = real_commit
+    await kb.close()
+
+
+async def test_an_ingest_cancelled_during_a_commit_reports_every_file_that_commit_holds(tmp_path):
+    """Ctrl-C while a group is committed: the files the last progress calls committed are the
+    files the index holds, the file that filled the group included (its end is read after it)."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(1, 21):
+        (docs / f"n{i:02}.txt").write_text(f"Note {i:02}: pump {i:02} goes before filter {i:02}.", encoding="utf-8")
+    kb = KnowledgeBase.open(
+        tmp_path / "kb", settings=Settings(kb={"options": {"commit_chunks": 2}}), embedder=HashEmbedder()
+    )
+    store = kb.index.store
+    real_commit = store.commit_documents
+    commits: list[int] = []
+    in_commit = asyncio.Event()
+    release = threading.Event()
+    loop = asyncio.get_running_loop()
+
+    def held_commit(writes):  # runs in the ingest's worker thread; the third is held until cancelled
+        commits.append(len(writes))
+        if len(commits) == 3:
+            loop.call_soon_threadsafe(in_commit.set)
+            release.wait(60)
+        return real_commit(writes)
+
+    store.commit_documents = held_commit
+    seen: list[IngestProgress] = []
+    task = asyncio.create_task(kb.ingest([str(docs)], on_progress=seen.append))
+    await in_commit.wait()
+    (consumer,) = [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "Ingestor.consume"]
+    task.cancel()  # reaches the consumer at once: it waits for the commit only to count it
+    # The ingest cancels it again once the reader has stopped (gather ends with its first
+    # cancelled task): the commit is still counted.
+    await await_until(lambda: consumer.cancelling() >= 2, what="the consumer cancelled twice")
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    held = sorted(d.source for d in store.documents())
+    last = seen[-1]
+    assert len(commits) == 3 and len(held) == sum(commits)
+    assert last.files_committed == len(held)
+    assert held == [str(docs / f"n{i:02}.txt") for i in range(1, len(held) + 1)]
+    assert last.first_pending == str(docs / f"n{len(held) + 1:02}.txt")
     store.commit_documents = real_commit
     await kb.close()
 

@@ -37,12 +37,14 @@ def test_text_pdf_pages_and_their_text():
     assert doc.text == "First page.\nSecond line.\n\nThird page."
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("lines", "label"), [(EN_LINES, "english"), (ZH_LINES, "chinese")])
 def test_image_only_pdf_is_read_by_ocr(lines, label):
     doc = _doc(make.scanned_pdf([lines[:1], lines[1:]]), ".pdf")
     assert doc.pages == [Page(1, lines[0]), Page(2, lines[1])], label
 
 
+@pytest.mark.integration
 def test_images_are_read_by_ocr_and_tiff_frames_are_pages():
     png = make.image_bytes(make.text_image([EN_LINES[0], ZH_LINES[0]]))
     assert _doc(png, ".png").pages == [Page(1, f"{EN_LINES[0]}\n{ZH_LINES[0]}")]
@@ -53,6 +55,7 @@ def test_images_are_read_by_ocr_and_tiff_frames_are_pages():
     assert _doc(tiff, ".tiff").pages == [Page(1, EN_LINES[1]), Page(2, ZH_LINES[0])]
 
 
+@pytest.mark.integration
 def test_an_image_without_text_is_a_clear_error():
     from PIL import Image
 
@@ -150,6 +153,7 @@ def test_corrupt_pdf_is_a_clear_error():
         _doc(b"%PDF-1.4\n" + data[400:900], ".pdf")
 
 
+@pytest.mark.integration
 def test_a_500_page_pdf_reports_every_page():
     data = make.text_pdf([f"Page {i} of the long manual." for i in range(1, 501)])
     seen: list[tuple[int, int]] = []
@@ -158,6 +162,7 @@ def test_a_500_page_pdf_reports_every_page():
     assert len(doc.pages or []) == 500 and doc.pages[-1] == Page(500, "Page 500 of the long manual.")
 
 
+@pytest.mark.integration
 def test_reading_a_long_pdf_keeps_the_memory_of_one_page():
     data = make.text_pdf([f"Line {i} " * 12 for i in range(120)])
     tracemalloc.start()

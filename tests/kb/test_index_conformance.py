@@ -19,7 +19,7 @@ from reasonloop.kb.base import Filter
 from reasonloop.kb.knowledge_base import KnowledgeBase
 from reasonloop.kb.retrieval.hybrid import LEXICAL_LOW, score_fuse
 
-INDEXES = ["local", "milvus"]
+INDEXES = ["local", pytest.param("milvus", marks=pytest.mark.integration)]  # Milvus Lite is a process of its own
 
 
 @pytest.fixture(scope="module")
@@ -160,6 +160,7 @@ async def test_reingest_is_incremental(open_index, embedder):
     await kb.close()
 
 
+@pytest.mark.integration
 async def test_files_are_ingested_and_removed_files_pruned(open_index, corpus):
     kb = open_index()
     report = await kb.ingest(str(corpus))

@@ -22,6 +22,7 @@ def words(tok) -> list[str]:
     return list(tok.cut_for_search(QUERY))
 
 
+@pytest.mark.integration
 def test_the_dictionary_is_prepared_once_into_the_users_cache_and_read_back(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setattr(_jieba, "_tokenizer", None)  # as in a new process
@@ -52,6 +53,7 @@ def test_the_home_cache_is_the_default(monkeypatch, tmp_path):
     [b"\x00not marshal at all", marshal.dumps((0, 0))],
     ids=["garbage", "wrong-shape"],
 )
+@pytest.mark.integration
 def test_an_unreadable_cache_is_prepared_again_and_rewritten(tmp_path, content):
     cache = tmp_path / CACHE
     cache.write_bytes(content)
@@ -61,6 +63,7 @@ def test_an_unreadable_cache_is_prepared_again_and_rewritten(tmp_path, content):
     assert words(_jieba.load(tmp_path)) == words(tok)
 
 
+@pytest.mark.integration
 def test_a_cache_directory_that_cannot_be_made_still_segments(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory", encoding="utf-8")
@@ -70,6 +73,7 @@ def test_a_cache_directory_that_cannot_be_made_still_segments(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
 
 
+@pytest.mark.integration
 def test_text_without_chinese_never_imports_jieba():
     probe = (
         "import sys\n"
@@ -85,6 +89,7 @@ def test_text_without_chinese_never_imports_jieba():
     assert done.stdout.strip() == "False"
 
 
+@pytest.mark.integration
 def test_loading_jieba_prints_no_deprecation_warning(tmp_path):
     # jieba imports pkg_resources, which warns where setuptools still ships it: every command
     # that tokenises Chinese printed that warning to the user.

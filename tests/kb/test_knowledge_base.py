@@ -23,6 +23,7 @@ async def test_empty_kb_search_returns_nothing(make_kb, mode):
     await kb.close()
 
 
+@pytest.mark.integration
 async def test_ingest_folder_and_search_every_mode(make_kb, corpus):
     kb = make_kb()
     progress = []
@@ -45,6 +46,7 @@ async def test_ingest_folder_and_search_every_mode(make_kb, corpus):
     await kb.close()
 
 
+@pytest.mark.integration
 async def test_progress_says_which_sources_are_committed_as_it_goes(make_kb, corpus):
     """At every progress report, the sources it calls finished are in the index (or needed nothing),
     and the first one it calls pending is the next in reading order."""
@@ -76,6 +78,7 @@ async def test_progress_says_which_sources_are_committed_as_it_goes(make_kb, cor
     await kb.close()
 
 
+@pytest.mark.integration
 async def test_pdf_pages_and_offsets_in_hits(make_kb, tmp_path):
     (tmp_path / "d").mkdir()
     pages = [f"Page {n} sentence about topic{n}. " * 40 for n in (1, 2, 3)]
@@ -89,6 +92,7 @@ async def test_pdf_pages_and_offsets_in_hits(make_kb, tmp_path):
     await kb.close()
 
 
+@pytest.mark.integration
 async def test_bad_files_reported_rest_ingested(make_kb, corpus):
     pdf = make_pdf(["truncated"])
     (corpus / "broken.pdf").write_bytes(pdf[: len(pdf) // 2])
@@ -107,6 +111,7 @@ async def test_bad_files_reported_rest_ingested(make_kb, corpus):
     await kb.close()
 
 
+@pytest.mark.integration
 async def test_incremental_unchanged_changed_removed(make_kb, corpus, embedder):
     kb = make_kb()
     await kb.ingest(str(corpus))
@@ -150,6 +155,7 @@ async def test_changed_document_reembeds_only_new_chunks(make_kb, tmp_path, embe
     await kb.close()
 
 
+@pytest.mark.integration
 async def test_delete_by_source_id_and_folder(make_kb, corpus):
     kb = make_kb()
     await kb.ingest(str(corpus))
@@ -245,6 +251,7 @@ async def test_ingest_records_ids_and_unchanged(make_kb, embedder):
     await kb.close()
 
 
+@pytest.mark.integration
 async def test_ingest_urls_from_loopback_server(make_kb):
     html = b"<html><head><title>Remote Page</title></head><body><p>Remote content about volcanoes erupting.</p></body></html>"
     routes = {
@@ -279,6 +286,7 @@ async def test_json_file_records(make_kb, tmp_path):
     await kb.close()
 
 
+@pytest.mark.integration
 async def test_retriever_and_stats(make_kb, corpus):
     kb = make_kb()
     await kb.ingest(str(corpus))
@@ -293,6 +301,7 @@ async def test_retriever_and_stats(make_kb, corpus):
     await kb.close()
 
 
+@pytest.mark.integration
 async def test_reranker_hook(make_kb, corpus):
     kb = make_kb()
     await kb.ingest(str(corpus))
@@ -305,6 +314,7 @@ async def test_reranker_hook(make_kb, corpus):
     await kb.close()
 
 
+@pytest.mark.integration
 async def test_qdrant_vector_store_option(make_kb, corpus, tmp_path):
     kb = make_kb(vector_store="qdrant")
     await kb.ingest(str(corpus))
@@ -336,6 +346,7 @@ async def test_open_defaults_to_settings_path(tmp_path, monkeypatch, embedder):
         KnowledgeBase.open(tmp_path / "file", settings=Settings(), embedder=embedder)
 
 
+@pytest.mark.integration
 async def test_cpu_work_runs_off_the_event_loop(make_kb, corpus, monkeypatch):
     import threading
 

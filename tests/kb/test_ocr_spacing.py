@@ -11,6 +11,8 @@ from reasonloop.kb.ingest.loaders.ocr import _spaced
 
 from . import documents as make
 
+pytestmark = pytest.mark.integration
+
 # Read by the recogniser alone as "Alterationsofthe architectureofcerebral whitematterin the".
 EN_LINES = [
     "Alterations of the architecture of cerebral white matter in the",

@@ -16,6 +16,7 @@ def _page_text(topic: str, n: int) -> str:
     return "\n".join(f"Line {i} of page {n} tells about the {topic} in detail." for i in range(14))
 
 
+@pytest.mark.integration
 async def test_citation_offsets_slice_the_quoted_text_of_their_page(make_kb, tmp_path):
     (tmp_path / "d").mkdir()
     pdf = make.text_pdf([_page_text(t, n) for n, t in enumerate(TOPICS, start=1)])
@@ -41,6 +42,7 @@ async def test_citation_offsets_slice_the_quoted_text_of_their_page(make_kb, tmp
     await kb.close()
 
 
+@pytest.mark.integration
 async def test_chunks_of_a_page_start_again_at_zero_on_the_next_page(make_kb, tmp_path):
     (tmp_path / "two.pdf").write_bytes(make.text_pdf(["Alpha page one.", "Beta page two."]))
     kb = make_kb()
@@ -53,6 +55,7 @@ async def test_chunks_of_a_page_start_again_at_zero_on_the_next_page(make_kb, tm
     await kb.close()
 
 
+@pytest.mark.integration
 async def test_a_document_s_whole_text_is_its_pages_in_order(make_kb, tmp_path):
     pages = [_page_text(t, n) for n, t in enumerate(TOPICS, start=1)]
     (tmp_path / "manual.pdf").write_bytes(make.text_pdf(pages))
@@ -90,6 +93,7 @@ async def test_a_missing_page_or_document_is_not_found(make_kb, tmp_path):
     await kb.close()
 
 
+@pytest.mark.integration
 async def test_bad_pdfs_fail_alone_and_pages_are_reported_as_read(make_kb, tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "locked.pdf").write_bytes(make.encrypted_pdf("Locked away.", "pw"))

@@ -14,11 +14,14 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from reasonloop.config import Settings
 from reasonloop.kb.knowledge_base import KnowledgeBase
 
 from .helpers import HashEmbedder
+
+pytestmark = pytest.mark.integration
 
 CHILD = Path(__file__).with_name("kb_process.py")
 

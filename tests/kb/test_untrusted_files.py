@@ -34,6 +34,7 @@ def mb(kb: int) -> float:
     return kb / 1024
 
 
+@pytest.mark.integration
 async def test_an_archive_bomb_of_each_office_format_fails_alone(make_kb, tmp_path):
     folder = tmp_path / "d"
     folder.mkdir()
@@ -53,6 +54,7 @@ async def test_an_archive_bomb_of_each_office_format_fails_alone(make_kb, tmp_pa
     assert hits and "harbour pilot" in hits[0].text
 
 
+@pytest.mark.integration
 def test_an_archive_bomb_costs_its_worker_little_memory():
     """Measured: the peak resident memory of the workers that were handed the bombs."""
     with ParsePool(ParseLimits(workers=1)) as pool:
@@ -75,6 +77,7 @@ def test_a_highly_compressed_member_is_refused_by_its_ratio():
     check_archive(hostile.rezip(files), "/in/x.docx", ParseLimits(max_ratio=5000))  # a limit of one's own
 
 
+@pytest.mark.integration
 async def test_entity_expansion_and_dtds_are_refused_and_no_external_entity_is_opened(make_kb, tmp_path):
     folder = tmp_path / "d"
     folder.mkdir()
@@ -112,6 +115,7 @@ async def test_entity_expansion_and_dtds_are_refused_and_no_external_entity_is_o
         assert not [h for h in hits if leaked in h.text], leaked
 
 
+@pytest.mark.integration
 async def test_a_decompression_bomb_png_fails_alone(make_kb, tmp_path):
     folder = tmp_path / "d"
     folder.mkdir()
@@ -126,6 +130,7 @@ async def test_a_decompression_bomb_png_fails_alone(make_kb, tmp_path):
     }
 
 
+@pytest.mark.integration
 def test_a_poster_sized_scanned_page_is_ocrd_within_the_pixel_cap():
     """A 14,400-unit image-only page is 40,000 × 40,000 pixels at the OCR resolution (4.8 GB as
     RGB): it is rendered at the scale of the pixel cap instead, and read."""
@@ -153,6 +158,7 @@ def misbehaving(make_kb):
     return open_kb
 
 
+@pytest.mark.integration
 async def test_a_loader_that_segfaults_or_hangs_costs_its_file_only(misbehaving, tmp_path):
     folder = tmp_path / "d"
     folder.mkdir()
@@ -173,6 +179,7 @@ async def test_a_loader_that_segfaults_or_hangs_costs_its_file_only(misbehaving,
     assert added == ["b.plain", "d.plain", "e.md"]
 
 
+@pytest.mark.integration
 def test_a_worker_past_its_memory_or_cpu_limit_fails_its_file_and_a_fresh_one_takes_the_next():
     limits = ParseLimits(workers=1, memory_mb=512, cpu_s=2, timeout_s=60)
     loaders = {
@@ -191,6 +198,7 @@ def test_a_worker_past_its_memory_or_cpu_limit_fails_its_file_and_a_fresh_one_ta
     assert mb(pool.children_maxrss_kb) < mb(own) + 600  # the hog never got past its address space
 
 
+@pytest.mark.integration
 def test_ingest_exits_3_when_a_hostile_file_fails_beside_good_ones(tmp_path, monkeypatch, capsys):
     from .test_cli import run
 

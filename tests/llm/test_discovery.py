@@ -63,6 +63,7 @@ def test_kind_from_name(name, kind):
 
 
 # -- Ollama -------------------------------------------------------------------------------------
+@pytest.mark.integration
 async def test_ollama_models_are_judged_by_what_the_server_says(ollama, seen):
     found = await discover(discovery_settings([ollama]), fresh=True)
     by_name = {m.name: m for m in found.models}
@@ -83,6 +84,7 @@ async def test_ollama_models_are_judged_by_what_the_server_says(ollama, seen):
     assert sorted(seen) == sorted(["/api/tags", *(f"/api/show {n}" for n in OLLAMA_MODELS)])
 
 
+@pytest.mark.integration
 async def test_a_base_or_embedding_model_is_never_chosen(seen):
     models = {k: OLLAMA_MODELS[k] for k in ("llama3:text", "nomic-embed-text:latest")}
     async with serving(ollama_app(models, seen)) as port:
@@ -94,6 +96,7 @@ async def test_a_base_or_embedding_model_is_never_chosen(seen):
     assert resolved.provider == "local"  # the embedded model, as without discovery
 
 
+@pytest.mark.integration
 async def test_create_llm_uses_the_found_model_and_says_how_to_change_it(ollama):
     llm = await asyncio.to_thread(create_llm, None, discovery_settings([ollama], temperature=0.2))
     try:
@@ -107,6 +110,7 @@ async def test_create_llm_uses_the_found_model_and_says_how_to_change_it(ollama)
         await llm.aclose()
 
 
+@pytest.mark.integration
 async def test_a_model_without_tool_calls_is_built_without_native_tools(ollama):
     llm = await asyncio.to_thread(create_llm, None, discovery_settings([ollama], model="phi3:mini"))
     try:
@@ -121,6 +125,7 @@ async def test_a_model_without_tool_calls_is_built_without_native_tools(ollama):
         await llm.aclose()
 
 
+@pytest.mark.integration
 async def test_a_model_named_in_the_settings_is_taken_from_the_server_that_has_it(ollama):
     resolved, note = await asyncio.to_thread(resolve_auto, discovery_settings([ollama], model="llama3:text"))
     assert (resolved.provider, resolved.model, resolved.base_url) == (
@@ -131,18 +136,21 @@ async def test_a_model_named_in_the_settings_is_taken_from_the_server_that_has_i
     assert "base model" in note
 
 
+@pytest.mark.integration
 async def test_discover_off_asks_nothing(ollama, seen):
     resolved, note = await asyncio.to_thread(resolve_auto, discovery_settings([ollama], discover=False))
     assert seen == [] and note == ""
     assert resolved.provider != "ollama"
 
 
+@pytest.mark.integration
 async def test_a_configured_base_url_or_provider_asks_nothing(ollama, seen):
     await asyncio.to_thread(resolve_auto, discovery_settings([ollama], base_url="http://127.0.0.1:1/v1"))
     await asyncio.to_thread(resolve_auto, discovery_settings([ollama], provider="scripted"))
     assert seen == []
 
 
+@pytest.mark.integration
 async def test_a_result_is_reused_for_a_while(ollama, seen, monkeypatch):
     looking = discovery_settings([ollama])
     first = await discover(looking, fresh=True)
@@ -155,6 +163,7 @@ async def test_a_result_is_reused_for_a_while(ollama, seen, monkeypatch):
     assert len(seen) == asked * 3  # expired: asked again
 
 
+@pytest.mark.integration
 def test_discover_sync_works_inside_and_outside_an_event_loop(seen):
     async def inside() -> Discovery:
         async with serving(ollama_app(OLLAMA_MODELS, seen)) as port:
@@ -164,6 +173,7 @@ def test_discover_sync_works_inside_and_outside_an_event_loop(seen):
     assert discover_sync(discovery_settings(), fresh=True).models == ()
 
 
+@pytest.mark.integration
 async def test_a_loopback_ollama_url_is_looked_at_too(ollama):
     looking = discovery_settings(ollama_url=f"http://localhost:{ollama}")
     found = await discover(looking, fresh=True)
@@ -175,6 +185,7 @@ async def test_a_loopback_ollama_url_is_looked_at_too(ollama):
 
 
 # -- OpenAI-compatible servers ------------------------------------------------------------------
+@pytest.mark.integration
 async def test_lm_studio_style_server_adds_types_tools_and_context(seen):
     routes = {
         "/v1/models": {"data": [{"id": "qwen2.5-7b-instruct"}, {"id": "my-finetune"}, {"id": "nomic-v1.5"}]},
@@ -202,6 +213,7 @@ async def test_lm_studio_style_server_adds_types_tools_and_context(seen):
     assert qwen.describe() == "instruction-tuned (by name), tool calls, 32768 tokens"
 
 
+@pytest.mark.integration
 async def test_llama_cpp_style_chat_template_says_instruction_tuned(seen):
     routes = {
         "/v1/models": {"data": [{"id": "model.gguf", "meta": {"n_ctx_train": 4096}}]},
@@ -213,6 +225,7 @@ async def test_llama_cpp_style_chat_template_says_instruction_tuned(seen):
     assert (model.kind, model.kind_from, model.context_length) == ("instruct", "server", 4096)
 
 
+@pytest.mark.integration
 async def test_reasonloop_servers_and_refusals_offer_nothing(seen):
     own = {"/v1/models": {"object": "list", "data": [{"id": "react", "owned_by": "reasonloop"}]}}
     locked = {"/v1/models": 401}
@@ -222,6 +235,7 @@ async def test_reasonloop_servers_and_refusals_offer_nothing(seen):
     assert [(p.answered, p.error) for p in found.probes[1:]] == [(True, "reasonloop's own server"), (False, "HTTP 401")]
 
 
+@pytest.mark.integration
 async def test_replies_that_are_not_what_the_api_says_are_left_out(seen):
     from starlette.responses import PlainTextResponse
 
@@ -249,6 +263,7 @@ async def test_replies_that_are_not_what_the_api_says_are_left_out(seen):
     ]
 
 
+@pytest.mark.integration
 async def test_a_server_that_does_not_answer_in_time_is_left_out(seen):
     async def slow(request: Request) -> JSONResponse:
         await asyncio.sleep(1)
@@ -318,6 +333,7 @@ async def test_discovers_the_real_llama_cpp_server_and_answers_through_it(tmp_pa
             await llm.aclose()
 
 
+@pytest.mark.integration
 async def test_the_run_records_the_found_model_and_why(ollama):
     from reasonloop.agents import Agent
 

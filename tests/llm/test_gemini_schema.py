@@ -163,6 +163,7 @@ def _formats(node: Any) -> list[str]:
     return []
 
 
+@pytest.mark.integration
 @pytest.mark.skipif(not BFCL.is_dir(), reason=f"BFCL data not found at {BFCL} (the shared evaluation data)")
 def test_every_bfcl_function_converts_into_the_documented_subset():
     functions = _bfcl_functions()

@@ -92,6 +92,7 @@ async def test_missing_model_file_is_not_configured(tmp_path):
     assert "nope.gguf" in info.value.message
 
 
+@pytest.mark.integration
 async def test_a_file_that_is_not_a_gguf_model_is_not_configured(tmp_path, caplog, capfd):
     junk = tmp_path / "junk.gguf"
     junk.write_bytes(b"not a model" * 100)

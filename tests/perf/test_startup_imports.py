@@ -6,6 +6,8 @@ command in a new interpreter and looks at ``sys.modules`` afterwards."""
 
 from __future__ import annotations
 
+import json
+
 from reasonloop.config import Settings
 from reasonloop.kb.knowledge_base import KnowledgeBase
 from tests.fresh_process import run_fresh
@@ -76,3 +78,32 @@ def test_a_command_imports_its_own_module_and_help_still_lists_all_in_order(tmp_
     out, modules = run_fresh(tmp_path, "config", "--help")
     assert "show" in out
     assert sorted(m for m in modules if m.endswith("_cmd")) == ["reasonloop.cli.config_cmd"]
+
+
+PROVIDER_SDKS = {
+    "reasonloop.llm.anthropic_provider": "anthropic",
+    "reasonloop.llm.openai_provider": "openai",
+    "reasonloop.llm.gemini_provider": "google.genai",
+    "reasonloop.llm.ollama_provider": "ollama",
+}
+
+
+def test_a_provider_module_loads_its_sdk_when_a_provider_is_made_not_when_it_is_imported():
+    """The SDKs take a second or more each to import (anthropic's about two): importing a provider's
+    module (to list it, to collect its tests) does not pay for it; the first provider made does."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import importlib, json, sys\n"
+        f"for name in {sorted(PROVIDER_SDKS)!r}: importlib.import_module(name)\n"
+        "imported = sorted(sys.modules)\n"
+        "from reasonloop.llm.ollama_provider import OllamaProvider\n"
+        "OllamaProvider()\n"
+        "print(json.dumps([imported, sorted(sys.modules)]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    imported, after_one = (set(modules) for modules in json.loads(out))
+    assert set(PROVIDER_SDKS) <= imported
+    assert found(imported, set(PROVIDER_SDKS.values())) == []
+    assert found(after_one, set(PROVIDER_SDKS.values())) == ["ollama"]

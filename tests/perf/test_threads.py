@@ -4,7 +4,6 @@ These tests pin how the code is built, not what it does (tests/perf/README.md)."
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import threading
@@ -13,6 +12,11 @@ import pytest
 
 from reasonloop.config import RunsSettings
 from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
+from tests.waiting import await_until
+
+
+def idle(thread: threading.Thread) -> bool:
+    return thread.native_id is not None and os.sched_getscheduler(thread.native_id) == os.SCHED_IDLE
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread scheduling policy is set on Linux only")
@@ -24,11 +28,7 @@ async def test_the_writer_and_checkpointer_threads_give_way_to_the_event_loop(tm
         policy = await store._writer.submit(lambda c: os.sched_getscheduler(threading.get_native_id()))
         assert policy == os.SCHED_IDLE
         for thread in threads:  # read from outside: the thread sets it first thing, maybe not yet
-            for _ in range(200):
-                if thread.native_id is not None and os.sched_getscheduler(thread.native_id) == os.SCHED_IDLE:
-                    break
-                await asyncio.sleep(0.01)
-            assert os.sched_getscheduler(thread.native_id) == os.SCHED_IDLE, thread.name
+            await await_until(lambda t=thread: idle(t), what=f"{thread.name} at idle priority")
         assert os.sched_getscheduler(threading.get_native_id()) != os.SCHED_IDLE  # the caller's own is untouched
     finally:
         await store.close()

@@ -22,6 +22,7 @@ from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.tokens import count_tokens
 from reasonloop.tools.base import ToolContext, tool
 from tests.reasoning.helpers import FakeRetriever, Gauge, collect_events, make_tools
+from tests.waiting import await_until
 
 
 async def test_twelve_step_plan_runs_and_the_solver_sees_all_evidence() -> None:
@@ -232,7 +233,7 @@ async def test_a_steps_nested_events_arrive_while_it_runs_beside_other_steps() -
     @tool
     async def slow(key: str, ctx: ToolContext) -> str:
         """Say something, then wait to be let go."""
-        await asyncio.sleep(0.05)  # the quick step has ended by now
+        await await_until(lambda: "ToolResult" in seen)  # the quick step has ended
         await ctx.emit(Progress(message=f"working on {key}", depth=1, parent_call_id=ctx.call_id))
         await release.wait()
         return f"slow {key}"

@@ -6,13 +6,13 @@ import asyncio
 import shutil
 import socket
 import subprocess
-import time
 from collections.abc import AsyncIterator
 
 import pytest
 
 from reasonloop.events import Answer, AnswerDelta, Event, RunStarted
 from reasonloop.runs.models import RunRequest
+from tests.waiting import wait_until
 
 
 class GatedRunner:
@@ -87,14 +87,15 @@ class RedisServer:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return
-            time.sleep(0.02)
-        self.stop()
-        pytest.fail(f"redis-server did not start on port {self.port}", pytrace=False)
+        try:
+            wait_until(self._accepts, what=f"redis-server on port {self.port}")
+        except AssertionError:
+            self.stop()
+            pytest.fail(f"redis-server did not start on port {self.port}", pytrace=False)
+
+    def _accepts(self) -> bool:
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", self.port)) == 0
 
     def stop(self) -> None:
         if self.proc.poll() is None:

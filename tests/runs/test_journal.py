@@ -11,6 +11,8 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import AnswerDelta, RunStarted, event_adapter
@@ -21,6 +23,7 @@ from reasonloop.runs.recording.journal_recovery import recover_journals
 from reasonloop.runs.recovery import recover_interrupted
 from tests.runs.helpers import GatedRunner
 from tests.runs.test_recording import GatedStore
+from tests.waiting import await_until
 
 
 def journal_lines(directory: str) -> list[tuple[str, dict]]:
@@ -54,7 +57,7 @@ async def test_readers_get_events_once_journaled_while_the_store_lags(store):
         seen: list[int] = []
         live.attach(lambda payload, terminal: seen.append(event_adapter.validate_json(payload).seq))
         await runner.entered_event(record.run_id).wait()
-        await asyncio.sleep(0.05)
+        await await_until(lambda: len(seen) >= 2, what="the run's first two events seen")
         assert seen == [1, 2] and await store.events(record.run_id) == []
         assert [e["seq"] for _, e in journal_lines(store.journal_dir)] == [1, 2]  # on disk before it was seen
         gated.gate.set()
@@ -87,6 +90,7 @@ def journal_in_dead_process(
         file.write(run_id.encode() + b'\t{"type":"answer_delta","se')  # a line cut short by the crash
 
 
+@pytest.mark.integration
 async def test_events_journaled_by_a_dead_process_reach_the_store_before_it_is_marked_interrupted(store, tmp_path):
     directory = store.journal_dir
     await store.create_run(RunRecord(run_id="run_dead", status="running", instance="elsewhere:1:dead"))
@@ -183,6 +187,7 @@ async def test_a_journal_directory_that_cannot_be_created_stops_start_up_with_th
         await manager.close()
 
 
+@pytest.mark.integration
 async def test_runs_of_a_dead_process_wait_while_another_process_imports_its_journal(store):
     await store.create_run(RunRecord(run_id="run_dead", status="running", instance="elsewhere:1:dead"))
     journal_in_dead_process(store.journal_dir, [stamped("run_dead", seq, f"part{seq} ") for seq in (1, 2)])
@@ -201,6 +206,7 @@ async def test_runs_of_a_dead_process_wait_while_another_process_imports_its_jou
         await manager.close()
 
 
+@pytest.mark.integration
 async def test_a_failed_import_leaves_every_segment_for_the_next_attempt(store, monkeypatch):
     from reasonloop.runs.recording import journal_recovery as journal_module
 
@@ -368,6 +374,7 @@ def damage_second_line(path: str) -> None:
         file.write(b"\0" * 40)  # a stretch lost in a power cut, inside the second line
 
 
+@pytest.mark.integration
 async def test_a_damaged_stretch_of_a_dead_segment_costs_only_the_lines_it_touches(store):
     directory = store.journal_dir
     await store.create_run(RunRecord(run_id="run_dead", status="running", instance="elsewhere:1:dead"))

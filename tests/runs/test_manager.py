@@ -22,11 +22,12 @@ from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, RunStarted
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.runs import upkeep as upkeep_module
 from reasonloop.runs.manager import RunManager
-from reasonloop.runs.models import RunRequest
+from reasonloop.runs.models import RunRecord, RunRequest
 from reasonloop.runs.recovery import recover_interrupted
 from reasonloop.runs.stores.redis.store import RedisRunStore
 from tests.llm_runner import LLMRunner
 from tests.runs.helpers import GatedRunner, RedisServer
+from tests.waiting import await_until
 
 
 async def drain(it: AsyncIterator[Event]) -> list[Event]:
@@ -84,8 +85,7 @@ async def test_finished_run_is_read_from_the_store_once_forgotten(store, make_ma
     manager = await make_manager(LLMRunner(ScriptedProvider(replies=["abc def"], chunk_size=2)), keep_finished_s=0)
     record = await manager.start(RunRequest(question="q"))
     live = await drain((await manager.read(record.run_id)).events())
-    await asyncio.sleep(0.01)
-    assert manager.execution(record.run_id) is None
+    await await_until(lambda: manager.execution(record.run_id) is None)
     again = await drain((await manager.read(record.run_id, after_seq=1)).events())
     assert [e.to_dict() for e in again] == [e.to_dict() for e in live[1:]]
 
@@ -235,11 +235,7 @@ async def test_background_loops_outlive_an_unforeseen_failure(store, make_manage
     monkeypatch.setattr(store, "heartbeat", flaky_heartbeat)
     monkeypatch.setattr(store, "stop_requests", flaky_stop_requests)
     manager = await make_manager(LLMRunner(ScriptedProvider(replies=["x"])))
-    for _ in range(200):
-        if calls["heartbeat"] >= 4 and calls["stops"] >= 2:
-            break
-        await asyncio.sleep(0.01)
-    assert calls["heartbeat"] >= 4 and calls["stops"] >= 2, calls
+    await await_until(lambda: calls["heartbeat"] >= 4 and calls["stops"] >= 2, what=f"retries {calls}")
     assert not any(task.done() for task in manager._background)
 
 
@@ -576,11 +572,12 @@ async def test_the_store_gets_the_end_of_a_run_lost_with_it_once_it_is_back(stor
         assert delivered.startswith("part0 ")
     await asyncio.sleep(0.2)  # housekeeping rounds while the store is still gone: nothing is lost
     await store.open()
-    for _ in range(200):  # the next housekeeping round records the run's end
+
+    async def finished() -> RunRecord | None:  # the next housekeeping round records the run's end
         stored = await store.get_run(record.run_id)
-        if stored is not None and stored.finished:
-            break
-        await asyncio.sleep(0.02)
+        return stored if stored is not None and stored.finished else None
+
+    stored = await await_until(finished, what="the run's end recorded")
     if journal:
         assert stored.status == "completed" and stored.error is None
     else:
@@ -612,13 +609,14 @@ async def test_a_redis_that_comes_back_empty_gets_the_whole_run_lost_with_it(mon
         sent = await drain(sub)
         assert isinstance(sent[-1], ErrorEvent) and sent[-1].code == "run.store_unavailable"
         redis = RedisServer(redis.port)  # back, with nothing in it
-        stored = None
-        for _ in range(300):
+
+        async def finished() -> RunRecord | None:  # the status is stored after the events
             with contextlib.suppress(RunStoreUnavailable):
                 stored = await store.get_run(record.run_id)
-            if stored is not None and stored.finished:  # the status is stored after the events
-                break
-            await asyncio.sleep(0.02)
+                return stored if stored is not None and stored.finished else None
+            return None
+
+        stored = await await_until(finished, what="the run's end stored in the Redis that came back")
         assert stored is not None and stored.status == "failed" and stored.question == "q"
         assert [e.to_dict() for e in await store.events(record.run_id)] == [e.to_dict() for e in sent]
     finally:

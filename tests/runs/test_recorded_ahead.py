@@ -14,6 +14,7 @@ from reasonloop.runs.recording.journal import Journal
 from reasonloop.runs.recording.progress import RunRecording
 from reasonloop.runs.recording.recorder import EventRecorder
 from tests.runs.test_recording import GatedStore
+from tests.waiting import DEFAULT_TIMEOUT_S
 
 
 class Runs:
@@ -54,10 +55,10 @@ async def chunk_rows(store) -> int:
 
 async def test_a_waiting_run_has_its_own_events_recorded_at_once_and_no_one_elses(store, tmp_path):
     gated = GatedStore(store)
-    runs = Runs(gated, str(tmp_path / "j"), interval_s=5.0)  # the longest batch interval there is
+    runs = Runs(gated, str(tmp_path / "j"), interval_s=3600)  # a batch that never falls due here
     ending = runs.emit("run_a", 3)
     runs.emit("run_b", 2)
-    await asyncio.wait_for(runs.recorder.all_recorded(ending), 4.0)  # not held back for the 5 s batch
+    await asyncio.wait_for(runs.recorder.all_recorded(ending), DEFAULT_TIMEOUT_S)  # not held back for the batch
     assert gated.batches == [3]
     assert await seqs(store, "run_a") == [1, 2, 3] and await seqs(store, "run_b") == []
     await runs.close()  # the batch, without run_a's events a second time
@@ -67,11 +68,12 @@ async def test_a_waiting_run_has_its_own_events_recorded_at_once_and_no_one_else
 
 async def test_under_load_each_run_keeps_its_events_in_one_row_however_many_runs_end(store, tmp_path):
     gated = GatedStore(store)
-    runs = Runs(gated, str(tmp_path / "j"), interval_s=0.5)
+    # No batch falls due while the ten end (on a busy machine half a second did): only the endings record.
+    runs = Runs(gated, str(tmp_path / "j"), interval_s=3600)
     for n in range(100):
         runs.emit(f"run_{n:03d}", 3)
     for n in range(0, 100, 10):  # ten runs end, one after the other
-        await asyncio.wait_for(runs.recorder.all_recorded(runs.lives[f"run_{n:03d}"]), 4.0)
+        await asyncio.wait_for(runs.recorder.all_recorded(runs.lives[f"run_{n:03d}"]), DEFAULT_TIMEOUT_S)
     assert gated.batches == [3] * 10
     runs.emit("run_000", 2)  # a run recorded ahead goes on (as one held back by unrecorded events does)
     await runs.close()
@@ -83,10 +85,10 @@ async def test_under_load_each_run_keeps_its_events_in_one_row_however_many_runs
 
 async def test_a_run_status_queued_before_its_end_is_recorded_before_the_end_is(store, tmp_path):
     await store.create_run(RunRecord(run_id="run_a", status="queued"))
-    runs = Runs(store, str(tmp_path / "j"), interval_s=5.0)
+    runs = Runs(store, str(tmp_path / "j"), interval_s=3600)
     runs.recorder.add_status("run_a", {"status": "running", "started_at": 123.0})
     ending = runs.emit("run_a", 2)
-    await asyncio.wait_for(runs.recorder.all_recorded(ending), 4.0)
+    await asyncio.wait_for(runs.recorder.all_recorded(ending), DEFAULT_TIMEOUT_S)
     await store.update_run("run_a", status="completed")  # the run's end, as the manager records it
     await runs.close()
     stored = await store.get_run("run_a")
@@ -97,10 +99,10 @@ async def test_a_run_status_queued_before_its_end_is_recorded_before_the_end_is(
 async def test_a_refused_event_recorded_ahead_fails_only_its_run_and_settles_everything(store, tmp_path):
     gated = GatedStore(store)
     gated.refuse = {2}
-    runs = Runs(gated, str(tmp_path / "j"), interval_s=5.0)
+    runs = Runs(gated, str(tmp_path / "j"), interval_s=3600)
     ending = runs.emit("run_a", 3)
     try:
-        await asyncio.wait_for(runs.recorder.all_recorded(ending), 4.0)
+        await asyncio.wait_for(runs.recorder.all_recorded(ending), DEFAULT_TIMEOUT_S)
     except RunStoreUnavailable as exc:
         assert "refused event 2" in exc.message
     else:

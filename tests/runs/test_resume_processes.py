@@ -20,6 +20,8 @@ from tests.runs.resume_helpers import ANSWER, CountingModel, Tally, counting_run
 from tests.runs.resume_helpers import request as run_request
 from tests.runs.test_resume import content_of, until_end
 
+pytestmark = pytest.mark.integration  # a worker process, killed
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

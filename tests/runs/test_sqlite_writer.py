@@ -18,6 +18,7 @@ from reasonloop.runs.stores.sqlite import events as sqlite_events
 from reasonloop.runs.stores.sqlite import writer as sqlite_writer
 from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
 from reasonloop.runs.stores.sqlite.writer import Checkpointer, Writer, WriterClosed
+from tests.waiting import await_until
 
 SCHEMA = sqlite_events.SCHEMA
 COUNT = "SELECT COUNT(*) FROM event_chunks"
@@ -254,12 +255,11 @@ async def test_a_checkpoint_follows_each_step_of_committed_events_not_only_the_i
     try:
         before = _db_size(path)
         await _write_events(writer, 100_000)  # the WAL holds them; the database file does not yet
-        for _ in range(100):
-            if _db_size(path) > before + 50_000:
-                break
-            await asyncio.sleep(0.02)
-        copied = _db_size(path) > before + 50_000
-        assert copied is (step_bytes < 100_000)  # a step reached: copied back without waiting an hour
+        if step_bytes < 100_000:  # a step reached: copied back without waiting an hour
+            await await_until(lambda: _db_size(path) > before + 50_000, what="the WAL copied back")
+        else:  # no step reached: nothing wakes the checkpointer before its hour
+            assert not checkpointer.due.is_set()
+            assert _db_size(path) < before + 50_000
     finally:
         checkpointer.stop()
         await asyncio.to_thread(checkpointer.join, 5)
@@ -286,11 +286,7 @@ async def test_a_checkpoint_waits_for_the_writers_transaction_to_end(tmp_path):
             assert _db_size(path) < before + 50_000  # the checkpoint waits
         finally:
             writer.writing.release()
-        for _ in range(100):
-            if _db_size(path) > before + 50_000:
-                break
-            await asyncio.sleep(0.02)
-        assert _db_size(path) > before + 50_000  # and runs once the transaction is over
+        await await_until(lambda: _db_size(path) > before + 50_000, what="the checkpoint after the transaction")
     finally:
         checkpointer.stop()
         await asyncio.to_thread(checkpointer.join, 5)

@@ -7,8 +7,6 @@ import contextlib
 import os
 import socket
 import sqlite3
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -26,12 +24,14 @@ from reasonloop.runs.stores.protocol import update_runs
 from reasonloop.runs.stores.redis.store import RedisRunStore
 from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
 from tests.runs.helpers import RedisServer, free_port
+from tests.waiting import await_until
 
 
 def dead_instance() -> str:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return f"{socket.gethostname()}:{proc.pid}:dead"
+    """An instance on this host whose process is gone: its pid is ``pid_max``, which no process is given."""
+    with open("/proc/sys/kernel/pid_max", encoding="ascii") as f:
+        pid_max = int(f.read())
+    return f"{socket.gethostname()}:{pid_max}:dead"
 
 
 @contextlib.asynccontextmanager
@@ -103,9 +103,13 @@ async def test_stop_requests_reach_the_executing_instance(any_store):
     await any_store.create_run(RunRecord(run_id="run_s", status="running", instance="inst-1"))
     stream = any_store.stop_requests("inst-1")
     first = asyncio.ensure_future(anext(stream))
-    await asyncio.sleep(0.3)  # let the listener subscribe before the request is published
-    await any_store.request_stop("run_s")
-    assert await asyncio.wait_for(first, 10) == "run_s"
+
+    async def seen() -> bool:  # asked again until the listener has subscribed: one asked before is not heard
+        await any_store.request_stop("run_s")
+        return first.done()
+
+    await await_until(seen, interval=0.05)
+    assert first.result() == "run_s"
     await stream.aclose()
 
 

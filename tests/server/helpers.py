@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,6 +16,7 @@ import uvicorn
 from reasonloop.config import KBSettings, RunsSettings, ServerSettings, Settings
 from reasonloop.server.transport.process import uvicorn_options
 from tests.runs.helpers import free_port
+from tests.waiting import await_until
 
 
 def make_settings(tmp_path, **server: Any) -> Settings:
@@ -37,16 +40,42 @@ async def serve(app: Any, settings: Settings | None = None, **config: Any) -> As
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
-    while not server.started:
+
+    def started() -> bool:  # uvicorn sets a flag, with no event to wait on
         if task.done():
             task.result()
             raise RuntimeError("server exited during start-up")
-        await asyncio.sleep(0.01)
+        return server.started
+
+    await await_until(started, what="uvicorn started")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         await task
+
+
+READY_S = 90
+"""How long a server process may take to answer ``/readyz``: a machine busy with other work starts one slowly."""
+
+
+def _exited(proc: subprocess.Popen, log: Path) -> None:
+    if proc.poll() is not None:
+        raise AssertionError(f"server exited: {log.read_text()}")
+
+
+async def process_ready(url: str, proc: subprocess.Popen, log: Path) -> None:
+    """Until the server process at ``url`` answers ``/readyz``; one that exits fails at once, with its log."""
+    async with httpx.AsyncClient(base_url=url, timeout=2) as http:
+
+        async def answers() -> bool:
+            _exited(proc, log)
+            try:
+                return (await http.get("/readyz")).status_code == 200
+            except httpx.TransportError:
+                return False
+
+        await await_until(answers, READY_S, what=f"the server at {url} ready")
 
 
 def parse_sse(lines: list[str]) -> list[dict[str, Any]]:

@@ -50,6 +50,7 @@ async def server(tmp_path):
         yield client, url
 
 
+@pytest.mark.integration
 async def test_keys_are_required_and_checked(server):
     client, _ = server
     assert (await client.get("/v1/runs")).status_code == 401
@@ -59,6 +60,7 @@ async def test_keys_are_required_and_checked(server):
     assert (await client.get("/healthz")).status_code == 200
 
 
+@pytest.mark.integration
 async def test_tenants_never_see_each_other(server):
     client, _ = server
     run = (await client.post("/v1/runs", json={"question": "secret plans"}, headers=bearer("alice"))).json()
@@ -83,6 +85,7 @@ async def test_tenants_never_see_each_other(server):
     assert (await client.get(f"/v1/conversations/{run['conversation_id']}", headers=bearer("alice"))).status_code == 200
 
 
+@pytest.mark.integration
 async def test_rate_limit_answers_429_with_retry_after(server):
     client, _ = server
     codes = [(await client.get("/v1/runs", headers=bearer("slow"))).status_code for _ in range(3)]
@@ -175,6 +178,7 @@ async def test_redis_rate_buckets_are_unavailable_when_redis_does_not_answer():
         server.stop()
 
 
+@pytest.mark.integration
 async def test_websocket_auth_by_query_or_subprotocol(server):
     _, url = server
     ws_url = url.replace("http://", "ws://") + "/v1/ws"
@@ -194,6 +198,7 @@ async def test_websocket_auth_by_query_or_subprotocol(server):
         assert json.loads(await ws.recv())["code"] == "run.not_found"
 
 
+@pytest.mark.integration
 async def test_websocket_auth_by_header(server):
     _, url = server
     ws_url = url.replace("http://", "ws://") + "/v1/ws"
@@ -243,6 +248,7 @@ def test_auth_warning_only_off_loopback_without_keys():
     assert auth_warning(keyed) is None
 
 
+@pytest.mark.integration
 async def test_with_auth_off_other_sites_pages_cannot_use_the_server(tmp_path):
     # No keys: anything on this machine may call the server, but a web page of another site the
     # user visits must not (browsers send its Origin; a WebSocket is not covered by CORS).
@@ -272,6 +278,7 @@ async def test_with_auth_off_other_sites_pages_cannot_use_the_server(tmp_path):
             assert json.loads(await ws.recv()) == {"type": "pong"}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("bound", ["127.0.0.1", "0.0.0.0"])
 async def test_with_auth_off_on_loopback_only_loopback_host_names_are_answered(tmp_path, bound):
     # DNS rebinding: a page's own name re-pointed at 127.0.0.1 makes its requests same-site for the
@@ -308,6 +315,7 @@ def test_a_host_header_that_names_no_host_is_refused():
     check_host({"headers": []}, frozenset())  # no Host at all: not a browser
 
 
+@pytest.mark.integration
 async def test_with_keys_the_key_decides_whatever_the_origin(server):
     client, url = server
     headers = {**bearer("alice"), "Origin": "https://evil.example"}
@@ -319,6 +327,7 @@ async def test_with_keys_the_key_decides_whatever_the_origin(server):
         assert json.loads(await ws.recv()) == {"type": "pong"}
 
 
+@pytest.mark.integration
 async def test_a_websocket_key_in_the_query_is_masked_in_the_server_log(tmp_path, capfd):
     settings = make_settings(tmp_path, api_keys=[APIKeySettings(sha256=hash_key(KEYS["alice"]), tenant="acme")])
     app = create_app(settings, runner=LLMRunner(lambda: ScriptedProvider(replies=["fine."])))

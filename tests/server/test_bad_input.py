@@ -20,6 +20,8 @@ from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.server import create_app
 from tests.server.helpers import make_settings, serve
 
+pytestmark = pytest.mark.integration
+
 LIMIT = 500
 """``[server] max_question_chars`` of these servers."""
 

@@ -13,6 +13,8 @@ from reasonloop.server import create_app
 from tests.llm_runner import LLMRunner
 from tests.server.helpers import make_settings, serve
 
+pytestmark = pytest.mark.integration
+
 
 class _References(HTMLParser):
     def __init__(self) -> None:

@@ -50,6 +50,7 @@ async def client(tmp_path):
         yield http, docs
 
 
+@pytest.mark.integration
 async def test_page_text_and_the_boxes_of_a_cited_span(client):
     http, docs = client
     hit = (await http.get("/v1/kb/search", params={"q": "North sales region", "top_k": 1}, headers=A)).json()[0]
@@ -75,6 +76,7 @@ async def test_page_text_and_the_boxes_of_a_cited_span(client):
     assert len(one) == 1 and one[0]["top"] < 0.15 and one[0]["x0"] < 0.2
 
 
+@pytest.mark.integration
 async def test_page_image_is_a_png_with_the_span_highlighted(client):
     from PIL import Image
 
@@ -94,6 +96,7 @@ async def test_page_image_is_a_png_with_the_span_highlighted(client):
     assert changed and max(y for _, y in changed) < 0.15 * a.height
 
 
+@pytest.mark.integration
 async def test_a_document_without_pages_is_page_one_and_has_no_image(client):
     http, docs = client
     body = (await http.get(f"/v1/documents/{docs['notes.txt']}/pages/1", headers=A)).json()
@@ -102,6 +105,7 @@ async def test_a_document_without_pages_is_page_one_and_has_no_image(client):
     assert image.status_code == 404 and image.json()["error"]["code"] == "kb.document_not_found"
 
 
+@pytest.mark.integration
 async def test_other_tenants_and_anonymous_callers_see_nothing(client):
     http, docs = client
     for path in (f"/v1/documents/{docs['report.pdf']}/pages/1", f"/v1/documents/{docs['report.pdf']}/pages/1/image"):
@@ -110,6 +114,7 @@ async def test_other_tenants_and_anonymous_callers_see_nothing(client):
         assert (await http.get(path)).status_code == 401
 
 
+@pytest.mark.integration
 async def test_bad_pages_and_spans_are_clear_errors(client):
     http, docs = client
     base = f"/v1/documents/{docs['report.pdf']}/pages"
@@ -140,6 +145,7 @@ def poster_pdf(side: float, line: str) -> bytes:
     return buf.getvalue()
 
 
+@pytest.mark.integration
 async def test_a_huge_page_renders_within_the_pixel_limit_with_its_span_in_place(client):
     import numpy as np
     from PIL import Image
@@ -190,6 +196,7 @@ def _peak_rss_mb(reset: bool = False) -> float:
     raise AssertionError("no VmHWM")
 
 
+@pytest.mark.integration
 async def test_a_huge_scanned_page_is_read_and_shown_within_the_pixel_limits(client):
     """A 14,400-unit image-only page: OCR'd at ingest within [kb.limits] max_pixels (in a worker),
     OCR'd again for a span's boxes and rendered within MAX_PIXELS in the server; the image request

@@ -26,6 +26,8 @@ from reasonloop.server.auth import hash_key
 from tests.llm_runner import LLMRunner
 from tests.server.helpers import make_settings, serve, sse_events
 
+pytestmark = pytest.mark.integration  # a real server, the mcp SDK client and a WebSocket client
+
 KEYS = {"alice": "sk-alice", "bob": "sk-bob", "http": "sk-slow-http", "ws": "sk-slow-ws", "mcp": "sk-slow-mcp"}
 TENANTS = {"alice": "acme", "bob": "globex", "http": "slow", "ws": "slow", "mcp": "slow"}
 SURFACES = ("http", "ws", "mcp")

@@ -38,6 +38,7 @@ async def client(tmp_path):
         yield http, tmp_path
 
 
+@pytest.mark.integration
 async def test_upload_search_stats_delete(client):
     http, tmp_path = client
     up = await http.post("/v1/kb/documents", files={"files": ("../../outside/ships.txt", DOC, "text/plain")}, headers=A)
@@ -59,6 +60,7 @@ async def test_upload_search_stats_delete(client):
     assert again.status_code == 404 and again.json()["error"]["code"] == "kb.document_not_found"
 
 
+@pytest.mark.integration
 async def test_upload_over_the_limit_is_413_and_leaves_nothing(client):
     http, tmp_path = client
     big = await http.post("/v1/kb/documents", files={"files": ("big.txt", "x" * 5000, "text/plain")}, headers=A)
@@ -103,6 +105,7 @@ def test_every_tenant_has_a_knowledge_base_of_its_own(tmp_path):
     assert all(len(p.name.encode()) <= 255 for p in paths)
 
 
+@pytest.mark.integration
 async def test_long_non_ascii_names_are_stored(client):
     http, tmp_path = client
     name = "灯塔" * 100 + ".txt"
@@ -112,6 +115,7 @@ async def test_long_non_ascii_names_are_stored(client):
     assert stored.endswith(".txt") and (tmp_path / "kb" / "tenants" / "a" / "uploads" / stored).read_text() == DOC
 
 
+@pytest.mark.integration
 async def test_a_chunked_body_over_the_limit_is_refused_as_it_arrives(client):
     http, tmp_path = client
     sent = 0
@@ -133,6 +137,7 @@ async def test_a_chunked_body_over_the_limit_is_refused_as_it_arrives(client):
     assert not uploads.exists() or list(uploads.iterdir()) == []
 
 
+@pytest.mark.integration
 async def test_an_oversized_body_is_refused_before_it_is_read(client):
     http, _ = client
     body = b"x" * (2000 * 32 + 70 * 1024)
@@ -144,6 +149,7 @@ async def test_an_oversized_body_is_refused_before_it_is_read(client):
     assert response.status_code == 413 and response.json()["error"]["code"] == "kb.upload_too_large"
 
 
+@pytest.mark.integration
 async def test_search_takes_the_rerank_options(client):
     http, _ = client
     await http.post("/v1/kb/documents", files={"files": ("ships.txt", DOC, "text/plain")}, headers=A)
@@ -168,6 +174,7 @@ async def roomy(tmp_path):
         yield http, tmp_path
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("progress", [False, True])
 async def test_an_upload_answers_per_file_and_keeps_no_file_it_could_not_ingest(roomy, progress):
     import json

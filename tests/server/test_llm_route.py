@@ -3,8 +3,6 @@ pick, against a loopback server speaking Ollama's API."""
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 import pytest
 
@@ -12,6 +10,9 @@ from reasonloop.config import LLMSettings
 from reasonloop.server import create_app
 from tests.llm.fixtures.local_servers import OLLAMA_MODELS, closed_port, discovery_settings, ollama_app, serving
 from tests.server.helpers import make_settings, serve
+from tests.waiting import await_until
+
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
@@ -28,12 +29,11 @@ async def started(tmp_path, llm: LLMSettings):
 
 
 async def finished(http: httpx.AsyncClient, run_id: str) -> dict:
-    for _ in range(600):
+    async def ended() -> dict | None:
         view = (await http.get(f"/v1/runs/{run_id}")).json()
-        if view["run"]["status"] not in ("queued", "running"):
-            return view
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"run {run_id} did not end")
+        return view if view["run"]["status"] not in ("queued", "running") else None
+
+    return await await_until(ended, interval=0.05, what=f"run {run_id} ended")
 
 
 async def test_the_model_in_use_and_the_served_ones_a_run_may_pick(tmp_path, ollama):

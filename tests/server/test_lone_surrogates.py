@@ -39,6 +39,7 @@ def test_lone_surrogates_are_found_where_they_are():
         ("/v1/feedback", '{"run_id": "run_x", "rating": 1, "comment": "\\ud800"}', "comment"),
     ],
 )
+@pytest.mark.integration
 async def test_a_body_with_a_lone_surrogate_is_refused_naming_the_field(tmp_path, path, body, field):
     settings = make_settings(tmp_path)
     app = create_app(settings, runner=LLMRunner(lambda: ScriptedProvider(replies=["ok"])))
@@ -53,6 +54,7 @@ async def test_a_body_with_a_lone_surrogate_is_refused_naming_the_field(tmp_path
         assert (await client.get("/v1/conversations")).json() == []
 
 
+@pytest.mark.integration
 async def test_socket_frames_with_a_lone_surrogate_get_an_error_frame_and_the_socket_stays(tmp_path):
     settings = make_settings(tmp_path)
     app = create_app(settings, runner=LLMRunner(lambda: ScriptedProvider(replies=["fine"])))

@@ -7,10 +7,13 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from tests.server.test_mcp_server import REASONLOOP, clean_env, http_client, served, text_of
+
+pytestmark = pytest.mark.integration
 
 CODE = re.compile(r"^\[[a-z_]+(\.[a-z_]+)*\] \S")
 """An error text as we promise it: ``[code] message``."""

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,10 +18,15 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from reasonloop.config import load_settings
+from reasonloop.runs.models import RunRecord
 from reasonloop.runs.stores import open_store
 from reasonloop.server.auth import hash_key
 from tests.environment import is_outside_setting
 from tests.runs.helpers import free_port
+from tests.server.helpers import process_ready
+from tests.waiting import await_until
+
+pytestmark = pytest.mark.integration
 
 REASONLOOP = str(Path(sys.executable).with_name("reasonloop"))
 CATALOG = Path(__file__).parents[1] / "tools" / "mcp_servers" / "catalog_server.py"
@@ -87,11 +91,7 @@ async def ask_and_cancel(client: Client) -> str:
     call = asyncio.create_task(
         client.call_tool("ask", {"question": "wait for it", "agent": "slow"}, progress_callback=progress)
     )
-    for _ in range(600):
-        if any(m.startswith("hang(") for m in messages):
-            break
-        await asyncio.sleep(0.05)
-    assert any(m.startswith("hang(") for m in messages), messages
+    await await_until(lambda: any(m.startswith("hang(") for m in messages), what="the hanging tool's progress")
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
@@ -172,11 +172,12 @@ async def test_stdio_server_through_the_sdk_client(tmp_path):
     store = open_store(load_settings(config))
     await store.open()
     try:
-        for _ in range(100):
+
+        async def finished() -> RunRecord | None:
             record = await store.get_run(run_id)
-            if record is not None and record.finished:
-                break
-            await asyncio.sleep(0.05)
+            return record if record is not None and record.finished else None
+
+        record = await await_until(finished, what="the run's end stored")
         assert record.status == "stopped"
     finally:
         await store.close()
@@ -195,17 +196,7 @@ async def served(config: Path, cwd: Path) -> AsyncIterator[str]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        async with httpx.AsyncClient() as http:
-            while True:
-                assert proc.poll() is None, (cwd / "serve.log").read_text()
-                try:
-                    if (await http.get(f"{url}/readyz")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline, "the server did not start"
-                await asyncio.sleep(0.1)
+        await process_ready(url, proc, cwd / "serve.log")
         yield url
     finally:
         proc.terminate()
@@ -241,11 +232,12 @@ async def test_http_endpoint_through_the_sdk_client_behind_api_keys(tmp_path):
 
         headers = {"Authorization": f"Bearer {KEYS['acme']}"}
         async with httpx.AsyncClient(base_url=url, headers=headers) as http:
-            for _ in range(100):
+
+            async def ended() -> dict | None:
                 run = (await http.get(f"/v1/runs/{run_id}")).json()["run"]
-                if run["status"] not in ("queued", "running"):
-                    break
-                await asyncio.sleep(0.05)
+                return run if run["status"] not in ("queued", "running") else None
+
+            run = await await_until(ended, what="the run ended")
         assert run["status"] == "stopped"
 
         async with http_client(url, KEYS["other"]) as client:  # another tenant sees nothing of acme's

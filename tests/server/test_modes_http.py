@@ -34,6 +34,7 @@ async def server(tmp_path):
         yield url, llm
 
 
+@pytest.mark.integration
 async def test_a_run_asked_by_mode_runs_the_modes_strategy(server):
     url, _ = server
     async with httpx.AsyncClient(base_url=url, timeout=20) as client:
@@ -45,6 +46,7 @@ async def test_a_run_asked_by_mode_runs_the_modes_strategy(server):
         assert (await client.get(f"/v1/runs/{run_id}")).json()["run"]["reasoning"] == "fast"
 
 
+@pytest.mark.integration
 async def test_auto_sends_its_route_event_and_keeps_to_the_budget(server):
     url, llm = server
     async with httpx.AsyncClient(base_url=url, timeout=20) as client:
@@ -80,6 +82,7 @@ async def test_auto_sends_its_route_event_and_keeps_to_the_budget(server):
         ({"mode": "auto", "budget": {"tokens": 10}}, "budget", "tokens"),
     ],
 )
+@pytest.mark.integration
 async def test_bad_modes_and_budgets_are_refused_naming_the_field(server, body, field, words):
     url, _ = server
     async with httpx.AsyncClient(base_url=url, timeout=20) as client:
@@ -89,6 +92,7 @@ async def test_bad_modes_and_budgets_are_refused_naming_the_field(server, body, 
         assert (await client.get("/v1/runs")).json() == []  # nothing was recorded
 
 
+@pytest.mark.integration
 async def test_modes_are_openai_model_names(server):
     url, _ = server
     client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
@@ -106,6 +110,7 @@ async def test_modes_are_openai_model_names(server):
     await client.close()
 
 
+@pytest.mark.integration
 async def test_a_websocket_ask_takes_a_mode(server):
     url, _ = server
     async with websockets.connect(url.replace("http", "ws") + "/v1/ws") as ws:

@@ -12,6 +12,8 @@ from reasonloop.runs.models import RunRequest
 from reasonloop.server import create_app
 from tests.server.helpers import make_settings, serve
 
+pytestmark = pytest.mark.integration
+
 CITED = [
     Citation(marker=1, chunk_id="c1", document_id="d1", source="docs/tantivy.md", page=2, quote="a search engine"),
     Citation(marker=2, chunk_id="c7", document_id="d3", source="https://example.org/rust", score=0.5),

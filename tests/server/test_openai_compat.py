@@ -16,6 +16,7 @@ from reasonloop.server import create_app
 from tests.llm_runner import LLMRunner
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
+from tests.waiting import await_until
 
 ANSWER = "Tantivy is a full-text search engine library written in Rust."
 
@@ -28,6 +29,7 @@ async def base(tmp_path):
         yield url, llm
 
 
+@pytest.mark.integration
 async def test_non_streaming_completion(base):
     url, llm = base
     client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
@@ -58,6 +60,7 @@ async def test_non_streaming_completion(base):
     await client.close()
 
 
+@pytest.mark.integration
 async def test_streaming_completion(base):
     url, _ = base
     client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
@@ -80,6 +83,7 @@ async def test_streaming_completion(base):
     await client.close()
 
 
+@pytest.mark.integration
 async def test_sdk_sees_errors(base):
     url, _ = base
     client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
@@ -108,12 +112,12 @@ async def _leave_a_stream_after_the_first_part(url: str) -> tuple[str, str]:
 
 async def _final_run(url: str, run_id: str) -> dict:
     async with httpx.AsyncClient(base_url=url) as http:
-        for _ in range(500):
+
+        async def ended() -> dict | None:
             trace = (await http.get(f"/v1/runs/{run_id}")).json()
-            if trace["run"]["status"] not in ("queued", "running"):
-                return trace
-            await asyncio.sleep(0.02)
-    raise AssertionError(f"run {run_id} did not end")
+            return trace if trace["run"]["status"] not in ("queued", "running") else None
+
+        return await await_until(ended, interval=0.02, what=f"run {run_id} ended")
 
 
 async def _give_up_on_a_whole_answer(url: str, runner: GatedRunner) -> tuple[str, str]:
@@ -126,6 +130,7 @@ async def _give_up_on_a_whole_answer(url: str, runner: GatedRunner) -> tuple[str
     return run_id, ""
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("stop_on_disconnect", [True, False])
 @pytest.mark.parametrize("leave", ["stream", "whole"])
 async def test_a_client_that_leaves_stops_its_run_unless_told_not_to(tmp_path, stop_on_disconnect, leave):
@@ -187,6 +192,7 @@ async def test_a_stream_read_to_its_end_or_its_error_is_not_abandoned():
     assert calls == ["left"]
 
 
+@pytest.mark.integration
 async def test_developer_messages_are_instructions_like_system_ones(base):
     url, llm = base
     client = openai.AsyncOpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
@@ -199,6 +205,7 @@ async def test_developer_messages_are_instructions_like_system_ones(base):
     await client.close()
 
 
+@pytest.mark.integration
 async def test_models_are_listed_and_an_unknown_one_is_not_found(tmp_path):
     settings = make_settings(tmp_path)
     app = create_app(settings, runner=AgentRunner(settings, llm=ScriptedProvider(replies=[ANSWER], repeat_last=True)))
@@ -219,6 +226,7 @@ async def test_models_are_listed_and_an_unknown_one_is_not_found(tmp_path):
         await client.close()
 
 
+@pytest.mark.integration
 async def test_max_tokens_and_temperature_reach_the_runs_model_calls(tmp_path):
     settings = make_settings(tmp_path)
     llm = ScriptedProvider(replies=[ANSWER], repeat_last=True)
@@ -246,6 +254,7 @@ async def test_max_tokens_and_temperature_reach_the_runs_model_calls(tmp_path):
         await client.close()
 
 
+@pytest.mark.integration
 async def test_the_reasoning_lane_shows_a_plan_from_its_event_once(tmp_path):
     settings = make_settings(tmp_path)
     llm = ScriptedProvider(replies=["1. Who makes the Aria 2?\n2. Who founded #1?"], repeat_last=True)

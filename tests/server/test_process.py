@@ -10,6 +10,8 @@ import pytest
 
 from reasonloop.server.transport.process import SERVING_GC_THRESHOLDS
 
+pytestmark = pytest.mark.integration
+
 
 def test_tune_for_serving_freezes_start_up_objects_and_spaces_out_collections():
     code = (

@@ -6,7 +6,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -17,7 +16,9 @@ from reasonloop.config import RunsSettings
 from reasonloop.runs.stores.redis.store import RedisRunStore
 from reasonloop.server import create_app
 from tests.runs.helpers import GatedRunner, RedisServer, free_port
-from tests.server.helpers import event_data, make_settings, serve, sse_events
+from tests.server.helpers import event_data, make_settings, process_ready, serve, sse_events
+
+pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -45,18 +46,7 @@ class ServerProcess:
         log.close()  # the child has its own copy of the descriptor
 
     async def ready(self) -> None:
-        deadline = time.monotonic() + 90  # a machine busy with other work starts a server slowly
-        async with httpx.AsyncClient(base_url=self.url, timeout=2) as client:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    raise AssertionError(f"server exited: {self.log.read_text()}")
-                try:
-                    if (await client.get("/readyz")).status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                await asyncio.sleep(0.05)
-        raise AssertionError(f"server did not become ready: {self.log.read_text()}")
+        await process_ready(self.url, self.proc, self.log)
 
     def kill(self) -> None:
         if self.proc.poll() is None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import httpx
@@ -17,6 +16,9 @@ from reasonloop.server import create_app
 from tests.llm_runner import LLMRunner
 from tests.runs.helpers import GatedRunner, RedisServer
 from tests.server.helpers import event_data, make_settings, serve, sse_events
+from tests.waiting import await_until
+
+pytestmark = pytest.mark.integration
 
 ANSWER = "Write-ahead logging keeps readers and the writer out of each other's way."
 
@@ -85,7 +87,7 @@ async def test_sse_resume_points_out_of_range_are_refused_and_the_later_of_two_w
     async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=20) as client:
         run_id = (await client.post("/v1/runs", json={"question": "q"})).json()["run_id"]
         whole = await sse_events(client, f"/v1/runs/{run_id}/events")
-        await asyncio.sleep(0.05)  # forgotten by the manager: read from the store from now on
+        await await_until(lambda: app.state.reasonloop.manager.execution(run_id) is None)  # read from the store now
         for headers, query in (
             ({"Last-Event-ID": str(2**70)}, ""),
             ({}, f"?after={2**63}"),
@@ -214,8 +216,12 @@ async def test_health_ready_and_metrics(server):
     assert (await server.get("/readyz")).json()["status"] == "ready"
     run_id = (await server.post("/v1/runs", json={"question": "q"})).json()["run_id"]
     await sse_events(server, f"/v1/runs/{run_id}/events")
-    await asyncio.sleep(0.05)
-    text = (await server.get("/metrics")).text
+
+    async def metrics() -> str:
+        text = (await server.get("/metrics")).text
+        return text if 'reasonloop_runs_total{status="completed"} 1.0' in text else ""
+
+    text = await await_until(metrics)  # the run's end is counted once it is recorded
     assert 'reasonloop_runs_total{status="completed"} 1.0' in text
     assert "reasonloop_run_duration_seconds_count 1.0" in text
     assert 'reasonloop_llm_tokens_total{kind="completion"}' in text

@@ -13,29 +13,22 @@ from pathlib import Path
 
 import httpx
 import openai
+import pytest
 
 from reasonloop.runs.models import TERMINAL
 from tests.runs.helpers import free_port
-from tests.server.helpers import event_data, parse_sse, sse_events
+from tests.server.helpers import event_data, parse_sse, process_ready, sse_events
 from tests.server.test_mcp_server import REASONLOOP, clean_env, workspace
 from tests.server.test_processes import ServerProcess
+
+pytestmark = pytest.mark.integration
 
 TERMINAL_EVENTS = {"answer", "error"}
 
 
 async def ready(server: Serve | ServerProcess) -> None:
-    """Until the server answers ``/readyz`` (90 s at most: a machine busy with other work starts it slowly)."""
-    deadline = time.monotonic() + 90
-    async with httpx.AsyncClient(base_url=server.url, timeout=2) as http:
-        while True:
-            assert server.proc.poll() is None, server.log.read_text()
-            try:
-                if (await http.get("/readyz")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            await asyncio.sleep(0.1)
+    """Until the server answers ``/readyz``."""
+    await process_ready(server.url, server.proc, server.log)
 
 
 class Serve:

@@ -16,6 +16,8 @@ from reasonloop.server.auth import hash_key
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
 
+pytestmark = pytest.mark.integration
+
 A = {"Authorization": "Bearer key-a"}
 B = {"Authorization": "Bearer key-b"}
 LONG = " ".join(f"The tide table for pier {i} lists high water at dawn." for i in range(60))

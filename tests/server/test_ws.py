@@ -17,6 +17,8 @@ from tests.llm_runner import LLMRunner
 from tests.runs.helpers import GatedRunner
 from tests.server.helpers import make_settings, serve
 
+pytestmark = pytest.mark.integration
+
 
 async def recv(ws) -> dict:
     return json.loads(await asyncio.wait_for(ws.recv(), 10))

@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from websockets.asyncio.client import connect
 
 from reasonloop.runs.models import RunAsk
@@ -39,6 +40,7 @@ def test_ask_takes_the_fields_of_a_run_request():
     assert set(CLIENT_FRAMES["ask"]) - {"id"} == set(RunAsk.model_fields)
 
 
+@pytest.mark.integration
 async def test_what_the_server_sends_is_what_is_declared(tmp_path):
     settings = make_settings(tmp_path, ws_ping_interval_s=0.2)
     runner = GatedRunner(steps=2)

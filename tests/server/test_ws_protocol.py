@@ -25,6 +25,7 @@ def ws_url(url: str) -> str:
     return url.replace("http", "ws") + "/v1/ws"
 
 
+@pytest.mark.integration
 async def test_a_ping_is_answered_without_the_application(tmp_path, monkeypatch):
     reached: list[str] = []
 
@@ -43,6 +44,7 @@ async def test_a_ping_is_answered_without_the_application(tmp_path, monkeypatch)
     assert reached == ["serving"]
 
 
+@pytest.mark.integration
 async def test_an_id_without_a_utf8_form_comes_back_escaped_and_the_socket_stays(tmp_path, caplog):
     settings = make_settings(tmp_path)
     async with serve(create_app(settings), settings) as url, connect(ws_url(url)) as ws:
@@ -56,6 +58,7 @@ async def test_an_id_without_a_utf8_form_comes_back_escaped_and_the_socket_stays
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
 
 
+@pytest.mark.integration
 async def test_frames_other_than_pings_still_reach_the_application(tmp_path, monkeypatch):
     dispatched: list[str] = []
     real = _Session._dispatch
@@ -75,6 +78,7 @@ async def test_frames_other_than_pings_still_reach_the_application(tmp_path, mon
     assert dispatched == ['{"type": "ping"', '["ping"]', '{"type": "pingx"}']
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("compression", [False, True])
 async def test_a_run_streams_whole_whether_frames_go_directly_or_through_asgi(tmp_path, monkeypatch, compression):
     direct: list[bool] = []

@@ -22,6 +22,7 @@ from reasonloop.server import create_app
 from tests.reasoning.helpers import Gauge, make_tools
 from tests.runs.helpers import free_port
 from tests.server.helpers import make_settings, serve
+from tests.waiting import await_until
 
 SECRET = "my account number is 4242"
 
@@ -132,6 +133,7 @@ TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("route", ["rest", "openai", "websocket"])
 async def test_a_traceparent_header_makes_the_run_a_child_of_the_callers_trace(spans, tmp_path, route):
     replies = tmp_path / "replies.json"
@@ -154,10 +156,9 @@ async def test_a_traceparent_header_makes_the_run_a_child_of_the_callers_trace(s
             async with connect(url.replace("http://", "ws://") + "/v1/ws", additional_headers=headers) as ws:
                 await ws.send(json.dumps({"type": "ask", "question": "q", "reasoning": "react"}))
                 run_id = json.loads(await ws.recv())["run_id"]
-        for _ in range(200):
-            if any(s.name.startswith("invoke_agent") for s in spans.get_finished_spans()):
-                break
-            await asyncio.sleep(0.05)
+        await await_until(
+            lambda: any(s.name.startswith("invoke_agent") for s in spans.get_finished_spans()), what="the run's span"
+        )
         text = (await client.get("/metrics")).text
     run, children = tree(spans)
     assert run.attributes["reasonloop.run.id"] == run_id

@@ -58,9 +58,12 @@ GEMINI_KEYS = {
 GEMINI_TYPES = {"string", "number", "integer", "boolean", "array", "object"}
 OMIT = object()
 
-pytestmark = pytest.mark.skipif(
-    not DATA.is_dir(), reason=f"BFCL data not found at {DATA} (the shared evaluation data, beside the repository)"
-)
+pytestmark = [
+    pytest.mark.integration,  # every spec of the evaluation data beside the repository
+    pytest.mark.skipif(
+        not DATA.is_dir(), reason=f"BFCL data not found at {DATA} (the shared evaluation data, beside the repository)"
+    ),
+]
 
 
 def _items(path: Path) -> list[dict[str, Any]]:

@@ -17,6 +17,7 @@ from reasonloop.config import MCPServerSettings, load_settings
 from reasonloop.errors import ConfigError
 from reasonloop.tools.base import ToolContext
 from reasonloop.tools.mcp_client import MCPManager
+from tests.waiting import await_until
 
 SERVER = Path(__file__).parent / "mcp_servers" / "catalog_server.py"
 CTX = ToolContext()
@@ -55,6 +56,7 @@ async def call(manager, tool, **args):
     return await by_name(await manager.tools())[tool].invoke(args, CTX)
 
 
+@pytest.mark.integration
 async def test_stdio_tools_join_with_their_nested_schemas(manager_factory):
     manager = await manager_factory(stdio())
     assert manager.errors == {}
@@ -74,6 +76,7 @@ async def test_stdio_tools_join_with_their_nested_schemas(manager_factory):
     assert out.text == "3 science books about sea 1-2"
 
 
+@pytest.mark.integration
 async def test_arguments_are_checked_against_the_server_schema_before_sending(manager_factory):
     manager = await manager_factory(stdio())
     out = await call(manager, "find_books", query={"title_words": [], "genre": "poetry"})
@@ -81,6 +84,7 @@ async def test_arguments_are_checked_against_the_server_schema_before_sending(ma
     assert "query.genre" in out.error["error"] and "query.title_words" in out.error["error"]
 
 
+@pytest.mark.integration
 async def test_concurrent_calls_share_one_session(manager_factory):
     manager = await manager_factory(stdio())
     outs = await asyncio.gather(
@@ -90,6 +94,7 @@ async def test_concurrent_calls_share_one_session(manager_factory):
     assert manager.connections["catalog"].connects == 1
 
 
+@pytest.mark.integration
 async def test_a_tool_that_errors_is_an_observation(manager_factory):
     manager = await manager_factory(stdio())
     out = await call(manager, "explode", reason="on purpose")
@@ -97,6 +102,7 @@ async def test_a_tool_that_errors_is_an_observation(manager_factory):
     assert "exploded: on purpose" in out.text
 
 
+@pytest.mark.integration
 async def test_a_hanging_tool_times_out_and_the_session_survives(manager_factory):
     manager = await manager_factory(stdio(timeout_s=0.5))
     pid = (await call(manager, "whoami")).text
@@ -106,6 +112,7 @@ async def test_a_hanging_tool_times_out_and_the_session_survives(manager_factory
     assert manager.connections["catalog"].connects == 1
 
 
+@pytest.mark.integration
 async def test_server_killed_mid_call_is_reported_then_reestablished(manager_factory):
     manager = await manager_factory(stdio())
     connection = manager.connections["catalog"]
@@ -121,16 +128,27 @@ async def test_server_killed_mid_call_is_reported_then_reestablished(manager_fac
     assert connection.connects == 2
 
 
+def dead(pid: int) -> bool:
+    """The process is gone, or a zombie its parent has not reaped yet."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.integration
 async def test_server_that_died_while_idle_is_restarted_by_the_next_call(manager_factory):
     manager = await manager_factory(stdio())
     pid = int((await call(manager, "whoami")).text)
     os.kill(pid, signal.SIGKILL)
-    await asyncio.sleep(0.3)
+    await await_until(lambda: dead(pid), what="the server process dead")
     out = await call(manager, "whoami")
     assert out.ok, out.error
     assert int(out.text) != pid
 
 
+@pytest.mark.integration
 async def test_a_server_that_fails_to_start_is_reported_and_others_work(manager_factory):
     manager = await manager_factory(
         MCPServerSettings(name="missing", command="/nonexistent/mcp-server", connect_timeout_s=5),
@@ -143,6 +161,7 @@ async def test_a_server_that_fails_to_start_is_reported_and_others_work(manager_
     assert (await call(manager, "whoami")).ok
 
 
+@pytest.mark.integration
 async def test_allowlist_and_name_clashes(manager_factory):
     manager = await manager_factory(stdio("one", allow=["whoami", "hang"]), stdio("two", allow=["whoami"]))
     names = set(by_name(await manager.tools()))
@@ -199,6 +218,7 @@ def http_server(tmp_path):
     log.close()
 
 
+@pytest.mark.integration
 async def test_streamable_http_server(manager_factory, http_server):
     port, procs, restart = http_server
     settings = MCPServerSettings(name="web", url=f"http://127.0.0.1:{port}/mcp", timeout_s=1)

@@ -72,6 +72,7 @@ async def again(agent: Agent) -> list[str]:
     return [e.message for e in [e async for e in agent.stream("hello")] if isinstance(e, Progress)]
 
 
+@pytest.mark.integration
 async def test_a_handshake_that_never_comes_is_abandoned_at_once_and_torn_down_behind(tmp_path):
     starts = tmp_path / "starts"
     connection = MCPConnection(MCPServerSettings(**silent(starts)))
@@ -104,6 +105,7 @@ async def test_a_failed_handshake_leaves_no_unretrieved_exception(tmp_path):
     assert [c.get("message") for c in reported] == []
 
 
+@pytest.mark.integration
 async def test_an_agent_waits_only_on_the_servers_it_names(tmp_path):
     starts = tmp_path / "starts"
     settings = settings_for(tmp_path, [silent(starts)])
@@ -119,6 +121,7 @@ async def test_an_agent_waits_only_on_the_servers_it_names(tmp_path):
         await resources.aclose()
 
 
+@pytest.mark.integration
 async def test_later_runs_do_not_pay_again_and_a_server_that_comes_back_is_retried_behind(tmp_path):
     starts, hold = tmp_path / "starts", tmp_path / "hold"
     settings = settings_for(
@@ -173,6 +176,7 @@ def check_listing(rows: list[dict], schema_key: str) -> None:
     assert gone["error"]["code"] == "tool.unavailable"
 
 
+@pytest.mark.integration
 def test_reasonloop_plugins_lists_each_servers_tools(capsys, tmp_path, monkeypatch):
     from tests.cli_run import run_cli
 
@@ -185,6 +189,7 @@ def test_reasonloop_plugins_lists_each_servers_tools(capsys, tmp_path, monkeypat
     assert rows["find_books"]["source"] == "mcp:catalog"
 
 
+@pytest.mark.integration
 async def test_get_v1_tools_lists_each_servers_tools(tmp_path):
     import httpx
 

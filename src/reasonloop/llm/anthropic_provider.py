@@ -16,8 +16,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
-import anthropic
-
 from reasonloop.config import LLMSettings
 from reasonloop.errors import LLMBadResponse, LLMError, LLMRateLimited, LLMServerError, LLMTimeout
 from reasonloop.llm.base import LLM, Capabilities, ChatRequest, Done, LLMChunk, Message, TextDelta, ToolCallDelta
@@ -53,6 +51,8 @@ class AnthropicProvider(LLM):
 
     def __init__(self, settings: LLMSettings | None = None) -> None:
         super().__init__(settings)
+        import anthropic  # the SDK loads with the first provider made, not with this module
+
         self._client = anthropic.AsyncAnthropic(
             api_key=api_key(self.settings, self.id, "ANTHROPIC_API_KEY") or KEYLESS,
             base_url=self.settings.base_url or None,
@@ -164,6 +164,8 @@ _STREAM_ERROR_TYPES: dict[str, type[LLMError]] = {
 
 def _map_error(exc: Exception, provider: str, *, streaming: bool, parsing: bool) -> LLMError | None:
     """The anthropic SDK's exceptions (and what escapes it mid-stream) as our errors."""
+    import anthropic
+
     if isinstance(exc, LLMError):
         return exc
     if isinstance(exc, anthropic.APIStatusError):

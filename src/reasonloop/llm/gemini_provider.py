@@ -16,11 +16,8 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from google import genai
-from google.genai import errors as genai_errors
-from google.genai import types
 from pydantic import ValidationError
 
 from reasonloop.config import LLMSettings
@@ -38,6 +35,9 @@ from reasonloop.llm.base import (
 )
 from reasonloop.llm.gemini_schema import gemini_schema
 from reasonloop.llm.http_errors import KEYLESS, api_key, describe, error_for_status, incomplete_stream, transport_error
+
+if TYPE_CHECKING:
+    from google.genai import types
 
 __all__ = ["GeminiProvider"]
 
@@ -57,6 +57,9 @@ class GeminiProvider(LLM):
 
     def __init__(self, settings: LLMSettings | None = None) -> None:
         super().__init__(settings)
+        from google import genai  # the SDK loads with the first provider made, not with this module
+        from google.genai import types
+
         options = types.HttpOptions(
             base_url=self.settings.base_url or None,
             api_version=self.settings.extra.get("api_version"),
@@ -77,6 +80,8 @@ class GeminiProvider(LLM):
         await self._client.aio.aclose()
 
     def _config(self, request: ChatRequest) -> types.GenerateContentConfig:
+        from google.genai import types
+
         system = "\n\n".join(m.content for m in request.messages if m.role == "system" and m.content)
         config = types.GenerateContentConfig(
             system_instruction=system or None,
@@ -178,6 +183,8 @@ async def _in_own_task(stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
 
 def _contents(messages: list[Message]) -> list[types.Content]:
     """Our chat as Gemini contents: consecutive same-role turns merge (parallel tool results)."""
+    from google.genai import types
+
     names: dict[str, str] = {}
     contents: list[types.Content] = []
     for message in messages:
@@ -208,6 +215,8 @@ def _contents(messages: list[Message]) -> list[types.Content]:
 
 def _map_error(exc: Exception, provider: str, *, streaming: bool, parsing: bool) -> LLMError | None:
     """google-genai's exceptions (and what escapes it mid-stream) as our errors."""
+    from google.genai import errors as genai_errors
+
     if isinstance(exc, LLMError):
         return exc
     if isinstance(exc, genai_errors.UnknownApiResponseError):
@@ -224,5 +233,7 @@ def _map_error(exc: Exception, provider: str, *, streaming: bool, parsing: bool)
 
 def _parameters(tool: ToolSpec) -> types.Schema | None:
     """The tool's parameters in Gemini's Schema; None (left out) for a tool that takes none."""
+    from google.genai import types
+
     schema = gemini_schema(tool.parameters)
     return types.Schema.model_validate(schema) if schema.get("properties") else None

@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 import httpx
-import ollama
 from pydantic import ValidationError
 
 from reasonloop.config import LLMSettings
@@ -64,6 +63,8 @@ class OllamaProvider(LLM):
 
     def __init__(self, settings: LLMSettings | None = None) -> None:
         super().__init__(settings)
+        import ollama  # the SDK loads with the first provider made, not with this module
+
         key = api_key(self.settings, self.id, None)
         self._client = ollama.AsyncClient(
             host=self.settings.base_url or self.settings.ollama_url,
@@ -179,6 +180,8 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
 
 def _map_error(exc: Exception, provider: str, *, streaming: bool, parsing: bool) -> LLMError | None:
     """The ollama client's exceptions (and what escapes it mid-stream) as our errors."""
+    import ollama
+
     if isinstance(exc, LLMError):
         return exc
     if isinstance(exc, ollama.ResponseError):

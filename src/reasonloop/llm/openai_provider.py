@@ -46,9 +46,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import Any, ClassVar, TypeVar
-
-import openai
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from reasonloop.config import LLMSettings
 from reasonloop.errors import (
@@ -83,6 +81,9 @@ from reasonloop.llm.http_errors import (
 )
 from reasonloop.llm.openai_logprobs import echoed_logprobs, first_token_scores, top_logprobs
 
+if TYPE_CHECKING:
+    import openai
+
 __all__ = ["SCORING_MODES", "OpenAIProvider"]
 
 SCORING_MODES = ("chat", "completions", "off")
@@ -109,6 +110,8 @@ class OpenAIProvider(LLM):
 
     def __init__(self, settings: LLMSettings | None = None) -> None:
         super().__init__(settings)
+        import openai  # the SDK loads with the first provider made, not with this module
+
         key = api_key(self.settings, self.id, "OPENAI_API_KEY") or KEYLESS
         extra = self.settings.extra
         common: dict[str, Any] = {
@@ -379,6 +382,8 @@ def _message(message: Message) -> dict[str, Any]:
 
 def _map_error(exc: Exception, provider: str, *, streaming: bool, parsing: bool) -> LLMError | None:
     """The openai SDK's exceptions (and what escapes it mid-stream) as our errors."""
+    import openai
+
     if isinstance(exc, LLMError):
         return exc
     if isinstance(exc, openai.APIStatusError):

@@ -15,6 +15,7 @@ nothing else; changed ones replace their chunks; unreadable ones are reported an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import time
@@ -324,6 +325,12 @@ class Ingestor:
 
     # -- consuming --------------------------------------------------------------------------------
     async def consume(self, queue: asyncio.Queue[Any]) -> None:
+        """Commit what the producers queue, in groups of about ``commit_chunks`` chunks.
+
+        A full group is committed when the next item comes: when that is the end marker of the
+        group's last source, the marker is counted first, so that a source the commit holds
+        whole is counted with it (an ingest stopped during that commit reports it as done).
+        """
         pending: list[_Prepared] = []
         pending_chunks = 0
         while True:
@@ -336,12 +343,12 @@ class Ingestor:
                 else:
                     self._finished(1)
                 self._tick()
-                continue
-            pending.append(item)
-            pending_chunks += len(item.write.chunks)
             if pending_chunks >= self.commit_chunks:
                 await self._flush(pending)
                 pending, pending_chunks = [], 0
+            if item is not None:
+                pending.append(item)
+                pending_chunks += len(item.write.chunks)
         if pending:
             await self._flush(pending)
         self._tick("")
@@ -395,8 +402,13 @@ class Ingestor:
             new_keys = await asyncio.shield(commit)
         except asyncio.CancelledError:
             # The thread commits anyway: count what it commits, so that an interrupted ingest
-            # reports what is in the index.
-            self._committed(docs, await commit)
+            # reports what is in the index. The cancellation may be repeated while it does (the
+            # ingest cancels what gather may already have cancelled): it is taken once the
+            # commit is counted.
+            while not commit.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(commit)
+            self._committed(docs, commit.result())
             raise
         self._committed(docs, new_keys)
 
