@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from reasonloop.kb.access import EVERYONE, Reader, access_sql, stored_readers
 from reasonloop.kb.base import Filter
 from reasonloop.kb.storage.filters import filter_sql
 from reasonloop.kb.storage.rows import ChunkRow, DocumentRow, KeySummary
@@ -56,32 +57,42 @@ class StoreReads:
         )
 
     def _doc(self, row: tuple[Any, ...]) -> DocumentRow:
-        return DocumentRow(*row[:8], metadata=json.loads(row[8]))
+        return DocumentRow(*row[:8], metadata=json.loads(row[8]), readers=stored_readers(row[9]))
 
-    def document(self, id_or_source: str) -> DocumentRow | None:
+    def document(self, id_or_source: str, reader: Reader = EVERYONE) -> DocumentRow | None:
+        """A document by id or source, when ``reader`` may read it."""
+        where, names = access_sql(reader)
         with self.lock:
             row = self.conn.execute(
-                "SELECT id, source, title, content_hash, bytes, mtime, updated, chunks, metadata FROM documents "
-                "WHERE id = ? OR source = ? ORDER BY source = ? DESC LIMIT 1",
-                (id_or_source, id_or_source, id_or_source),
+                f"SELECT {_DOC_FIELDS} FROM documents d "
+                f"WHERE (d.id = ? OR d.source = ?) AND {where} ORDER BY d.source = ? DESC LIMIT 1",
+                (id_or_source, id_or_source, *names, id_or_source),
             ).fetchone()
         return self._doc(row) if row else None
 
-    def documents(self, source_prefix: str | None = None) -> list[DocumentRow]:
-        sql = "SELECT id, source, title, content_hash, bytes, mtime, updated, chunks, metadata FROM documents"
-        args: tuple[Any, ...] = ()
+    def documents(self, source_prefix: str | None = None, reader: Reader = EVERYONE) -> list[DocumentRow]:
+        """The documents (under ``source_prefix``) ``reader`` may read, by source."""
+        where, names = access_sql(reader)
+        sql = f"SELECT {_DOC_FIELDS} FROM documents d WHERE {where}"
+        args: tuple[Any, ...] = tuple(names)
         if source_prefix:
             # A range of the unique index on source, not a scan of every document: an ingest
             # asks this for each file it reads.
-            sql += " WHERE source >= ? AND substr(source, 1, ?) = ?"
-            args = (source_prefix, len(source_prefix), source_prefix)
+            sql += " AND d.source >= ? AND substr(d.source, 1, ?) = ?"
+            args += (source_prefix, len(source_prefix), source_prefix)
             above = _next_prefix(source_prefix)
             if above is not None:
-                sql += " AND source < ?"
+                sql += " AND d.source < ?"
                 args += (above,)
         with self.lock:
-            rows = self.conn.execute(sql + " ORDER BY source", args).fetchall()
+            rows = self.conn.execute(sql + " ORDER BY d.source", args).fetchall()
         return [self._doc(r) for r in rows]
+
+    def readable_documents(self, reader: Reader) -> list[str]:
+        """The ids of the documents ``reader`` may read."""
+        where, names = access_sql(reader)
+        with self.lock:
+            return [r[0] for r in self.conn.execute(f"SELECT d.id FROM documents d WHERE {where}", names)]
 
     def page(self, doc_id: str, number: int) -> str | None:
         """The text of page ``number`` of document ``doc_id`` (``None``: no such page stored)."""
@@ -232,25 +243,41 @@ class StoreReads:
                 )
             ]
 
-    def source_counts(self) -> dict[str, int]:
+    def source_counts(self, reader: Reader = EVERYONE) -> dict[str, int]:
+        where, names = access_sql(reader)
         with self.lock:
-            return dict(self.conn.execute("SELECT source, chunks FROM documents ORDER BY source").fetchall())
+            return dict(
+                self.conn.execute(f"SELECT d.source, d.chunks FROM documents d WHERE {where} ORDER BY d.source", names)
+            )
 
-    def totals(self) -> tuple[int, int, int]:
-        """``(documents, chunks, bytes)``."""
+    def totals(self, reader: Reader = EVERYONE) -> tuple[int, int, int]:
+        """``(documents, chunks, bytes)`` of what ``reader`` may read."""
+        if reader.everything:
+            with self.lock:
+                docs, size = self.conn.execute("SELECT count(*), coalesce(sum(bytes), 0) FROM documents").fetchone()
+            return int(docs), self.chunk_count(), int(size)
+        where, names = access_sql(reader)
         with self.lock:
-            docs, size = self.conn.execute("SELECT count(*), coalesce(sum(bytes), 0) FROM documents").fetchone()
-        return int(docs), self.chunk_count(), int(size)
+            docs, chunks, size = self.conn.execute(
+                f"SELECT count(*), coalesce(sum(d.chunks), 0), coalesce(sum(d.bytes), 0) FROM documents d WHERE {where}",
+                names,
+            ).fetchone()
+        return int(docs), int(chunks), int(size)
 
     # -- filters --------------------------------------------------------------------------------
-    def allowed_keys(self, filters: Sequence[Filter]) -> set[int]:
-        """Keys of the chunks matching every filter (ANDed). Unknown fields match nothing.
+    def allowed_keys(self, filters: Sequence[Filter], reader: Reader = EVERYONE) -> set[int]:
+        """Keys of the chunks matching every filter (ANDed) of the documents ``reader`` may read.
+        Unknown fields match nothing.
 
         Raises:
             KBError: an unknown operator or a malformed value for its operator.
         """
         where: list[str] = []
         args: list[Any] = []
+        if not reader.everything:
+            clause, names = access_sql(reader)
+            where.append(clause)
+            args.extend(names)
         for f in filters:
             clause, values = filter_sql(f)
             where.append(clause)
@@ -260,6 +287,9 @@ class StoreReads:
             sql += " WHERE " + " AND ".join(f"({w})" for w in where)
         with self.lock:
             return {r[0] for r in self.conn.execute(sql, args)}
+
+
+_DOC_FIELDS = "d.id, d.source, d.title, d.content_hash, d.bytes, d.mtime, d.updated, d.chunks, d.metadata, d.access"
 
 
 def _next_prefix(prefix: str) -> str | None:
