@@ -90,7 +90,15 @@ class Reader:
         return readers is not None and readers != [UNREADABLE] and bool(set(readers) & set(self.names))
 
     def to_dict(self) -> dict[str, Any]:
+        """This reader as JSON data (kept with a run, so a resumed run reads as its caller)."""
         return {"principal": self.principal, "groups": sorted(self.groups), "everything": self.everything}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Reader:
+        """The reader :meth:`to_dict` gave (``None``: :data:`EVERYONE`, a run asked without one)."""
+        if data is None or data.get("everything"):
+            return EVERYONE
+        return cls.of(data.get("principal"), data.get("groups") or ())
 
 
 EVERYONE = Reader(everything=True)

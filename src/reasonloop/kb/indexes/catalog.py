@@ -325,9 +325,11 @@ class Catalog:
         """Give a document (or every document under a folder/JSON file) that ``reader`` may read
         new readers (``None``: everyone). Returns the documents changed (empty: none matched)."""
         docs = [d for d in await asyncio.to_thread(self._resolve, doc_id_or_source) if reader.may_read(_stored(d))]
-        if docs:
-            await asyncio.to_thread(self.store.set_access, [d.id for d in docs], readers_json(readers))
-        return docs
+        if not docs:
+            return []
+        await asyncio.to_thread(self.store.set_access, [d.id for d in docs], readers_json(readers))
+        changed = [await asyncio.to_thread(self.store.document, d.id) for d in docs]
+        return [d for d in changed if d is not None]
 
     async def stats(self, reader: Reader = EVERYONE) -> KBStats:
         docs, chunks, size = self.store.totals(reader)

@@ -37,7 +37,7 @@ class RunView(BaseModel):
 @router.post("", status_code=201, response_model=RunRecord)
 async def start_run(body: RunAsk, request: Request, who: Annotated[Caller, Depends(principal)]) -> RunRecord:
     """Start a run; it executes in the background. Stream it from ``/v1/runs/{id}/events``."""
-    run_req = RunRequest(**body.model_dump(), tenant=who.tenant, trace_context=trace_headers(request.headers))
+    run_req = RunRequest(**body.model_dump(), **who.run_fields(), trace_context=trace_headers(request.headers))
     return await server_state(request).start(run_req)
 
 

@@ -239,7 +239,7 @@ class _Session:
             await self.state.gate.charge(self.who)
             traced = trace_headers(_trace_headers(self.ws.scope))  # the upgrade request's trace context
             record = await self.state.start(
-                RunRequest(**ask.model_dump(), tenant=self.who.tenant, trace_context=traced)
+                RunRequest(**ask.model_dump(), **self.who.run_fields(), trace_context=traced)
             )
             feed = await runs.read(record.run_id, 0, self.who.tenant)
         except ReasonLoopError as exc:
