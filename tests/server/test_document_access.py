@@ -266,3 +266,53 @@ async def test_mcp_shows_bob_nothing_of_the_finance_documents(tmp_path):
                 await bob.read_resource(f"reasonloop://documents/{payroll}")
             readable = await bob.read_resource("reasonloop://documents/" + ids["policy"])
             assert "SYSTEM OVERRIDE" in readable.contents[0].text
+
+
+async def test_runs_and_conversations_of_one_principal_are_not_another_s(tmp_path):
+    async with server(tmp_path) as (url, ids), httpx.AsyncClient(base_url=url, timeout=120) as http:
+        alice = await _finished_run(http, {"question": "payroll salary budget", "reasoning": "qa"}, "alice")
+        run = alice["view"]["run"]
+        assert SECRET in alice["view"]["result"]["content"]
+        for method, path in [
+            ("GET", f"/v1/runs/{run['run_id']}"),
+            ("GET", f"/v1/runs/{run['run_id']}/events"),
+            ("POST", f"/v1/runs/{run['run_id']}/stop"),
+            ("GET", f"/v1/conversations/{run['conversation_id']}"),
+            ("DELETE", f"/v1/conversations/{run['conversation_id']}"),
+        ]:
+            refused = await http.request(method, path, headers=_auth("bob"))
+            assert refused.status_code == 404, (path, refused.text)
+            assert_clean(refused.text, ids, path)
+        follow_up = {"question": "and the rest?", "reasoning": "qa", "conversation_id": run["conversation_id"]}
+        continued = await http.post("/v1/runs", json=follow_up, headers=_auth("bob"))
+        assert continued.status_code == 404 and continued.json()["error"]["code"] == "conversation.not_found"
+        feedback = {"run_id": run["run_id"], "rating": 1}
+        assert (await http.post("/v1/feedback", json=feedback, headers=_auth("bob"))).status_code == 404
+        for listing in ("/v1/runs", "/v1/conversations"):
+            assert_clean((await http.get(listing, headers=_auth("bob"))).text, ids, listing)
+            assert run["run_id"] in (await http.get(listing, headers=_auth("admin"))).text or listing.endswith(
+                "conversations"
+            )
+        mine = (await http.get("/v1/conversations", headers=_auth("alice"))).json()
+        assert [c["conversation_id"] for c in mine] == [run["conversation_id"]]
+        assert (await http.get("/v1/conversations", headers=_auth("bob"))).json() == []
+        assert (await http.post("/v1/runs", json=follow_up, headers=_auth("alice"))).status_code == 201
+
+
+async def test_a_citation_to_a_document_no_longer_readable_is_left_out_when_the_run_is_read_again(tmp_path):
+    async with server(tmp_path) as (url, ids):
+        payroll = ids[f"payroll-{SECRET}"]
+        async with httpx.AsyncClient(base_url=url, timeout=120) as http:
+            first = await _finished_run(http, {"question": "payroll salary budget", "reasoning": "qa"}, "alice")
+            run_id = first["view"]["run"]["run_id"]
+            cited = {c["document_id"] for c in first["view"]["result"]["citations"]}
+            assert payroll in cited and payroll in first["events"]  # the control: it was cited
+            closed = await http.put(
+                f"/v1/kb/documents/{payroll}/readers", json={"readers": ["group:board"]}, headers=_auth("admin")
+            )
+            assert closed.status_code == 200
+            again = (await http.get(f"/v1/runs/{run_id}", headers=_auth("alice"))).json()
+            assert payroll not in {c["document_id"] for c in again["result"]["citations"]}
+            assert cited - {payroll} <= {c["document_id"] for c in again["result"]["citations"]}
+            events = await http.get(f"/v1/runs/{run_id}/events", headers=_auth("alice"))
+            assert payroll not in events.text and "event: answer" in events.text

@@ -150,6 +150,9 @@ class RunRecord(BaseModel):
     error: dict[str, Any] | None = None
     instance: str = ""
     """The server instance executing the run."""
+    reader: dict[str, Any] | None = None
+    """Who asked, as the reader of the knowledge base (:attr:`RunRequest.reader`): a caller who may
+    not read everything sees only the runs it asked itself."""
 
     @property
     def finished(self) -> bool:

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field, field_validator
 
+from reasonloop.errors import ConversationNotFound
 from reasonloop.runs.models import ConversationRecord
 from reasonloop.server.deps import principal, server_state
 from reasonloop.server.gate import Caller
@@ -35,7 +36,19 @@ async def list_conversations(
 ) -> list[ConversationSummary]:
     """The caller's conversations, most recently updated first (without messages: an empty list
     there would read as a conversation with none)."""
-    listed = await server_state(request).runs.records.conversations(who.tenant, limit)
+    state = server_state(request)
+    listed = await state.runs.records.conversations(who.tenant, limit)
+    if not who.reader.everything:  # a key that may not read every document: its own conversations
+        mine = []
+        for conv in listed:
+            try:
+                await state.check_conversation(
+                    await state.runs.records.conversation(conv.conversation_id, who.tenant), who.reader
+                )
+            except ConversationNotFound:
+                continue
+            mine.append(conv)
+        listed = mine
     return [ConversationSummary.model_validate(c.model_dump(exclude={"messages"})) for c in listed]
 
 
@@ -44,7 +57,10 @@ async def get_conversation(
     conversation_id: str, request: Request, who: Annotated[Caller, Depends(principal)]
 ) -> ConversationRecord:
     """A conversation with its messages."""
-    return await server_state(request).runs.records.conversation(conversation_id, who.tenant)
+    state = server_state(request)
+    conversation = await state.runs.records.conversation(conversation_id, who.tenant)
+    await state.check_conversation(conversation, who.reader)
+    return conversation
 
 
 class ConversationRename(CheckedText):
@@ -65,6 +81,8 @@ async def rename_conversation(
     conversation_id: str, body: ConversationRename, request: Request, who: Annotated[Caller, Depends(principal)]
 ) -> ConversationSummary:
     """Rename a conversation (its messages are kept)."""
+    state = server_state(request)
+    await state.check_conversation(await state.runs.records.conversation(conversation_id, who.tenant), who.reader)
     conv = await server_state(request).runs.records.rename_conversation(conversation_id, who.tenant, body.title)
     return ConversationSummary.model_validate(conv.model_dump(exclude={"messages"}))
 
@@ -73,7 +91,9 @@ async def rename_conversation(
 async def delete_conversation(
     conversation_id: str, request: Request, who: Annotated[Caller, Depends(principal)]
 ) -> Response:
-    await server_state(request).runs.records.delete_conversation(conversation_id, who.tenant)
+    state = server_state(request)
+    await state.check_conversation(await state.runs.records.conversation(conversation_id, who.tenant), who.reader)
+    await state.runs.records.delete_conversation(conversation_id, who.tenant)
     return Response(status_code=204)
 
 
@@ -92,6 +112,7 @@ class Feedback(CheckedText):
 async def post_feedback(body: Feedback, request: Request, who: Annotated[Caller, Depends(principal)]) -> dict[str, Any]:
     """Record feedback on a run the caller can see (404 otherwise)."""
     state = server_state(request)
+    await state.check_run(body.run_id, who)
     record = await state.runs.get(body.run_id, who.tenant)
     entry = body.model_dump() | {"tenant": who.tenant, "question": record.question, "answer": record.content}
     entry["ts"] = time.time()

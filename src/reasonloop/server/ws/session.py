@@ -259,6 +259,7 @@ class _Session:
             return self.error("request.invalid", message, ref, field="after_seq")
         runs = self.state.runs
         try:
+            await self.state.check_run(run_id, self.who)
             feed = await runs.read(run_id, after, self.who.tenant)
         except ReasonLoopError as exc:
             return self.error(exc.code, exc.message, ref, run_id=run_id)
@@ -283,6 +284,7 @@ class _Session:
         if not isinstance(run_id, str):
             return self.error("request.invalid", "stop needs a run_id", ref, field="run_id")
         try:
+            await self.state.check_run(run_id, self.who)
             record = await self.state.runs.stop(run_id, self.who.tenant)
         except ReasonLoopError as exc:
             return self.error(exc.code, exc.message, ref, run_id=run_id, **_extra(exc))
