@@ -185,3 +185,17 @@ def test_readers_are_checked_and_made_canonical():
             parse_readers(bad)
     assert EVERYONE.may_read('["user:x"]') and not NOBODY.may_read('["user:x"]') and NOBODY.may_read(None)
     assert not ALICE.may_read("garbage") and ALICE.may_read('["group:finance"]')
+
+
+async def test_readers_changed_by_another_process_hold_for_the_next_search(make_kb, tmp_path):
+    kb = make_kb(tmp_path / "kb")
+    await _three_kinds(kb)
+    bob = kb.for_reader(BOB)
+    assert "pay2" not in await _ids(bob, k=20)  # bob's allowed keys are now worked out and kept
+    other = make_kb(tmp_path / "kb")  # its own sqlite connection, as another process has
+    await other.set_readers("pay2", "bob")
+    assert "pay2" in await _ids(bob, k=20)
+    await other.set_readers("pay2", "group:finance")
+    assert "pay2" not in await _ids(bob, k=20)
+    await other.close()
+    await kb.close()

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Set
 from typing import Any
 
 import numpy as np
 
 from reasonloop.kb.access import EVERYONE, Reader, access_sql, stored_readers
 from reasonloop.kb.base import Filter
+from reasonloop.kb.storage._reader_keys import ReaderKeys
 from reasonloop.kb.storage.filters import filter_sql
 from reasonloop.kb.storage.rows import ChunkRow, DocumentRow, KeySummary
 
@@ -28,6 +29,11 @@ class StoreReads:
 
     conn: sqlite3.Connection
     lock: threading.RLock
+    writes: int
+    """This connection's writes so far (with ``data_version``, what tells that the catalog changed)."""
+    reader_keys: ReaderKeys
+
+    def data_version(self) -> int: ...
 
     def changes_since(self, top: int, removed_seq: int) -> tuple[KeySummary, np.ndarray, np.ndarray | None]:
         """What changed in the chunks since a reader's :class:`KeySummary` ``(top, _, removed_seq)``,
@@ -265,13 +271,19 @@ class StoreReads:
         return int(docs), int(chunks), int(size)
 
     # -- filters --------------------------------------------------------------------------------
-    def allowed_keys(self, filters: Sequence[Filter], reader: Reader = EVERYONE) -> set[int]:
+    def allowed_keys(self, filters: Sequence[Filter], reader: Reader = EVERYONE) -> Set[int]:
         """Keys of the chunks matching every filter (ANDed) of the documents ``reader`` may read.
         Unknown fields match nothing.
 
         Raises:
             KBError: an unknown operator or a malformed value for its operator.
         """
+        if not filters and not reader.everything:
+            stamp = (self.data_version(), self.writes)
+            return self.reader_keys.get(tuple(reader.names), stamp, lambda: self._allowed_keys(filters, reader))
+        return self._allowed_keys(filters, reader)
+
+    def _allowed_keys(self, filters: Sequence[Filter], reader: Reader) -> set[int]:
         where: list[str] = []
         args: list[Any] = []
         if not reader.everything:

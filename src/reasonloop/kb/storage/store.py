@@ -24,6 +24,7 @@ from typing import Any
 
 from reasonloop.errors import KBError
 from reasonloop.kb.embedding.cache import VectorCache
+from reasonloop.kb.storage._reader_keys import ReaderKeys
 from reasonloop.kb.storage.reads import StoreReads
 from reasonloop.kb.storage.rows import SCHEMA, ChunkRow, ChunkWrite, DocumentRow, DocumentWrite
 
@@ -58,6 +59,8 @@ class MetadataStore(StoreReads):
             raise KBError(f"{self.path}: not a reasonloop index database ({exc})", path=str(self.path)) from exc
         self.lock = threading.RLock()
         self.vectors = VectorCache(self.conn, self.lock)
+        self.writes = 0
+        self.reader_keys = ReaderKeys()
 
     def data_version(self) -> int:
         """A number that changes whenever another connection (another process, or another handle
@@ -167,6 +170,7 @@ class MetadataStore(StoreReads):
                     added.append(keys)
                 self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_update', ?)", (str(now),))
                 self.conn.execute("COMMIT")
+                self.writes += 1
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
@@ -190,6 +194,7 @@ class MetadataStore(StoreReads):
                         "UPDATE documents SET access = ? WHERE id = ?", (access, doc_id)
                     ).rowcount
                 self.conn.execute("COMMIT")
+                self.writes += 1
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
@@ -214,6 +219,7 @@ class MetadataStore(StoreReads):
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_update', ?)", (str(time.time()),)
                 )
                 self.conn.execute("COMMIT")
+                self.writes += 1
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
