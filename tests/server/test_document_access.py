@@ -285,7 +285,10 @@ async def test_runs_and_conversations_of_one_principal_are_not_another_s(tmp_pat
             assert_clean(refused.text, ids, path)
         follow_up = {"question": "and the rest?", "reasoning": "qa", "conversation_id": run["conversation_id"]}
         continued = await http.post("/v1/runs", json=follow_up, headers=_auth("bob"))
-        assert continued.status_code == 404 and continued.json()["error"]["code"] == "conversation.not_found"
+        unknown = await http.post("/v1/runs", json={**follow_up, "conversation_id": "conv_x"}, headers=_auth("bob"))
+        assert continued.status_code == unknown.status_code == 422
+        assert continued.json()["error"]["code"] == "request.invalid"
+        assert continued.text.replace(run["conversation_id"], "conv_x") == unknown.text
         feedback = {"run_id": run["run_id"], "rating": 1}
         assert (await http.post("/v1/feedback", json=feedback, headers=_auth("bob"))).status_code == 404
         for listing in ("/v1/runs", "/v1/conversations"):

@@ -89,8 +89,12 @@ class ServerState:
         """
         self.check_length(request.question, field)
         if request.conversation_id and request.reader is not None:  # its history is someone's answers
-            conversation = await self.runs.records.conversation(request.conversation_id, request.tenant)
-            await self.check_conversation(conversation, Reader.from_dict(request.reader))
+            try:
+                conversation = await self.runs.records.conversation(request.conversation_id, request.tenant)
+                await self.check_conversation(conversation, Reader.from_dict(request.reader))
+            except ConversationNotFound:  # said as the run manager says a conversation it does not know
+                cid = request.conversation_id
+                raise RequestInvalid(f"no conversation {cid!r}", field="conversation_id") from None
         return await self.runs.start(request)
 
     async def check_run(self, run_id: str, who: Caller) -> None:
