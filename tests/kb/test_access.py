@@ -199,3 +199,11 @@ async def test_readers_changed_by_another_process_hold_for_the_next_search(make_
     assert "pay2" not in await _ids(bob, k=20)
     await other.close()
     await kb.close()
+
+
+def test_a_reader_is_written_as_principal_and_groups():
+    assert Reader.parse("alice:finance, hr") == Reader.of("alice", ["finance", "hr"])
+    assert Reader.parse("bob") == Reader.of("bob") and Reader.parse(":finance") == Reader.of(None, ["finance"])
+    with pytest.raises(RequestInvalid, match="--reader"):
+        Reader.parse("al ice", field_name="--reader")
+    assert Reader.from_dict(ALICE.to_dict()) == ALICE and Reader.from_dict(None) is EVERYONE

@@ -168,6 +168,12 @@ def routing(
         str, typer.Option("--reasoning", "-r", help="The tool-using strategy to route with.")
     ] = "toolcall",
     llm: Annotated[str | None, typer.Option("--llm", help="provider:model (default: the configured [llm]).")] = None,
+    reader: Annotated[
+        str | None,
+        typer.Option(
+            "--reader", help="Search as this reader: PRINCIPAL or PRINCIPAL:GROUP,GROUP (default: everything)."
+        ),
+    ] = None,
     kb_dir: Annotated[
         Path | None, typer.Option("--kb", help="Knowledge base the tools work on (default: [kb] path).")
     ] = None,
@@ -212,6 +218,7 @@ def routing(
 
     async def run() -> Any:
         from reasonloop.agents.agent import Agent
+        from reasonloop.kb.access import Reader
         from reasonloop.kb.knowledge_base import KnowledgeBase
         from reasonloop.tools.feedback import FeedbackStore
 
@@ -221,9 +228,11 @@ def routing(
             with progress_bar() as bar:
                 task = bar.add_task("routing", total=len(items))
 
+                seen = kb if reader is None else kb.for_reader(Reader.parse(reader, field_name="--reader"))
+
                 def make_agent() -> Agent:
                     return Agent(
-                        reasoning=reasoning, llm=model, kb=kb, tools=offered, registry=registry, feedback=feedback
+                        reasoning=reasoning, llm=model, kb=seen, tools=offered, registry=registry, feedback=feedback
                     )
 
                 return await evaluate_routing(

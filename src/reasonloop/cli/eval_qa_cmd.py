@@ -56,6 +56,12 @@ def qa(
     limit: LimitOption = None,
     seed: SeedOption = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Questions run at once.")] = 1,
+    reader: Annotated[
+        str | None,
+        typer.Option(
+            "--reader", help="Search as this reader: PRINCIPAL or PRINCIPAL:GROUP,GROUP (default: everything)."
+        ),
+    ] = None,
     sets: Annotated[list[str] | None, typer.Option("--set", help="strategy.key=value setting (repeatable).")] = None,
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=1, help="Tokens per model call.")] = None,
     temperature: Annotated[float, typer.Option("--temperature", min=0, max=2, help="Sampling temperature.")] = 0.0,
@@ -147,6 +153,7 @@ def qa(
     folder = out or work / "runs" / f"{slug(full.name)}-{key}"
 
     async def run() -> Any:
+        from reasonloop.kb.access import Reader
         from reasonloop.kb.knowledge_base import KnowledgeBase
 
         try:
@@ -178,7 +185,9 @@ def qa(
                         chosen,
                         strategies,
                         llm=model,
-                        retriever=kb.retriever(),
+                        retriever=(
+                            kb if reader is None else kb.for_reader(Reader.parse(reader, field_name="--reader"))
+                        ).retriever(),
                         folder=folder,
                         manifest=manifest,
                         concurrency=concurrency,

@@ -73,6 +73,22 @@ class Reader:
         """A principal and its groups (names without the ``user:``/``group:`` prefix)."""
         return cls(principal=principal or None, groups=frozenset(g.removeprefix("group:") for g in groups))
 
+    @classmethod
+    def parse(cls, spec: str, *, field_name: str = "reader") -> Reader:
+        """A reader as a person writes it: ``alice``, ``alice:finance,hr``, or ``:finance`` (groups only).
+
+        Raises:
+            RequestInvalid: a name that is not letters, digits or ``_ . @ + -``.
+        """
+        principal, _, groups = spec.strip().partition(":")
+        names = [g.strip() for g in groups.split(",") if g.strip()]
+        for name in [principal.strip(), *names] if principal.strip() else names:
+            if not _NAME.match(name):
+                raise RequestInvalid(
+                    f"{field_name}: {spec!r} is not PRINCIPAL, PRINCIPAL:GROUP,GROUP or :GROUP", field=field_name
+                )
+        return cls.of(principal.strip() or None, names)
+
     @property
     def names(self) -> list[str]:
         """The canonical names this reader answers to (``user:…``, ``group:…``), sorted."""
