@@ -193,6 +193,10 @@ def routing(
     """
     import asyncio
 
+    from reasonloop.kb.access import Reader
+
+    as_reader = None if reader is None else Reader.parse(reader, field_name="--reader")  # before any work
+
     from reasonloop.eval.datasets import load_routing_set, subsample
     from reasonloop.eval.report import routing_tables
     from reasonloop.eval.routing import bundled_set_path, evaluate_routing
@@ -218,7 +222,6 @@ def routing(
 
     async def run() -> Any:
         from reasonloop.agents.agent import Agent
-        from reasonloop.kb.access import Reader
         from reasonloop.kb.knowledge_base import KnowledgeBase
         from reasonloop.tools.feedback import FeedbackStore
 
@@ -228,7 +231,7 @@ def routing(
             with progress_bar() as bar:
                 task = bar.add_task("routing", total=len(items))
 
-                seen = kb if reader is None else kb.for_reader(Reader.parse(reader, field_name="--reader"))
+                seen = kb if as_reader is None else kb.for_reader(as_reader)
 
                 def make_agent() -> Agent:
                     return Agent(

@@ -99,6 +99,10 @@ def qa(
     """
     import asyncio
 
+    from reasonloop.kb.access import Reader
+
+    as_reader = None if reader is None else Reader.parse(reader, field_name="--reader")  # before any work
+
     from reasonloop.cli.eval_review import WORSE_EXIT, compare_with_baseline, print_baseline
     from reasonloop.cli.eval_review import show_errors as print_errors
     from reasonloop.eval.comparison import load_baseline
@@ -153,7 +157,6 @@ def qa(
     folder = out or work / "runs" / f"{slug(full.name)}-{key}"
 
     async def run() -> Any:
-        from reasonloop.kb.access import Reader
         from reasonloop.kb.knowledge_base import KnowledgeBase
 
         try:
@@ -185,9 +188,7 @@ def qa(
                         chosen,
                         strategies,
                         llm=model,
-                        retriever=(
-                            kb if reader is None else kb.for_reader(Reader.parse(reader, field_name="--reader"))
-                        ).retriever(),
+                        retriever=(kb if as_reader is None else kb.for_reader(as_reader)).retriever(),
                         folder=folder,
                         manifest=manifest,
                         concurrency=concurrency,
