@@ -319,3 +319,15 @@ async def test_a_citation_to_a_document_no_longer_readable_is_left_out_when_the_
             assert cited - {payroll} <= {c["document_id"] for c in again["result"]["citations"]}
             events = await http.get(f"/v1/runs/{run_id}/events", headers=_auth("alice"))
             assert payroll not in events.text and "event: answer" in events.text
+
+
+async def test_one_principal_s_feedback_never_guides_another_s_runs(tmp_path):
+    async with server(tmp_path) as (url, ids), httpx.AsyncClient(base_url=url, timeout=120) as http:
+        first = await _finished_run(http, {"question": "payroll salary budget", "reasoning": "qa"}, "alice")
+        judged = {"run_id": first["view"]["run"]["run_id"], "rating": -1, "correction": f"payroll {SECRET} is 4.3M"}
+        assert (await http.post("/v1/feedback", json=judged, headers=_auth("alice"))).status_code == 201
+        question = {"question": "What is the holiday policy?", "reasoning": "qa"}
+        bob = await _finished_run(http, question, "bob")
+        assert_clean(json.dumps(bob["view"]), ids, "bob's run after alice's feedback")
+        alice = await _finished_run(http, question, "alice")  # her own judgement does guide her
+        assert "4.3M" in alice["view"]["result"]["content"]

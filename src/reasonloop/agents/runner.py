@@ -28,7 +28,7 @@ from reasonloop.config import Settings
 from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.errors import KBUnavailable, LLMNotConfigured, PluginNotFound, RequestInvalid
 from reasonloop.events import Event, Usage
-from reasonloop.kb.access import Reader
+from reasonloop.kb.access import Reader, user_of
 from reasonloop.llm.base import LLM
 from reasonloop.registry import Registry, resolve
 from reasonloop.runs.models import RunRequest
@@ -236,7 +236,7 @@ class AgentRunner:
         ctx = agent.context(
             request.history,
             run_id=request.run_id,
-            user_id=request.tenant,
+            user_id=user_of(request.tenant, reader),
             conversation_id=request.conversation_id,
             sampling=request.sampling,
         )

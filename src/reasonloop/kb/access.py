@@ -42,6 +42,7 @@ __all__ = [
     "read_sidecar",
     "readers_json",
     "stored_readers",
+    "user_of",
 ]
 
 SIDECAR = ".readers"
@@ -119,6 +120,13 @@ class Reader:
 
 EVERYONE = Reader(everything=True)
 """The reader of every document (the knowledge base's owner)."""
+
+
+def user_of(tenant: str, reader: Reader) -> str:
+    """Whom per-user state (the judgements that guide later answers) is kept for: the tenant for
+    a reader of everything, else the tenant and what the reader answers to, so that one reader's
+    judgements (which may quote its documents) never guide another's runs."""
+    return tenant if reader.everything else f"{tenant}#{','.join(reader.names)}"
 
 
 def parse_readers(spec: str | Sequence[str], *, field_name: str = "readers") -> list[str]:

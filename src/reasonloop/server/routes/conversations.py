@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field, field_validator
 
 from reasonloop.errors import ConversationNotFound
+from reasonloop.kb.access import user_of
 from reasonloop.runs.models import ConversationRecord
 from reasonloop.server.deps import principal, server_state
 from reasonloop.server.gate import Caller
@@ -118,14 +119,15 @@ async def post_feedback(body: Feedback, request: Request, who: Annotated[Caller,
     entry["ts"] = time.time()
     await state.runs.records.add_feedback(entry)
     if body.rating != 0:
-        await _guide_later_runs(state.feedback, who.tenant, record.conversation_id or "", body)
+        await _guide_later_runs(state.feedback, user_of(who.tenant, who.reader), record.conversation_id or "", body)
     return {"ok": True, "run_id": body.run_id}
 
 
-async def _guide_later_runs(feedback: Callable[[], Any] | None, tenant: str, conversation: str, body: Feedback) -> None:
-    """Also record the judgement where the agents read their feedback guidance (per tenant)."""
+async def _guide_later_runs(feedback: Callable[[], Any] | None, user: str, conversation: str, body: Feedback) -> None:
+    """Also record the judgement where the agents read their feedback guidance (per tenant, and per
+    reader within it: :func:`~reasonloop.kb.access.user_of`)."""
     if feedback is None:
         return
     reason = body.comment or (f"should have said: {body.correction}" if body.correction else "")
     rating = "good" if body.rating > 0 else "bad"
-    await feedback().add(tenant, conversation, rating, reason, run_id=body.run_id)
+    await feedback().add(user, conversation, rating, reason, run_id=body.run_id)
