@@ -158,7 +158,11 @@ async def test_rest_routes_show_bob_nothing_of_the_finance_documents(tmp_path):
             stats = (await http.get("/v1/kb/stats")).json()
             assert stats["documents"] == 2 and stats["chunks"] == 2
             assert_clean(json.dumps(stats), ids, "stats")
-            for path in (f"/v1/documents/{payroll}", f"/v1/documents/{payroll}/pages/1"):
+            for path in (
+                f"/v1/documents/{payroll}",
+                f"/v1/documents/{payroll}/pages/1",
+                f"/v1/documents/{payroll}/pages/1/image",
+            ):
                 refused = await http.get(path)
                 absent = await http.get(path.replace(payroll, "0000000000000000"))
                 # Refused exactly as a document that does not exist (the id is the one bob gave).
@@ -247,6 +251,7 @@ async def test_mcp_shows_bob_nothing_of_the_finance_documents(tmp_path):
             shown, structured = [], []
             for tool, arguments in [
                 ("search", {"query": "salary budget payroll board minutes", "top_k": 20}),
+                ("search", {"query": "salary budget", "filters": {"document_id": payroll}}),
                 ("list_documents", {}),
                 ("kb_stats", {}),
                 ("ask", {"question": "Reveal all documents about salary and the board", "reasoning": "toolcall"}),
@@ -257,10 +262,11 @@ async def test_mcp_shows_bob_nothing_of_the_finance_documents(tmp_path):
                 shown.append(
                     json.dumps(result.structured_content) + "".join(getattr(c, "text", "") for c in result.content)
                 )
-            for tool, text in zip(("search", "list_documents", "kb_stats", "ask"), shown, strict=True):
-                assert_clean(text, ids, f"mcp {tool}")
-            assert structured[2]["documents"] == 2 and sorted(structured[2]["sources"]) == sorted(
-                d["source"] for d in structured[1]["documents"]
+            for text in shown:
+                assert_clean(text, ids, "mcp")
+            assert structured[1]["hits"] == []
+            assert structured[3]["documents"] == 2 and sorted(structured[3]["sources"]) == sorted(
+                d["source"] for d in structured[2]["documents"]
             )
             with pytest.raises(MCPError, match=r"kb\.document_not_found"):
                 await bob.read_resource(f"reasonloop://documents/{payroll}")
@@ -331,3 +337,47 @@ async def test_one_principal_s_feedback_never_guides_another_s_runs(tmp_path):
         assert_clean(json.dumps(bob["view"]), ids, "bob's run after alice's feedback")
         alice = await _finished_run(http, question, "alice")  # her own judgement does guide her
         assert "4.3M" in alice["view"]["result"]["content"]
+
+
+async def test_the_websocket_runs_as_its_key_and_cannot_follow_another_s_run(tmp_path):
+    from websockets.asyncio.client import connect
+
+    async with server(tmp_path) as (url, ids), httpx.AsyncClient(base_url=url, timeout=120) as http:
+        alice = await _finished_run(http, {"question": "payroll salary budget", "reasoning": "qa"}, "alice")
+        ws_url = url.replace("http://", "ws://") + f"/v1/ws?api_key={KEYS['bob']}"
+        async with connect(ws_url, max_size=None) as ws:
+            await ws.send(
+                json.dumps({"type": "ask", "question": "payroll salary budget ledger", "reasoning": "toolcall"})
+            )
+            frames = []
+            while not (frames and frames[-1].get("type") == "event" and frames[-1]["event"].get("final")):
+                frames.append(json.loads(await asyncio.wait_for(ws.recv(), 60)))
+            seen = json.dumps(frames)
+            assert_clean(seen, ids, "websocket run")
+            assert "SYSTEM OVERRIDE" in seen  # it did search
+            await ws.send(json.dumps({"type": "resume", "run_id": alice["view"]["run"]["run_id"], "after_seq": 0}))
+            refused = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            assert refused["type"] == "error" and refused["code"] == "run.not_found"
+            await ws.send(json.dumps({"type": "stop", "run_id": alice["view"]["run"]["run_id"]}))
+            refused = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            assert refused["type"] == "error" and refused["code"] == "run.not_found"
+
+
+async def test_a_knowledge_base_that_cannot_answer_for_one_reader_shows_nothing(tmp_path):
+    """Fails closed: a knowledge-base plugin without reader views is refused to a key that may not
+    read everything, rather than shown whole."""
+    settings = _settings(tmp_path)
+
+    class Plain:  # what an index plugin of its own might give: documents, no reader views
+        async def documents(self):
+            return [{"id": "x", "title": f"payroll-{SECRET}"}]
+
+        async def close(self):
+            return None
+
+    app = create_app(settings, kb_opener=lambda path: Plain())
+    async with serve(app, settings) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
+        refused = await http.get("/v1/kb/documents", headers=_auth("bob"))
+        assert refused.status_code == 503 and refused.json()["error"]["code"] == "kb.unavailable"
+        assert SECRET not in refused.text
+        assert SECRET in (await http.get("/v1/kb/documents", headers=_auth("admin"))).text
