@@ -263,6 +263,9 @@ def test_readers_from_the_command_line(docs, capsys, tmp_path):
     assert code == 0
     code, out, _ = run(["kb", "readers", str(docs / "cats.md")], capsys)
     assert code == 0 and "group:finance, user:alice" in out
+    for reader, found in (("bob", 0), ("carol:finance", 1), ("alice", 1)):
+        code, out, _ = run(["search", "cats sleep", "--reader", reader, "--json"], capsys)
+        assert code == 0 and len(json.loads(out)) == found, reader
     code, out, _ = run(["kb", "readers", str(docs / "cats.md"), "--set", "bob"], capsys)
     assert code == 0 and "user:bob" in out and "alice" not in out
     code, out, _ = run(["kb", "readers", str(docs / "cats.md"), "--everyone"], capsys)

@@ -198,17 +198,27 @@ def search(
     candidates: Annotated[
         int | None, typer.Option("--candidates", min=1, help="Fused candidates the reranker orders.")
     ] = None,
+    reader: Annotated[
+        str | None,
+        typer.Option(
+            "--reader", help="Search as this reader: PRINCIPAL or PRINCIPAL:GROUP,GROUP (default: everything)."
+        ),
+    ] = None,
 ) -> None:
     """Search the knowledge base without an LLM."""
+    from reasonloop.kb.access import Reader
+
     if mode not in ("hybrid", "dense", "lexical"):
         raise ConfigError(f"--mode must be hybrid, dense or lexical, got {mode!r}")
     parsed = [_parse_filter(f) for f in filters or []]
+    as_reader = None if reader is None else Reader.parse(reader, field_name="--reader")
 
     async def run() -> Any:
         kb = _open(kb_dir)
         try:
-            fusion = getattr(kb.retriever({"mode": mode}), "fusion", None)
-            hits = await kb.search(
+            seen = kb if as_reader is None else kb.for_reader(as_reader)
+            fusion = getattr(seen.retriever({"mode": mode}), "fusion", None)
+            hits = await seen.search(
                 query,
                 top_k=top_k,
                 filters=parsed or None,
