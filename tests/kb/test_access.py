@@ -89,6 +89,10 @@ async def test_listings_documents_pages_and_counts_follow_the_reader(open_index)
     stats = await bob.stats()
     assert (stats.documents, stats.chunks, sorted(stats.sources)) == (2, 2, ["bobnote", "open"])
     assert (await kb.stats()).documents == 14
+    await kb.ingest_records([("late", "Late finance memo", "salary memo")], readers="group:finance")
+    updated = {d.id: d.updated for d in await kb.documents()}
+    assert (await bob.stats()).last_update == max(updated["bobnote"], updated["open"]) < updated["late"]
+    assert (await kb.for_reader(Reader.of("x", ["none"])).stats()).last_update == updated["open"]
     with pytest.raises(Exception, match="no document"):
         await bob.delete("pay1")
     assert await kb.document("pay1") is not None

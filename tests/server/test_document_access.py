@@ -206,6 +206,10 @@ async def test_no_strategy_tool_or_sub_agent_lets_the_model_see_a_forbidden_docu
         assert "SYSTEM OVERRIDE" in bob["view"]["result"]["content"]
         alice = await _finished_run(http, question, "alice")
         assert SECRET in alice["view"]["result"]["content"]
+        if reasoning == "agent:analyst":  # counts too: bob's own note and the policy; alice's three
+            for view, count in ((bob["view"], 2), (alice["view"], 3)):
+                stats = [s["observation"] for s in view["result"]["steps"] if s["action"] == "kb_stats"]
+                assert stats and f"Documents: {count}" in stats[0], stats
 
 
 async def test_the_openai_route_answers_bob_from_his_documents_only(tmp_path):

@@ -333,7 +333,8 @@ class Catalog:
 
     async def stats(self, reader: Reader = EVERYONE) -> KBStats:
         docs, chunks, size = self.store.totals(reader)
-        last = self.store.get_meta("last_update")
+        # a reader who may not read everything learns when its own documents changed, not others'
+        last = self.store.get_meta("last_update") if reader.everything else self.store.last_updated(reader)
         return KBStats(
             documents=docs,
             chunks=chunks,

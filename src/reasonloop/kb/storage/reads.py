@@ -256,6 +256,13 @@ class StoreReads:
                 self.conn.execute(f"SELECT d.source, d.chunks FROM documents d WHERE {where} ORDER BY d.source", names)
             )
 
+    def last_updated(self, reader: Reader) -> float | None:
+        """When the last of the documents ``reader`` may read was written (``None``: it may read none)."""
+        where, names = access_sql(reader)
+        with self.lock:
+            row = self.conn.execute(f"SELECT max(d.updated) FROM documents d WHERE {where}", names).fetchone()
+        return None if row[0] is None else float(row[0])
+
     def totals(self, reader: Reader = EVERYONE) -> tuple[int, int, int]:
         """``(documents, chunks, bytes)`` of what ``reader`` may read."""
         if reader.everything:
