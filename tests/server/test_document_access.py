@@ -329,6 +329,15 @@ async def test_a_citation_to_a_document_no_longer_readable_is_left_out_when_the_
             assert cited - {payroll} <= {c["document_id"] for c in again["result"]["citations"]}
             events = await http.get(f"/v1/runs/{run_id}/events", headers=_auth("alice"))
             assert payroll not in events.text and "event: answer" in events.text
+            from websockets.asyncio.client import connect
+
+            ws_url = url.replace("http://", "ws://") + f"/v1/ws?api_key={KEYS['alice']}"
+            async with connect(ws_url, max_size=None) as ws:
+                await ws.send(json.dumps({"type": "resume", "run_id": run_id, "after_seq": 0}))
+                frames: list[dict[str, Any]] = []
+                while not (frames and frames[-1].get("type") == "event" and frames[-1]["event"].get("final")):
+                    frames.append(json.loads(await asyncio.wait_for(ws.recv(), 30)))
+            assert payroll not in json.dumps(frames) and frames[-1]["event"]["type"] == "answer"
 
 
 async def test_one_principal_s_feedback_never_guides_another_s_runs(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,6 +111,15 @@ class ServerState:
         record = await self.runs.get(run_id, who.tenant)
         if not sees(who.reader, record):
             raise RunNotFound(f"no run {run_id!r}", run_id=run_id)
+
+    async def readable_documents(self, who: Caller) -> set[str] | None:
+        """The ids of the documents the caller may read now (``None``: every one): what citations
+        shown again are checked against (:mod:`reasonloop.server.withheld`)."""
+        if who.reader.everything:
+            return None
+        kb = await self.kb.get(who.tenant, who.reader)
+        documents = kb.documents()
+        return {doc.id for doc in (await documents if inspect.isawaitable(documents) else documents)}
 
     async def check_conversation(self, conversation: ConversationRecord, reader: Reader) -> None:
         """Refuse a conversation whose first run another principal asked (see :meth:`check_run`).

@@ -14,10 +14,9 @@ from reasonloop.errors import ReasonLoopError, RequestInvalid
 from reasonloop.events import EVENT_SCHEMA, RunResult
 from reasonloop.runs.models import MAX_SEQ, RunAsk, RunRecord, RunRequest
 from reasonloop.runs.reading import RunFeed
-from reasonloop.server.deps import ServerState, principal, sees, server_state
+from reasonloop.server.deps import principal, sees, server_state
 from reasonloop.server.gate import Caller
 from reasonloop.server.routes.stopping import run_stream
-from reasonloop.server.tenancy import kb_call
 from reasonloop.server.withheld import withhold, withhold_json
 from reasonloop.telemetry import trace_headers
 
@@ -59,19 +58,10 @@ async def get_run(run_id: str, request: Request, who: Annotated[Caller, Depends(
     state = server_state(request)
     await state.check_run(run_id, who)
     record, result = await state.runs.result(run_id, who.tenant)
-    readable = await _readable(state, who)
+    readable = await state.readable_documents(who)
     if readable is not None and result is not None:
         result = RunResult.model_validate(withhold(result.model_dump(mode="json"), readable))
     return RunView(run=record, result=result)
-
-
-async def _readable(state: ServerState, who: Caller) -> set[str] | None:
-    """The ids of the documents the caller may read now (``None``: every one), what citations
-    shown again are checked against."""
-    if who.reader.everything:
-        return None
-    kb = await state.kb.get(who.tenant, who.reader)
-    return {doc.id for doc in await kb_call(kb.documents)}
 
 
 @router.get("/{run_id}/events")
@@ -96,7 +86,7 @@ async def run_events(
     runs = state.runs
     await state.check_run(run_id, who)
     feed = await runs.read(run_id, after_seq, who.tenant)
-    readable = await _readable(state, who)
+    readable = await state.readable_documents(who)
     return run_stream(sse_frames(feed, readable), runs, headers={EVENT_SCHEMA_HEADER: str(EVENT_SCHEMA)})
 
 
