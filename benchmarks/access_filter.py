@@ -12,8 +12,8 @@ timed, in interleaved rounds in one process, as:
   that two thirds of the chunks match (the same allowed-set path with no readers).
 
 The condition is applied inside the index query (the local index: the allowed chunk keys as
-the vector search's mask and a BM25 term-set filter; Milvus: a ``doc_id in [...]`` expression),
-so every row ranks only what its reader may read. The table gives the median and 90th
+the vector search's mask and a BM25 term-set filter; Milvus: a ``key in [...]`` or
+``doc_id in [...]`` expression), so every row ranks only what its reader may read. The table gives the median and 90th
 percentile in milliseconds and the ratio of medians to the owner's. The embedder hashes words
 (no model), so the figures are the index's own cost.
 

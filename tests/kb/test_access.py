@@ -211,3 +211,22 @@ def test_a_reader_is_written_as_principal_and_groups():
     with pytest.raises(RequestInvalid, match="--reader"):
         Reader.parse("al ice", field_name="--reader")
     assert Reader.from_dict(ALICE.to_dict()) == ALICE and Reader.from_dict(None) is EVERYONE
+
+
+async def test_documents_of_many_chunks_are_filtered_by_document_or_by_chunk(open_index):
+    """Milvus names a reader's documents or its chunks, whichever list is shorter: both ways
+    (long documents here, one-chunk ones above) rank only what the reader may read."""
+    kb = open_index()
+    long = " ".join(f"salary budget paragraph {i} of the report, with more words to fill it." for i in range(400))
+    await kb.ingest_records([("open-long", "Open report", long)])
+    await kb.ingest_records([("fin-long", "Finance report", long.replace("report", "ledger"))], readers="group:finance")
+    await kb.ingest_records([_salary(i) for i in range(3)], readers="group:finance")
+    assert (await kb.stats()).chunks > 10
+    bob, alice = kb.for_reader(BOB), kb.for_reader(ALICE)
+    assert set(await _ids(bob, k=50)) == {"open-long"}
+    assert {"open-long", "fin-long", "pay0"} <= set(await _ids(alice, k=50))
+    for view in (bob, alice):  # here the documents are the shorter list (the one-chunk tests above: the chunks)
+        keys = kb.index.store.allowed_keys([], view.reader)
+        docs = kb.index.store.readable_documents(view.reader)
+        assert len(docs) < len(keys)
+    await kb.close()

@@ -304,20 +304,26 @@ class MilvusIndex(CatalogFront):
         """The filters as a Milvus expression (what dense and BM25 search then evaluate inside
         Milvus), or ``""`` when they cannot match.
 
-        For a reader who may not read everything, the documents it may read join the expression
-        (``doc_id in [...]``, read from the catalog where readers are kept): Milvus ranks only
-        their chunks, and a change of readers holds for the next search without rewriting rows.
+        For a reader who may not read everything, what it may read joins the expression, read
+        from the catalog where readers are kept: its chunk keys (``key in [...]``) or, when they
+        are fewer, its documents (``doc_id in [...]``); integers cost Milvus less to compare than
+        strings (benchmarks/README.md, "access_filter.py"). Milvus ranks only those chunks, and a
+        change of readers holds for the next search without rewriting rows.
         """
         expr = filter_expr(filters) if filters else None
         if reader.everything:
             return expr
         if expr == "":
             return ""
-        readable = self.store.readable_documents(reader)
-        if not readable:
+        keys = self.store.allowed_keys([], reader)
+        if not keys:
             return ""
-        docs = f"doc_id in [{', '.join(_quote(clip(d, 256)) for d in readable)}]"
-        return docs if not expr else f"({expr}) and {docs}"
+        documents = self.store.readable_documents(reader)
+        if len(keys) <= len(documents):
+            readable = f"key in [{', '.join(map(str, sorted(keys)))}]"
+        else:
+            readable = f"doc_id in [{', '.join(_quote(clip(d, 256)) for d in sorted(documents))}]"
+        return readable if not expr else f"({expr}) and {readable}"
 
     def _search(self, data: Any, field: str, k: int, allowed: Any) -> list[tuple[int, float]]:
         if self._dim is None or k <= 0 or (allowed is not None and not allowed):

@@ -13,8 +13,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import TypeVar
 
 __all__ = ["ReaderKeys"]
+
+T = TypeVar("T")
 
 KEPT = 64
 """Readers whose keys are kept (the least recently searched are let go)."""
@@ -34,7 +37,7 @@ class ReaderKeys:
             kept = self._kept.get(names)
             if kept is not None and kept[0] == stamp:
                 self._kept.move_to_end(names)
-                return kept[1]
+                return kept[1]  # type: ignore[return-value]  # what work_out gave for these names
         keys = frozenset(work_out())
         with self._lock:
             self._kept[names] = (stamp, keys)

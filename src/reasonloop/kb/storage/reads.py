@@ -94,11 +94,17 @@ class StoreReads:
             rows = self.conn.execute(sql + " ORDER BY d.source", args).fetchall()
         return [self._doc(r) for r in rows]
 
-    def readable_documents(self, reader: Reader) -> list[str]:
-        """The ids of the documents ``reader`` may read."""
+    def readable_documents(self, reader: Reader) -> Set[str]:
+        """The ids of the documents ``reader`` may read (kept until the catalog changes, as
+        :meth:`allowed_keys`)."""
         where, names = access_sql(reader)
-        with self.lock:
-            return [r[0] for r in self.conn.execute(f"SELECT d.id FROM documents d WHERE {where}", names)]
+
+        def work_out() -> set[str]:
+            with self.lock:
+                return {r[0] for r in self.conn.execute(f"SELECT d.id FROM documents d WHERE {where}", names)}
+
+        stamp = (self.data_version(), self.writes)
+        return self.reader_keys.get(("documents", *reader.names), stamp, work_out)
 
     def page(self, doc_id: str, number: int) -> str | None:
         """The text of page ``number`` of document ``doc_id`` (``None``: no such page stored)."""
