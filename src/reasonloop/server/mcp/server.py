@@ -45,7 +45,18 @@ from reasonloop.errors import (
     RunError,
     ToolNotFound,
 )
-from reasonloop.events import Answer, Citation, ErrorEvent, Event, Plan, Progress, Searched, ToolCall, ToolResult
+from reasonloop.events import (
+    Answer,
+    Citation,
+    ErrorEvent,
+    Event,
+    Plan,
+    Progress,
+    Route,
+    Searched,
+    ToolCall,
+    ToolResult,
+)
 from reasonloop.kb.access import parse_readers
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.deps import ServerState
@@ -188,6 +199,8 @@ def _summary(event: Event) -> str | None:
         return f"{event.tool}: {'error' if event.error else 'ok'}"
     if isinstance(event, Searched):
         return f"search({json.dumps(event.query, ensure_ascii=False)[:200]}): {event.hits} found"
+    if isinstance(event, Route):
+        return f"route: {event.route}{f' ({event.strategy})' if event.strategy else ''}: {event.reason[:200]}"
     return None
 
 
@@ -257,10 +270,21 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
         ctx: Context,
         reasoning: Annotated[
             str | None,
-            Field(description="Strategy: qa, decompose, react, toolcall, rewoo or ircot (default: the server's)"),
+            Field(description="Strategy: qa, decompose, react, toolcall, rewoo, ircot or auto (default: the server's)"),
         ] = None,
         agent: Annotated[str | None, Field(description="A configured agent to answer instead")] = None,
         settings: Annotated[dict[str, Any] | None, Field(description="The strategy's settings")] = None,
+        mode: Annotated[
+            str | None,
+            Field(
+                description="Thinking mode instead of a strategy: fast, balanced, deep, research or auto "
+                "(auto picks no search, one search, multi-hop or research per question)"
+            ),
+        ] = None,
+        budget: Annotated[
+            dict[str, Any] | None,
+            Field(description="The run's limits: max_tokens, timeout_s, max_rounds, max_tool_calls"),
+        ] = None,
     ) -> AskResult:
         """Answer a question from the user's documents, with citations; progress is reported while it runs."""
         who = _who()
@@ -268,12 +292,14 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
             request = RunRequest(
                 question=question,
                 reasoning=reasoning,
+                mode=mode,
+                budget=budget,
                 agent=agent,
                 settings=settings or {},
                 **who.run_fields(),
                 trace_context=trace_headers(ctx.headers),
             )
-        except ValidationError as exc:  # a blank question
+        except ValidationError as exc:  # a blank question, a budget out of range
             raise invalid_arguments(exc) from exc
         record = await state.start(request)
         return await _follow(state, record.run_id, who.tenant, ctx)
