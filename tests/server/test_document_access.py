@@ -188,7 +188,7 @@ async def test_rest_routes_show_bob_nothing_of_the_finance_documents(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "reasoning", ["qa", "toolcall", "react", "agent:analyst", "agent:boss"], ids=lambda r: r.replace(":", "-")
+    "reasoning", ["qa", "toolcall", "react", "auto", "agent:analyst", "agent:boss"], ids=lambda r: r.replace(":", "-")
 )
 async def test_no_strategy_tool_or_sub_agent_lets_the_model_see_a_forbidden_document(tmp_path, reasoning):
     """``analyst`` calls docsearch, kb_stats and summarize; ``boss`` asks ``analyst`` as a sub-agent."""
