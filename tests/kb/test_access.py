@@ -211,6 +211,7 @@ def test_a_reader_is_written_as_principal_and_groups():
     with pytest.raises(RequestInvalid, match="--reader"):
         Reader.parse("al ice", field_name="--reader")
     assert Reader.from_dict(ALICE.to_dict()) == ALICE and Reader.from_dict(None) is EVERYONE
+    assert Reader.of("user:alice", ["group:finance"]) == ALICE and ALICE.names == ["group:finance", "user:alice"]
 
 
 async def test_documents_of_many_chunks_are_filtered_by_document_or_by_chunk(open_index):

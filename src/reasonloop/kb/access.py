@@ -71,8 +71,9 @@ class Reader:
 
     @classmethod
     def of(cls, principal: str | None, groups: Iterable[str] = ()) -> Reader:
-        """A principal and its groups (names without the ``user:``/``group:`` prefix)."""
-        return cls(principal=principal or None, groups=frozenset(g.removeprefix("group:") for g in groups))
+        """A principal and its groups (``alice`` or ``user:alice``; ``finance`` or ``group:finance``)."""
+        name = (principal or "").removeprefix("user:") or None
+        return cls(principal=name, groups=frozenset(g.removeprefix("group:") for g in groups))
 
     @classmethod
     def parse(cls, spec: str, *, field_name: str = "reader") -> Reader:
