@@ -394,3 +394,18 @@ async def test_a_knowledge_base_that_cannot_answer_for_one_reader_shows_nothing(
         assert refused.status_code == 503 and refused.json()["error"]["code"] == "kb.unavailable"
         assert SECRET not in refused.text
         assert SECRET in (await http.get("/v1/kb/documents", headers=_auth("admin"))).text
+
+
+def test_whose_runs_a_reader_sees():
+    from reasonloop.kb.access import EVERYONE, Reader
+    from reasonloop.runs.models import RunRecord
+    from reasonloop.server.deps import sees
+
+    alice, bob, plain = Reader.of("alice", ["finance"]), Reader.of("bob"), Reader.of(None)
+    asked = {name: RunRecord(run_id=name, reader=r.to_dict()) for name, r in (("alice", alice), ("bob", bob))}
+    legacy = RunRecord(run_id="old")  # recorded before runs kept their reader
+    assert sees(alice, asked["alice"]) and not sees(alice, asked["bob"]) and not sees(bob, asked["alice"])
+    assert all(sees(EVERYONE, r) for r in (*asked.values(), legacy))
+    assert sees(plain, legacy) and not sees(alice, legacy) and not sees(plain, asked["alice"])
+    admin_run = RunRecord(run_id="admin", reader=EVERYONE.to_dict())
+    assert not sees(plain, admin_run) and not sees(alice, admin_run)

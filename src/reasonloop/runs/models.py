@@ -131,7 +131,8 @@ class RunRequest(RunAsk):
     reader: dict[str, Any] | None = None
     """Who the run reads the knowledge base as (:meth:`reasonloop.kb.access.Reader.to_dict`, set by
     the server from the caller's key; kept with the run, so a resumed run reads as its caller).
-    ``None``: every document of the tenant (a run asked through the library or the CLI)."""
+    ``None``: every document of the tenant (a run asked through the library or the CLI, or one
+    recorded before runs kept their reader)."""
     history: list[Message] = Field(default_factory=list)
     trace_context: dict[str, str] | None = None
     """The W3C trace headers (``traceparent``, ``tracestate``) of the request that asked: a traced

@@ -144,8 +144,14 @@ class ServerState:
 
 
 def sees(reader: Reader, record: RunRecord) -> bool:
-    """Whether ``reader`` may see a run: every run when it reads everything, else its own."""
-    return reader.everything or Reader.from_dict(record.reader) == reader
+    """Whether ``reader`` may see a run: every run when it reads everything, else its own. A run
+    recorded before runs kept their reader is its tenant's, as it was then: seen by a key that
+    names no principal and no group (the only kind of key there was)."""
+    if reader.everything:
+        return True
+    if record.reader is None:
+        return reader.principal is None and not reader.groups
+    return Reader.from_dict(record.reader) == reader
 
 
 def server_state(request: Request) -> ServerState:

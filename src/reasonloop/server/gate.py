@@ -74,7 +74,7 @@ class Caller:
     def run_fields(self) -> dict[str, Any]:
         """What a run asked by this caller carries of it: its tenant, and the reader its
         knowledge-base reads are made for."""
-        return {"tenant": self.tenant, "reader": None if self.reader.everything else self.reader.to_dict()}
+        return {"tenant": self.tenant, "reader": self.reader.to_dict()}
 
 
 LOCAL = Caller()
