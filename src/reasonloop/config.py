@@ -237,6 +237,15 @@ class APIKeySettings(_Section):
     tenant: str = "default"
     """Documents, conversations and runs are scoped to this tenant."""
     name: str = ""
+    principal: str = ""
+    """The user this key is, within its tenant: it reads the documents open to everyone and those
+    whose readers name it (``alice`` or ``user:alice``) or one of its :attr:`groups`. Empty: a key
+    that is no one in particular, which reads only the documents open to everyone and those of
+    its groups."""
+    groups: list[str] = Field(default_factory=list)
+    """Groups the key's principal is in (``finance`` or ``group:finance``)."""
+    reads_all: bool = False
+    """Reads every document of its tenant whatever its readers (an administrator's key)."""
     rate_per_minute: float | None = Field(default=None, gt=0)
     """Requests per minute for this key; ``None`` uses ``[server] rate_per_minute``."""
     burst: int | None = Field(default=None, ge=1)

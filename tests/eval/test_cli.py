@@ -136,3 +136,30 @@ def test_show_errors_prints_the_answers_that_are_not_correct(tmp_path, capsys) -
     assert code == 0
     shown = out.split("Answers that are not correct (first 1, wrong first):")[1]
     assert shown.count("WRONG  qa") == 1 and "answer: Atlantis" in shown and "gold:" in shown
+
+
+def test_an_evaluation_as_one_reader_searches_only_what_it_may_read(tmp_path, capsys) -> None:
+    doc = tmp_path / "lyon.txt"
+    doc.write_text("Lyon is a city in France.")
+    kb = tmp_path / "kb"
+    code, _, _ = run_cli(capsys, "ingest", "--kb", str(kb), "--readers", "group:finance", str(doc))
+    assert code == 0
+    data = tmp_path / "q.jsonl"
+    data.write_text(json.dumps({"question": "Where is Lyon?", "answers": ["France"]}) + "\n")
+    outcomes = {}
+    for reader in ("carol:finance", "bob", None):
+        out = tmp_path / f"out-{reader}"
+        argv = ["eval", "qa", str(data), "--kb", str(kb), "--ideal", "--work", str(tmp_path / "w"), "--out", str(out)]
+        code, _, err = run_cli(capsys, *argv, *(["--reader", reader] if reader else []))
+        assert code == 0, err
+        row = json.loads((out / "results.jsonl").read_text(encoding="utf-8").splitlines()[0])
+        outcomes[reader] = (row["outcome"], row["retrieved"])
+    assert outcomes["carol:finance"][0] == outcomes[None][0] == "correct"
+    assert outcomes["bob"] == ("abstained", [])
+    work = tmp_path / "refused"
+    code, _, err = run_cli(
+        capsys, "eval", "qa", str(data), "--kb", str(kb), "--ideal", "--reader", "b b", "--work", str(work)
+    )
+    assert code == 1 and "--reader" in err and not work.exists()
+    code, _, err = run_cli(capsys, "eval", "routing", "--kb", str(kb), "--reader", "b b", "--work", str(work))
+    assert code == 1 and "--reader" in err and not work.exists()

@@ -253,3 +253,26 @@ def test_search_reranks_with_the_configured_reranker_unless_told_not_to(docs, ca
         assert [h["rerank_score"] for h in reranked] == [1.0, 0.0]
         code, out, _ = run(["search", "how long do cats sleep", "--candidates", "1", "--top-k", "1"], capsys)
         assert code == 0 and "rerank 0.0000" in out and "cats.md" in out
+
+
+def test_readers_from_the_command_line(docs, capsys, tmp_path):
+    (docs / "bad.txt").unlink()
+    code, out, err = run(["ingest", str(docs), "--readers", "alice;x"], capsys)
+    assert code == 1 and "--readers" in err and "not a reader" in err
+    assert not (tmp_path / ".reasonloop" / "kb.sqlite").exists()  # refused before any work
+
+    code, _, _ = run(["ingest", str(docs / "cats.md"), "--readers", "alice, group:finance"], capsys)
+    assert code == 0
+    code, out, _ = run(["kb", "readers", str(docs / "cats.md")], capsys)
+    assert code == 0 and "group:finance, user:alice" in out
+    for reader, found in (("bob", 0), ("carol:finance", 1), ("alice", 1)):
+        code, out, _ = run(["search", "cats sleep", "--reader", reader, "--json"], capsys)
+        assert code == 0 and len(json.loads(out)) == found, reader
+    code, out, _ = run(["kb", "readers", str(docs / "cats.md"), "--set", "bob"], capsys)
+    assert code == 0 and "user:bob" in out and "alice" not in out
+    code, out, _ = run(["kb", "readers", str(docs / "cats.md"), "--everyone"], capsys)
+    assert code == 0 and "everyone in the tenant" in out
+    code, out, err = run(["kb", "readers", "no-such-document", "--set", "bob"], capsys)
+    assert code == 1 and "kb.document_not_found" in err
+    code, _, err = run(["kb", "readers", str(docs / "cats.md"), "--set", "bob", "--everyone"], capsys)
+    assert code == 1 and "not both" in err

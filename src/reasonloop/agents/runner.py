@@ -1,7 +1,9 @@
 """The runner of served runs: a :class:`~reasonloop.runs.models.RunRequest` answered by an :class:`~reasonloop.agents.agent.Agent`.
 
-The tenant's knowledge base is opened (once) and given to the agent, so a run only ever
-searches its own tenant's documents. Requests are validated before a run is recorded: an
+The tenant's knowledge base is opened (once) and given to the agent as the run's reader sees it
+(the caller's key: :mod:`reasonloop.kb.access`), so a run only ever searches its own tenant's
+documents, and among them only those its caller may read: every strategy, tool and sub-agent
+of the run reads through that view. Requests are validated before a run is recorded: an
 unknown strategy or invalid settings is a :class:`~reasonloop.errors.RequestInvalid` naming
 the field (HTTP 422). Given the run's step journal, the runner puts the run's models and tools
 under it (:mod:`reasonloop.runs.replay`), so that the run can resume in another process.
@@ -26,6 +28,7 @@ from reasonloop.config import Settings
 from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.errors import KBUnavailable, LLMNotConfigured, ModeInvalid, PluginNotFound, RequestInvalid
 from reasonloop.events import Event, Usage
+from reasonloop.kb.access import Reader, user_of
 from reasonloop.llm.base import LLM
 from reasonloop.reasoning.modes import check_choice, resolve_mode
 from reasonloop.registry import Registry, resolve
@@ -42,7 +45,7 @@ class AgentRunner:
     Args:
         settings: The server's settings (LLM, knowledge base).
         registry: Plugin registry for strategy and tool ids.
-        kb: Gives each tenant's knowledge base (``await kb.get(tenant)``).
+        kb: Gives each tenant's knowledge base as a reader sees it (``await kb.get(tenant, reader)``).
         llm: An LLM (or spec) overriding ``[llm]`` for every run.
         declared: Gives the declared agents when the caller already reads them (the server's
             state does, for its catalogs); unset, the runner reads them itself, once.
@@ -68,9 +71,10 @@ class AgentRunner:
         self._declared: dict[str, Any] | None = None
         self._owns_resources = resources is None
         self.resources = resources or AgentResources()
-        self._built: dict[tuple[str, str], Any] = {}
-        """(agent, tenant) -> the declared agent, built once: its model clients and tools serve
-        every run (built per run, each run's clients would keep their connections open)."""
+        self._built: dict[tuple[str, str, Reader], Any] = {}
+        """(agent, tenant, reader) -> the declared agent, built once: its model clients and tools
+        serve every run of that reader (built per run, each run's clients would keep their
+        connections open)."""
         self.served = ServedModels(settings, registry, enabled=llm is None)
         """The models served on this machine that a run may pick (``RunRequest.model``)."""
 
@@ -214,7 +218,7 @@ class AgentRunner:
     def _agent(self, request: RunRequest, kb: Any, llm: Any = None) -> Agent:
         """The declared agent built (once, with ``llm`` for what names no model) for the request's
         tenant, with the request's settings over its own (a copy: the built agent keeps its own)."""
-        key = (str(request.agent), request.tenant)
+        key = (str(request.agent), request.tenant, Reader.from_dict(request.reader))
         built = self._built.get(key)
         if built is None:
             built = self._built[key] = Agent.from_config(
@@ -231,14 +235,15 @@ class AgentRunner:
 
     async def _run(self, request: RunRequest, usage: Usage | None, journal: StepJournal | None) -> AsyncIterator[Event]:
         kb = None
+        reader = Reader.from_dict(request.reader)
         if self.kb is not None:
             try:
-                kb = await self.kb.get(request.tenant)
+                kb = await self.kb.get(request.tenant, reader)
             except KBUnavailable:
                 kb = None
         if request.agent is not None:
             default_llm = None
-            if (request.agent, request.tenant) not in self._built:
+            if (request.agent, request.tenant, reader) not in self._built:
                 with contextlib.suppress(LLMNotConfigured):  # fine when every agent it reaches names its own llm
                     default_llm = await self._default_llm()
             agent = self._agent(request, kb, default_llm)
@@ -256,7 +261,7 @@ class AgentRunner:
         ctx = agent.context(
             request.history,
             run_id=request.run_id,
-            user_id=request.tenant,
+            user_id=user_of(request.tenant, reader),
             conversation_id=request.conversation_id,
             sampling=request.sampling,
         )

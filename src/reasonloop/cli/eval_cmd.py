@@ -168,6 +168,12 @@ def routing(
         str, typer.Option("--reasoning", "-r", help="The tool-using strategy to route with.")
     ] = "toolcall",
     llm: Annotated[str | None, typer.Option("--llm", help="provider:model (default: the configured [llm]).")] = None,
+    reader: Annotated[
+        str | None,
+        typer.Option(
+            "--reader", help="Search as this reader: PRINCIPAL or PRINCIPAL:GROUP,GROUP (default: everything)."
+        ),
+    ] = None,
     kb_dir: Annotated[
         Path | None, typer.Option("--kb", help="Knowledge base the tools work on (default: [kb] path).")
     ] = None,
@@ -196,6 +202,10 @@ def routing(
     router with the model and for its rule alone.
     """
     import asyncio
+
+    from reasonloop.kb.access import Reader
+
+    as_reader = None if reader is None else Reader.parse(reader, field_name="--reader")  # before any work
 
     if hops:
         if html:
@@ -237,9 +247,11 @@ def routing(
             with progress_bar() as bar:
                 task = bar.add_task("routing", total=len(items))
 
+                seen = kb if as_reader is None else kb.for_reader(as_reader)
+
                 def make_agent() -> Agent:
                     return Agent(
-                        reasoning=reasoning, llm=model, kb=kb, tools=offered, registry=registry, feedback=feedback
+                        reasoning=reasoning, llm=model, kb=seen, tools=offered, registry=registry, feedback=feedback
                     )
 
                 return await evaluate_routing(

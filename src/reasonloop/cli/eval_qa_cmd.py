@@ -56,6 +56,12 @@ def qa(
     limit: LimitOption = None,
     seed: SeedOption = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Questions run at once.")] = 1,
+    reader: Annotated[
+        str | None,
+        typer.Option(
+            "--reader", help="Search as this reader: PRINCIPAL or PRINCIPAL:GROUP,GROUP (default: everything)."
+        ),
+    ] = None,
     sets: Annotated[list[str] | None, typer.Option("--set", help="strategy.key=value setting (repeatable).")] = None,
     max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=1, help="Tokens per model call.")] = None,
     temperature: Annotated[float, typer.Option("--temperature", min=0, max=2, help="Sampling temperature.")] = 0.0,
@@ -92,6 +98,10 @@ def qa(
     (recorded; run again to retry), 4 when a figure is worse than the baseline's and failing on it was asked.
     """
     import asyncio
+
+    from reasonloop.kb.access import Reader
+
+    as_reader = None if reader is None else Reader.parse(reader, field_name="--reader")  # before any work
 
     from reasonloop.cli.eval_review import WORSE_EXIT, compare_with_baseline, print_baseline
     from reasonloop.cli.eval_review import show_errors as print_errors
@@ -178,7 +188,7 @@ def qa(
                         chosen,
                         strategies,
                         llm=model,
-                        retriever=kb.retriever(),
+                        retriever=(kb if as_reader is None else kb.for_reader(as_reader)).retriever(),
                         folder=folder,
                         manifest=manifest,
                         concurrency=concurrency,

@@ -54,11 +54,19 @@ def ingest(
     prune: Annotated[
         bool, typer.Option("--prune", help="Delete documents whose file left an ingested folder.")
     ] = False,
+    readers: Annotated[
+        str | None,
+        typer.Option(
+            "--readers",
+            help="Who may read these documents: 'alice,group:finance' (default: a folder's .readers "
+            "file, else what a document had; a new one is open to everyone).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Add files, folders and URLs to the knowledge base.
 
-    Unchanged files are skipped. Exit code: 0 when every source was ingested (or was unchanged),
+    Unchanged files are skipped (their readers still change with --readers or a .readers file). Exit code: 0 when every source was ingested (or was unchanged),
     3 when some failed or do not exist, 1 when none could be ingested, 130 when stopped with
     Ctrl-C (what was committed by then stays).
     """
@@ -70,7 +78,9 @@ def ingest(
         long_ingest_warning,
         summary_line,
     )
+    from reasonloop.kb.access import parse_readers
 
+    canonical = None if readers is None else parse_readers(readers, field_name="--readers")  # before any work
     last: list[IngestProgress] = []
     warned: list[str] = []
 
@@ -91,7 +101,9 @@ def ingest(
         kb = _open(kb_dir)
         try:
             if as_json:
-                return await kb.ingest(paths, on_progress=seen, include=include, exclude=exclude, prune=prune)
+                return await kb.ingest(
+                    paths, on_progress=seen, include=include, exclude=exclude, prune=prune, readers=canonical
+                )
             from rich.progress import Progress
 
             from reasonloop.cli.ingest_progress import ingest_columns
@@ -109,7 +121,9 @@ def ingest(
                         ingest=p,
                     )
 
-                return await kb.ingest(paths, on_progress=update, include=include, exclude=exclude, prune=prune)
+                return await kb.ingest(
+                    paths, on_progress=update, include=include, exclude=exclude, prune=prune, readers=canonical
+                )
         finally:
             await kb.close()
 
@@ -184,17 +198,27 @@ def search(
     candidates: Annotated[
         int | None, typer.Option("--candidates", min=1, help="Fused candidates the reranker orders.")
     ] = None,
+    reader: Annotated[
+        str | None,
+        typer.Option(
+            "--reader", help="Search as this reader: PRINCIPAL or PRINCIPAL:GROUP,GROUP (default: everything)."
+        ),
+    ] = None,
 ) -> None:
     """Search the knowledge base without an LLM."""
+    from reasonloop.kb.access import Reader
+
     if mode not in ("hybrid", "dense", "lexical"):
         raise ConfigError(f"--mode must be hybrid, dense or lexical, got {mode!r}")
     parsed = [_parse_filter(f) for f in filters or []]
+    as_reader = None if reader is None else Reader.parse(reader, field_name="--reader")
 
     async def run() -> Any:
         kb = _open(kb_dir)
         try:
-            fusion = getattr(kb.retriever({"mode": mode}), "fusion", None)
-            hits = await kb.search(
+            seen = kb if as_reader is None else kb.for_reader(as_reader)
+            fusion = getattr(seen.retriever({"mode": mode}), "fusion", None)
+            hits = await seen.search(
                 query,
                 top_k=top_k,
                 filters=parsed or None,
@@ -330,3 +354,41 @@ def delete(
     removed = asyncio.run(run())
     for source in removed:
         console.print(f"deleted {escape(source)}", highlight=False)
+
+
+@kb_app.command("readers")
+def readers_of(
+    target: Annotated[str, typer.Argument(help="A document id or source (a folder changes everything in it).")],
+    readers: Annotated[
+        str | None, typer.Option("--set", help="Who may read it from now on: 'alice,group:finance'.")
+    ] = None,
+    everyone: Annotated[bool, typer.Option("--everyone", help="Open it to everyone in the tenant.")] = False,
+    kb_dir: KBOption = None,
+) -> None:
+    """Show or change who may read a document. Exit code 1 when no document matched."""
+    from reasonloop.errors import RequestInvalid
+    from reasonloop.kb.access import parse_readers
+
+    if readers is not None and everyone:
+        raise RequestInvalid("give --set or --everyone, not both", field="--set")
+    canonical = None if readers is None else parse_readers(readers, field_name="--set")
+
+    async def run() -> Any:
+        kb = _open(kb_dir)
+        try:
+            if readers is None and not everyone:
+                found = await kb.document(target)
+                if found is None:
+                    from reasonloop.errors import DocumentNotFound
+
+                    raise DocumentNotFound(f"no document with id or source {target!r}", document=target)
+                return [found[0]]
+            return await kb.set_readers(target, canonical)
+        finally:
+            await kb.close()
+
+    import asyncio
+
+    for doc in asyncio.run(run()):
+        who = "everyone in the tenant" if doc.readers is None else ", ".join(doc.readers)
+        console.print(f"{escape(doc.id)}  {escape(doc.source)}: {escape(who)}", highlight=False, soft_wrap=True)

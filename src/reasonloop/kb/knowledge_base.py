@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from reasonloop.config import Settings, load_settings
 from reasonloop.errors import DocumentNotFound, KBError
+from reasonloop.kb.access import EVERYONE, Reader, parse_readers
 from reasonloop.kb.base import Filter, Hit, IngestReport, KBStats
 from reasonloop.kb.embedding.embedders import Embedder, create_embedder
 from reasonloop.kb.indexes.catalog import ProgressFn
@@ -47,12 +48,29 @@ def as_filters(filters: Sequence[FilterLike] | Mapping[str, Any] | None) -> list
 class KnowledgeBase:
     """A searchable collection of documents backed by an index plugin (``local`` by default).
 
-    Use :meth:`open` rather than the constructor.
+    Use :meth:`open` rather than the constructor. What it answers is what its :attr:`reader` may
+    read (every document, unless it is a view made by :meth:`for_reader`).
     """
 
-    def __init__(self, index: LocalIndex, *, owns_embedder: bool = False) -> None:
+    def __init__(
+        self, index: LocalIndex, *, owns_embedder: bool = False, reader: Reader = EVERYONE, owns_index: bool = True
+    ) -> None:
         self.index = index
         self._owns_embedder = owns_embedder
+        self._owns_index = owns_index
+        self.reader = reader
+        """Whom this knowledge base answers: searches, listings, pages, counts and deletes see
+        only the documents it may read (:mod:`reasonloop.kb.access`)."""
+
+    def for_reader(self, reader: Reader) -> KnowledgeBase:
+        """The same knowledge base as ``reader`` sees it (closing the view leaves the index open).
+
+        Example::
+
+            alice = kb.for_reader(Reader.of("alice", ["finance"]))
+            await alice.search("budget")      # only what alice and the finance group may read
+        """
+        return KnowledgeBase(self.index, reader=reader, owns_index=False)
 
     @classmethod
     def open(
@@ -106,22 +124,56 @@ class KnowledgeBase:
         include: Sequence[str] | None = None,
         exclude: Sequence[str] | None = None,
         prune: bool = False,
+        readers: str | Sequence[str] | None = None,
     ) -> IngestReport:
-        """Ingest files, folders and URLs; unchanged ones cost nothing, bad ones land in ``failed``."""
+        """Ingest files, folders and URLs; unchanged ones cost nothing, bad ones land in ``failed``.
+
+        Args:
+            readers: Who may read these documents (``"alice, group:finance"`` or a list); ``None``:
+                each file's nearest ``.readers`` sidecar, else what the document had (a new one:
+                everyone in the tenant).
+
+        Raises:
+            RequestInvalid: ``readers`` names no valid reader.
+        """
         sources = [paths_or_urls] if isinstance(paths_or_urls, str) else list(paths_or_urls)
-        return await self.index.ingest(sources, on_progress=on_progress, include=include, exclude=exclude, prune=prune)
+        kwargs: dict[str, Any] = {"include": include, "exclude": exclude, "prune": prune}
+        if readers is not None:
+            kwargs["readers"] = parse_readers(readers)
+        return await self.index.ingest(sources, on_progress=on_progress, **kwargs)
 
     async def ingest_records(
         self,
         records: Iterable[Record | tuple[str, str, str] | Mapping[str, Any]],
         *,
         on_progress: ProgressFn | None = None,
+        readers: str | Sequence[str] | None = None,
     ) -> IngestReport:
         """Ingest documents given as data (no files): ``(id, title, text)`` tuples, dicts or :class:`Record`.
 
-        The record id becomes the document id, so hits map back to the caller's ids.
+        The record id becomes the document id, so hits map back to the caller's ids. ``readers``
+        as for :meth:`ingest`.
         """
-        return await self.index.ingest_records(records, on_progress=on_progress)
+        if readers is None:
+            return await self.index.ingest_records(records, on_progress=on_progress)
+        return await self.index.ingest_records(records, on_progress=on_progress, readers=parse_readers(readers))
+
+    async def set_readers(self, doc_id_or_source: str, readers: str | Sequence[str] | None) -> list[DocumentRow]:
+        """Change who may read a document (or every document under a folder or JSON file);
+        ``None`` opens it to everyone in the tenant. The next search of every process follows.
+
+        Returns:
+            The documents changed.
+
+        Raises:
+            DocumentNotFound: no such document (among those this knowledge base's reader may read).
+            RequestInvalid: ``readers`` names no valid reader.
+        """
+        canonical = None if readers is None else parse_readers(readers)
+        changed = await self.index.set_access(doc_id_or_source, canonical, self.reader)
+        if not changed:
+            raise DocumentNotFound(f"no document with id or source {doc_id_or_source!r}", document=doc_id_or_source)
+        return changed
 
     async def search(
         self,
@@ -159,25 +211,37 @@ class KnowledgeBase:
             settings["rerank"] = rerank
         if candidates is not None:
             settings["rerank_depth"] = candidates
-        retriever = self.index.retriever(settings, reranker=reranker)
+        retriever = self.retriever(settings, reranker=reranker)
         if not per_document:
             return await retriever.search(query, top_k, as_filters(filters))
         return await retriever.search_documents(query, top_k, as_filters(filters))
 
     def retriever(self, settings: dict[str, Any] | None = None, *, reranker: Reranker | None = None) -> HybridRetriever:
-        """A :class:`~reasonloop.kb.base.Retriever` for tools and reasoning strategies."""
-        return self.index.retriever(settings, reranker=reranker)
+        """A :class:`~reasonloop.kb.base.Retriever` for tools and reasoning strategies (searching
+        only what :attr:`reader` may read)."""
+        if self.reader.everything:
+            return self.index.retriever(settings, reranker=reranker)
+        return self.index.retriever(settings, reranker=reranker, reader=self.reader)
 
     async def stats(self) -> KBStats:
-        return await self.index.stats()
+        """Counts of the documents :attr:`reader` may read."""
+        if self.reader.everything:
+            return await self.index.stats()
+        return await self.index.stats(self.reader)
 
     async def documents(self) -> list[DocumentRow]:
-        """Every document: id, source, title, content hash, bytes, mtime, last update, chunk count."""
-        return await self.index.documents()
+        """Every document :attr:`reader` may read: id, source, title, content hash, bytes, mtime,
+        last update, chunk count, readers."""
+        if self.reader.everything:
+            return await self.index.documents()
+        return await self.index.documents(self.reader)
 
     async def document(self, doc_id_or_source: str) -> tuple[DocumentRow, list[ChunkRow]] | None:
-        """A document (by id or source) and its chunks in order; None when nothing matched."""
-        return await self.index.document(doc_id_or_source)
+        """A document (by id or source) and its chunks in order; None when nothing matched (or
+        :attr:`reader` may not read it)."""
+        if self.reader.everything:
+            return await self.index.document(doc_id_or_source)
+        return await self.index.document(doc_id_or_source, self.reader)
 
     async def page(self, doc_id_or_source: str, number: int) -> tuple[DocumentRow, str, list[int]]:
         """Page ``number`` of a document: its row, the page's text (what chunk offsets point
@@ -187,7 +251,7 @@ class KnowledgeBase:
             DocumentNotFound: no such document, or no such page of it.
         """
         store = self.index.store
-        doc = await asyncio.to_thread(store.document, doc_id_or_source)
+        doc = await asyncio.to_thread(store.document, doc_id_or_source, self.reader)
         if doc is None:
             raise DocumentNotFound(f"no document with id or source {doc_id_or_source!r}", document=doc_id_or_source)
         text = await asyncio.to_thread(store.page, doc.id, number)
@@ -225,15 +289,17 @@ class KnowledgeBase:
         Raises:
             KBError: nothing matched.
         """
-        if on_wait is None:  # an index plugin need not know the argument
-            removed = await self.index.delete(doc_id_or_source)
-        else:
-            removed = await self.index.delete(doc_id_or_source, on_wait=on_wait)
+        extra: dict[str, Any] = {} if self.reader.everything else {"reader": self.reader}
+        if on_wait is not None:  # an index plugin need not know the argument
+            extra["on_wait"] = on_wait
+        removed = await self.index.delete(doc_id_or_source, **extra)
         if not removed:
             raise KBError(f"no document with id or source {doc_id_or_source!r}", target=doc_id_or_source)
         return removed
 
     async def close(self) -> None:
+        if not self._owns_index:  # a reader's view: the knowledge base it was made from stays open
+            return
         await self.index.close()
         if self._owns_embedder:
             await self.index.embedder.aclose()

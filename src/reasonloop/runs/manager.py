@@ -254,6 +254,7 @@ class RunManager:
             reasoning=request.agent or request.reasoning or request.mode or "",
             question=request.question,
             instance=self.instance,
+            reader=request.reader,
         )
         if new_conversation is None and features_of(self.store).continuing_runs:
             # continues a conversation: other instances may be answering it

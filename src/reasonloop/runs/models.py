@@ -129,6 +129,11 @@ class RunRequest(RunAsk):
 
     run_id: str = ""
     tenant: str = "default"
+    reader: dict[str, Any] | None = None
+    """Who the run reads the knowledge base as (:meth:`reasonloop.kb.access.Reader.to_dict`, set by
+    the server from the caller's key; kept with the run, so a resumed run reads as its caller).
+    ``None``: every document of the tenant (a run asked through the library or the CLI, or one
+    recorded before runs kept their reader)."""
     history: list[Message] = Field(default_factory=list)
     trace_context: dict[str, str] | None = None
     """The W3C trace headers (``traceparent``, ``tracestate``) of the request that asked: a traced
@@ -154,6 +159,9 @@ class RunRecord(BaseModel):
     error: dict[str, Any] | None = None
     instance: str = ""
     """The server instance executing the run."""
+    reader: dict[str, Any] | None = None
+    """Who asked, as the reader of the knowledge base (:attr:`RunRequest.reader`): a caller who may
+    not read everything sees only the runs it asked itself."""
 
     @property
     def finished(self) -> bool:

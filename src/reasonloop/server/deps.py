@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,13 +11,14 @@ from typing import Any
 from fastapi import Request
 
 from reasonloop.config import Settings
-from reasonloop.errors import RequestInvalid
+from reasonloop.errors import ConversationNotFound, RequestInvalid, RunNotFound
+from reasonloop.kb.access import Reader
 from reasonloop.registry import Registry
 from reasonloop.runs.manager import RunManager
-from reasonloop.runs.models import RunRecord, RunRequest
+from reasonloop.runs.models import ConversationRecord, RunRecord, RunRequest
 from reasonloop.server.gate import Caller, Gate
 
-__all__ = ["ServerState", "principal", "server_state"]
+__all__ = ["ServerState", "principal", "sees", "server_state"]
 
 
 @dataclass
@@ -87,7 +89,69 @@ class ServerState:
                 as the client sent it), or the run manager refused the request.
         """
         self.check_length(request.question, field)
+        if request.conversation_id and request.reader is not None:  # its history is someone's answers
+            try:
+                conversation = await self.runs.records.conversation(request.conversation_id, request.tenant)
+                await self.check_conversation(conversation, Reader.from_dict(request.reader))
+            except ConversationNotFound:  # said as the run manager says a conversation it does not know
+                cid = request.conversation_id
+                raise RequestInvalid(f"no conversation {cid!r}", field="conversation_id") from None
         return await self.runs.start(request)
+
+    async def check_run(self, run_id: str, who: Caller) -> None:
+        """A run of the caller's: of its tenant, and asked by it when it may not read everything
+        (another principal's run is not found, as one that does not exist: its answer, steps and
+        citations come from documents that principal may read).
+
+        Raises:
+            RunNotFound: there is no such run for this caller.
+        """
+        if who.reader.everything:
+            return  # the tenant's every run: what reads it checks the tenant
+        record = await self.runs.get(run_id, who.tenant)
+        if not sees(who.reader, record):
+            raise RunNotFound(f"no run {run_id!r}", run_id=run_id)
+
+    async def readable_documents(self, who: Caller) -> set[str] | None:
+        """The ids of the documents the caller may read now (``None``: every one): what citations
+        shown again are checked against (:mod:`reasonloop.server.withheld`)."""
+        if who.reader.everything:
+            return None
+        kb = await self.kb.get(who.tenant, who.reader)
+        documents = kb.documents()
+        return {doc.id for doc in (await documents if inspect.isawaitable(documents) else documents)}
+
+    async def check_conversation(self, conversation: ConversationRecord, reader: Reader) -> None:
+        """Refuse a conversation whose first run another principal asked (see :meth:`check_run`).
+        One that holds no run's answer yet is its tenant's, as before readers existed: nothing
+        in it comes from a document.
+
+        Raises:
+            ConversationNotFound: the reader may not see it.
+        """
+        if reader.everything:
+            return
+        first = next((m.get("run_id") for m in conversation.messages if m.get("run_id")), None)
+        if first is None:
+            return
+        try:
+            record: RunRecord | None = await self.runs.get(first, conversation.tenant)
+        except RunNotFound:  # its first run is gone: whose it was is unknown, so it is no one's
+            record = None
+        if record is None or not sees(reader, record):
+            cid = conversation.conversation_id
+            raise ConversationNotFound(f"no conversation {cid!r}", conversation_id=cid)
+
+
+def sees(reader: Reader, record: RunRecord) -> bool:
+    """Whether ``reader`` may see a run: every run when it reads everything, else its own. A run
+    recorded before runs kept their reader is its tenant's, as it was then: seen by a key that
+    names no principal and no group (the only kind of key there was)."""
+    if reader.everything:
+        return True
+    if record.reader is None:
+        return reader.principal is None and not reader.groups
+    return Reader.from_dict(record.reader) == reader
 
 
 def server_state(request: Request) -> ServerState:

@@ -11,6 +11,8 @@ every surface:
    or unknown, ``auth.invalid_key`` (401). The key names the :class:`Caller`'s tenant, to which
    everything the call reads or creates is scoped: another tenant's run, conversation or document
    is not found, as one that does not exist. Without keys every caller is the ``default`` tenant.
+   The key also names its principal and groups (:class:`~reasonloop.kb.access.Reader`): every
+   knowledge-base read of the call, a run's searches included, sees only what they may read.
 3. **Its rate** (:mod:`reasonloop.server.rate_limit`): over the key's budget, ``auth.rate_limited``
    (429, with ``retry_after``).
 
@@ -40,6 +42,7 @@ from urllib.parse import parse_qsl
 
 from reasonloop.config import ServerSettings
 from reasonloop.errors import AuthError, RateLimited, ReasonLoopError
+from reasonloop.kb.access import EVERYONE, Reader
 from reasonloop.server.auth import hash_key
 from reasonloop.server.cross_site import check_host, check_origin, guarded_hosts
 from reasonloop.server.rate_limit import RateLimits
@@ -60,11 +63,18 @@ _READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """Who is calling: the tenant everything is scoped to, and which key (``None`` without keys)."""
+    """Who is calling: the tenant everything is scoped to, which key (``None`` without keys), and
+    the reader its key is (which of the tenant's documents it may read; every one without keys)."""
 
     tenant: str = "default"
     key_name: str | None = None
     key_hash: str | None = None
+    reader: Reader = EVERYONE
+
+    def run_fields(self) -> dict[str, Any]:
+        """What a run asked by this caller carries of it: its tenant, and the reader its
+        knowledge-base reads are made for."""
+        return {"tenant": self.tenant, "reader": self.reader.to_dict()}
 
 
 LOCAL = Caller()
@@ -155,7 +165,8 @@ class Gate:
         digest = hash_key(token)
         for known, entry in self.keys.items():  # compared in constant time: no timing tells a digest's prefix
             if hmac.compare_digest(known, digest):
-                return Caller(tenant=entry.tenant, key_name=entry.name or known[:8], key_hash=known)
+                reader = EVERYONE if entry.reads_all else Reader.of(entry.principal, entry.groups)
+                return Caller(tenant=entry.tenant, key_name=entry.name or known[:8], key_hash=known, reader=reader)
         raise AuthError("unknown API key")
 
     async def charge(self, caller: Caller) -> None:

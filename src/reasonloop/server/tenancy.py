@@ -19,6 +19,7 @@ from typing import Any
 
 from reasonloop.config import Settings
 from reasonloop.errors import KBUnavailable
+from reasonloop.kb.access import Reader
 
 __all__ = ["KBProvider", "kb_call", "safe_filename", "tenant_kb_path"]
 
@@ -104,14 +105,27 @@ class KBProvider:
                 await kb_call(close)
         self._open.clear()
 
-    async def get(self, tenant: str) -> Any:
+    async def get(self, tenant: str, reader: Reader) -> Any:
+        """The tenant's knowledge base as ``reader`` sees it (every surface passes its caller's).
+
+        Raises:
+            KBUnavailable: the knowledge base cannot be opened, or it cannot answer for one reader
+                (a knowledge base without ``for_reader``, asked for a reader who may not read
+                everything: refused rather than shown whole).
+        """
         async with self._lock:
             if tenant not in self._open:
                 opener = self._opener or self._default_opener()
                 path = tenant_kb_path(self.settings, tenant)
                 path.mkdir(parents=True, exist_ok=True)
                 self._open[tenant] = await kb_call(opener, path)
-            return self._open[tenant]
+            kb = self._open[tenant]
+        if reader.everything:
+            return kb
+        view = getattr(kb, "for_reader", None)
+        if view is None:
+            raise KBUnavailable("this knowledge base cannot answer for one reader; its documents are not shown")
+        return view(reader)
 
     def uploads_dir(self, tenant: str) -> Path:
         path = tenant_kb_path(self.settings, tenant) / "uploads"

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from reasonloop.errors import ConfigError, KBError, KBModelMismatch
+from reasonloop.kb.access import EVERYONE, Reader, readers_json
 from reasonloop.kb.base import Hit, IngestProgress, IngestReport, KBStats
 from reasonloop.kb.embedding.embedders import Embedder
 from reasonloop.kb.ingest.chunking import Chunker
@@ -159,6 +160,7 @@ class Catalog:
         include: Sequence[str] | None = None,
         exclude: Sequence[str] | None = None,
         prune: bool = False,
+        readers: Sequence[str] | None = None,
     ) -> IngestReport:
         """Ingest files, folders (recursive) and http(s) URLs.
 
@@ -168,16 +170,21 @@ class Catalog:
             include: Globs a folder's files must match (default: every supported type).
             exclude: Globs of files or folders to skip.
             prune: Delete indexed documents under an ingested folder whose file is gone.
+            readers: Who may read the documents (canonical names,
+                :func:`~reasonloop.kb.access.parse_readers`), unchanged ones included. ``None``:
+                a file's readers come from the nearest ``.readers`` sidecar file; without one, a
+                document keeps the readers it had (a new one: everyone in the tenant).
         """
         from reasonloop.kb.ingest.pipeline import Ingestor
 
-        ingestor = Ingestor(self.index, on_progress, commit_chunks=self.options.commit_chunks)
+        ingestor = Ingestor(self.index, on_progress, commit_chunks=self.options.commit_chunks, readers=readers)
         items = await asyncio.to_thread(ingestor.expand, sources, include, exclude)
 
         async def produce(queue: asyncio.Queue[Any]) -> None:
             await ingestor.produce_files(items, queue)
 
         report = await self._run(ingestor, produce)
+        await self._set_unchanged_access(ingestor.access_of_unchanged)
         for doc_id in ingestor.stale:
             report.deleted.extend(await self.delete(doc_id))
         if prune:
@@ -201,21 +208,30 @@ class Catalog:
         records: Iterable[Record | tuple[str, str, str] | Mapping[str, Any]],
         *,
         on_progress: ProgressFn | None = None,
+        readers: Sequence[str] | None = None,
     ) -> IngestReport:
         """Ingest documents given as data: :class:`Record`, ``(id, title, text)`` or dicts.
 
         Dicts carry ``id`` (or BEIR's ``_id``), ``text``, optional ``title``, ``source``,
-        ``metadata``; any other key joins the metadata.
+        ``metadata``; any other key joins the metadata. ``readers`` as for :meth:`ingest`.
         """
         from reasonloop.kb.ingest.pipeline import Ingestor
         from reasonloop.kb.ingest.records import as_records
 
-        ingestor = Ingestor(self.index, on_progress, commit_chunks=self.options.commit_chunks)
+        ingestor = Ingestor(self.index, on_progress, commit_chunks=self.options.commit_chunks, readers=readers)
 
         async def produce(queue: asyncio.Queue[Any]) -> None:
             await ingestor.produce_records(as_records(records), queue)
 
-        return await self._run(ingestor, produce)
+        report = await self._run(ingestor, produce)
+        await self._set_unchanged_access(ingestor.access_of_unchanged)
+        return report
+
+    async def _set_unchanged_access(self, access: Mapping[str, str]) -> None:
+        """Readers given (or found in a sidecar) for sources left unchanged by an ingest."""
+        for source, stored in access.items():
+            docs = await asyncio.to_thread(self._resolve, source)
+            await asyncio.to_thread(self.store.set_access, [d.id for d in docs], stored)
 
     async def _run(self, ingestor: Ingestor, produce: Callable[[asyncio.Queue[Any]], Any]) -> IngestReport:
         turns = self.turns
@@ -263,8 +279,15 @@ class Catalog:
         # A folder or a JSON file: every document under it.
         return [d for d in self.store.documents(target) if d.source[len(target) : len(target) + 1] in ("/", "#")]
 
-    async def delete(self, doc_id_or_source: str, *, on_wait: Callable[[str], None] | None = None) -> list[str]:
-        """Remove a document (by id or source), or every document under a folder/JSON file.
+    async def delete(
+        self,
+        doc_id_or_source: str,
+        *,
+        on_wait: Callable[[str], None] | None = None,
+        reader: Reader = EVERYONE,
+    ) -> list[str]:
+        """Remove a document (by id or source), or every document under a folder/JSON file,
+        among those ``reader`` may read.
 
         Args:
             on_wait: Called with a message when another process is writing and this waits for it.
@@ -274,6 +297,7 @@ class Catalog:
         """
         async with self._write_lock:
             docs = await asyncio.to_thread(self._resolve, doc_id_or_source)
+            docs = [d for d in docs if reader.may_read(_stored(d))]
             if not docs:
                 return []
             await self.turns.begin(on_wait)
@@ -285,22 +309,37 @@ class Catalog:
                     self.turns.end(flush_vectors=True)
             return [d.source for d in docs]
 
-    async def documents(self) -> list[DocumentRow]:
-        return self.store.documents()
+    async def documents(self, reader: Reader = EVERYONE) -> list[DocumentRow]:
+        return self.store.documents(reader=reader)
 
-    async def document(self, doc_id_or_source: str) -> tuple[DocumentRow, list[ChunkRow]] | None:
-        """A document and its chunks in order; None when nothing matched."""
-        row = self.store.document(source_name(doc_id_or_source))
+    async def document(
+        self, doc_id_or_source: str, reader: Reader = EVERYONE
+    ) -> tuple[DocumentRow, list[ChunkRow]] | None:
+        """A document ``reader`` may read and its chunks in order; None when nothing matched."""
+        row = self.store.document(source_name(doc_id_or_source), reader)
         return None if row is None else (row, self.store.chunks_of(row.id))
 
-    async def stats(self) -> KBStats:
-        docs, chunks, size = self.store.totals()
-        last = self.store.get_meta("last_update")
+    async def set_access(
+        self, doc_id_or_source: str, readers: Sequence[str] | None, reader: Reader = EVERYONE
+    ) -> list[DocumentRow]:
+        """Give a document (or every document under a folder/JSON file) that ``reader`` may read
+        new readers (``None``: everyone). Returns the documents changed (empty: none matched)."""
+        docs = [d for d in await asyncio.to_thread(self._resolve, doc_id_or_source) if reader.may_read(_stored(d))]
+        if not docs:
+            return []
+        await asyncio.to_thread(self.store.set_access, [d.id for d in docs], readers_json(readers))
+        changed = [await asyncio.to_thread(self.store.document, d.id) for d in docs]
+        return [d for d in changed if d is not None]
+
+    async def stats(self, reader: Reader = EVERYONE) -> KBStats:
+        docs, chunks, size = self.store.totals(reader)
+        # a reader who may not read everything learns when its own documents changed, not others'
+        last = self.store.get_meta("last_update") if reader.everything else self.store.last_updated(reader)
         return KBStats(
             documents=docs,
             chunks=chunks,
             bytes=size,
-            sources=self.store.source_counts(),
+            sources=self.store.source_counts(reader),
             embedding_model=self.store.get_meta("embedding_model"),
             last_update=float(last) if last else None,
         )
@@ -351,8 +390,11 @@ class Catalog:
             self._reranker = RerankStep(made) if made is not None else None
         return self._reranker
 
-    def retriever(self, settings: dict[str, Any] | None = None, *, reranker: Reranker | None = None) -> HybridRetriever:
-        """A retriever over the index (``settings``: :class:`RetrieverSettings` fields).
+    def retriever(
+        self, settings: dict[str, Any] | None = None, *, reranker: Reranker | None = None, reader: Reader = EVERYONE
+    ) -> HybridRetriever:
+        """A retriever over the index (``settings``: :class:`RetrieverSettings` fields) that
+        searches only the documents ``reader`` may read.
 
         With ``rerank`` on, the configured reranker (or ``reranker``) orders the best
         ``rerank_depth`` fused candidates; with it off, ``reranker`` is ignored too.
@@ -377,6 +419,7 @@ class Catalog:
             candidates=s.candidates,
             reranker=reranker,
             rerank_depth=s.rerank_depth,
+            reader=reader,
         )
 
     async def close(self) -> None:
@@ -387,6 +430,11 @@ class Catalog:
         if self._reranker is not None:
             await self._reranker.reranker.aclose()
             self._reranker = None
+
+
+def _stored(doc: DocumentRow) -> str | None:
+    """A row's readers back in their stored form (what :meth:`Reader.may_read` reads)."""
+    return None if doc.readers is None else readers_json(doc.readers)
 
 
 def _file_exists(source: str) -> bool:

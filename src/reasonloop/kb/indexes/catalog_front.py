@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from reasonloop.kb.access import EVERYONE, Reader
 from reasonloop.kb.base import Hit, IngestReport, KBStats
 from reasonloop.kb.indexes.catalog import Catalog, ProgressFn
 from reasonloop.kb.retrieval.hybrid import HybridRetriever, Reranker
@@ -46,10 +47,11 @@ class CatalogFront:
         include: Sequence[str] | None = None,
         exclude: Sequence[str] | None = None,
         prune: bool = False,
+        readers: Sequence[str] | None = None,
     ) -> IngestReport:
         """Ingest files, folders (recursive) and http(s) URLs (:meth:`Catalog.ingest`)."""
         return await self.catalog.ingest(
-            sources, on_progress=on_progress, include=include, exclude=exclude, prune=prune
+            sources, on_progress=on_progress, include=include, exclude=exclude, prune=prune, readers=readers
         )
 
     async def ingest_records(
@@ -57,23 +59,34 @@ class CatalogFront:
         records: Iterable[Record | tuple[str, str, str] | Mapping[str, Any]],
         *,
         on_progress: ProgressFn | None = None,
+        readers: Sequence[str] | None = None,
     ) -> IngestReport:
         """Ingest documents given as data (:meth:`Catalog.ingest_records`)."""
-        return await self.catalog.ingest_records(records, on_progress=on_progress)
+        return await self.catalog.ingest_records(records, on_progress=on_progress, readers=readers)
 
-    async def delete(self, doc_id_or_source: str, *, on_wait: Callable[[str], None] | None = None) -> list[str]:
+    async def delete(
+        self, doc_id_or_source: str, *, on_wait: Callable[[str], None] | None = None, reader: Reader = EVERYONE
+    ) -> list[str]:
         """Remove a document, or every document under a folder/JSON file (:meth:`Catalog.delete`)."""
-        return await self.catalog.delete(doc_id_or_source, on_wait=on_wait)
+        return await self.catalog.delete(doc_id_or_source, on_wait=on_wait, reader=reader)
 
-    async def documents(self) -> list[DocumentRow]:
-        return await self.catalog.documents()
+    async def documents(self, reader: Reader = EVERYONE) -> list[DocumentRow]:
+        return await self.catalog.documents(reader)
 
-    async def document(self, doc_id_or_source: str) -> tuple[DocumentRow, list[ChunkRow]] | None:
-        """A document and its chunks in order; None when nothing matched."""
-        return await self.catalog.document(doc_id_or_source)
+    async def document(
+        self, doc_id_or_source: str, reader: Reader = EVERYONE
+    ) -> tuple[DocumentRow, list[ChunkRow]] | None:
+        """A document ``reader`` may read and its chunks in order; None when nothing matched."""
+        return await self.catalog.document(doc_id_or_source, reader)
 
-    async def stats(self) -> KBStats:
-        return await self.catalog.stats()
+    async def set_access(
+        self, doc_id_or_source: str, readers: Sequence[str] | None, reader: Reader = EVERYONE
+    ) -> list[DocumentRow]:
+        """New readers for documents ``reader`` may read (:meth:`Catalog.set_access`)."""
+        return await self.catalog.set_access(doc_id_or_source, readers, reader)
+
+    async def stats(self, reader: Reader = EVERYONE) -> KBStats:
+        return await self.catalog.stats(reader)
 
     # -- search, the catalog's side -------------------------------------------------------------------
     async def query_vector(self, query: str) -> np.ndarray:
@@ -90,13 +103,15 @@ class CatalogFront:
         """The reranker of ``[kb.options.reranker]`` (opened on first use, shared), or ``None``."""
         return self.catalog.reranker()
 
-    def retriever(self, settings: dict[str, Any] | None = None, *, reranker: Reranker | None = None) -> HybridRetriever:
-        """A retriever over this index (:meth:`Catalog.retriever`).
+    def retriever(
+        self, settings: dict[str, Any] | None = None, *, reranker: Reranker | None = None, reader: Reader = EVERYONE
+    ) -> HybridRetriever:
+        """A retriever over this index for ``reader`` (:meth:`Catalog.retriever`).
 
         Raises:
             ConfigError: invalid settings, or ``rerank`` on with no reranker configured.
         """
-        return self.catalog.retriever(settings, reranker=reranker)
+        return self.catalog.retriever(settings, reranker=reranker, reader=reader)
 
     # -- closing --------------------------------------------------------------------------------------
     async def close(self) -> None:

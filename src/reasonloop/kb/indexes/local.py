@@ -39,6 +39,7 @@ import numpy as np
 
 from reasonloop.config import secret
 from reasonloop.errors import KBError
+from reasonloop.kb.access import EVERYONE, Reader
 from reasonloop.kb.base import Filter
 from reasonloop.kb.embedding.embedders import Embedder
 from reasonloop.kb.indexes.catalog import Catalog, index_directory
@@ -296,8 +297,10 @@ class LocalIndex(CatalogFront):
         self.catch_up()
         return self.lexical.search(query, k, allowed)
 
-    def allowed_keys(self, filters: Sequence[Filter]) -> set[int]:
-        return self.store.allowed_keys(filters)
+    def allowed_keys(self, filters: Sequence[Filter], reader: Reader = EVERYONE) -> set[int]:
+        """The chunk keys the filters allow among the documents ``reader`` may read (the mask both
+        the vector search and BM25 search under)."""
+        return self.store.allowed_keys(filters, reader)
 
     # -- closing --------------------------------------------------------------------------------------
     def close_search(self) -> None:

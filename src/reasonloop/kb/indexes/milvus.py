@@ -34,12 +34,19 @@ from pydantic import ValidationError
 
 from reasonloop.config import secret
 from reasonloop.errors import ConfigError, KBError, KBModelMismatch, KBUnavailable
+from reasonloop.kb.access import EVERYONE, Reader
 from reasonloop.kb.base import Filter
 from reasonloop.kb.embedding.embedders import Embedder
 from reasonloop.kb.indexes.catalog import Catalog, index_directory
 from reasonloop.kb.indexes.catalog_front import CatalogFront
 from reasonloop.kb.indexes.milvus_filters import filter_expr
-from reasonloop.kb.indexes.milvus_schema import DEFAULT_ANALYZER, MilvusIndexOptions, collection_rows, new_collection
+from reasonloop.kb.indexes.milvus_schema import (
+    DEFAULT_ANALYZER,
+    MilvusIndexOptions,
+    clip,
+    collection_rows,
+    new_collection,
+)
 from reasonloop.kb.ingest.limits import ParseLimits
 from reasonloop.kb.settings import parse_options
 from reasonloop.kb.storage.store import DocumentWrite
@@ -293,10 +300,30 @@ class MilvusIndex(CatalogFront):
         return False
 
     # -- search backend -------------------------------------------------------------------------------
-    def allowed_keys(self, filters: Sequence[Filter]) -> Any:
+    def allowed_keys(self, filters: Sequence[Filter], reader: Reader = EVERYONE) -> Any:
         """The filters as a Milvus expression (what dense and BM25 search then evaluate inside
-        Milvus), or ``""`` when they cannot match."""
-        return filter_expr(filters)
+        Milvus), or ``""`` when they cannot match.
+
+        For a reader who may not read everything, what it may read joins the expression, read
+        from the catalog where readers are kept: its chunk keys (``key in [...]``) or, when they
+        are fewer, its documents (``doc_id in [...]``); integers cost Milvus less to compare than
+        strings (benchmarks/README.md, "access_filter.py"). Milvus ranks only those chunks, and a
+        change of readers holds for the next search without rewriting rows.
+        """
+        expr = filter_expr(filters) if filters else None
+        if reader.everything:
+            return expr
+        if expr == "":
+            return ""
+        keys = self.store.allowed_keys([], reader)
+        if not keys:
+            return ""
+        documents = self.store.readable_documents(reader)
+        if len(keys) <= len(documents):
+            readable = f"key in [{', '.join(map(str, sorted(keys)))}]"
+        else:
+            readable = f"doc_id in [{', '.join(_quote(clip(d, 256)) for d in sorted(documents))}]"
+        return readable if not expr else f"({expr}) and {readable}"
 
     def _search(self, data: Any, field: str, k: int, allowed: Any) -> list[tuple[int, float]]:
         if self._dim is None or k <= 0 or (allowed is not None and not allowed):

@@ -27,13 +27,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from reasonloop.errors import KBLoadError
+from reasonloop.errors import KBLoadError, ReasonLoopError
+from reasonloop.kb.access import read_sidecar, readers_json
 from reasonloop.kb.base import IngestProgress, IngestReport
 from reasonloop.kb.embedding.cache import embed_with_cache, text_hash
 from reasonloop.kb.ingest.fetch import fetch_url, is_url
 from reasonloop.kb.ingest.limits import ParseLimits, failure_reason
 from reasonloop.kb.ingest.loaders import LoadedDocument, RecordError, walk
-from reasonloop.kb.ingest.names import source_name
+from reasonloop.kb.ingest.names import path_of, source_name
 from reasonloop.kb.ingest.parsing import ParsePool
 from reasonloop.kb.ingest.reading import read_version
 from reasonloop.kb.ingest.records import Record, document_id, titled
@@ -76,8 +77,21 @@ class IngestTarget(Protocol):
 class Ingestor:
     """One ingest run against a :class:`~reasonloop.kb.indexes.local.LocalIndex` (an :class:`IngestTarget`)."""
 
-    def __init__(self, index: IngestTarget, on_progress: ProgressFn | None, *, commit_chunks: int = 64) -> None:
+    def __init__(
+        self,
+        index: IngestTarget,
+        on_progress: ProgressFn | None,
+        *,
+        commit_chunks: int = 64,
+        readers: Sequence[str] | None = None,
+    ) -> None:
         self.index = index
+        self.readers = None if readers is None else readers_json(readers)
+        """The readers given for every document, as stored (``None``: from sidecars, or kept)."""
+        self.access_of_unchanged: dict[str, str] = {}
+        """Source -> readers given (or found in a sidecar) for a source left unchanged."""
+        self._roots: dict[str, Path] = {}
+        """A folder's file -> the folder ingested (how far up a ``.readers`` sidecar is looked for)."""
         self.on_progress = on_progress
         self.commit_chunks = commit_chunks
         self.report = IngestReport()
@@ -134,6 +148,7 @@ class Ingestor:
                     real = found.resolve()
                     if own not in real.parents:
                         items.append(self._name(str(real)))
+                        self._roots[items[-1]] = path.resolve()
                 for link, why in skipped.items():
                     self.report.skipped[source_name(link)] = why
             elif path.is_file():
@@ -179,10 +194,33 @@ class Ingestor:
         )
         return docs, content_hash, len(data), mtime
 
+    def _access_of(self, item: str) -> str | None:
+        """The readers of ``item``'s documents as stored: those given, else the nearest sidecar's
+        (a local file), else ``None`` (kept as they are).
+
+        Raises:
+            RequestInvalid: the nearest sidecar cannot be read.
+        """
+        if self.readers is not None:
+            return self.readers
+        if is_url(item):
+            return None
+        folder = Path(path_of(self._paths.get(item, item))).parent
+        found = read_sidecar(folder, self._roots.get(item, folder))
+        return None if found is None else readers_json(found)
+
     def _prepare(
-        self, doc: LoadedDocument, content_hash: str, size: int, mtime: float | None, doc_id: str | None = None
+        self,
+        doc: LoadedDocument,
+        content_hash: str,
+        size: int,
+        mtime: float | None,
+        doc_id: str | None = None,
+        *,
+        access: str | None = None,
     ) -> _Prepared | None:
-        """Chunk a document; ``None`` when it is unchanged."""
+        """Chunk a document (``access``: its readers as stored, ``None`` to keep its own);
+        ``None`` when it is unchanged."""
         self.seen_sources.add(doc.source)
         stored = self.index.store.content_hashes([doc.source]).get(doc.source)
         if stored == content_hash:
@@ -215,6 +253,8 @@ class Ingestor:
             metadata=doc.metadata,
             chunks=writes,
             pages=page_texts,
+            access=access,
+            keep_access=access is None,
         )
         return _Prepared(write, embed_texts, lexical_texts, updated=stored is not None)
 
@@ -268,6 +308,12 @@ class Ingestor:
         except Exception as exc:  # whatever else went wrong is this file's failure alone
             loaded = failure_reason(exc, ParseLimits())
         parsed()
+        access: str | None = None
+        if not isinstance(loaded, str):
+            try:
+                access = await asyncio.to_thread(self._access_of, item)
+            except ReasonLoopError as exc:  # a sidecar that cannot be read: not ingested rather than open to all
+                loaded = exc.message
         if isinstance(loaded, str):
             self.report.failed[item] = loaded.removeprefix(f"{item}: ")
             self.progress.files_done += 1
@@ -275,6 +321,8 @@ class Ingestor:
             return
         if loaded is None:
             self.seen_sources.add(item)
+            if access is not None:
+                self.access_of_unchanged[item] = access
             self.report.unchanged.append(item)
             self.progress.files_done += 1
             await queue.put(None)
@@ -291,8 +339,15 @@ class Ingestor:
                 payload = json.dumps([doc.title, doc.text, doc.metadata], ensure_ascii=False, sort_keys=True)
                 record_hash = self._content_hash(payload.encode())
             prepared = await asyncio.to_thread(
-                self._prepare, doc, record_hash, size if len(docs) == 1 else len(doc.text.encode()), mtime
+                self._prepare,
+                doc,
+                record_hash,
+                size if len(docs) == 1 else len(doc.text.encode()),
+                mtime,
+                access=access,
             )
+            if prepared is None and access is not None:
+                self.access_of_unchanged[doc.source] = access
             if prepared is not None:
                 self.progress.chunks_total += len(prepared.write.chunks)
                 await queue.put(prepared)
@@ -313,8 +368,10 @@ class Ingestor:
             doc = LoadedDocument(source=source, title=rec.title, text=rec.text, metadata=dict(rec.metadata))
             size = len(rec.text.encode("utf-8"))
             prepared = await asyncio.to_thread(
-                self._prepare, doc, self._content_hash(payload.encode()), size, None, rec.id
+                self._prepare, doc, self._content_hash(payload.encode()), size, None, rec.id, access=self.readers
             )
+            if prepared is None and self.readers is not None:
+                self.access_of_unchanged[source] = self.readers
             self.progress.files_total += 1
             self.progress.files_done += 1
             if prepared is not None:

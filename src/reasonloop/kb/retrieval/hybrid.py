@@ -26,17 +26,24 @@ first, then the earlier ranking (dense by default) wins, then the smaller key.
 
 :class:`HybridRetriever` applies metadata filters *before* top-k: the backend turns the filters
 into what it can search under (the local index: the set of allowed chunk keys; Milvus: an
-expression it evaluates itself), and both retrievers search only among those.
+expression it evaluates itself), and both retrievers search only among those. Who may read
+which document (:mod:`reasonloop.kb.access`) is one more such condition: a retriever made for a
+:class:`~reasonloop.kb.access.Reader` always searches under it, so a document that reader may not
+read never takes a place in a ranking; when the condition cannot be worked out, the search
+finds nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import math
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any, Literal, Protocol
 
+from reasonloop.errors import KBError
+from reasonloop.kb.access import EVERYONE, Reader
 from reasonloop.kb.base import Filter, Hit
 
 __all__ = [
@@ -55,6 +62,8 @@ FusionMethod = Literal["zscore", "minmax", "rrf"]
 Reranker = Callable[[str, list[Hit]], list[Hit] | Awaitable[list[Hit]]]
 """Re-orders (and may re-score or drop) the fused candidates for a query."""
 
+
+logger = logging.getLogger(__name__)
 
 _NOTHING = object()
 """What ``_allowed`` returns when a search can find nothing (an empty query, top_k 0, filters matching none)."""
@@ -212,9 +221,10 @@ class SearchBackend(Protocol):
         """BM25 results; a backend whose search waits on I/O (a server) returns an awaitable."""
         ...
 
-    def allowed_keys(self, filters: Sequence[Filter]) -> Any:
-        """What the filters allow, in the backend's own terms (the local index: a set of chunk
-        keys; Milvus: an expression), given back to both searches; empty when nothing matches."""
+    def allowed_keys(self, filters: Sequence[Filter], reader: Reader = EVERYONE) -> Any:
+        """What the filters allow among the documents ``reader`` may read, in the backend's own
+        terms (the local index: a set of chunk keys; Milvus: an expression), given back to both
+        searches; empty when nothing matches."""
         ...
 
     def hydrate(self, scored: Sequence[tuple[int, float]]) -> list[Hit]: ...
@@ -238,6 +248,8 @@ class HybridRetriever:
             document search fetches :data:`CHUNKS_PER_DOCUMENT` times as many chunks.
         reranker: Optional hook re-ordering the fused candidates.
         rerank_depth: How many fused candidates the reranker sees.
+        reader: Whom every search is for: only the documents it may read are searched
+            (:data:`~reasonloop.kb.access.EVERYONE` by default).
 
     Raises:
         ValueError: unknown mode, or non-positive sizes.
@@ -255,6 +267,7 @@ class HybridRetriever:
         candidates: int = 100,
         reranker: Reranker | None = None,
         rerank_depth: int = 50,
+        reader: Reader = EVERYONE,
     ) -> None:
         if mode not in ("hybrid", "dense", "lexical"):
             raise ValueError(f"search mode must be hybrid, dense or lexical, got {mode!r}")
@@ -271,6 +284,7 @@ class HybridRetriever:
         self.candidates = candidates
         self.reranker = reranker
         self.rerank_depth = rerank_depth
+        self.reader = reader
 
     def fuse(
         self, dense: Sequence[tuple[Hashable, float]], lexical: Sequence[tuple[Hashable, float]]
@@ -310,8 +324,17 @@ class HybridRetriever:
         """The chunk keys the filters allow (None: all), or ``_NOTHING`` when no search can find anything."""
         if top_k <= 0 or not query.strip():
             return _NOTHING
-        allowed = self.backend.allowed_keys(filters) if filters else None
-        return _NOTHING if allowed is not None and not allowed else allowed
+        if self.reader.everything:
+            allowed = self.backend.allowed_keys(filters) if filters else None
+            return _NOTHING if allowed is not None and not allowed else allowed
+        try:
+            allowed = self.backend.allowed_keys(filters or [], self.reader)
+        except KBError:
+            raise  # a malformed filter of the caller's: said as it is
+        except Exception:  # failing closed: what the reader may read is unknown, so nothing is searched
+            logger.exception("the access condition of a search failed; the search finds nothing")
+            return _NOTHING
+        return allowed if allowed else _NOTHING  # None (a backend that ignores readers) finds nothing too
 
     async def search_documents(
         self,

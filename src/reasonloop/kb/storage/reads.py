@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Set
 from typing import Any
 
 import numpy as np
 
+from reasonloop.kb.access import EVERYONE, Reader, access_sql, stored_readers
 from reasonloop.kb.base import Filter
+from reasonloop.kb.storage._reader_keys import ReaderKeys
 from reasonloop.kb.storage.filters import filter_sql
 from reasonloop.kb.storage.rows import ChunkRow, DocumentRow, KeySummary
 
@@ -27,6 +29,11 @@ class StoreReads:
 
     conn: sqlite3.Connection
     lock: threading.RLock
+    writes: int
+    """This connection's writes so far (with ``data_version``, what tells that the catalog changed)."""
+    reader_keys: ReaderKeys
+
+    def data_version(self) -> int: ...
 
     def changes_since(self, top: int, removed_seq: int) -> tuple[KeySummary, np.ndarray, np.ndarray | None]:
         """What changed in the chunks since a reader's :class:`KeySummary` ``(top, _, removed_seq)``,
@@ -56,32 +63,48 @@ class StoreReads:
         )
 
     def _doc(self, row: tuple[Any, ...]) -> DocumentRow:
-        return DocumentRow(*row[:8], metadata=json.loads(row[8]))
+        return DocumentRow(*row[:8], metadata=json.loads(row[8]), readers=stored_readers(row[9]))
 
-    def document(self, id_or_source: str) -> DocumentRow | None:
+    def document(self, id_or_source: str, reader: Reader = EVERYONE) -> DocumentRow | None:
+        """A document by id or source, when ``reader`` may read it."""
+        where, names = access_sql(reader)
         with self.lock:
             row = self.conn.execute(
-                "SELECT id, source, title, content_hash, bytes, mtime, updated, chunks, metadata FROM documents "
-                "WHERE id = ? OR source = ? ORDER BY source = ? DESC LIMIT 1",
-                (id_or_source, id_or_source, id_or_source),
+                f"SELECT {_DOC_FIELDS} FROM documents d "
+                f"WHERE (d.id = ? OR d.source = ?) AND {where} ORDER BY d.source = ? DESC LIMIT 1",
+                (id_or_source, id_or_source, *names, id_or_source),
             ).fetchone()
         return self._doc(row) if row else None
 
-    def documents(self, source_prefix: str | None = None) -> list[DocumentRow]:
-        sql = "SELECT id, source, title, content_hash, bytes, mtime, updated, chunks, metadata FROM documents"
-        args: tuple[Any, ...] = ()
+    def documents(self, source_prefix: str | None = None, reader: Reader = EVERYONE) -> list[DocumentRow]:
+        """The documents (under ``source_prefix``) ``reader`` may read, by source."""
+        where, names = access_sql(reader)
+        sql = f"SELECT {_DOC_FIELDS} FROM documents d WHERE {where}"
+        args: tuple[Any, ...] = tuple(names)
         if source_prefix:
             # A range of the unique index on source, not a scan of every document: an ingest
             # asks this for each file it reads.
-            sql += " WHERE source >= ? AND substr(source, 1, ?) = ?"
-            args = (source_prefix, len(source_prefix), source_prefix)
+            sql += " AND d.source >= ? AND substr(d.source, 1, ?) = ?"
+            args += (source_prefix, len(source_prefix), source_prefix)
             above = _next_prefix(source_prefix)
             if above is not None:
-                sql += " AND source < ?"
+                sql += " AND d.source < ?"
                 args += (above,)
         with self.lock:
-            rows = self.conn.execute(sql + " ORDER BY source", args).fetchall()
+            rows = self.conn.execute(sql + " ORDER BY d.source", args).fetchall()
         return [self._doc(r) for r in rows]
+
+    def readable_documents(self, reader: Reader) -> Set[str]:
+        """The ids of the documents ``reader`` may read (kept until the catalog changes, as
+        :meth:`allowed_keys`)."""
+        where, names = access_sql(reader)
+
+        def work_out() -> set[str]:
+            with self.lock:
+                return {r[0] for r in self.conn.execute(f"SELECT d.id FROM documents d WHERE {where}", names)}
+
+        stamp = (self.data_version(), self.writes)
+        return self.reader_keys.get(("documents", *reader.names), stamp, work_out)
 
     def page(self, doc_id: str, number: int) -> str | None:
         """The text of page ``number`` of document ``doc_id`` (``None``: no such page stored)."""
@@ -232,25 +255,54 @@ class StoreReads:
                 )
             ]
 
-    def source_counts(self) -> dict[str, int]:
+    def source_counts(self, reader: Reader = EVERYONE) -> dict[str, int]:
+        where, names = access_sql(reader)
         with self.lock:
-            return dict(self.conn.execute("SELECT source, chunks FROM documents ORDER BY source").fetchall())
+            return dict(
+                self.conn.execute(f"SELECT d.source, d.chunks FROM documents d WHERE {where} ORDER BY d.source", names)
+            )
 
-    def totals(self) -> tuple[int, int, int]:
-        """``(documents, chunks, bytes)``."""
+    def last_updated(self, reader: Reader) -> float | None:
+        """When the last of the documents ``reader`` may read was written (``None``: it may read none)."""
+        where, names = access_sql(reader)
         with self.lock:
-            docs, size = self.conn.execute("SELECT count(*), coalesce(sum(bytes), 0) FROM documents").fetchone()
-        return int(docs), self.chunk_count(), int(size)
+            row = self.conn.execute(f"SELECT max(d.updated) FROM documents d WHERE {where}", names).fetchone()
+        return None if row[0] is None else float(row[0])
+
+    def totals(self, reader: Reader = EVERYONE) -> tuple[int, int, int]:
+        """``(documents, chunks, bytes)`` of what ``reader`` may read."""
+        if reader.everything:
+            with self.lock:
+                docs, size = self.conn.execute("SELECT count(*), coalesce(sum(bytes), 0) FROM documents").fetchone()
+            return int(docs), self.chunk_count(), int(size)
+        where, names = access_sql(reader)
+        with self.lock:
+            docs, chunks, size = self.conn.execute(
+                f"SELECT count(*), coalesce(sum(d.chunks), 0), coalesce(sum(d.bytes), 0) FROM documents d WHERE {where}",
+                names,
+            ).fetchone()
+        return int(docs), int(chunks), int(size)
 
     # -- filters --------------------------------------------------------------------------------
-    def allowed_keys(self, filters: Sequence[Filter]) -> set[int]:
-        """Keys of the chunks matching every filter (ANDed). Unknown fields match nothing.
+    def allowed_keys(self, filters: Sequence[Filter], reader: Reader = EVERYONE) -> Set[int]:
+        """Keys of the chunks matching every filter (ANDed) of the documents ``reader`` may read.
+        Unknown fields match nothing.
 
         Raises:
             KBError: an unknown operator or a malformed value for its operator.
         """
+        if not filters and not reader.everything:
+            stamp = (self.data_version(), self.writes)
+            return self.reader_keys.get(tuple(reader.names), stamp, lambda: self._allowed_keys(filters, reader))
+        return self._allowed_keys(filters, reader)
+
+    def _allowed_keys(self, filters: Sequence[Filter], reader: Reader) -> set[int]:
         where: list[str] = []
         args: list[Any] = []
+        if not reader.everything:
+            clause, names = access_sql(reader)
+            where.append(clause)
+            args.extend(names)
         for f in filters:
             clause, values = filter_sql(f)
             where.append(clause)
@@ -260,6 +312,9 @@ class StoreReads:
             sql += " WHERE " + " AND ".join(f"({w})" for w in where)
         with self.lock:
             return {r[0] for r in self.conn.execute(sql, args)}
+
+
+_DOC_FIELDS = "d.id, d.source, d.title, d.content_hash, d.bytes, d.mtime, d.updated, d.chunks, d.metadata, d.access"
 
 
 def _next_prefix(prefix: str) -> str | None:

@@ -21,7 +21,8 @@ CREATE TABLE IF NOT EXISTS documents (
     mtime REAL,
     updated REAL NOT NULL,
     chunks INTEGER NOT NULL DEFAULT 0,
-    metadata TEXT NOT NULL DEFAULT '{}'
+    metadata TEXT NOT NULL DEFAULT '{}',
+    access TEXT
 );
 CREATE TABLE IF NOT EXISTS chunks (
     key INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -66,6 +67,10 @@ class DocumentWrite:
     chunks: list[ChunkWrite] = field(default_factory=list)
     pages: list[tuple[int, str]] = field(default_factory=list)
     """``(page_number, text)``: the texts chunk offsets point into (a document without pages is page 1)."""
+    access: str | None = None
+    """Its readers as stored (:func:`~reasonloop.kb.access.readers_json`; ``None``: everyone)."""
+    keep_access: bool = True
+    """Keep the readers the document had before this write (a new document: everyone) instead of ``access``."""
 
 
 @dataclass
@@ -79,6 +84,9 @@ class DocumentRow:
     updated: float
     chunks: int
     metadata: dict[str, Any]
+    readers: list[str] | None = None
+    """Who may read it (canonical names; ``None``: everyone in the tenant; ``["!unreadable"]``: the
+    stored value cannot be read, and no one may)."""
 
 
 @dataclass

@@ -24,6 +24,7 @@ from typing import Any
 
 from reasonloop.errors import KBError
 from reasonloop.kb.embedding.cache import VectorCache
+from reasonloop.kb.storage._reader_keys import ReaderKeys
 from reasonloop.kb.storage.reads import StoreReads
 from reasonloop.kb.storage.rows import SCHEMA, ChunkRow, ChunkWrite, DocumentRow, DocumentWrite
 
@@ -51,10 +52,15 @@ class MetadataStore(StoreReads):
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.executescript(SCHEMA)
+            columns = {row[1] for row in self.conn.execute("PRAGMA table_info(documents)")}
+            if "access" not in columns:  # an index made before documents had readers: everyone reads them
+                self.conn.execute("ALTER TABLE documents ADD COLUMN access TEXT")
         except sqlite3.DatabaseError as exc:
             raise KBError(f"{self.path}: not a reasonloop index database ({exc})", path=str(self.path)) from exc
         self.lock = threading.RLock()
         self.vectors = VectorCache(self.conn, self.lock)
+        self.writes = 0
+        self.reader_keys = ReaderKeys()
 
     def data_version(self) -> int:
         """A number that changes whenever another connection (another process, or another handle
@@ -101,6 +107,13 @@ class MetadataStore(StoreReads):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 for doc in docs:
+                    access = doc.access
+                    if doc.keep_access:
+                        before = self.conn.execute(
+                            "SELECT access FROM documents WHERE id = ? OR source = ? ORDER BY source = ? DESC LIMIT 1",
+                            (doc.id, doc.source, doc.source),
+                        ).fetchone()
+                        access = before[0] if before else None
                     old = [
                         r[0]
                         for r in self.conn.execute(
@@ -125,8 +138,8 @@ class MetadataStore(StoreReads):
                         [(doc.id, number, text) for number, text in doc.pages],
                     )
                     self.conn.execute(
-                        "INSERT INTO documents (id, source, title, content_hash, bytes, mtime, updated, chunks, metadata)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "INSERT INTO documents (id, source, title, content_hash, bytes, mtime, updated, chunks, metadata,"
+                        " access) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (
                             doc.id,
                             doc.source,
@@ -137,6 +150,7 @@ class MetadataStore(StoreReads):
                             now,
                             len(doc.chunks),
                             json.dumps(doc.metadata, ensure_ascii=False),
+                            access,
                         ),
                     )
                     keys = []
@@ -156,10 +170,35 @@ class MetadataStore(StoreReads):
                     added.append(keys)
                 self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('last_update', ?)", (str(now),))
                 self.conn.execute("COMMIT")
+                self.writes += 1
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise
         return removed, added
+
+    def set_access(self, doc_ids: Sequence[str], access: str | None) -> int:
+        """Give documents new readers (``access`` as stored; ``None``: everyone), in one transaction.
+
+        Nothing derived depends on readers (every search reads them here), so the change holds
+        for the next search of every process.
+
+        Returns:
+            How many documents changed.
+        """
+        with self.lock:
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                changed = 0
+                for doc_id in doc_ids:
+                    changed += self.conn.execute(
+                        "UPDATE documents SET access = ? WHERE id = ?", (access, doc_id)
+                    ).rowcount
+                self.conn.execute("COMMIT")
+                self.writes += 1
+            except BaseException:
+                self.conn.execute("ROLLBACK")
+                raise
+        return changed
 
     def delete_documents(self, doc_ids: Sequence[str]) -> list[int]:
         """Delete documents and their chunks; returns the removed chunk keys."""
@@ -180,6 +219,7 @@ class MetadataStore(StoreReads):
                     "INSERT OR REPLACE INTO meta (key, value) VALUES ('last_update', ?)", (str(time.time()),)
                 )
                 self.conn.execute("COMMIT")
+                self.writes += 1
             except BaseException:
                 self.conn.execute("ROLLBACK")
                 raise

@@ -57,6 +57,7 @@ from reasonloop.events import (
     ToolCall,
     ToolResult,
 )
+from reasonloop.kb.access import parse_readers
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.deps import ServerState
 from reasonloop.server.errors import INTERNAL, invalid_arguments
@@ -218,7 +219,7 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
     )
 
     async def tenant_kb() -> Any:
-        return await state.kb.get(_who().tenant)
+        return await state.kb.get(_who().tenant, _who().reader)
 
     @server.tool()
     async def search(
@@ -295,7 +296,7 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
                 budget=budget,
                 agent=agent,
                 settings=settings or {},
-                tenant=who.tenant,
+                **who.run_fields(),
                 trace_context=trace_headers(ctx.headers),
             )
         except ValidationError as exc:  # a blank question, a budget out of range
@@ -310,13 +311,18 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
             paths_or_urls: Annotated[
                 list[str], Field(min_length=1, description="Files or folders (under [mcp] ingest_roots), or URLs")
             ],
+            readers: Annotated[
+                list[str] | None,
+                Field(description="Who may read them: users ('alice') and groups ('group:finance'); unset: everyone"),
+            ] = None,
         ) -> dict[str, Any]:
             """Add documents to the knowledge base (unchanged ones cost nothing); reports what was added or failed."""
+            canonical = None if readers is None else parse_readers(readers)
             kb_root = state.settings.kb.path  # every tenant's index and uploads: never a source
             sources: list[str] = []
             for source in paths_or_urls:
                 sources += allowed_sources(source, settings.ingest_roots, settings.ingest_urls, kb_root)
-            report = await (await tenant_kb()).ingest(sources)
+            report = await (await tenant_kb()).ingest(sources, readers=canonical)
             return report.model_dump(mode="json")
 
     @server.tool()

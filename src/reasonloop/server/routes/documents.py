@@ -45,7 +45,7 @@ class DocumentView(BaseModel):
 @router.get("/{document}", response_model=DocumentView)
 async def get_document(document: str, request: Request, who: Annotated[Caller, Depends(principal)]) -> DocumentView:
     """A document (by id or source) with its chunks; 404 when there is none."""
-    kb = await server_state(request).kb.get(who.tenant)
+    kb = await server_state(request).kb.get(who.tenant, who.reader)
     found = await kb_call(kb.document, document)
     if found is None:
         raise DocumentNotFound(f"no document {document!r}", document=document)

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, File, Query, Request, UploadFile
+from fastapi import APIRouter, Body, Depends, File, Form, Query, Request, UploadFile
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import StreamingResponse
 
@@ -28,6 +28,7 @@ from reasonloop.errors import (
     RequestInvalid,
     UploadTooLarge,
 )
+from reasonloop.kb.access import parse_readers
 from reasonloop.server.deps import principal, server_state
 from reasonloop.server.gate import Caller
 from reasonloop.server.tenancy import KBProvider, kb_call, safe_filename
@@ -70,9 +71,16 @@ async def upload(
     request: Request,
     who: Annotated[Caller, Depends(principal)],
     files: Annotated[list[UploadFile], File()],
+    readers: Annotated[
+        str | None,
+        Form(description="Who may read the documents: 'alice, group:finance' (unset: everyone in the tenant)."),
+    ] = None,
     progress: bool = Query(False, description="Stream the ingest's progress as NDJSON lines."),
 ) -> dict[str, Any] | StreamingResponse:
     """Upload documents and ingest them. Files over ``[server] max_upload_bytes`` are refused (413).
+
+    ``readers`` (a form field) names who may read them: users (``alice``) and groups
+    (``group:finance``) of the tenant; without it, everyone in the tenant may.
 
     With ``progress=true`` the answer (once the files are stored) is ``application/x-ndjson``:
     ``{"type": "progress", ...}`` lines as chunks are embedded (``chunks_done`` of
@@ -83,6 +91,7 @@ async def upload(
     ``updated``, ``unchanged``, ``failed`` (then with ``reason``); failed files are not kept.
     """
     state = server_state(request)
+    canonical = None if readers is None else parse_readers(readers)  # refused before anything is stored
     limit = state.settings.server.max_upload_bytes
     provider = _kb(request)
     directory = provider.uploads_dir(who.tenant)
@@ -112,15 +121,18 @@ async def upload(
             path.unlink(missing_ok=True)
         raise
     try:
-        kb = await provider.get(who.tenant)
+        kb = await provider.get(who.tenant, who.reader)
     except BaseException:
         _forget(saved)
         raise
     names = [p.name for p in saved]
+    given: dict[str, Any] = {} if canonical is None else {"readers": canonical}
     if progress:
-        return StreamingResponse(_ingest_lines(kb, saved, names), status_code=201, media_type="application/x-ndjson")
+        return StreamingResponse(
+            _ingest_lines(kb, saved, names, given), status_code=201, media_type="application/x-ndjson"
+        )
     try:
-        report = await kb_call(kb.ingest, [str(p) for p in saved])
+        report = await kb_call(kb.ingest, [str(p) for p in saved], **given)
     except ReasonLoopError:
         _forget(saved)
         raise
@@ -166,7 +178,7 @@ _INGESTS: set[asyncio.Task[Any]] = set()
 """Ingests whose client stopped reading: they finish all the same (the files are stored)."""
 
 
-async def _ingest_lines(kb: Any, saved: list[Path], names: list[str]) -> AsyncIterator[str]:
+async def _ingest_lines(kb: Any, saved: list[Path], names: list[str], given: dict[str, Any]) -> AsyncIterator[str]:
     """NDJSON lines of an ingest's progress, then its report (or its error)."""
     loop = asyncio.get_running_loop()
     updates: asyncio.Queue[Any] = asyncio.Queue()
@@ -183,7 +195,7 @@ async def _ingest_lines(kb: Any, saved: list[Path], names: list[str]) -> AsyncIt
             loop.call_soon_threadsafe(updates.put_nowait, line)
 
     async def ingest() -> Any:
-        return await kb.ingest([str(p) for p in saved], on_progress=on_progress)
+        return await kb.ingest([str(p) for p in saved], on_progress=on_progress, **given)
 
     task = asyncio.ensure_future(ingest())
     _INGESTS.add(task)
@@ -209,14 +221,14 @@ async def _ingest_lines(kb: Any, saved: list[Path], names: list[str]) -> AsyncIt
 @router.get("/documents")
 async def documents(request: Request, who: Annotated[Caller, Depends(principal)]) -> Any:
     """The tenant's documents."""
-    kb = await _kb(request).get(who.tenant)
+    kb = await _kb(request).get(who.tenant, who.reader)
     return jsonable_encoder(await kb_call(kb.documents))
 
 
 @router.delete("/documents/{document}")
 async def delete_document(document: str, request: Request, who: Annotated[Caller, Depends(principal)]) -> Any:
     """Delete a document by id or source; 404 when nothing matched."""
-    kb = await _kb(request).get(who.tenant)
+    kb = await _kb(request).get(who.tenant, who.reader)
     try:
         result = await kb_call(kb.delete, document)
     except KBError as exc:
@@ -226,9 +238,26 @@ async def delete_document(document: str, request: Request, who: Annotated[Caller
     return {"deleted": jsonable_encoder(result)}
 
 
+@router.put("/documents/{document}/readers")
+async def set_readers(
+    document: str,
+    request: Request,
+    who: Annotated[Caller, Depends(principal)],
+    readers: Annotated[
+        list[str] | None,
+        Body(embed=True, description="Users and groups ('alice', 'group:finance'); null: everyone in the tenant."),
+    ],
+) -> Any:
+    """Change who may read a document (or every document under a folder) the caller may read;
+    404 when there is none. The next search of every process follows."""
+    kb = await _kb(request).get(who.tenant, who.reader)
+    changed = await kb_call(kb.set_readers, document, readers)
+    return {"changed": [{"id": d.id, "source": d.source, "readers": d.readers} for d in changed]}
+
+
 @router.get("/stats")
 async def stats(request: Request, who: Annotated[Caller, Depends(principal)]) -> Any:
-    kb = await _kb(request).get(who.tenant)
+    kb = await _kb(request).get(who.tenant, who.reader)
     return jsonable_encoder(await kb_call(kb.stats))
 
 
@@ -246,7 +275,7 @@ async def search(
     if not q.strip():
         raise RequestInvalid("q: the query is empty", field="q")
     server_state(request).check_length(q, "q", "query")
-    kb = await _kb(request).get(who.tenant)
+    kb = await _kb(request).get(who.tenant, who.reader)
     options: dict[str, Any] = {k: v for k, v in {"rerank": rerank, "candidates": candidates}.items() if v is not None}
     if mode != "hybrid":
         options["mode"] = mode

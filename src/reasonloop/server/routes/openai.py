@@ -107,7 +107,7 @@ _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant"
 
 
 def _run_request(
-    body: ChatCompletionRequest, tenant: str, agents: Collection[str], trace_context: dict[str, str] | None = None
+    body: ChatCompletionRequest, who: Caller, agents: Collection[str], trace_context: dict[str, str] | None = None
 ) -> RunRequest:
     messages = [m for m in body.messages if m.role in _ROLES]
     if not messages or messages[-1].role != "user" or not messages[-1].text().strip():
@@ -123,7 +123,7 @@ def _run_request(
         agent=agent,
         history=history,
         sampling=body.sampling(),
-        tenant=tenant,
+        **who.run_fields(),
         trace_context=trace_context,
     )
 
@@ -196,7 +196,7 @@ async def chat_completions(
 ) -> Any:
     state = server_state(request)
     try:
-        asked = _run_request(body, who.tenant, state.agents, trace_headers(request.headers))
+        asked = _run_request(body, who, state.agents, trace_headers(request.headers))
         record = await state.start(asked, field="messages")
     except RequestInvalid as exc:
         if exc.details.get("field") not in ("reasoning", "agent", "mode"):

@@ -47,7 +47,7 @@ cannot make the server allocate gigabytes."""
 
 
 async def _page(request: Request, who: Caller, document: str, page: int) -> tuple[Any, str, list[int]]:
-    kb = await server_state(request).kb.get(who.tenant)
+    kb = await server_state(request).kb.get(who.tenant, who.reader)
     return await kb.page(document, page)
 
 

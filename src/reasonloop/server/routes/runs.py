@@ -14,9 +14,10 @@ from reasonloop.errors import ReasonLoopError, RequestInvalid
 from reasonloop.events import EVENT_SCHEMA, RunResult
 from reasonloop.runs.models import MAX_SEQ, RunAsk, RunRecord, RunRequest
 from reasonloop.runs.reading import RunFeed
-from reasonloop.server.deps import principal, server_state
+from reasonloop.server.deps import principal, sees, server_state
 from reasonloop.server.gate import Caller
 from reasonloop.server.routes.stopping import run_stream
+from reasonloop.server.withheld import withhold, withhold_json
 from reasonloop.telemetry import trace_headers
 
 __all__ = ["EVENT_SCHEMA_HEADER", "router", "sse_frames"]
@@ -37,7 +38,7 @@ class RunView(BaseModel):
 @router.post("", status_code=201, response_model=RunRecord)
 async def start_run(body: RunAsk, request: Request, who: Annotated[Caller, Depends(principal)]) -> RunRecord:
     """Start a run; it executes in the background. Stream it from ``/v1/runs/{id}/events``."""
-    run_req = RunRequest(**body.model_dump(), tenant=who.tenant, trace_context=trace_headers(request.headers))
+    run_req = RunRequest(**body.model_dump(), **who.run_fields(), trace_context=trace_headers(request.headers))
     return await server_state(request).start(run_req)
 
 
@@ -45,14 +46,21 @@ async def start_run(body: RunAsk, request: Request, who: Annotated[Caller, Depen
 async def list_runs(
     request: Request, who: Annotated[Caller, Depends(principal)], limit: int = Query(50, ge=1, le=500)
 ) -> list[RunRecord]:
-    """The caller's most recent runs, newest first."""
-    return await server_state(request).runs.records.runs(who.tenant, limit)
+    """The caller's most recent runs, newest first (a key that may not read every document: the
+    runs it asked itself)."""
+    listed = await server_state(request).runs.records.runs(who.tenant, limit)
+    return [record for record in listed if sees(who.reader, record)]
 
 
 @router.get("/{run_id}", response_model=RunView)
 async def get_run(run_id: str, request: Request, who: Annotated[Caller, Depends(principal)]) -> RunView:
     """Status and result (partial while running) of a run."""
-    record, result = await server_state(request).runs.result(run_id, who.tenant)
+    state = server_state(request)
+    await state.check_run(run_id, who)
+    record, result = await state.runs.result(run_id, who.tenant)
+    readable = await state.readable_documents(who)
+    if readable is not None and result is not None:
+        result = RunResult.model_validate(withhold(result.model_dump(mode="json"), readable))
     return RunView(run=record, result=result)
 
 
@@ -74,9 +82,12 @@ async def run_events(
     saw last), the later one wins.
     """
     after_seq = max(after or 0, _parse_seq(last_event_id))
-    runs = server_state(request).runs
+    state = server_state(request)
+    runs = state.runs
+    await state.check_run(run_id, who)
     feed = await runs.read(run_id, after_seq, who.tenant)
-    return run_stream(sse_frames(feed), runs, headers={EVENT_SCHEMA_HEADER: str(EVENT_SCHEMA)})
+    readable = await state.readable_documents(who)
+    return run_stream(sse_frames(feed, readable), runs, headers={EVENT_SCHEMA_HEADER: str(EVENT_SCHEMA)})
 
 
 def _parse_seq(value: str | None) -> int:
@@ -95,12 +106,14 @@ def _parse_seq(value: str | None) -> int:
     return seq
 
 
-async def sse_frames(feed: RunFeed) -> AsyncIterator[dict[str, str]]:
+async def sse_frames(feed: RunFeed, readable: set[str] | None = None) -> AsyncIterator[dict[str, str]]:
     """SSE messages for a run's events; a failure while streaming becomes a last ``error`` message
-    (``final``: nothing follows it on this stream)."""
+    (``final``: nothing follows it on this stream). With ``readable``, citations of other
+    documents are left out (:mod:`reasonloop.server.withheld`)."""
     try:
         async for delivery in feed:
-            yield {"id": str(delivery.seq), "event": delivery.type, "data": delivery.payload}
+            data = delivery.payload if readable is None else withhold_json(delivery.payload, readable)
+            yield {"id": str(delivery.seq), "event": delivery.type, "data": data}
     except ReasonLoopError as exc:
         failed = {"type": "error", "code": exc.code, "message": exc.message, "final": True}
         yield {"event": "error", "data": json.dumps(failed)}
@@ -109,4 +122,5 @@ async def sse_frames(feed: RunFeed) -> AsyncIterator[dict[str, str]]:
 @router.post("/{run_id}/stop", response_model=RunRecord)
 async def stop_run(run_id: str, request: Request, who: Annotated[Caller, Depends(principal)]) -> RunRecord:
     """Stop a run (whichever instance executes it). 404 if unknown, 409 if it already ended."""
+    await server_state(request).check_run(run_id, who)
     return await server_state(request).runs.stop(run_id, who.tenant)

@@ -41,6 +41,7 @@ from reasonloop.server.auth import WS_SUBPROTOCOL
 from reasonloop.server.deps import ServerState
 from reasonloop.server.errors import INTERNAL, error_response, invalid_arguments
 from reasonloop.server.gate import REFUSALS, Caller
+from reasonloop.server.withheld import withhold_json
 from reasonloop.server.ws.frames import (
     CLIENT_FRAMES,
     DIRECT_TEXT,
@@ -71,16 +72,21 @@ class _Reader:
     reference cycle, which would keep the whole connection (protocol, buffers, session) alive
     after it closes until a garbage collection finds it."""
 
-    __slots__ = ("following", "prefix", "run_id", "session")
+    __slots__ = ("following", "prefix", "readable", "run_id", "session")
 
-    def __init__(self, session: _Session, run_id: str, prefix: str) -> None:
+    def __init__(self, session: _Session, run_id: str, prefix: str, readable: set[str] | None = None) -> None:
         self.session = session
         self.run_id = run_id
         self.prefix = prefix
         self.following: Following | None = None
+        self.readable = readable
+        """The documents whose citations may be shown (``None``: all): a run read again leaves out
+        the others' (:mod:`reasonloop.server.withheld`)."""
 
     def __call__(self, payload: str, terminal: bool) -> None:
         session = self.session
+        if self.readable is not None:
+            payload = withhold_json(payload, self.readable)
         session.outbox.put(self.prefix + payload + "}")
         if terminal:  # done: let the run go
             self._let_go()
@@ -239,7 +245,7 @@ class _Session:
             await self.state.gate.charge(self.who)
             traced = trace_headers(_trace_headers(self.ws.scope))  # the upgrade request's trace context
             record = await self.state.start(
-                RunRequest(**ask.model_dump(), tenant=self.who.tenant, trace_context=traced)
+                RunRequest(**ask.model_dump(), **self.who.run_fields(), trace_context=traced)
             )
             feed = await runs.read(record.run_id, 0, self.who.tenant)
         except ReasonLoopError as exc:
@@ -259,18 +265,20 @@ class _Session:
             return self.error("request.invalid", message, ref, field="after_seq")
         runs = self.state.runs
         try:
+            await self.state.check_run(run_id, self.who)
             feed = await runs.read(run_id, after, self.who.tenant)
+            readable = await self.state.readable_documents(self.who)
         except ReasonLoopError as exc:
             return self.error(exc.code, exc.message, ref, run_id=run_id)
-        self._follow(run_id, feed)
+        self._follow(run_id, feed, readable)
 
-    def _follow(self, run_id: str, feed: RunFeed) -> None:
+    def _follow(self, run_id: str, feed: RunFeed, readable: set[str] | None = None) -> None:
         """Stream the run's events on this socket (replacing an earlier reader of it). A run read
         from the store is read no faster than the client takes its frames."""
         previous = self.followers.pop(run_id, None)
         if previous is not None:
             previous.cancel()
-        reader = _Reader(self, run_id, '{"type":"event","run_id":' + json.dumps(run_id) + ',"event":')
+        reader = _Reader(self, run_id, '{"type":"event","run_id":' + json.dumps(run_id) + ',"event":', readable)
         self.followers[run_id] = reader  # before attaching: a replay that ends the run removes it
         following = feed.attach(reader, pace=self.outbox.flush, failed=reader.failed)
         if not following.active:
@@ -283,6 +291,7 @@ class _Session:
         if not isinstance(run_id, str):
             return self.error("request.invalid", "stop needs a run_id", ref, field="run_id")
         try:
+            await self.state.check_run(run_id, self.who)
             record = await self.state.runs.stop(run_id, self.who.tenant)
         except ReasonLoopError as exc:
             return self.error(exc.code, exc.message, ref, run_id=run_id, **_extra(exc))
