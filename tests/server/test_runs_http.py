@@ -55,7 +55,7 @@ async def test_the_event_that_ends_the_run_says_so_live_and_from_the_store(serve
     for _ in range(2):  # while it runs (or just after), then once it is only in the store
         events = event_data(await sse_events(server, f"/v1/runs/{run_id}/events"))
         assert [e["final"] for e in events] == [False] * (len(events) - 1) + [True]
-        assert events[-1]["type"] == "answer" and events[0]["event_schema"] == 2
+        assert events[-1]["type"] == "answer" and events[0]["event_schema"] == 3
     resumed = event_data(await sse_events(server, f"/v1/runs/{run_id}/events", headers={"Last-Event-ID": "2"}))
     assert resumed[-1]["final"] is True and not any(e["final"] for e in resumed[:-1])
 

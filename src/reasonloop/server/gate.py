@@ -44,7 +44,7 @@ from reasonloop.server.auth import hash_key
 from reasonloop.server.cross_site import check_host, check_origin, guarded_hosts
 from reasonloop.server.rate_limit import RateLimits
 
-__all__ = ["ADMITTED", "LOCAL", "REFUSALS", "Caller", "Gate", "presented_key"]
+__all__ = ["ADMITTED", "LOCAL", "REFUSALS", "Caller", "Gate", "decider", "presented_key"]
 
 REFUSALS: tuple[type[ReasonLoopError], ...] = (AuthError, RateLimited)
 """What the gate refuses a call with (:class:`~reasonloop.errors.CrossSiteRefused` is an AuthError):
@@ -65,6 +65,17 @@ class Caller:
     tenant: str = "default"
     key_name: str | None = None
     key_hash: str | None = None
+
+
+def decider(caller: Caller, via: str) -> dict[str, Any]:
+    """Who answers an approval, as its audit records it: the key's name, the tenant, the
+    principal the key names (when keys name one) and the surface."""
+    return {
+        "key": caller.key_name,
+        "tenant": caller.tenant,
+        "principal": getattr(caller, "principal", None),
+        "via": via,
+    }
 
 
 LOCAL = Caller()
