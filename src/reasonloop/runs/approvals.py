@@ -192,11 +192,14 @@ class RunApprovals:
         if self._waiting == 1:
             self.on_wait()
         try:
-            return await desk.wait(self.run_id, approval_id, ask.expires_at)
-        finally:
+            decision = await desk.wait(self.run_id, approval_id, ask.expires_at)
+        except BaseException:  # stopped, or the server stops: the run's status is its end's business
             self._waiting -= 1
-            if self._waiting == 0:
-                await self.on_answer()
+            raise
+        self._waiting -= 1
+        if self._waiting == 0:
+            await self.on_answer()
+        return decision
 
 
 def _decision(raw: str | None) -> Decision | None:

@@ -86,6 +86,9 @@ class Execution(RunRecording):
     """For a run resumed here: what its stream already has (not sent again)."""
     earlier: str = ""
     """For a run resumed here: its partial answer before (kept should it stop before saying more)."""
+    parked: bool = False
+    """The server stops while the run waits for approval: it is left in flight in the store, not
+    ended, and the next server (or another instance) resumes it with its approval pending."""
     holds_slot: bool = False
     """The run holds one of the manager's execution slots (it gives it back while it waits for a person)."""
     approvals: Any = None

@@ -190,6 +190,9 @@ class RunManager:
             if run.task is not None and not run.live.done and not run.shutting_down:
                 run.shutting_down = True
                 ending.append(run.task)
+                # A run waiting for a person is left in flight: it resumes with its approval
+                # pending in the server that starts next (or at once in another instance).
+                run.parked = self.keeps_steps and run.record.status == "awaiting_approval"
                 if run.started:
                     self._cancel(run)
                 else:  # cancelled before its first step, the task runs none of its clean-up: do it here
@@ -362,11 +365,15 @@ class RunManager:
         except (asyncio.CancelledError, Stop) as exc:
             run.cancellable = False  # a stop arriving now must not cancel the run's end
             task = asyncio.current_task()
-            if isinstance(exc, asyncio.CancelledError) and task is not None and run.stop_requested:
+            if isinstance(exc, asyncio.CancelledError) and task is not None and (run.stop_requested or run.parked):
                 task.uncancel()
-            await self._driver.finish_stopped(run)
-            if not run.stop_requested and isinstance(exc, asyncio.CancelledError):
-                raise
+            if run.parked and not run.stop_requested:
+                with contextlib.suppress(ReasonLoopError):  # its events stored (else close() retries); no end
+                    await self.recorder.all_recorded(run.recording)
+            else:
+                await self._driver.finish_stopped(run)
+                if not run.stop_requested and isinstance(exc, asyncio.CancelledError):
+                    raise
         except RunStoreUnavailable as exc:
             # The store is gone: tell live readers; what they already received stays theirs.
             message = f"run failed, run store lost: {exc.message}"
