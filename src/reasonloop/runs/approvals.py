@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reasonloop.config_tools import ApprovalSettings
 from reasonloop.errors import ApprovalAnswered, ApprovalNotFound
@@ -38,7 +38,7 @@ from reasonloop.runs.replay.steps import digest
 from reasonloop.runs.stores.protocol import RunStore, features_of
 from reasonloop.tools.approval import Announce, ApprovalAsk, Decision, check_answer
 
-__all__ = ["ApprovalDesk", "ApprovalView", "RunApprovals", "audit"]
+__all__ = ["ApprovalAnswer", "ApprovalDesk", "ApprovalView", "RunApprovals", "audit"]
 
 
 def _asked_key(approval_id: str) -> str:
@@ -47,6 +47,22 @@ def _asked_key(approval_id: str) -> str:
 
 def _decision_key(approval_id: str) -> str:
     return f"approval:{approval_id}:decision"
+
+
+class ApprovalAnswer(BaseModel):
+    """An answer to a tool call waiting for approval, as every surface takes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["confirm", "modify", "reject"]
+    arguments: dict[str, Any] | None = None
+    """With ``modify``: the arguments to run the tool with (they must fit its schema)."""
+    reason: str = Field(default="", max_length=4000)
+    """Why (with ``reject``, what the model reads as the call's result)."""
+
+    def decision_by(self, by: dict[str, Any]) -> Decision:
+        """The decision, taken by ``by`` (who, as the audit records it) now."""
+        return Decision(decision=self.decision, arguments=self.arguments, reason=self.reason, by=by)
 
 
 class ApprovalDesk:

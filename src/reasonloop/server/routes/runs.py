@@ -4,22 +4,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Query, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from sse_starlette.sse import EventSourceResponse
 
 from reasonloop.errors import ReasonLoopError, RequestInvalid
 from reasonloop.events import EVENT_SCHEMA, RunResult
-from reasonloop.runs.approvals import ApprovalView
+from reasonloop.runs.approvals import ApprovalAnswer, ApprovalView
 from reasonloop.runs.models import MAX_SEQ, RunAsk, RunRecord, RunRequest
 from reasonloop.runs.reading import RunFeed
 from reasonloop.server.deps import principal, server_state
 from reasonloop.server.gate import Caller, decider
 from reasonloop.server.routes.stopping import run_stream
 from reasonloop.telemetry import trace_headers
-from reasonloop.tools.approval import Decision
 
 __all__ = ["EVENT_SCHEMA_HEADER", "router", "sse_frames"]
 
@@ -114,18 +113,6 @@ async def stop_run(run_id: str, request: Request, who: Annotated[Caller, Depends
     return await server_state(request).runs.stop(run_id, who.tenant)
 
 
-class ApprovalAnswer(BaseModel):
-    """An answer to a tool call waiting for approval."""
-
-    model_config = {"extra": "forbid"}
-
-    decision: Literal["confirm", "modify", "reject"]
-    arguments: dict[str, Any] | None = None
-    """With ``modify``: the arguments to run the tool with (they must fit its schema)."""
-    reason: str = Field(default="", max_length=4000)
-    """Why (with ``reject``, what the model reads as the call's result)."""
-
-
 @router.get("/{run_id}/approvals", response_model=list[ApprovalView])
 async def list_approvals(
     run_id: str, request: Request, who: Annotated[Caller, Depends(principal)]
@@ -144,6 +131,6 @@ async def answer_approval(
     decided already, 422 if modified arguments do not fit the tool's schema (it stays pending).
     Returns the run's approvals (the decision shows once the run has read it)."""
     runs = server_state(request).runs
-    decision = Decision(**body.model_dump(), by=decider(who, "rest"))
+    decision = body.decision_by(decider(who, "rest"))
     await runs.answer_approval(run_id, approval_id, decision, who.tenant)
     return await runs.approvals_of(run_id, who.tenant)
