@@ -77,17 +77,18 @@ async def test_ask_asks_a_client_that_can_elicit_and_takes_its_answer(tmp_path, 
 
 async def test_a_client_without_elicitation_answers_with_the_tool_and_only_for_its_tenant(tmp_path):
     lines: list[str] = []
+    asked = asyncio.Event()
 
     async def progress(_value: float, _total: float | None, message: str | None) -> None:
         lines.append(message or "")
+        if lines[-1].startswith("approval "):
+            asked.set()
 
     async with server(tmp_path) as (url, tally, model), client(url, "alice") as alice, client(url, "bob") as bob:
         call = asyncio.create_task(
             alice.call_tool("ask", {"question": "count", "agent": "counter"}, progress_callback=progress)
         )
-        async with asyncio.timeout(20):
-            while not any(line.startswith("approval ") for line in lines):
-                await asyncio.sleep(0.05)
+        await asyncio.wait_for(asked.wait(), 20)
         line = next(line for line in lines if line.startswith("approval "))
         approval_id, run_id = line.split()[1], line.split()[4]
         answer = {"run_id": run_id, "approval_id": approval_id, "decision": "reject", "reason": "not today"}
