@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
+from reasonloop.cli.approve import approve_with
 from reasonloop.cli.ask_cmd import (
     AgentOpt,
+    ApproveOpt,
     ConversationOpt,
     InstrOpt,
     KBOpt,
@@ -57,6 +59,7 @@ def chat(
     agent_name: AgentOpt = None,
     user: UserOpt = "",
     conversation: ConversationOpt = "",
+    approve: ApproveOpt = None,
 ) -> None:
     """Talk with your documents; the conversation is kept.
 
@@ -76,6 +79,7 @@ def chat(
             kb = runner.run(open_kb(kb_dir, stack))
             resources = AgentResources()
             agent = build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [], agent_name, resources)
+            approve_with(agent, approve, agent_name)
             console.print(
                 f"[dim]reasonloop chat · {agent.reasoning_id} · {escape(agent.llm.name)} · "
                 "/help for commands, /quit to leave[/]"
