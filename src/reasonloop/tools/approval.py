@@ -28,6 +28,7 @@ from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, Field
 from pydantic_core import to_jsonable_python
 
+from reasonloop import telemetry
 from reasonloop.config_tools import ApprovalPolicy, ApprovalSettings
 from reasonloop.errors import ApprovalInvalid, ToolRejected
 from reasonloop.events import ApprovalDecided, ApprovalRequested
@@ -241,21 +242,23 @@ class GatedTool(Tool):
         ran = (
             None if decision.decision == "reject" else (decision.arguments if decision.decision == "modify" else asked)
         )
+        decided = ApprovalDecided(
+            approval_id=ask.approval_id,
+            call_id=ask.call_id,
+            tool=self.name,
+            decision=decision.decision,
+            arguments_asked=dict(asked),
+            arguments_run=None if ran is None else dict(ran),
+            reason=decision.reason,
+            by=dict(decision.by),
+            decided_at=decision.decided_at,
+            depth=ctx.depth,
+        )
+        traced = telemetry.tracing
+        if traced is not None:  # on the call's execute_tool span: the trace keeps the audit too
+            traced.approval(decided)
         if emit is not None:
-            await emit(
-                ApprovalDecided(
-                    approval_id=ask.approval_id,
-                    call_id=ask.call_id,
-                    tool=self.name,
-                    decision=decision.decision,
-                    arguments_asked=dict(asked),
-                    arguments_run=None if ran is None else dict(ran),
-                    reason=decision.reason,
-                    by=dict(decision.by),
-                    decided_at=decision.decided_at,
-                    depth=ctx.depth,
-                )
-            )
+            await emit(decided)
         if ran is None:
             said = f": {decision.reason}" if decision.reason else ""
             return error_output(self.name, ToolRejected(f"the call was rejected by its approver{said}", tool=self.name))
