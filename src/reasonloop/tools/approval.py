@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from jsonschema.exceptions import SchemaError, UnknownType
 from pydantic import BaseModel, Field
 from pydantic_core import to_jsonable_python
 
@@ -117,9 +117,10 @@ def check_answer(decision: Decision, schema: Mapping[str, Any]) -> Decision:
     if decision.arguments is None:
         raise ApprovalInvalid("'modify' needs the arguments to run the tool with")
     try:
+        Draft202012Validator.check_schema(dict(schema))
         validator = Draft202012Validator(dict(schema))
         problems = sorted(validator.iter_errors(decision.arguments), key=lambda e: list(e.absolute_path))
-    except SchemaError:  # a server's schema we cannot read: the tool checks the arguments itself
+    except (SchemaError, UnknownType):  # a server's schema we cannot read: the tool checks the arguments itself
         return decision
     if problems:
         said = "; ".join(f"{'.'.join(map(str, p.absolute_path)) or '(arguments)'}: {p.message}" for p in problems[:5])
