@@ -51,9 +51,9 @@ async def main() -> None:
         if stored is not None and stored.status == "awaiting_approval":
             break
         await asyncio.sleep(0.02)
-    (here / "run_id").write_text(record.run_id)
     stopping = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopping.set)
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopping.set)  # before the test may send it
+    (here / "run_id").write_text(record.run_id)
     await stopping.wait()  # until killed, or stopped
     await manager.close()
     await store.close()

@@ -41,6 +41,10 @@ from reasonloop.tools.approval import Announce, ApprovalAsk, Decision, check_ans
 __all__ = ["ApprovalAnswer", "ApprovalDesk", "ApprovalView", "RunApprovals", "audit"]
 
 
+_PREFIX = "approval:"
+"""The keys of approval steps in a run's journal."""
+
+
 def _asked_key(approval_id: str) -> str:
     return f"approval:{approval_id}"
 
@@ -84,8 +88,9 @@ class ApprovalDesk:
         """Waiting calls of this process, woken when an answer is given here."""
 
     async def steps(self, run_id: str) -> dict[str, str]:
+        """The run's approval steps (asks and answers), not the rest of its journal."""
         if self.durable:
-            return await self.store.steps(run_id)  # type: ignore[attr-defined,no-any-return]
+            return await self.store.steps(run_id, _PREFIX)  # type: ignore[attr-defined,no-any-return]
         return dict(self._memory.get(run_id, {}))
 
     async def _add(self, run_id: str, key: str, value: str) -> bool:

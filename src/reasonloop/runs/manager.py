@@ -222,8 +222,8 @@ class RunManager:
 
     # -- starting ---------------------------------------------------------------------------------
     def active_counts(self) -> dict[str, int]:
-        """Runs of this process that are ``queued`` and ``running`` now."""
-        counts = {"queued": 0, "running": 0}
+        """Runs of this process that are ``queued``, ``running`` and ``awaiting_approval`` now."""
+        counts = {"queued": 0, "running": 0, "awaiting_approval": 0}
         for run in self._executing.values():
             if run.record.status in counts:
                 counts[run.record.status] += 1

@@ -62,7 +62,8 @@ class StoreFeatures:
     * ``async add_step(run_id, key, value) -> bool`` keeps one step only if the run has none of
       that key (and has not ended); of writers adding it at once, exactly one gets True (an
       approval's answer: :mod:`reasonloop.runs.approvals`);
-    * ``async steps(run_id) -> dict[str, str]`` gives them back;
+    * ``async steps(run_id, prefix="") -> dict[str, str]`` gives them back (those whose key starts
+      with ``prefix``, when given: a waiting approval is looked for without reading every step);
     * ``async claim_run(run_id, instance, by) -> bool`` moves an in-flight run recorded as executed
       by ``instance`` to ``by``: of instances claiming it at once, exactly one gets True.
 

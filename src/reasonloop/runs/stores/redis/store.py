@@ -312,9 +312,12 @@ class RedisRunStore(RedisConversations):
             await self._run_script(self._add_step_script, [f"{p}run:{run_id}", f"{p}steps:{run_id}", key, value])
         )
 
-    async def steps(self, run_id: str) -> dict[str, str]:
+    async def steps(self, run_id: str, prefix: str = "") -> dict[str, str]:
         with guard(self.url):
-            return await self.r.hgetall(f"{self.p}steps:{run_id}")  # type: ignore[no-any-return]
+            if not prefix:
+                return await self.r.hgetall(f"{self.p}steps:{run_id}")  # type: ignore[no-any-return]
+            pattern = "".join(f"\\{c}" if c in "*?[]\\" else c for c in prefix) + "*"
+            return {k: v async for k, v in self.r.hscan_iter(f"{self.p}steps:{run_id}", match=pattern)}
 
     # -- events -----------------------------------------------------------------------------
     async def append_event(self, run_id: str, event: Event, payload: str | None = None) -> None:

@@ -255,10 +255,13 @@ class SQLiteRunStore:
         when kept (one statement: of writers adding it at once, one is)."""
         return bool(await self._run(lambda c: c.execute(_ADD_STEP, (run_id, key, value)).rowcount))
 
-    async def steps(self, run_id: str) -> dict[str, str]:
-        rows = await self._run(
-            lambda c: c.execute("SELECT key, value FROM run_steps WHERE run_id=?", (run_id,)).fetchall()
-        )
+    async def steps(self, run_id: str, prefix: str = "") -> dict[str, str]:
+        if prefix:  # the keys' range: the primary key's index finds them
+            sql = "SELECT key, value FROM run_steps WHERE run_id=? AND key >= ? AND key < ?"
+            params: tuple[str, ...] = (run_id, prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1))
+        else:
+            sql, params = "SELECT key, value FROM run_steps WHERE run_id=?", (run_id,)
+        rows = await self._run(lambda c: c.execute(sql, params).fetchall())
         return dict(rows)
 
     # -- events -----------------------------------------------------------------------------
