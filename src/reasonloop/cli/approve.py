@@ -11,7 +11,6 @@ not a terminal rejects such calls, saying why: nobody could answer.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from typing import TYPE_CHECKING, Literal
@@ -75,7 +74,13 @@ class TerminalApprover:
 
 
 async def _read(prompt: str) -> str:
-    """A line of the standard input (EOF: an empty line), read off the event loop."""
+    """A line of the standard input, read off the event loop.
+
+    Raises:
+        EOFError: the standard input has ended.
+    """
+    import asyncio  # the command line starts without it (tests/perf/test_startup_imports.py)
+
     return await asyncio.to_thread(_input, prompt)
 
 
