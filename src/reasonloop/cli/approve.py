@@ -21,7 +21,7 @@ from reasonloop.errors import ApprovalInvalid
 
 if TYPE_CHECKING:
     from reasonloop.agents import Agent
-    from reasonloop.tools.approval import Announce, ApprovalAsk, Decision
+    from reasonloop.approval_answers import Announce, ApprovalAsk, Decision
 
 __all__ = ["ApproveMode", "TerminalApprover", "approve_with"]
 
@@ -37,7 +37,7 @@ class TerminalApprover:
         self._n = 0
 
     async def decide(self, ask: ApprovalAsk, announce: Announce) -> Decision:
-        from reasonloop.tools.approval import Decision
+        from reasonloop.approval_answers import Decision
 
         self._n += 1
         ask.approval_id = ask.approval_id or f"apr_{self._n}"
@@ -50,7 +50,7 @@ class TerminalApprover:
             return Decision(decision="reject", reason=str(exc), by={"via": "cli"})
 
     async def _answer(self, ask: ApprovalAsk) -> Decision:
-        from reasonloop.tools.approval import Decision, check_answer
+        from reasonloop.approval_answers import Decision, check_answer
 
         while True:
             choice = (await _read("[c]onfirm, [m]odify or [r]eject? ")).strip().lower()

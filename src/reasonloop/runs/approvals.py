@@ -31,12 +31,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from reasonloop.approval_answers import Announce, ApprovalAsk, Decision, check_answer
 from reasonloop.config_tools import ApprovalSettings
 from reasonloop.errors import ApprovalAnswered, ApprovalNotFound
 from reasonloop.events import ApprovalDecided, ApprovalRequested, Event
 from reasonloop.runs.replay.steps import digest
 from reasonloop.runs.stores.protocol import RunStore, features_of
-from reasonloop.tools.approval import Announce, ApprovalAsk, Decision, check_answer
 
 __all__ = ["ApprovalAnswer", "ApprovalDesk", "ApprovalView", "RunApprovals", "audit"]
 

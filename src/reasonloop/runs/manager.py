@@ -44,6 +44,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from reasonloop.approval_answers import Decision
 from reasonloop.config import ApprovalSettings, RunsSettings
 from reasonloop.errors import (
     ApprovalNotFound,
@@ -67,7 +68,6 @@ from reasonloop.runs.replay import REQUEST_KEY, StepJournal
 from reasonloop.runs.resume import Resume, resumed
 from reasonloop.runs.stores.protocol import RunStore, features_of, together
 from reasonloop.runs.upkeep import Upkeep
-from reasonloop.tools.approval import Decision
 from reasonloop.unicode_text import lone_surrogate
 
 __all__ = ["RunManager", "Runner"]
