@@ -297,3 +297,47 @@ def test_a_failed_run_still_shows_what_it_consumed(capsys, tmp_path) -> None:
     assert code == 1 and "llm.script_exhausted" in err
     usage = out.splitlines()[-1]
     assert "2 LLM calls" in usage and "1 tool calls" in usage and "error" in usage
+
+
+def test_ask_takes_a_mode_and_shows_the_route(capsys, tmp_path) -> None:
+    route = json.dumps({"route": "none", "reason": "a greeting"})
+    code, out, _ = run(capsys, "ask", "Hello there!", "--mode", "auto", "--llm", script(tmp_path, [route, "Hi!"]))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "reasoning: auto"
+    assert "Route: none → answer without searching by the model: a greeting" in lines
+    assert "Answer: Hi!" in lines
+    code, out, _ = run(capsys, "ask", "Hello!", "-m", "fast", "--llm", script(tmp_path, ["Hello!"]))
+    assert code == 0 and out.splitlines()[0] == "reasoning: qa"
+
+
+def test_a_budget_bounds_the_auto_route(capsys, tmp_path) -> None:
+    replies = [json.dumps({"route": "research", "reason": "a report"}), "Short answer."]
+    argv = ["ask", "Write a report on the sky.", "--mode", "auto", "--budget-tokens", "2000"]
+    code, out, _ = run(capsys, *argv, "--llm", script(tmp_path, replies), "--events")
+    assert code == 0
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    (route,) = [e for e in events if e["type"] == "route"]
+    assert (route["route"], route["wanted"]) == ("single", "research")
+
+
+def test_bad_modes_are_one_line_with_a_code(capsys, tmp_path) -> None:
+    code, _, err = run(capsys, "ask", "q", "--mode", "quick", "--llm", script(tmp_path, ["never sent"]))
+    assert code == 1 and "[mode.invalid] unknown mode 'quick': the modes are fast, balanced, deep" in err
+    code, _, err = run(capsys, "ask", "q", "--mode", "fast", "-r", "qa", "--llm", script(tmp_path, ["x"]))
+    assert code == 1 and "give a strategy or a mode, not both" in err
+    code, _, err = run(capsys, "ask", "q", "--mode", "research", "--llm", script(tmp_path, ["x"]))
+    assert code == 1 and "strategy research is not available" in err
+    code, _, err = run(capsys, "ask", "q", "--budget-tokens", "0", "--llm", script(tmp_path, ["x"]))
+    assert code == 2 and "--budget-tokens" in err
+    code, _, err = run(capsys, "ask", "q", "--agent", "anyone", "--mode", "fast")
+    assert code == 1 and "--agent answers with its own strategy: leave out --mode" in err
+
+
+def test_chat_takes_a_mode(monkeypatch, capsys) -> None:
+    llm = ScriptedProvider(replies=["Final Answer: Paris."])
+    monkeypatch.setattr("reasonloop.llm.resolve.create_llm", lambda *a, **k: llm)
+    inputs = iter(["What is the capital of France?", "/exit"])
+    monkeypatch.setattr("reasonloop.cli.ask_cmd.console.input", lambda prompt="": next(inputs))
+    code, out, _ = run(capsys, "chat", "--mode", "deep")
+    assert code == 0 and "mode deep (react)" in out and "Answer: Paris." in out

@@ -5,7 +5,8 @@ tests can match on; the message is for people and may change. The tree::
 
     ReasonLoopError                      reasonloop.error
     ├── ConfigError                      config.invalid
-    │   └── AgentConfigError             agent.config_invalid  (a declared agent's bad reference)
+    │   ├── AgentConfigError             agent.config_invalid  (a declared agent's bad reference)
+    │   └── ModeInvalid                  mode.invalid          (unknown mode, mode with a strategy, strategy missing)
     ├── PluginError                      plugin.error
     │   ├── PluginNotFound               plugin.not_found
     │   ├── PluginLoadFailed             plugin.load_failed
@@ -100,6 +101,7 @@ __all__ = [
     "LLMToolSchemaRejected",
     "LLMUnreachable",
     "MethodNotAllowed",
+    "ModeInvalid",
     "ModelNotFound",
     "PlanStepFailed",
     "PluginError",
@@ -154,6 +156,12 @@ class ReasonLoopError(Exception):
 
 class ConfigError(ReasonLoopError):
     code = "config.invalid"
+
+
+class ModeInvalid(ConfigError):
+    """An unknown thinking mode, a mode given with a strategy, or a mode whose strategy is not installed."""
+
+    code = "mode.invalid"
 
 
 class PluginError(ReasonLoopError):

@@ -42,6 +42,8 @@ __all__ = [
     "PlannedStep",
     "Progress",
     "Resumed",
+    "Route",
+    "RouteName",
     "RunMeta",
     "RunResult",
     "RunStarted",
@@ -60,8 +62,8 @@ __all__ = [
 
 EVENT_SCHEMA = 3
 """The version of the event format. 2 added :class:`Plan`, :class:`Searched`, ``final``,
-``ToolCall.step`` and ``Thought.plan_text``; 3 added :class:`ApprovalRequested` and
-:class:`ApprovalDecided`; a change that a reader written for one version
+``ToolCall.step`` and ``Thought.plan_text`` (:class:`Resumed` and :class:`Route` came within it); 3 added
+:class:`ApprovalRequested` and :class:`ApprovalDecided`; a change that a reader written for one version
 cannot read raises it (docs/server.md, "Events")."""
 
 StopReason = Literal[
@@ -304,6 +306,28 @@ class Searched(_EventBase):
         return out
 
 
+RouteName = Literal["none", "single", "multi_hop", "research"]
+"""How much searching a question needs: none, one search, several hops, a research run."""
+
+
+@dataclass(slots=True, kw_only=True)
+class Route(_EventBase):
+    """The route the ``auto`` mode chose for the question, and why, before the chosen strategy's
+    events (which follow in the same run)."""
+
+    type: Literal["route"] = "route"
+    route: RouteName
+    strategy: str
+    """The strategy id that answers (``""`` for the route ``none``: one answer without searching)."""
+    reason: str = ""
+    """Why, in a few words: the model's own reason, or the features the rule saw."""
+    decided_by: Literal["model", "rule"] = "rule"
+    """``model``: the model's JSON decision; ``rule``: the fallback rule (the model did not answer
+    in the format, refused, or was not asked)."""
+    wanted: RouteName | None = None
+    """The route decided before the budget was applied, when the budget ruled it out."""
+
+
 @dataclass(slots=True, kw_only=True)
 class AnswerDelta(_EventBase):
     """A piece of the final answer as it streams."""
@@ -403,6 +427,7 @@ Event = Annotated[
     | ToolCall
     | ToolResult
     | Searched
+    | Route
     | AnswerDelta
     | Answer
     | ErrorEvent

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LANGUAGES", "PLUGINS", "TRANSLATIONS_KEY", "PluginRow", "field_text"]
+__all__ = ["LANGUAGES", "MODES", "PLUGINS", "TRANSLATIONS_KEY", "ModeRow", "PluginRow", "field_text"]
 
 LANGUAGES: tuple[str, ...] = ("en", "zh")
 """The interface's languages; English is the one a text falls back to."""
@@ -116,6 +116,16 @@ PLUGINS: tuple[PluginRow, ...] = (
         "reasonloop.reasoning.strategies.ircot:IRCoTReasoning",
         en=("IRCoT", "Interleave one reasoning sentence and one search until the answer, citing the passages used"),
         zh=("IRCoT", "推理一句、检索一次，交替进行直到得出答案，并引用所用段落"),
+    ),
+    PluginRow(
+        "reasoning",
+        "auto",
+        "reasonloop.reasoning.strategies.auto:AutoReasoning",
+        en=(
+            "Auto (router)",
+            "Choose per question: no search, one search, multi-hop or research, within the budget; the trace says why",
+        ),
+        zh=("自动（路由）", "按问题选择：不检索、检索一次、多跳或深度研究，不超出预算；过程中说明理由"),
     ),
     # tools
     PluginRow(
@@ -296,3 +306,62 @@ PLUGINS: tuple[PluginRow, ...] = (
     ),
 )
 """Every built-in plugin, once. Its ``kind`` is one of :data:`reasonloop.registry.KINDS`."""
+
+
+@dataclass(frozen=True)
+class ModeRow:
+    """A thinking mode: what a request naming it instead of a strategy runs.
+
+    ``strategy`` is the strategy id it runs and ``settings`` the strategy settings it sets (a
+    request's own settings go over them); ``en`` and ``zh`` are its (name, description).
+    """
+
+    id: str
+    strategy: str
+    settings: dict[str, Any]
+    en: tuple[str, str]
+    zh: tuple[str, str]
+
+    def text(self, language: str) -> tuple[str, str]:
+        """(name, description) in ``language``."""
+        return getattr(self, language) if language in LANGUAGES else self.en
+
+
+MODES: tuple[ModeRow, ...] = (
+    ModeRow(
+        "fast",
+        "qa",
+        {},
+        en=("Fast", "One search, one answer (strategy qa)"),
+        zh=("快速", "检索一次，回答一次（策略 qa）"),
+    ),
+    ModeRow(
+        "balanced",
+        "ircot",
+        {},
+        en=("Balanced", "One reasoning sentence, one search, until the answer (strategy ircot)"),
+        zh=("均衡", "推理一句、检索一次，直到得出答案（策略 ircot）"),
+    ),
+    ModeRow(
+        "deep",
+        "react",
+        {"max_rounds": 10, "max_tool_calls": 16},
+        en=("Deep", "Search step by step as the reasoning needs, up to 10 rounds (strategy react)"),
+        zh=("深入", "按推理需要逐步检索，最多 10 轮（策略 react）"),
+    ),
+    ModeRow(
+        "research",
+        "research",
+        {},
+        en=("Research", "Plan, research in parallel, judge what is missing, write a cited report (strategy research)"),
+        zh=("研究", "规划、并行研究、判断缺少什么，写出带引用的报告（策略 research）"),
+    ),
+    ModeRow(
+        "auto",
+        "auto",
+        {},
+        en=("Auto", "A router picks no search, one search, multi-hop or research per question, within the budget"),
+        zh=("自动", "由路由器按问题在不检索、检索一次、多跳与研究之间选择，不超出预算"),
+    ),
+)
+"""Every thinking mode, once: ``fast``, ``balanced``, ``deep``, ``research``, ``auto``."""

@@ -8,7 +8,7 @@ from reasonloop.eval.datasets import load_qa_set
 from reasonloop.eval.oracle import ideal_model
 from reasonloop.eval.qa import evaluate_qa, open_eval_kb
 
-STRATEGIES = ["qa", "decompose", "react", "toolcall", "rewoo", "ircot"]
+STRATEGIES = ["qa", "decompose", "react", "toolcall", "rewoo", "ircot", "auto"]
 
 
 async def test_every_strategy_reaches_the_gold_answer_with_one_search(tmp_path, qa_files, embedder) -> None:
@@ -26,7 +26,7 @@ async def test_every_strategy_reaches_the_gold_answer_with_one_search(tmp_path, 
         score = by_id[strategy]
         assert score.failed == 0, score.errors
         assert score.em == pytest.approx(100.0), (strategy, report.rows[strategy])
-        if strategy in ("qa", "decompose", "ircot"):  # they search themselves: no tool call
+        if strategy in ("qa", "decompose", "ircot", "auto"):  # they search themselves: no tool call
             assert score.tool_calls == 0.0 and score.searches >= 1.0
         else:
             assert score.searches == 0.0 and score.tool_calls >= 1.0
@@ -37,6 +37,7 @@ async def test_every_strategy_reaches_the_gold_answer_with_one_search(tmp_path, 
     assert by_id["react"].llm_calls == 2.0
     assert by_id["rewoo"].llm_calls >= 2.0
     assert by_id["ircot"].llm_calls == 1.0  # its first sentence gives the answer
+    assert by_id["auto"].llm_calls == 2.0  # the router's decision (one hop: single), then qa's answer
 
 
 async def test_the_ideal_model_does_not_answer_beyond_its_evidence(tmp_path, qa_files, embedder) -> None:

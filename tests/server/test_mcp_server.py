@@ -38,7 +38,8 @@ def workspace(tmp_path: Path, *, keys: bool = False) -> Path:
     (tmp_path / "docs" / "tantivy.md").write_text(DOC, encoding="utf-8")
     (tmp_path / "secret.md").write_text("# Secret\n\nOutside the allowed roots.", encoding="utf-8")
     (tmp_path / "docs" / "leak.md").symlink_to(tmp_path / "secret.md")  # a link out of the root: never read
-    (tmp_path / "replies.json").write_text(json.dumps([ANSWER]), encoding="utf-8")
+    route = json.dumps({"route": "single", "reason": "one fact about one library"})
+    (tmp_path / "replies.json").write_text(json.dumps([ANSWER, route, ANSWER]), encoding="utf-8")
     hang = {"tool_calls": [{"id": "h1", "name": "hang", "arguments": {"seconds": 30}}]}
     (tmp_path / "slow.json").write_text(json.dumps([hang, "woke"]), encoding="utf-8")
     config = f"""
@@ -132,6 +133,20 @@ async def check_tools_and_documents(client: Client, docs: Path) -> None:
     assert messages[0] == f"run {result['run_id']} started" and len(messages) > 1
     assert result["trace"] == messages[1:]
     assert 'search("What is tantivy?"): 1 found' in result["trace"]  # the run's own search, from its event
+
+    assert "mode" in tools["ask"].input_schema["properties"]  # ask takes a thinking mode
+    routed = await client.call_tool(
+        "ask", {"question": "What is tantivy?", "mode": "auto", "budget": {"max_tokens": 5000}}
+    )
+    assert not routed.is_error, text_of(routed)
+    assert routed.structured_content["answer"] == ANSWER
+    assert "route: single (qa): one fact about one library" in routed.structured_content["trace"]
+    missing = await client.call_tool("ask", {"question": "What is tantivy?", "mode": "research"})
+    assert missing.is_error and "strategy research is not available" in text_of(missing)
+    unknown = await client.call_tool("ask", {"question": "What is tantivy?", "mode": "telepathy"})
+    assert unknown.is_error and "unknown mode 'telepathy': the modes are fast, balanced" in text_of(unknown)
+    both = await client.call_tool("ask", {"question": "What is tantivy?", "mode": "fast", "reasoning": "qa"})
+    assert both.is_error and "give a strategy or a mode, not both" in text_of(both)
 
     listed = (await client.call_tool("list_documents", {})).structured_content["documents"]
     assert [d["source"] for d in listed] == [str(docs / "tantivy.md")]

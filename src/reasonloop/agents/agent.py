@@ -45,6 +45,7 @@ from reasonloop.events import RunResult
 from reasonloop.llm.base import LLM, Message
 from reasonloop.llm.sampling import Sampling, with_sampling
 from reasonloop.reasoning.base import Budget, Reasoning, RunContext
+from reasonloop.reasoning.modes import check_choice, resolve_mode
 from reasonloop.registry import Registry, resolve
 from reasonloop.tools.agent_tool import AgentTool, agent_tools
 from reasonloop.tools.approval import ApprovalPolicies, Approver, gated
@@ -92,15 +93,20 @@ class Agent(AgentRuns):
         feedback: A store of judgements: the ``feedback`` tool writes to it, and its recent
             guidance for the run's user and conversation is added to the instructions.
         feedback_recent: How many recent judgements shape that guidance.
+        mode: A thinking mode (``fast``, ``balanced``, ``deep``, ``research``, ``auto``) instead of
+            ``reasoning``: the strategy and settings of its row in
+            :data:`~reasonloop.plugin_table.MODES`, with ``settings`` over the mode's.
 
     Raises:
         PluginNotFound: an unknown strategy or tool id.
+        ModeInvalid: an unknown mode, a mode given with ``reasoning``, or a mode whose strategy is
+            not installed.
         ConfigError: invalid settings, a bad ``kb``, or two tools with one name.
     """
 
     def __init__(
         self,
-        reasoning: str | type[Reasoning] = DEFAULT_REASONING,
+        reasoning: str | type[Reasoning] | None = None,
         llm: LLM | str | None = None,
         kb: Any = None,
         tools: Sequence[Tool | str | Agent | ToolSource] | None = None,
@@ -117,6 +123,7 @@ class Agent(AgentRuns):
         description: str = "",
         feedback: FeedbackStore | None = None,
         feedback_recent: int = 5,
+        mode: str | None = None,
     ) -> None:
         self.registry = registry
         self.name = name
@@ -126,9 +133,15 @@ class Agent(AgentRuns):
         self._sources: list[ToolSource] = []
         self._owned: AgentResources | None = None
         """Resources this agent made for itself (in :meth:`from_config`), closed by :meth:`aclose`."""
-        self.strategy: type[Reasoning] = (
-            resolve("reasoning", reasoning, registry) if isinstance(reasoning, str) else reasoning
-        )
+        check_choice(reasoning, mode)
+        self.mode = mode
+        if mode is not None:
+            self.strategy, mode_settings = resolve_mode(mode, registry)
+            given = settings.model_dump() if isinstance(settings, BaseModel) else dict(settings or {})
+            settings = {**mode_settings, **given}  # the caller's settings over the mode's
+        else:
+            reasoning = DEFAULT_REASONING if reasoning is None else reasoning
+            self.strategy = resolve("reasoning", reasoning, registry) if isinstance(reasoning, str) else reasoning
         self.reasoning_id = self.strategy.info.id
         self.settings = self.strategy.validate_settings(settings)
         self._plans: dict[tuple[Any, ...], StrategyPlan] = {}
@@ -250,6 +263,7 @@ class Agent(AgentRuns):
             run_id=run_id or secrets.token_hex(16),
             depth=depth,
             services=dict(self.services),
+            registry=self.registry,
             scope=run_scope(self.services, self.label, self._stats, self.feedback, user_id, conversation_id),
         )
 

@@ -24,9 +24,10 @@ from reasonloop.agents.resources import AgentResources
 from reasonloop.agents.served_models import ServedModels
 from reasonloop.config import Settings
 from reasonloop.defaults import DEFAULT_REASONING
-from reasonloop.errors import KBUnavailable, LLMNotConfigured, PluginNotFound, RequestInvalid
+from reasonloop.errors import KBUnavailable, LLMNotConfigured, ModeInvalid, PluginNotFound, RequestInvalid
 from reasonloop.events import Event, Usage
 from reasonloop.llm.base import LLM
+from reasonloop.reasoning.modes import check_choice, resolve_mode
 from reasonloop.registry import Registry, resolve
 from reasonloop.runs.models import RunRequest
 from reasonloop.runs.replay import StepJournal
@@ -119,7 +120,24 @@ class AgentRunner:
         return self._declared
 
     def _strategy(self, request: RunRequest) -> Any:
-        return self._strategy_of(request.reasoning or DEFAULT_REASONING, "reasoning")
+        return self._chosen(request)[0]
+
+    def _chosen(self, request: RunRequest) -> tuple[Any, dict[str, Any]]:
+        """The strategy class a request without an agent runs, and the settings it gives it (a
+        mode's under the request's own).
+
+        Raises:
+            RequestInvalid: an unknown strategy or mode, both given, or a mode whose strategy is
+                not installed (``field`` is ``reasoning`` or ``mode``).
+        """
+        if request.mode is None:
+            return self._strategy_of(request.reasoning or DEFAULT_REASONING, "reasoning"), dict(request.settings)
+        try:
+            check_choice(request.reasoning, request.mode)
+            strategy, mode_settings = resolve_mode(request.mode, self.registry)
+        except ModeInvalid as exc:
+            raise RequestInvalid(exc.message, field="mode") from exc
+        return strategy, {**mode_settings, **request.settings}
 
     def _strategy_of(self, strategy_id: str, field: str) -> Any:
         try:
@@ -138,6 +156,8 @@ class AgentRunner:
                 raise RequestInvalid("a declared agent answers with its own model: leave out model", field="model")
             self.served.check(request.model)
         given = request.settings
+        if request.agent is not None and request.mode is not None:
+            raise RequestInvalid("a declared agent answers with its own strategy: leave out mode", field="mode")
         if request.agent is not None:
             declared = self._agents().get(request.agent)
             if declared is None:
@@ -148,7 +168,7 @@ class AgentRunner:
             strategy = self._strategy_of(declared.reasoning, "agent")
             given = {**declared.settings, **request.settings}  # the request's settings over the declared ones
         else:
-            strategy = self._strategy(request)
+            strategy, given = self._chosen(request)
         settings_model = getattr(strategy, "Settings", None)
         if settings_model is None:
             return
@@ -215,10 +235,13 @@ class AgentRunner:
             built = self._built[key] = Agent.from_config(
                 str(request.agent), self.settings, kb=kb, llm=llm, registry=self.registry, resources=self.resources
             )
-        if not request.settings:
+        if not request.settings and request.budget is None:
             return built
         agent = copy.copy(built)
-        agent.settings = built.strategy.validate_settings({**built.settings.model_dump(), **request.settings})
+        if request.settings:
+            agent.settings = built.strategy.validate_settings({**built.settings.model_dump(), **request.settings})
+        if request.budget is not None:
+            agent.budget = request.budget
         return agent
 
     async def _run(
@@ -237,11 +260,13 @@ class AgentRunner:
                     default_llm = await self._default_llm()
             agent = self._agent(request, kb, default_llm)
         else:
+            strategy, settings = self._chosen(request)
             agent = Agent(
-                reasoning=self._strategy(request),
+                reasoning=strategy,
                 llm=await (self.served.get(request.model) if request.model else self._default_llm()),
                 kb=kb,
-                settings=request.settings,
+                settings=settings,
+                budget=request.budget,
                 registry=self.registry,
                 **self._feedback(),
             )

@@ -29,7 +29,6 @@ from reasonloop.cli.approve import ApproveMode, approve_with
 from reasonloop.cli.console import console, err_console, escape, rich_console
 from reasonloop.cli.llm_cmd import print_model_note
 from reasonloop.cli.root import app, state
-from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.errors import ConfigError
 
 # asyncio, the agent stack, the events and the model types are imported where a run starts:
@@ -108,6 +107,7 @@ class TraceRenderer:
             ErrorEvent,
             Plan,
             Progress,
+            Route,
             RunStarted,
             Searched,
             Thought,
@@ -125,6 +125,13 @@ class TraceRenderer:
                 )
         elif isinstance(event, Progress):
             console.print(f"{indent}[dim italic]… {escape(event.message)}[/]")
+        elif isinstance(event, Route):
+            chosen = f" → {event.strategy}" if event.strategy else " → answer without searching"
+            wanted = f" (wanted {event.wanted})" if event.wanted else ""
+            console.print(
+                f"{indent}[magenta]Route:[/] {event.route}{escape(chosen)}{escape(wanted)} "
+                f"[dim]by the {event.decided_by}: {escape(event.reason)}[/]"
+            )
         elif isinstance(event, Thought):
             if event.plan_text:  # the plan's text: its Plan event shows it
                 return
@@ -228,7 +235,7 @@ async def open_kb(kb_dir: str | None, stack: AsyncExitStack) -> Any:
 
 
 def build_agent(
-    reasoning: str,
+    reasoning: str | None,
     llm_spec: str | None,
     tools: str | None,
     kb: Any,
@@ -236,9 +243,13 @@ def build_agent(
     instructions: list[str],
     agent_name: str | None,
     resources: AgentResources,
+    mode: str | None = None,
+    budget: dict[str, Any] | None = None,
 ) -> Agent:
     from reasonloop.agents import Agent
     from reasonloop.llm.resolve import create_llm
+    from reasonloop.reasoning.base import Budget
+    from reasonloop.reasoning.modes import check_choice, resolve_mode
     from reasonloop.registry import Registry
 
     registry = Registry(state.settings.plugins.paths)
@@ -246,12 +257,21 @@ def build_agent(
     if agent_name:
         if tools or sets or instructions:
             raise ConfigError("--agent takes its tools, settings and instructions from [agents.NAME]")
+        if mode:
+            raise ConfigError("--agent answers with its own strategy: leave out --mode")
         model = create_llm(llm_spec, state.settings, registry) if llm_spec else None
         agent = Agent.from_config(agent_name, state.settings, kb=kb, llm=model, registry=registry, resources=resources)
+        if budget:
+            agent.budget = Budget.model_validate(budget)
     else:
+        if mode is not None:  # a bad mode is refused before the model is set up
+            check_choice(reasoning, mode)
+            resolve_mode(mode, registry)
         tool_ids = [t.strip() for t in (tools or "").split(",") if t.strip()]
         agent = Agent(
             reasoning,
+            mode=mode,
+            budget=budget or None,
             llm=create_llm(llm_spec, state.settings, registry),
             kb=kb,
             tools=tool_ids or None,
@@ -268,6 +288,16 @@ def build_agent(
             )
     print_model_note(agent.llm)
     return agent
+
+
+def run_budget(tokens: int | None, seconds: float | None) -> dict[str, Any]:
+    """The ``--budget-*`` options as a budget's fields (only those given)."""
+    budget: dict[str, Any] = {}
+    if tokens is not None:
+        budget["max_tokens"] = tokens
+    if seconds is not None:
+        budget["timeout_s"] = seconds
+    return budget
 
 
 @contextlib.contextmanager
@@ -326,7 +356,10 @@ async def consume(
 
 
 ReasoningOpt = Annotated[
-    str, typer.Option("--reasoning", "-r", help="Strategy id: qa, decompose, react, toolcall, rewoo, ircot, ...")
+    str | None,
+    typer.Option(
+        "--reasoning", "-r", help="Strategy id: qa, decompose, react, toolcall, rewoo, ircot, ... (default: qa)"
+    ),
 ]
 LLMOpt = Annotated[
     str | None, typer.Option("--llm", help="provider:model, e.g. openai:gpt-4o-mini or scripted:replies.json")
@@ -336,6 +369,21 @@ ToolsOpt = Annotated[
 ]
 KBOpt = Annotated[
     str | None, typer.Option("--kb", help="Knowledge base directory (default: [kb] path, i.e. ./.reasonloop).")
+]
+ModeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--mode",
+        "-m",
+        help="Thinking mode instead of --reasoning: fast, balanced, deep, research or auto "
+        "(auto picks no search, one search, multi-hop or research per question).",
+    ),
+]
+BudgetTokensOpt = Annotated[
+    int | None, typer.Option("--budget-tokens", min=1, help="Most tokens the run may use (all its model calls).")
+]
+BudgetSecondsOpt = Annotated[
+    float | None, typer.Option("--budget-seconds", min=0.001, help="Most seconds the run may take before it answers.")
 ]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="Strategy setting key=value (repeatable).")]
 InstrOpt = Annotated[
@@ -359,7 +407,10 @@ ApproveOpt = Annotated[
 @app.command("ask")
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
-    reasoning: ReasoningOpt = DEFAULT_REASONING,
+    reasoning: ReasoningOpt = None,
+    mode: ModeOpt = None,
+    budget_tokens: BudgetTokensOpt = None,
+    budget_seconds: BudgetSecondsOpt = None,
     llm_spec: LLMOpt = None,
     tools: ToolsOpt = None,
     kb_dir: KBOpt = None,
@@ -382,7 +433,18 @@ def ask(
         async with AsyncExitStack() as stack:
             kb = await open_kb(kb_dir, stack)
             resources = AgentResources()
-            agent = build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [], agent_name, resources)
+            agent = build_agent(
+                reasoning,
+                llm_spec,
+                tools,
+                kb,
+                sets or [],
+                instructions or [],
+                agent_name,
+                resources,
+                mode,
+                run_budget(budget_tokens, budget_seconds),
+            )
             stack.push_async_callback(close_agent, agent, resources)
             approve_with(agent, approve, agent_name)
             if as_json:

@@ -12,10 +12,13 @@ from reasonloop.cli.approve import approve_with
 from reasonloop.cli.ask_cmd import (
     AgentOpt,
     ApproveOpt,
+    BudgetSecondsOpt,
+    BudgetTokensOpt,
     ConversationOpt,
     InstrOpt,
     KBOpt,
     LLMOpt,
+    ModeOpt,
     ReasoningOpt,
     SetOpt,
     ToolsOpt,
@@ -25,11 +28,11 @@ from reasonloop.cli.ask_cmd import (
     close_agent,
     consume,
     open_kb,
+    run_budget,
     tracing,
 )
 from reasonloop.cli.console import console, escape
 from reasonloop.cli.root import app
-from reasonloop.defaults import DEFAULT_REASONING
 
 __all__ = ["CHAT_COMMANDS", "chat"]
 
@@ -50,7 +53,10 @@ def _chat_help() -> None:
 
 @app.command("chat")
 def chat(
-    reasoning: ReasoningOpt = DEFAULT_REASONING,
+    reasoning: ReasoningOpt = None,
+    mode: ModeOpt = None,
+    budget_tokens: BudgetTokensOpt = None,
+    budget_seconds: BudgetSecondsOpt = None,
     llm_spec: LLMOpt = None,
     tools: ToolsOpt = None,
     kb_dir: KBOpt = None,
@@ -78,10 +84,22 @@ def chat(
         try:
             kb = runner.run(open_kb(kb_dir, stack))
             resources = AgentResources()
-            agent = build_agent(reasoning, llm_spec, tools, kb, sets or [], instructions or [], agent_name, resources)
+            agent = build_agent(
+                reasoning,
+                llm_spec,
+                tools,
+                kb,
+                sets or [],
+                instructions or [],
+                agent_name,
+                resources,
+                mode,
+                run_budget(budget_tokens, budget_seconds),
+            )
+            how = f"mode {mode} ({agent.reasoning_id})" if mode else agent.reasoning_id
             approve_with(agent, approve, agent_name)
             console.print(
-                f"[dim]reasonloop chat · {agent.reasoning_id} · {escape(agent.llm.name)} · "
+                f"[dim]reasonloop chat · {escape(how)} · {escape(agent.llm.name)} · "
                 "/help for commands, /quit to leave[/]"
             )
             while True:

@@ -180,12 +180,28 @@ def routing(
     out: Annotated[Path | None, typer.Option("--out", help="Results folder (default: under --work).")] = None,
     as_json: JsonOption = False,
     html: HtmlOption = None,
+    hops: Annotated[
+        bool,
+        typer.Option(
+            "--hops",
+            help="Score the auto mode's router on the hop labels (none, single, multi_hop, research) "
+            "instead of the tools called: with the model (the rule when it gives no decision) and with the rule alone.",
+        ),
+    ] = False,
 ) -> None:
-    """Score the tools an agent calls.
+    """Score the tools an agent calls, or the routes of the auto mode.
 
-    Accuracy, per-tool precision and recall, a confusion table and the questions that went wrong.
+    Accuracy, per-tool precision and recall, a confusion table and the questions that went wrong;
+    on the hop labels, accuracy on the set's dev and held-out parts and a confusion table, for the
+    router with the model and for its rule alone.
     """
     import asyncio
+
+    if hops:
+        if html:
+            raise typer.BadParameter("--html is not available with --hops", param_hint="--html")
+        _hop_routing(data, llm, limit, seed, work, out, as_json)
+        return
 
     from reasonloop.eval.datasets import load_routing_set, subsample
     from reasonloop.eval.report import routing_tables
@@ -247,6 +263,49 @@ def routing(
         as_json=as_json,
         heading=f"results in {escape(str(folder))}",
         table=routing_tables(report),
+    )
+    if report.failed:
+        err_console.print(f"[bold yellow]{report.failed} question(s) failed[/]", highlight=False)
+        raise typer.Exit(3)
+
+
+def _hop_routing(
+    data: Path | None, llm: str | None, limit: int | None, seed: int | None, work: Path, out: Path | None, as_json: bool
+) -> None:
+    import asyncio
+
+    from reasonloop.eval.datasets import load_routing_set, subsample
+    from reasonloop.eval.route_hops import evaluate_hops, hop_routing_tables
+    from reasonloop.eval.routing import bundled_set_path
+
+    path = data or bundled_set_path()
+    items = [i for i in subsample(load_routing_set(path), limit, seed) if i.hops]
+    if not items:
+        raise ConfigError(f"{path} has no question with a hops label (none, single, multi_hop, research)")
+    model = make_llm(llm)
+    manifest = {"data": str(path.resolve()), "limit": limit, "seed": seed, "model": model.name}
+    key = hashlib.sha1(json.dumps(manifest, sort_keys=True).encode()).hexdigest()[:10]
+    folder = out or work / "runs" / f"hops-{slug(path.stem)}-{key}"
+
+    async def run() -> Any:
+        try:
+            with progress_bar() as bar:
+                task = bar.add_task("routing", total=len(items))
+                return await evaluate_hops(
+                    items, llm=model, folder=folder, manifest=manifest, on_result=lambda row, resumed: bar.advance(task)
+                )
+        finally:
+            await model.aclose()
+
+    report = asyncio.run(run())
+    show_report(
+        report,
+        html=None,
+        title=f"Hop routing: {path.stem} ({model.name})",
+        kind="hops",
+        as_json=as_json,
+        heading=f"Hop routing: {path.stem} ({escape(model.name)}); results in {escape(str(folder))}",
+        table=hop_routing_tables(report),
     )
     if report.failed:
         err_console.print(f"[bold yellow]{report.failed} question(s) failed[/]", highlight=False)

@@ -30,6 +30,7 @@ from typing import Any
 from reasonloop.eval.data_fields import bad_data, read_json, read_jsonl, str_list_field, text_field
 
 __all__ = [
+    "HOP_LABELS",
     "Doc",
     "QAItem",
     "QASet",
@@ -107,6 +108,10 @@ class RoutingItem:
     """The tools a good agent calls for this question, possibly none."""
     category: str = ""
     language: str = ""
+    hops: str = ""
+    """How much searching it needs (``none``, ``single``, ``multi_hop``, ``research``); ``""`` when unlabelled."""
+    split: str = ""
+    """``dev`` (looked at while the router's rule was written) or ``heldout`` (not looked at)."""
 
 
 # -- retrieval ------------------------------------------------------------------------------------
@@ -379,8 +384,13 @@ def _question_row(path: Path, line: int, obj: dict[str, Any]) -> QAItem:
 
 
 # -- routing ------------------------------------------------------------------------------------
+HOP_LABELS = ("", "none", "single", "multi_hop", "research")
+"""A routing item's ``hops``: unlabelled, then the routes of the ``auto`` mode."""
+
+
 def load_routing_set(path: str | Path) -> list[RoutingItem]:
-    """A routing JSONL: ``question``, ``tools`` (list, possibly empty), optional ``id``, ``category``, ``language``.
+    """A routing JSONL: ``question``, ``tools`` (list, possibly empty), optional ``id``, ``category``,
+    ``language``, ``hops`` (``none``, ``single``, ``multi_hop`` or ``research``) and ``split``.
 
     Raises:
         EvalDataError: a missing file or field, named with its line.
@@ -390,6 +400,11 @@ def load_routing_set(path: str | Path) -> list[RoutingItem]:
     for line, obj in read_jsonl(path):
         question = text_field(path, obj, ("question",), line)
         tools = str_list_field(path, obj, "tools", line)
+        hops = obj.get("hops", "")
+        if hops not in HOP_LABELS:
+            raise bad_data(
+                path, f"hops must be one of {', '.join(HOP_LABELS[1:])} (got {hops!r})", line=line, field_name="hops"
+            )
         items.append(
             RoutingItem(
                 str(obj.get("id", f"r{line}")),
@@ -397,6 +412,8 @@ def load_routing_set(path: str | Path) -> list[RoutingItem]:
                 tuple(tools),
                 str(obj.get("category", "")),
                 str(obj.get("language", "")),
+                hops,
+                str(obj.get("split", "")),
             )
         )
     if not items:

@@ -21,6 +21,8 @@ standing for the first step's result. IRCoT's chain states one hop per sentence:
 shown passage that holds the hop's answer (the bridge entity, which the strategy then searches), or,
 when no shown passage holds it, the hop's search as a sentence; it concludes ``So the answer is:``
 once the answer is in a passage it was shown. It never answers from a gold answer it was not shown.
+Asked for a route by the ``auto`` mode's router, it names the route the question's hops call for:
+``multi_hop`` for two hops or more (or two gold documents when the hops are unknown), else ``single``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ __all__ = ["ideal_model"]
 _REF = re.compile(r"#(\d+)(?!\d)")
 _MARKERS = re.compile(r"\s*\[\d+\]")
 DONT_KNOW = "The passages do not say."
+_ROUTE_ASKED = '"route": "<none | single | multi_hop | research>"'
+"""What the router's prompt (en and zh) asks for."""
 
 _BLOCK = re.compile(r"(?:^|(?<=: ))\[(\d+)\][^\n]*\n(.*?)(?=\n\[\d+\]|\Z)", re.M | re.S)
 
@@ -248,6 +252,10 @@ def ideal_model(items: Sequence[QAItem], hops: Mapping[str, Sequence[Hop]] | Non
             marker = _marker(messages, [found_text])
             return found_text + marker if marker else DONT_KNOW
         chain = hops.get(item.id, ())
+        if _ROUTE_ASKED in messages[-1].content:  # the auto mode's router
+            many = len(chain) >= 2 or (not chain and len(item.gold_ids) >= 2)
+            route = "multi_hop" if many else "single"
+            return json.dumps({"route": route, "reason": f"{len(chain) or len(item.gold_ids)} hops"})
         searched = any(m.role == "tool" or (m.role != "system" and "Observation:" in m.content) for m in messages)
         answer = final(item, messages)
         shown = "\n".join(m.content for m in messages if m.role != "system")

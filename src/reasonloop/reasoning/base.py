@@ -30,7 +30,7 @@ from reasonloop.events import Answer, Citation, Event, Step, StopReason, Usage
 from reasonloop.kb.base import Retriever
 from reasonloop.llm.base import LLM, Message
 from reasonloop.plugin_table import field_text
-from reasonloop.registry import PluginInfo
+from reasonloop.registry import PluginInfo, Registry
 from reasonloop.tools.base import RunScope, Tool, ToolContext
 
 __all__ = [
@@ -151,6 +151,8 @@ class RunContext:
     depth: int = 0
     services: dict[str, Any] = field(default_factory=dict)
     """Extra resources the caller shares with its tools by name (``Agent(services=...)``)."""
+    registry: Registry | None = None
+    """Where a strategy that runs another (``auto``) looks its id up (``None``: the process registry)."""
     scope: RunScope = field(default_factory=RunScope)
     """What the run shares with its tools, typed: retrievers, model, evidence, user, ..."""
     steps: list[Step] = field(default_factory=list)

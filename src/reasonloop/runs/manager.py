@@ -268,7 +268,7 @@ class RunManager:
             run_id=run_id,
             tenant=request.tenant,
             conversation_id=conversation_id,
-            reasoning=request.agent or request.reasoning or "",
+            reasoning=request.agent or request.reasoning or request.mode or "",
             question=request.question,
             instance=self.instance,
         )

@@ -32,6 +32,7 @@ from reasonloop.events import (
 )
 from reasonloop.llm.base import Message
 from reasonloop.llm.sampling import Sampling
+from reasonloop.reasoning.base import Budget
 from reasonloop.unicode_text import CheckedText
 
 __all__ = [
@@ -98,8 +99,14 @@ class RunAsk(CheckedText):
     """Refused when empty or only whitespace."""
     reasoning: str | None = None
     """Strategy id; ``None`` lets the runner choose its default."""
+    mode: str | None = None
+    """A thinking mode (``fast``, ``balanced``, ``deep``, ``research``, ``auto``) instead of
+    ``reasoning``: naming both is refused (docs/reasoning.md, "Thinking modes")."""
+    budget: Budget | None = None
+    """The run's limits (``max_tokens``, ``timeout_s``, ``max_rounds``, ``max_tool_calls``) over the
+    strategy's own; the ``auto`` mode routes within them."""
     agent: str | None = None
-    """A configured agent id (wins over ``reasoning``)."""
+    """A configured agent id (wins over ``reasoning`` and ``mode``)."""
     settings: dict[str, Any] = Field(default_factory=dict)
     """Strategy settings, validated against the strategy's settings schema."""
     conversation_id: str | None = None

@@ -62,6 +62,7 @@ from reasonloop.events import (
     Event,
     Plan,
     Progress,
+    Route,
     Searched,
     ToolCall,
     ToolResult,
@@ -233,6 +234,8 @@ def _summary(event: Event) -> str | None:
             f"approval {event.approval_id} of run {event.run_id} needed: {event.tool}"
             f"({json.dumps(event.arguments, ensure_ascii=False)[:200]}); answer with answer_approval"
         )
+    if isinstance(event, Route):
+        return f"route: {event.route}{f' ({event.strategy})' if event.strategy else ''}: {event.reason[:200]}"
     return None
 
 
@@ -311,10 +314,21 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
         ctx: Context,
         reasoning: Annotated[
             str | None,
-            Field(description="Strategy: qa, decompose, react, toolcall, rewoo or ircot (default: the server's)"),
+            Field(description="Strategy: qa, decompose, react, toolcall, rewoo, ircot or auto (default: the server's)"),
         ] = None,
         agent: Annotated[str | None, Field(description="A configured agent to answer instead")] = None,
         settings: Annotated[dict[str, Any] | None, Field(description="The strategy's settings")] = None,
+        mode: Annotated[
+            str | None,
+            Field(
+                description="Thinking mode instead of a strategy: fast, balanced, deep, research or auto "
+                "(auto picks no search, one search, multi-hop or research per question)"
+            ),
+        ] = None,
+        budget: Annotated[
+            dict[str, Any] | None,
+            Field(description="The run's limits: max_tokens, timeout_s, max_rounds, max_tool_calls"),
+        ] = None,
     ) -> AskResult | InputRequiredResult:
         """Answer a question from the user's documents, with citations; progress is reported while it runs."""
         who = _who()
@@ -327,12 +341,14 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
             request = RunRequest(
                 question=question,
                 reasoning=reasoning,
+                mode=mode,
+                budget=budget,
                 agent=agent,
                 settings=settings or {},
                 tenant=who.tenant,
                 trace_context=trace_headers(ctx.headers),
             )
-        except ValidationError as exc:  # a blank question
+        except ValidationError as exc:  # a blank question, a budget out of range
             raise invalid_arguments(exc) from exc
         record = await state.start(request)
         return await _follow(state, record.run_id, who, ctx)

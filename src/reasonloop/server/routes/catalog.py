@@ -1,4 +1,5 @@
-"""Catalogs: the reasoning strategies, tools and agents a client can choose, with settings schemas.
+"""Catalogs: the reasoning strategies, tools and agents a client can choose, with settings schemas,
+and the thinking modes (each with the strategy it runs and whether that strategy is installed).
 
 A web UI renders each plugin's settings form from ``settings_schema`` (JSON Schema), and selects
 the strategy marked ``default`` until its user picks another. ``name`` and ``description`` are
@@ -19,11 +20,12 @@ from pydantic import BaseModel, Field
 
 from reasonloop.defaults import DEFAULT_REASONING
 from reasonloop.errors import ReasonLoopError
+from reasonloop.plugin_table import LANGUAGES, MODES
 from reasonloop.registry import PluginEntry, PluginInfo, PluginText, resolve
 from reasonloop.server.deps import principal, server_state
 from reasonloop.server.gate import Caller
 
-__all__ = ["PluginView", "ReasoningView", "router"]
+__all__ = ["ModeView", "PluginView", "ReasoningView", "router"]
 
 router = APIRouter(prefix="/v1", tags=["catalog"])
 
@@ -174,3 +176,37 @@ async def llm_view(request: Request, who: Annotated[Caller, Depends(principal)])
     if describe is None:
         return LLMView(in_use=InUseView())
     return LLMView.model_validate(await describe())
+
+
+class ModeView(BaseModel):
+    """A thinking mode a run may name instead of a strategy (docs/reasoning.md, "Thinking modes")."""
+
+    id: str
+    name: str
+    description: str
+    translations: dict[str, PluginText] = Field(default_factory=dict)
+    strategy: str
+    """The strategy id the mode runs."""
+    available: bool
+    """Whether that strategy is installed here: a run naming a mode that is not is refused."""
+
+
+@router.get("/modes", response_model=list[ModeView])
+async def list_modes(request: Request, who: Annotated[Caller, Depends(principal)]) -> list[ModeView]:
+    """The thinking modes, each with its strategy and whether that strategy is installed."""
+    installed = {e.id for e in server_state(request).registry.entries("reasoning") if e.error is None}
+    return [
+        ModeView(
+            id=row.id,
+            name=row.en[0],
+            description=row.en[1],
+            translations={
+                lang: PluginText(name=row.text(lang)[0], description=row.text(lang)[1])
+                for lang in LANGUAGES
+                if lang != "en"
+            },
+            strategy=row.strategy,
+            available=row.strategy in installed,
+        )
+        for row in MODES
+    ]

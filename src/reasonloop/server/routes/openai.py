@@ -1,7 +1,8 @@
 """``POST /v1/chat/completions``: any OpenAI client can ask reasonloop.
 
-The ``model`` is a reasoning strategy or agent id (``reasonloop`` or ``default`` picks the
-server's default); ``GET /v1/models`` lists them, and an unknown one is a 404 as with OpenAI. The last user message is the question; the messages before it are the
+The ``model`` is an agent id, a thinking mode (``fast``, ``balanced``, ``deep``, ``research``,
+``auto``: :data:`reasonloop.plugin_table.MODES`) or a reasoning strategy id, looked up in that order
+(``reasonloop`` or ``default`` picks the server's default); ``GET /v1/models`` lists them, and an unknown one is a 404 as with OpenAI. The last user message is the question; the messages before it are the
 history. The answer streams as ``content`` deltas; the reasoning lane (progress, thoughts,
 tool calls) streams as ``reasoning_content`` deltas, which OpenAI clients ignore or show as
 reasoning. The run id is returned in the ``X-Run-Id`` header, so the full trace can be read
@@ -37,6 +38,7 @@ from reasonloop.events import (
     Event,
     Plan,
     Progress,
+    Route,
     Searched,
     Thought,
     ToolCall,
@@ -44,6 +46,7 @@ from reasonloop.events import (
 )
 from reasonloop.llm.base import Message
 from reasonloop.llm.sampling import Sampling
+from reasonloop.plugin_table import MODES
 from reasonloop.runs.manager import RunManager
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.deps import principal, server_state
@@ -112,9 +115,11 @@ def _run_request(
     history = [Message(role=_ROLES[m.role], content=m.text()) for m in messages[:-1]]  # type: ignore[arg-type]
     model = None if body.model in DEFAULT_MODELS else body.model
     agent = model if model in agents else None
+    mode = model if agent is None and any(row.id == model for row in MODES) else None
     return RunRequest(
         question=messages[-1].text(),
-        reasoning=None if agent else model,
+        reasoning=None if agent or mode else model,
+        mode=mode,
         agent=agent,
         history=history,
         sampling=body.sampling(),
@@ -137,6 +142,8 @@ def _lane(event: Event) -> str | None:
         return f"← {event.tool}: {'error' if event.error else 'ok'}\n"
     if isinstance(event, Searched):
         return f"→ search({json.dumps(event.query, ensure_ascii=False)}): {event.hits} found\n"
+    if isinstance(event, Route):
+        return f"Route: {event.route}{f' ({event.strategy})' if event.strategy else ''}: {event.reason}\n"
     return None
 
 
@@ -161,10 +168,12 @@ class ModelList(BaseModel):
 
 
 def _model_ids(request: Request) -> list[str]:
-    """What ``model`` may name: the server's default, every strategy that loaded, every agent."""
+    """What ``model`` may name: the server's default, every mode whose strategy is installed, every
+    strategy that loaded, every agent."""
     state = server_state(request)
     strategies = [e.id for e in state.registry.entries("reasoning") if e.error is None]
-    return list(dict.fromkeys([*DEFAULT_MODELS, *strategies, *sorted(state.agents)]))
+    modes = [row.id for row in MODES if row.strategy in strategies]
+    return list(dict.fromkeys([*DEFAULT_MODELS, *modes, *strategies, *sorted(state.agents)]))
 
 
 @router.get("/models", response_model=ModelList)
@@ -190,7 +199,7 @@ async def chat_completions(
         asked = _run_request(body, who.tenant, state.agents, trace_headers(request.headers))
         record = await state.start(asked, field="messages")
     except RequestInvalid as exc:
-        if exc.details.get("field") not in ("reasoning", "agent"):
+        if exc.details.get("field") not in ("reasoning", "agent", "mode"):
             raise
         # As OpenAI answers a model it does not have: 404, which its SDKs raise as NotFoundError.
         raise ModelNotFound(f"no model {body.model!r}: {exc.message}", model=body.model) from exc

@@ -28,7 +28,18 @@ SOCKET_PATH = "/v1/ws"
 
 CLIENT_FRAMES: dict[str, tuple[str, ...]] = {
     "ping": ("id",),
-    "ask": ("id", "question", "reasoning", "agent", "settings", "conversation_id", "sampling", "model"),
+    "ask": (
+        "id",
+        "question",
+        "reasoning",
+        "mode",
+        "budget",
+        "agent",
+        "settings",
+        "conversation_id",
+        "sampling",
+        "model",
+    ),
     "stop": ("id", "run_id"),
     "resume": ("id", "run_id", "after_seq"),
     "approve": ("id", "run_id", "approval_id", "decision", "arguments", "reason"),

@@ -1,6 +1,6 @@
 // The page: views by URL hash, sign-in with an API key when the server asks for one, the model in
-// use and the served ones a run may pick, the strategy selector and its settings form, the
-// language switch, the connection banner.
+// use and the served ones a run may pick, the thinking-mode selector, the strategy selector and its
+// settings form (set aside while a mode is chosen), the language switch, the connection banner.
 
 import { api, ApiError, auth, on } from "./api.js";
 import { Chat } from "./chat.js";
@@ -15,14 +15,46 @@ let plugins = new Map(); // option value -> {kind, id, schema, view (the catalog
 let chat = null;
 let started = false;
 let llm = null; // GET /v1/llm: {in_use, offered, found}
+let modes = []; // GET /v1/modes: {id, name, description, translations, strategy, available}
 
 function chosen() {
+  const model = $("model").value;
+  const mode = $("mode").value;
+  if (mode) return model ? { mode, model } : { mode };
   const value = $("strategy").value;
   const p = plugins.get(value);
   if (!p) return {};
   if (p.kind === "agent") return { agent: p.id };
-  const model = $("model").value;
   return model ? { reasoning: p.id, model } : { reasoning: p.id };
+}
+
+function renderModes() {
+  const select = $("mode");
+  const saved = select.value || localStorage.getItem("rl.mode") || "";
+  select.replaceChildren(new Option(t("mode.none"), ""));
+  for (const m of modes) {
+    const name = localized(m, "name") || m.id;
+    const option = new Option(m.available ? name : `${name} (${t("mode.unavailable")})`, m.id);
+    option.disabled = !m.available;
+    select.append(option);
+  }
+  select.value = modes.some((m) => m.id === saved && m.available) ? saved : "";
+  describeMode();
+}
+
+function describeMode() {
+  const value = $("mode").value;
+  localStorage.setItem("rl.mode", value);
+  const m = modes.find((x) => x.id === value);
+  const runs = m && m.strategy !== m.id ? ` · ${t("mode.runs", { strategy: m.strategy })}` : "";
+  $("mode-desc").textContent = m ? `${localized(m, "description")}${runs}` : t("mode.noneHint");
+  // A mode decides the strategy and its settings: the strategy selector and its form step aside.
+  $("strategy-box").hidden = $("strategy-desc").hidden = $("settings-box").hidden = Boolean(m);
+}
+
+async function loadModes() {
+  modes = await api("v1/modes");
+  renderModes();
 }
 
 function modelLabel(m) {
@@ -182,6 +214,7 @@ async function boot() {
     return;
   }
   $("logout").hidden = !auth.key;
+  await loadModes().catch(report);
   loadModels().catch(report); // a slow look around the machine never holds up the page
   if (!chat) chat = new Chat({ strategy: chosen, settings, onCite: (c) => showCitation(c).catch(report) });
   started = true;
@@ -198,10 +231,12 @@ function init() {
     labelStrategies();
     renderSettings();
     renderModels();
+    renderModes();
     if (chat) chat.relabel();
     route();
   });
   $("strategy").addEventListener("change", renderSettings);
+  $("mode").addEventListener("change", describeMode);
   $("model").addEventListener("change", describeModel);
   $("settings-reset").addEventListener("click", () => { settings.reset(); renderSettings(); });
   $("login-form").addEventListener("submit", signIn);

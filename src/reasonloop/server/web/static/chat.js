@@ -13,7 +13,7 @@ const $ = (id) => document.getElementById(id);
 
 export class Chat {
   constructor({ strategy, settings, onCite }) {
-    this.strategy = strategy; // () => {reasoning?, agent?}
+    this.strategy = strategy; // () => {reasoning?, mode?, agent?, model?}
     this.settings = settings; // SettingsForm
     this.onCite = onCite;
     this.conversations = [];
@@ -222,7 +222,9 @@ export class Chat {
     if (!question.trim() || this.active) return;
     this.showComposerError("");
     if (!this.settings.validate()) { this.showComposerError(t("settings.invalid")); return; }
-    const body = { question, ...this.strategy(), settings: this.settings.values() };
+    const picked = this.strategy();
+    // A mode sets its strategy's settings itself: the form belongs to the strategy selector.
+    const body = { question, ...picked, settings: picked.mode ? {} : this.settings.values() };
     if (this.current) body.conversation_id = this.current;
     let record;
     try {

@@ -119,6 +119,9 @@ export class RunView {
       case "approval_decided":
         this.approvalDecided(event);
         break;
+      case "route":
+        this.routed(event);
+        break;
       case "resumed":
         // The server that ran it died and another goes on: the answer starts over (its deltas come again).
         this.text = "";
@@ -153,6 +156,21 @@ export class RunView {
     this.steps += 1;
     this.updateLabel();
     return node;
+  }
+
+  /** The auto mode's route: which way, the strategy that answers, who decided and why. */
+  routed(event) {
+    const item = el("li", "t-route");
+    item.dataset.route = event.route;
+    const parts = [t(`route.${event.route}`)];
+    if (event.strategy) parts.push(`→ ${event.strategy}`);
+    if (event.wanted) parts.push(`(${t("route.wanted", { route: t(`route.${event.wanted}`) })})`);
+    item.append(
+      el("span", "t-kind", t("trace.route")),
+      el("span", "route-name", parts.join(" ")),
+      el("span", "route-why", `${t(`route.by.${event.decided_by}`)}: ${event.reason}`),
+    );
+    this.add(event, item);
   }
 
   thought(event) {
