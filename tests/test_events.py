@@ -190,7 +190,7 @@ def test_only_the_run_s_own_end_is_final():
 
 
 def test_run_started_says_the_event_schema():
-    assert json.loads(RunStarted(reasoning="qa", question="q").to_json())["event_schema"] == EVENT_SCHEMA == 2
+    assert json.loads(RunStarted(reasoning="qa", question="q").to_json())["event_schema"] == EVENT_SCHEMA == 3
 
 
 def test_searches_are_counted_apart_from_tool_calls():

@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from reasonloop.config_tools import (
+    ApprovalPolicy,
+    ApprovalSettings,
     FeedbackSettings,
     HTTPToolSettings,
     MCPServerSettings,
@@ -34,6 +36,8 @@ from reasonloop.errors import ConfigError
 __all__ = [
     "APIKeySettings",
     "AgentSettings",
+    "ApprovalPolicy",
+    "ApprovalSettings",
     "FeedbackSettings",
     "HTTPToolSettings",
     "KBSettings",
@@ -331,6 +335,9 @@ class AgentSettings(_Section):
     """Answer language; ``None`` follows each question."""
     timeout_s: float = Field(default=300.0, gt=0)
     """How long a parent agent waits for this one when it calls it as a tool."""
+    approvals: dict[str, ApprovalPolicy] = Field(default_factory=dict)
+    """Tool name (or ``mcp:SERVER``) -> whether a person approves this agent's calls of it; over
+    ``[approvals]`` for the runs of this agent."""
 
 
 class Settings(BaseSettings):
@@ -348,6 +355,7 @@ class Settings(BaseSettings):
     plugins: PluginSettings = Field(default_factory=PluginSettings)
     tools: ToolsSettings = Field(default_factory=ToolsSettings)
     runs: RunsSettings = Field(default_factory=RunsSettings)
+    approvals: ApprovalSettings = Field(default_factory=ApprovalSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     mcp: MCPSettings = Field(default_factory=MCPSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)

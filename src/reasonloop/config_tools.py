@@ -8,6 +8,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+ApprovalPolicy = Literal["never", "always", "once"]
+"""Whether a person approves a tool's calls: ``never`` (they run), ``always`` (every call waits
+for an answer) or ``once`` (the first call of the run waits; once it is confirmed, the tool's
+later calls in the same run do not)."""
+
 
 class Section(BaseModel):
     """A configuration section: unknown keys are errors, and assignments are validated."""
@@ -76,6 +81,8 @@ class MCPServerSettings(Section):
     retry_interval_s: float = Field(default=30.0, gt=0)
     """After a failed start, runs go on without the server and it is tried again in the
     background, at most once per this many seconds."""
+    approval: ApprovalPolicy | None = None
+    """Whether a person approves the calls of this server's tools (unset: ``[approvals]`` decides)."""
 
     @model_validator(mode="after")
     def _one_transport(self) -> MCPServerSettings:
@@ -100,6 +107,30 @@ class MCPSettings(Section):
     """Offer ``ingest`` over HTTP as well (stdio always offers it)."""
     allow_delete: bool = False
     """Offer ``delete_document``."""
+
+
+class ApprovalSettings(Section):
+    """``[approvals]``: which tool calls wait for a person to confirm, modify or reject them.
+
+    Example::
+
+        [approvals]
+        side_effects = "always"        # http_request, MCP tools not marked read-only
+        timeout_s = 600                # unanswered for 10 minutes: rejected
+        tools = { docsearch = "never", "mcp:tickets" = "once" }
+    """
+
+    default: ApprovalPolicy = "never"
+    """The policy of a tool that nothing else names."""
+    side_effects: ApprovalPolicy | None = None
+    """The policy of tools marked as having side effects (``http_request``; an MCP tool whose server
+    does not mark it read-only), when the tool has no policy of its own; unset: ``default``."""
+    tools: dict[str, ApprovalPolicy] = Field(default_factory=dict)
+    """Tool name (or ``mcp:SERVER`` for every tool of that server) -> policy."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """A call unanswered this long is rejected (the model reads why); unset: it waits for an answer."""
+    poll_interval_s: float = Field(default=0.5, gt=0, le=10)
+    """How often a waiting run looks for an answer given on another server instance."""
 
 
 class FeedbackSettings(Section):

@@ -27,6 +27,7 @@ tests can match on; the message is for people and may change. The tree::
     │   ├── ToolArgumentsInvalid         tool.invalid_arguments
     │   ├── ToolTimeout                  tool.timeout
     │   ├── ToolBlocked                  tool.blocked          (policy refused the call)
+    │   │   └── ToolRejected             tool.rejected         (the person asked to approve it said no)
     │   ├── ToolNetworkError             tool.network
     │   ├── ToolUnavailable              tool.unavailable      (its backend, e.g. an MCP server, is down)
     │   ├── ToolBudgetExhausted          tool.budget_exhausted (the run's tool-call budget is spent)
@@ -44,6 +45,8 @@ tests can match on; the message is for people and may change. The tree::
     │   ├── GuardTripped                 agent.guard.tool_call_required
     │   ├── ConversationNotFound         conversation.not_found
     │   ├── RunFinished                  run.finished
+    │   ├── ApprovalNotFound             run.approval_not_found (no such pending approval in the run)
+    │   ├── ApprovalAnswered             run.approval_answered (it was decided already)
     │   ├── RunQueueFull                 run.queue_full        (retryable)
     │   ├── RunStoreUnavailable          run.store_unavailable (retryable)
     │   ├── PlanStepFailed               agent.plan_step_failed (a ReWOO step could not run)
@@ -51,6 +54,7 @@ tests can match on; the message is for people and may change. The tree::
     ├── EvalDataError                    eval.bad_data         (an evaluation set's file, line and field)
     ├── RequestInvalid                   request.invalid
     │   ├── RequestNotFound              request.not_found     (no such path)
+    │   ├── ApprovalInvalid              approval.invalid      (an answer that does not fit: bad arguments)
     │   └── MethodNotAllowed             request.method_not_allowed
     ├── AuthError                        auth.invalid_key
     └── RateLimited                      auth.rate_limited     (retryable)
@@ -67,6 +71,9 @@ __all__ = [
     "AgentConfigError",
     "AgentDepthExceeded",
     "AgentRecursion",
+    "ApprovalAnswered",
+    "ApprovalInvalid",
+    "ApprovalNotFound",
     "AuthError",
     "ConfigError",
     "ConversationBusy",
@@ -116,6 +123,7 @@ __all__ = [
     "ToolError",
     "ToolNetworkError",
     "ToolNotFound",
+    "ToolRejected",
     "ToolTimeout",
     "ToolUnavailable",
     "UploadTooLarge",
@@ -262,6 +270,12 @@ class ToolBlocked(ToolError):
     code = "tool.blocked"
 
 
+class ToolRejected(ToolBlocked):
+    """The person asked to approve the call rejected it (or nobody answered in time)."""
+
+    code = "tool.rejected"
+
+
 class ToolNetworkError(ToolError):
     """The tool could not reach the service it talks to (DNS, connection, bad response)."""
 
@@ -310,6 +324,18 @@ class RunFinished(RunError):
     code = "run.finished"
 
 
+class ApprovalNotFound(RunError):
+    """The run has no approval of that id waiting (never asked, or its run has ended)."""
+
+    code = "run.approval_not_found"
+
+
+class ApprovalAnswered(RunError):
+    """The approval was decided already (by another approver, or by its timeout)."""
+
+    code = "run.approval_answered"
+
+
 class RunQueueFull(RunError):
     """The server is running its maximum of runs and its queue is full; retry later."""
 
@@ -328,6 +354,13 @@ class RequestInvalid(ReasonLoopError):
     """A request names an unknown plugin or carries invalid settings; ``field`` names the culprit."""
 
     code = "request.invalid"
+
+
+class ApprovalInvalid(RequestInvalid):
+    """An answer to an approval that cannot be taken (modified arguments that do not fit the tool's
+    schema, a decision that is not one); the approval stays pending."""
+
+    code = "approval.invalid"
 
 
 class RequestNotFound(RequestInvalid):

@@ -32,6 +32,8 @@ __all__ = [
     "EVENT_SCHEMA",
     "Answer",
     "AnswerDelta",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "Citation",
     "ErrorEvent",
     "Event",
@@ -62,9 +64,10 @@ __all__ = [
     "number",
 ]
 
-EVENT_SCHEMA = 2
+EVENT_SCHEMA = 3
 """The version of the event format. 2 added :class:`Plan`, :class:`Searched`, ``final``,
-``ToolCall.step`` and ``Thought.plan_text`` (:class:`Resumed` and :class:`Route` came within it); a change that a reader written for one version
+``ToolCall.step`` and ``Thought.plan_text`` (:class:`Resumed` and :class:`Route` came within it); 3 added
+:class:`ApprovalRequested` and :class:`ApprovalDecided`; a change that a reader written for one version
 cannot read raises it (docs/server.md, "Events")."""
 
 StopReason = Literal[
@@ -466,6 +469,48 @@ class Report(_EventBase):
     """The whole report as markdown (sections, then what could not be established)."""
 
 
+@dataclass(slots=True, kw_only=True)
+class ApprovalRequested(_EventBase):
+    """A tool call waits for a person to approve it: the run is ``awaiting_approval`` until someone
+    answers (``POST /v1/runs/{id}/approvals/{approval_id}``, a WebSocket ``approve`` frame, MCP,
+    the web UI or the CLI), and its time budget does not run meanwhile."""
+
+    type: Literal["approval_requested"] = "approval_requested"
+    approval_id: str
+    """What an answer names (the same after the run resumes elsewhere)."""
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    """The arguments the model asked for."""
+    reason: str = ""
+    """Why approval is needed (the policy that asks for it)."""
+    schema: dict[str, Any] = field(default_factory=dict)
+    """The tool's arguments' JSON schema: modified arguments must validate against it."""
+    expires_at: float | None = None
+    """When the call is rejected unanswered (Unix seconds); None: it waits for an answer."""
+
+
+@dataclass(slots=True, kw_only=True)
+class ApprovalDecided(_EventBase):
+    """A person (or the timeout) decided on a tool call that waited: who, when, what ran."""
+
+    type: Literal["approval_decided"] = "approval_decided"
+    approval_id: str
+    call_id: str
+    tool: str
+    decision: Literal["confirm", "modify", "reject"]
+    arguments_asked: dict[str, Any] = field(default_factory=dict)
+    arguments_run: dict[str, Any] | None = None
+    """The arguments the tool ran with (None when rejected)."""
+    reason: str = ""
+    """The approver's reason (a rejection's is what the model reads)."""
+    by: dict[str, Any] = field(default_factory=dict)
+    """Who decided: ``key`` (the API key's name), ``tenant``, ``principal`` (when the key names
+    one) and ``via`` (``rest``, ``ws``, ``mcp``, ``web``, ``cli``, ``timeout``)."""
+    decided_at: float = 0.0
+    """When the decision was taken (Unix seconds; ``ts`` is when the run read it)."""
+
+
 Event = Annotated[
     RunStarted
     | Progress
@@ -481,7 +526,9 @@ Event = Annotated[
     | Resumed
     | ResearchTask
     | Judged
-    | Report,
+    | Report
+    | ApprovalRequested
+    | ApprovalDecided,
     Field(discriminator="type"),
 ]
 event_adapter: TypeAdapter[Event] = TypeAdapter(Event)

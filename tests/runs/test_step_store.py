@@ -113,3 +113,25 @@ async def test_steps_of_many_runs_written_at_once_are_all_kept_but_an_ended_runs
     for n in range(4):
         assert await any_store.steps(f"run_{n}") == {f"k{i}": f"v{i}" for i in range(n, 50, 5)}
     assert await any_store.steps("run_4") == {}
+
+
+async def test_a_step_added_once_is_kept_by_the_first_writer_only_and_read_by_its_prefix(any_store):
+    await any_store.create_run(RunRecord(run_id="run_a", status="awaiting_approval", instance="me"))
+    await any_store.put_step("run_a", "llm:abc:0", "a model reply")
+    added = await asyncio.gather(*(any_store.add_step("run_a", "approval:x:decision", f"answer {i}") for i in range(5)))
+    assert sorted(added) == [False, False, False, False, True]  # of writers at once, one
+    assert await any_store.add_step("run_a", "approval:x", "asked")
+    assert not await any_store.add_step("run_a", "approval:x", "asked again")
+    kept = await any_store.steps("run_a", "approval:")
+    winner = f"answer {added.index(True)}"
+    assert kept == {"approval:x": "asked", "approval:x:decision": winner}  # not the model's reply
+    assert await any_store.steps("run_a", "approval;") == {}  # the range ends at the prefix
+    await any_store.update_run("run_a", status="completed")
+    assert not await any_store.add_step("run_a", "approval:y", "late")  # an ended run keeps none
+    assert await any_store.steps("run_a", "approval:") == {}
+
+
+async def test_a_run_awaiting_approval_is_in_flight_and_can_be_claimed(any_store):
+    await any_store.create_run(RunRecord(run_id="run_w", status="awaiting_approval", instance="dead"))
+    assert [r.run_id for r in await any_store.inflight_runs(exclude_instance="me")] == ["run_w"]
+    assert await any_store.claim_run("run_w", "dead", "me")

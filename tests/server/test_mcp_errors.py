@@ -79,13 +79,26 @@ CALLS: list[tuple[str, dict, str, str]] = [
     ("kb_stats", {}, "", ""),
     ("delete_document", {"document": ""}, "request.invalid", "document: String should have at least 1 character"),
     ("delete_document", {"document": "nope"}, "kb.document_not_found", "'nope'"),
-    ("summon", {}, "tool.not_found", "no tool 'summon' (tools: ask, delete_document, ingest, kb_stats"),
+    (
+        "answer_approval",
+        {"run_id": "run_nope", "approval_id": "apr_1", "decision": "confirm"},
+        "run.not_found",
+        "run_nope",
+    ),
+    ("answer_approval", {"run_id": "r", "approval_id": "a", "decision": "maybe"}, "request.invalid", "decision: Input"),
+    ("answer_approval", {"run_id": "", "approval_id": "a", "decision": "confirm"}, "request.invalid", "run_id: String"),
+    (
+        "summon",
+        {},
+        "tool.not_found",
+        "no tool 'summon' (tools: answer_approval, ask, delete_document, ingest, kb_stats",
+    ),
 ]
 
 
 async def check_errors(client: Client, docs: Path, *, roots: bool) -> None:
     names = {tool.name for tool in (await client.list_tools()).tools}
-    assert names == {"search", "ask", "ingest", "list_documents", "kb_stats", "delete_document"}
+    assert names == {"search", "ask", "answer_approval", "ingest", "list_documents", "kb_stats", "delete_document"}
     tried = set()
     for tool, arguments, code, words in CALLS:
         tried.add(tool)

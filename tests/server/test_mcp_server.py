@@ -100,7 +100,7 @@ async def ask_and_cancel(client: Client) -> str:
 
 async def check_tools_and_documents(client: Client, docs: Path) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"search", "ask", "ingest", "list_documents", "kb_stats"}  # delete is off
+    assert set(tools) == {"search", "ask", "answer_approval", "ingest", "list_documents", "kb_stats"}  # delete is off
     search = tools["search"].input_schema
     assert search["required"] == ["query"]
     assert search["properties"]["top_k"]["maximum"] == 50

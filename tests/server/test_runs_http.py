@@ -53,11 +53,11 @@ async def test_start_stream_and_read_a_run(server):
 async def test_the_event_that_ends_the_run_says_so_live_and_from_the_store(server):
     run_id = (await server.post("/v1/runs", json={"question": "What does WAL do?"})).json()["run_id"]
     async with server.stream("GET", f"/v1/runs/{run_id}/events") as response:
-        assert response.headers["x-reasonloop-event-schema"] == "2"
+        assert response.headers["x-reasonloop-event-schema"] == "3"
     for _ in range(2):  # while it runs (or just after), then once it is only in the store
         events = event_data(await sse_events(server, f"/v1/runs/{run_id}/events"))
         assert [e["final"] for e in events] == [False] * (len(events) - 1) + [True]
-        assert events[-1]["type"] == "answer" and events[0]["event_schema"] == 2
+        assert events[-1]["type"] == "answer" and events[0]["event_schema"] == 3
     resumed = event_data(await sse_events(server, f"/v1/runs/{run_id}/events", headers={"Last-Event-ID": "2"}))
     assert resumed[-1]["final"] is True and not any(e["final"] for e in resumed[:-1])
 

@@ -281,3 +281,33 @@ def test_reasonloop_ask_traces_its_run_when_otel_asks(capsys, tmp_path, monkeypa
     names = [s.name for r in received for rs in r.resource_spans for ss in rs.scope_spans for s in ss.spans]
     assert "invoke_agent react" in names and any(n.startswith("chat ") for n in names)
     assert telemetry.tracing is None  # shut down (flushed) with the command
+
+
+async def test_an_approval_is_recorded_on_its_tool_calls_span(spans):
+    import hashlib
+
+    from reasonloop.config import ApprovalSettings
+    from reasonloop.tools.approval import ApprovalPolicies, Decision
+
+    class Modifies:
+        async def decide(self, ask, announce):
+            ask.approval_id = "apr_1"
+            await announce(ask)
+            by = {"key": "ops", "tenant": "acme", "principal": "u:ana", "via": "rest"}
+            return Decision(decision="modify", arguments={"key": "gamma"}, by=by, decided_at=1.5)
+
+    llm = ScriptedProvider(replies=[react("lookup", '{"key": "alpha"}'), "Final Answer: done"])
+    agent = Agent("react", llm=llm, tools=make_tools())
+    agent.approve_with(Modifies(), ApprovalPolicies(ApprovalSettings(tools={"lookup": "always"})))
+    await agent.run("q")
+    (call,) = [s for s in spans.get_finished_spans() if s.name == "execute_tool lookup"]
+    attributes = call.attributes
+    assert attributes["reasonloop.approval.decision"] == "modify"
+    assert (
+        attributes["reasonloop.approval.by.principal"] == "u:ana" and attributes["reasonloop.approval.by.key"] == "ops"
+    )
+    assert attributes["reasonloop.approval.decided_at"] == 1.5
+    digest = hashlib.sha256(b'{"key":"gamma"}').hexdigest()
+    assert attributes["reasonloop.approval.arguments_run.sha256"] == digest
+    assert "reasonloop.approval.arguments_run" not in attributes  # the arguments only with content captured
+    assert [e.name for e in call.events] == ["reasonloop.approval"]

@@ -48,6 +48,7 @@ from reasonloop.reasoning.base import Budget, Reasoning, RunContext
 from reasonloop.reasoning.modes import check_choice, resolve_mode
 from reasonloop.registry import Registry, resolve
 from reasonloop.tools.agent_tool import AgentTool, agent_tools
+from reasonloop.tools.approval import ApprovalPolicies, Approver, gated
 from reasonloop.tools.base import Tool
 from reasonloop.tools.feedback import FeedbackStore
 
@@ -151,6 +152,9 @@ class Agent(AgentRuns):
         self.budget = Budget.model_validate(dict(budget)) if isinstance(budget, Mapping) else budget
         self.language = language
         self.services = dict(services or {})
+        self.approvals: tuple[ApprovalPolicies, Approver] | None = None
+        """Who approves the tool calls its policies ask about, in this agent's own runs (see
+        :meth:`approve_with`); a served run's are the run manager's."""
         stats = stats_sources(kb)
         self._stats: Any = (stats if len(stats) > 1 else stats[0]) if stats else None
         """What ``kb_stats`` reports on."""
@@ -248,7 +252,7 @@ class Agent(AgentRuns):
             llm=with_sampling(self.llm, sampling),
             planner_llm=None if planner is None else with_sampling(planner, sampling),  # type: ignore[arg-type]
             solver_llm=None if solver is None else with_sampling(solver, sampling),  # type: ignore[arg-type]
-            tools=self.tools,
+            tools=self.tools if self.approvals is None or depth else gated(self.tools, *self.approvals),
             retrievers=self.retrievers,
             history=_history(history),
             budget=self.budget,
@@ -262,6 +266,11 @@ class Agent(AgentRuns):
             registry=self.registry,
             scope=run_scope(self.services, self.label, self._stats, self.feedback, user_id, conversation_id),
         )
+
+    def approve_with(self, approver: Approver, policies: ApprovalPolicies) -> None:
+        """Have ``approver`` decide the tool calls of this agent's runs that ``policies`` ask about
+        (the CLI's terminal prompt, ``--approve``; any :class:`~reasonloop.tools.approval.Approver`)."""
+        self.approvals = (policies, approver)
 
     def models(self) -> list[LLM]:
         """The models this agent has resolved so far (reasoning, planner, solver), each once."""

@@ -35,6 +35,7 @@ from reasonloop.registry import Registry, resolve
 from reasonloop.runs.models import RunRequest
 from reasonloop.runs.replay import StepJournal
 from reasonloop.runs.replay.context import journaled
+from reasonloop.tools.approval import ApprovalPolicies, Approver, gated
 
 __all__ = ["DEFAULT_REASONING", "AgentRunner"]
 
@@ -196,11 +197,25 @@ class AgentRunner:
     keeps_steps = True
     """Takes the run manager's ``journal``: the run's model and tool calls answer from it when it
     resumes (see :mod:`reasonloop.runs.replay`)."""
+    asks_approval = True
+    """Takes the run manager's ``approvals``: the run's tool calls that ``[approvals]`` (or the
+    agent's ``approvals``) asks about wait for a person (see :mod:`reasonloop.tools.approval`)."""
 
     def __call__(
-        self, request: RunRequest, *, usage: Usage | None = None, journal: StepJournal | None = None
+        self,
+        request: RunRequest,
+        *,
+        usage: Usage | None = None,
+        journal: StepJournal | None = None,
+        approvals: Approver | None = None,
     ) -> AsyncIterator[Event]:
-        return self._run(request, usage, journal)
+        return self._run(request, usage, journal, approvals)
+
+    def policies(self, agent: str | None) -> ApprovalPolicies:
+        """Which tools' calls a person approves in the runs of ``agent`` (None: no declared agent)."""
+        declared = self._agents().get(agent) if agent is not None else None
+        servers = {server.name: server.approval for server in self.settings.tools.mcp_servers}
+        return ApprovalPolicies(self.settings.approvals, declared.approvals if declared is not None else None, servers)
 
     def resumable(self, request: RunRequest) -> bool:
         """Whether a run of ``request`` may resume in another process: its strategy does not say
@@ -233,7 +248,9 @@ class AgentRunner:
             agent.budget = request.budget
         return agent
 
-    async def _run(self, request: RunRequest, usage: Usage | None, journal: StepJournal | None) -> AsyncIterator[Event]:
+    async def _run(
+        self, request: RunRequest, usage: Usage | None, journal: StepJournal | None, approvals: Approver | None
+    ) -> AsyncIterator[Event]:
         kb = None
         reader = Reader.from_dict(request.reader)
         if self.kb is not None:
@@ -269,6 +286,10 @@ class AgentRunner:
             ctx.usage = usage
         if journal is not None:
             journaled(ctx, journal)
+        if approvals is not None:
+            policies = self.policies(request.agent)
+            if policies.asks_ever:
+                ctx.tools = gated(ctx.tools, policies, approvals)
         events = agent.events(request.question, ctx, tenant=request.tenant, trace_parent=request.trace_context)
         async with aclosing(events):  # the run manager numbers them
             async for event in events:

@@ -6,7 +6,8 @@ usage line; ``--json`` prints only the RunResult and
 ``--events`` one JSON event per line. ``--agent NAME`` runs an agent declared in
 ``[agents.NAME]``; a sub-agent's steps are shown indented under the call that started it.
 ``--user`` / ``--conversation`` say whose feedback (``reasonloop feedback``) guides the run.
-``chat`` is a REPL that keeps the conversation.
+``chat`` is a REPL that keeps the conversation. Tool calls ``[approvals]`` asks about are asked on
+the terminal; ``--approve all|never`` answers them for scripts (:mod:`reasonloop.cli.approve`).
 Ctrl-C stops a run cleanly: running tools and model calls are cancelled and the partial
 answer is printed.
 """
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from reasonloop.cli.approve import ApproveMode, approve_with
 from reasonloop.cli.console import console, err_console, escape, rich_console
 from reasonloop.cli.llm_cmd import print_model_note
 from reasonloop.cli.research_view import ResearchTree
@@ -103,6 +105,8 @@ class TraceRenderer:
         from reasonloop.events import (
             Answer,
             AnswerDelta,
+            ApprovalDecided,
+            ApprovalRequested,
             ErrorEvent,
             Judged,
             Plan,
@@ -163,6 +167,11 @@ class TraceRenderer:
         elif isinstance(event, ToolCall):
             args = json.dumps(event.input, ensure_ascii=False)
             console.print(f"{indent}[cyan]→ {escape(event.tool)}[/] {escape(args)}")
+        elif isinstance(event, ApprovalRequested):
+            console.print(f"{indent}[yellow]⏸ {escape(event.tool)} waits for approval[/]")
+        elif isinstance(event, ApprovalDecided):
+            said = f": {event.reason}" if event.reason else ""
+            console.print(f"{indent}[yellow]▶ {escape(event.decision)}[/] [dim]{escape(said)}[/]")
         elif isinstance(event, Searched):
             found = f"{event.hits} passage{'' if event.hits == 1 else 's'}"
             console.print(f"{indent}[cyan]⌕ search[/] {escape(_one_line(event.query))} [dim]→ {found}[/]")
@@ -404,6 +413,14 @@ AgentOpt = Annotated[
 ]
 UserOpt = Annotated[str, typer.Option("--user", help="Whose feedback guides the run (see `reasonloop feedback`).")]
 ConversationOpt = Annotated[str, typer.Option("--conversation", help="Conversation id for feedback guidance.")]
+ApproveOpt = Annotated[
+    ApproveMode | None,
+    typer.Option(
+        "--approve",
+        help="Tool calls [approvals] asks about: ask (on the terminal), all (confirm every one), never (reject "
+        "every one). Default: ask on a terminal, else reject.",
+    ),
+]
 
 
 @app.command("ask")
@@ -423,6 +440,7 @@ def ask(
     conversation: ConversationOpt = "",
     as_json: Annotated[bool, typer.Option("--json", help="Print only the RunResult as JSON.")] = False,
     events: Annotated[bool, typer.Option("--events", help="Print each event as a JSON line.")] = False,
+    approve: ApproveOpt = None,
 ) -> None:
     """Answer QUESTION, streaming the reasoning trace."""
     if not question.strip():
@@ -447,6 +465,7 @@ def ask(
                 run_budget(budget_tokens, budget_seconds),
             )
             stack.push_async_callback(close_agent, agent, resources)
+            approve_with(agent, approve, agent_name)
             if as_json:
                 result = await agent.run(question, user_id=user, conversation_id=conversation)
                 print(result.model_dump_json(indent=2))

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from contextlib import AsyncExitStack
 
+from reasonloop.cli.approve import approve_with
 from reasonloop.cli.ask_cmd import (
     AgentOpt,
+    ApproveOpt,
     BudgetSecondsOpt,
     BudgetTokensOpt,
     ConversationOpt,
@@ -63,6 +65,7 @@ def chat(
     agent_name: AgentOpt = None,
     user: UserOpt = "",
     conversation: ConversationOpt = "",
+    approve: ApproveOpt = None,
 ) -> None:
     """Talk with your documents; the conversation is kept.
 
@@ -94,6 +97,7 @@ def chat(
                 run_budget(budget_tokens, budget_seconds),
             )
             how = f"mode {mode} ({agent.reasoning_id})" if mode else agent.reasoning_id
+            approve_with(agent, approve, agent_name)
             console.print(
                 f"[dim]reasonloop chat · {escape(how)} · {escape(agent.llm.name)} · "
                 "/help for commands, /quit to leave[/]"

@@ -17,6 +17,7 @@ import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from reasonloop.errors import RunStoreUnavailable
 from reasonloop.events import Answer, AnswerDelta, ErrorEvent, Event, Report, Resumed, RunStarted, Usage, number
@@ -40,7 +41,9 @@ so that a run stopped or failed outside the runner still reports what it consume
 ``keeps_steps = True``, when it takes a ``journal=`` keyword (the run's
 :class:`~reasonloop.runs.replay.StepJournal`, around its model and tool calls), so that the run
 can resume in another process if this one dies (:mod:`reasonloop.runs.resume`), with
-``resumable(request) -> bool`` to refuse that for some runs."""
+``resumable(request) -> bool`` to refuse that for some runs; and ``asks_approval = True``, when
+it takes an ``approvals=`` keyword (the run's :class:`~reasonloop.runs.approvals.RunApprovals`),
+through which its tool calls wait for a person (:mod:`reasonloop.tools.approval`)."""
 
 Notify = Callable[[str, RunRecord, Event | None], None]
 """Tells the run manager's observers: ``("event", record, event)`` or ``("status", record, None)``."""
@@ -86,6 +89,14 @@ class Execution(RunRecording):
     """For a run resumed here: what its stream already has (not sent again)."""
     earlier: str = ""
     """For a run resumed here: its partial answer before (kept should it stop before saying more)."""
+    parked: bool = False
+    """The server stops while the run waits for approval: it is left in flight in the store, not
+    ended, and the next server (or another instance) resumes it with its approval pending."""
+    holds_slot: bool = False
+    """The run holds one of the manager's execution slots (it gives it back while it waits for a person)."""
+    approvals: Any = None
+    """The run's approver (a :class:`~reasonloop.runs.approvals.RunApprovals`), for a runner that
+    ``asks_approval``."""
 
     @classmethod
     def of(cls, record: RunRecord, request: RunRequest) -> Execution:
@@ -127,6 +138,8 @@ class RunDriver:
             run.usage = options["usage"] = Usage()
         if run.journal is not None and getattr(runner, "keeps_steps", False):
             options["journal"] = run.journal
+        if run.approvals is not None and getattr(runner, "asks_approval", False):
+            options["approvals"] = run.approvals
         stream = runner(run.request, **options) if options else runner(run.request)  # type: ignore[call-arg]
         repeats = run.repeats
         try:

@@ -37,14 +37,17 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from reasonloop.config import RunsSettings
+from reasonloop.approval_answers import Decision
+from reasonloop.config import ApprovalSettings, RunsSettings
 from reasonloop.errors import (
+    ApprovalNotFound,
     ReasonLoopError,
     RunFinished,
     RunNotFound,
@@ -52,6 +55,7 @@ from reasonloop.errors import (
     RunStoreUnavailable,
 )
 from reasonloop.events import ErrorEvent, Event, RunResult
+from reasonloop.runs.approvals import ApprovalDesk, ApprovalView, audit
 from reasonloop.runs.conversations import ConversationTurns
 from reasonloop.runs.execution import Execution, RunDriver, Runner, Stop
 from reasonloop.runs.instance import new_instance_id
@@ -82,10 +86,17 @@ class RunManager:
         runner: Makes a run's events from its request.
         settings: ``[runs]`` settings (concurrency, queue, retention).
         instance: This process's id in the store (generated when omitted).
+        approvals: ``[approvals]`` settings (how long a tool call waits for a person).
     """
 
     def __init__(
-        self, store: RunStore, runner: Runner, settings: RunsSettings | None = None, *, instance: str | None = None
+        self,
+        store: RunStore,
+        runner: Runner,
+        settings: RunsSettings | None = None,
+        *,
+        instance: str | None = None,
+        approvals: ApprovalSettings | None = None,
     ) -> None:
         self.store = store
         self.runner = runner
@@ -115,6 +126,9 @@ class RunManager:
         self.upkeep = Upkeep(
             store, self.instance, self.journal, self.recorder, self._executing, self._request_stop, self.resume
         )
+        self.approvals = ApprovalDesk(store, approvals)
+        """Tool calls of runs waiting for a person, and the answers to them (:mod:`reasonloop.runs.approvals`)."""
+        self._asks_approval = bool(getattr(runner, "asks_approval", False))
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def open(self) -> list[str]:
@@ -176,6 +190,9 @@ class RunManager:
             if run.task is not None and not run.live.done and not run.shutting_down:
                 run.shutting_down = True
                 ending.append(run.task)
+                # A run waiting for a person is left in flight: it resumes with its approval
+                # pending in the server that starts next (or at once in another instance).
+                run.parked = self.keeps_steps and run.record.status == "awaiting_approval"
                 if run.started:
                     self._cancel(run)
                 else:  # cancelled before its first step, the task runs none of its clean-up: do it here
@@ -205,8 +222,8 @@ class RunManager:
 
     # -- starting ---------------------------------------------------------------------------------
     def active_counts(self) -> dict[str, int]:
-        """Runs of this process that are ``queued`` and ``running`` now."""
-        counts = {"queued": 0, "running": 0}
+        """Runs of this process that are ``queued``, ``running`` and ``awaiting_approval`` now."""
+        counts = {"queued": 0, "running": 0, "awaiting_approval": 0}
         for run in self._executing.values():
             if run.record.status in counts:
                 counts[run.record.status] += 1
@@ -301,6 +318,10 @@ class RunManager:
             run = Execution.of(record, request)
             if self.keeps_steps:
                 run.journal = StepJournal(self.store, record.run_id)
+        if self._asks_approval:
+            run.approvals = self.approvals.for_run(
+                record.run_id, functools.partial(self._awaiting, run), functools.partial(self._answered, run)
+            )
         self._executing[record.run_id] = run
         if record.conversation_id:
             self._turns.take(record.conversation_id, record.run_id)
@@ -325,6 +346,7 @@ class RunManager:
                 # acquire/release rather than `async with`: the context manager's bound __aexit__
                 # would stay referenced from this frame for the whole run
                 await self._slots.acquire()
+                run.holds_slot = True
                 try:
                     self._waiting -= 1
                     run.cancellable = False
@@ -335,18 +357,24 @@ class RunManager:
                     self.recorder.add_status(record.run_id, {"status": "running", "started_at": record.started_at})
                     await self._driver.drive(run, self.runner)
                 finally:
-                    self._slots.release()
+                    if run.holds_slot:
+                        run.holds_slot = False
+                        self._slots.release()
             finally:
                 if record.status == "queued":
                     self._waiting -= 1
         except (asyncio.CancelledError, Stop) as exc:
             run.cancellable = False  # a stop arriving now must not cancel the run's end
             task = asyncio.current_task()
-            if isinstance(exc, asyncio.CancelledError) and task is not None and run.stop_requested:
+            if isinstance(exc, asyncio.CancelledError) and task is not None and (run.stop_requested or run.parked):
                 task.uncancel()
-            await self._driver.finish_stopped(run)
-            if not run.stop_requested and isinstance(exc, asyncio.CancelledError):
-                raise
+            if run.parked and not run.stop_requested:
+                with contextlib.suppress(ReasonLoopError):  # its events stored (else close() retries); no end
+                    await self.recorder.all_recorded(run.recording)
+            else:
+                await self._driver.finish_stopped(run)
+                if not run.stop_requested and isinstance(exc, asyncio.CancelledError):
+                    raise
         except RunStoreUnavailable as exc:
             # The store is gone: tell live readers; what they already received stays theirs.
             message = f"run failed, run store lost: {exc.message}"
@@ -365,6 +393,70 @@ class RunManager:
     def _forget(self, run_id: str, run: Execution) -> None:
         if self._executing.get(run_id) is run:
             del self._executing[run_id]
+            self.approvals.forget(run_id)
+
+    # -- approvals --------------------------------------------------------------------------------
+    def _set_status(self, run: Execution, status: str) -> None:
+        record = run.record
+        if record.finished:
+            return
+        record.status = status  # type: ignore[assignment]
+        self.recorder.add_status(record.run_id, {"status": status})
+        self._notify("status", record, None)
+
+    def _awaiting(self, run: Execution) -> None:
+        """The run waits for a person: ``awaiting_approval``, and its slot goes to a queued run."""
+        self._set_status(run, "awaiting_approval")
+        if run.holds_slot:
+            run.holds_slot = False
+            self._slots.release()
+
+    async def _answered(self, run: Execution) -> None:
+        """The run's wait is over: it takes a slot again (waiting behind running ones) and runs."""
+        if not run.holds_slot:
+            await self._slots.acquire()
+            run.holds_slot = True
+        self._set_status(run, "running")
+
+    async def answer_approval(
+        self, run_id: str, approval_id: str, decision: Decision, tenant: str | None = None
+    ) -> None:
+        """Answer a tool call of run ``run_id`` waiting for approval (the run may execute on any
+        instance; one whose instance died resumes where recovery takes it, with this answer).
+
+        Raises:
+            RunNotFound: no such run, or another tenant's.
+            ApprovalNotFound: the run has no such approval waiting (or has ended).
+            ApprovalAnswered: it was decided already.
+            ApprovalInvalid: the decision does not fit (modified arguments against the tool's schema).
+        """
+        record = await self.get(run_id, tenant)
+        if record.finished:
+            raise ApprovalNotFound(f"run {run_id} has ended: no approval of it waits", run_id=run_id)
+        await self.approvals.answer(run_id, approval_id, decision)
+        if run_id not in self._executing and self.resume is not None:
+            with contextlib.suppress(Exception):  # the answer is kept: recovery takes the run up later anyway
+                if not await self.store.instance_alive(record.instance):
+                    task = asyncio.create_task(self.upkeep.recover(), name=f"recover-after-answer:{run_id}")
+                    self._background.append(task)
+                    task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task[Any]) -> None:
+        with contextlib.suppress(ValueError):
+            self._background.remove(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("recovering a run after its approval failed: %s", task.exception())
+
+    async def approvals_of(self, run_id: str, tenant: str | None = None) -> list[ApprovalView]:
+        """Every approval the run asked for, with who decided what and when (from its events).
+
+        Raises:
+            RunNotFound: no such run, or another tenant's.
+        """
+        record = await self.get(run_id, tenant)
+        run = self._executing.get(run_id)
+        events = run.live.published_events() if run is not None else await self.store.events(run_id)
+        return audit(events, record.finished)
 
     def _notify(self, kind: str, record: RunRecord, event: Event | None) -> None:
         for observer in self.observers:

@@ -52,7 +52,9 @@ __all__ = [
     "result_from_events",
 ]
 
-RunStatus = Literal["queued", "running", "completed", "failed", "stopped", "interrupted"]
+RunStatus = Literal["queued", "running", "awaiting_approval", "completed", "failed", "stopped", "interrupted"]
+"""``awaiting_approval``: a tool call waits for a person (:mod:`reasonloop.runs.approvals`); the run
+is in flight, as ``running``."""
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "stopped", "interrupted"})
 """Statuses a run never leaves."""
 

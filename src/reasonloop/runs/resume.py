@@ -133,5 +133,6 @@ def resumed(
         run.emitted = events[-1].seq
         run.earlier = partial_content(events)
         run.repeats = Repeats(events)
-        run.resumed = Resumed(instance=me, reused_steps=len(run.journal.steps))
+        reused = sum(1 for key in run.journal.steps if not key.startswith("approval:"))  # asks are not steps done
+        run.resumed = Resumed(instance=me, reused_steps=reused)
     return run

@@ -110,7 +110,7 @@ def create_app(
         chosen = runner
         if chosen is None:
             chosen = AgentRunner(settings, registry, state.kb, declared=lambda: state.agents, resources=resources)
-        manager = RunManager(run_store, chosen, settings.runs)
+        manager = RunManager(run_store, chosen, settings.runs, approvals=settings.approvals)
         try:
             await manager.open()
         except BaseException:

@@ -21,6 +21,8 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 
 from reasonloop.errors import (
+    ApprovalAnswered,
+    ApprovalNotFound,
     AuthError,
     ConfigError,
     ConversationBusy,
@@ -56,6 +58,8 @@ _STATUS: list[tuple[type[ReasonLoopError], int]] = [
     (KBUnavailable, 503),
     (PluginNotFound, 404),
     (RunFinished, 409),
+    (ApprovalNotFound, 404),
+    (ApprovalAnswered, 409),
     (ConversationBusy, 409),
     (RequestNotFound, 404),
     (MethodNotAllowed, 405),

@@ -47,7 +47,7 @@ from reasonloop.server.auth import hash_key
 from reasonloop.server.cross_site import check_host, check_origin, guarded_hosts
 from reasonloop.server.rate_limit import RateLimits
 
-__all__ = ["ADMITTED", "LOCAL", "REFUSALS", "Caller", "Gate", "presented_key"]
+__all__ = ["ADMITTED", "LOCAL", "REFUSALS", "Caller", "Gate", "decider", "presented_key"]
 
 REFUSALS: tuple[type[ReasonLoopError], ...] = (AuthError, RateLimited)
 """What the gate refuses a call with (:class:`~reasonloop.errors.CrossSiteRefused` is an AuthError):
@@ -75,6 +75,17 @@ class Caller:
         """What a run asked by this caller carries of it: its tenant, and the reader its
         knowledge-base reads are made for."""
         return {"tenant": self.tenant, "reader": self.reader.to_dict()}
+
+
+def decider(caller: Caller, via: str) -> dict[str, Any]:
+    """Who answers an approval, as its audit records it: the key's name, the tenant, the
+    principal the key names (when keys name one) and the surface."""
+    return {
+        "key": caller.key_name,
+        "tenant": caller.tenant,
+        "principal": getattr(caller, "principal", None),
+        "via": via,
+    }
 
 
 LOCAL = Caller()

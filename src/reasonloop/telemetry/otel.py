@@ -16,6 +16,7 @@ Prompt and completion text, tool arguments and results are recorded only with
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -166,6 +167,38 @@ class Tracing:
             otel_context.detach(token)
             span.end()
 
+    def approval(self, decided: Any) -> None:
+        """Record a decision on a tool call that waited for approval (an
+        :class:`~reasonloop.events.ApprovalDecided`) on the current span (the call's
+        ``execute_tool``), as attributes and as a ``reasonloop.approval`` span event: who (key,
+        tenant, principal, surface), when, the decision, and the arguments asked and run (their
+        SHA-256, which the run's events let an auditor check; the arguments themselves only when
+        content is captured)."""
+        span = trace.get_current_span()
+        if not span.is_recording():
+            return
+        by = decided.by or {}
+        attributes: dict[str, Any] = {
+            "reasonloop.approval.id": decided.approval_id,
+            "reasonloop.approval.decision": decided.decision,
+            "reasonloop.approval.decided_at": decided.decided_at,
+            "reasonloop.approval.by.via": str(by.get("via") or ""),
+            "reasonloop.approval.arguments_asked.sha256": _digest(decided.arguments_asked),
+        }
+        for name in ("key", "tenant", "principal"):
+            if by.get(name) is not None:
+                attributes[f"reasonloop.approval.by.{name}"] = str(by[name])
+        if decided.arguments_run is not None:
+            attributes["reasonloop.approval.arguments_run.sha256"] = _digest(decided.arguments_run)
+        if decided.reason:
+            attributes["reasonloop.approval.reason"] = decided.reason[:_CONTENT_CHARS]
+        if self.capture_content:
+            attributes["reasonloop.approval.arguments_asked"] = _json(decided.arguments_asked)
+            if decided.arguments_run is not None:
+                attributes["reasonloop.approval.arguments_run"] = _json(decided.arguments_run)
+        span.set_attributes(attributes)
+        span.add_event("reasonloop.approval", attributes)
+
     def shutdown(self) -> None:
         """Flush what is buffered and stop exporting."""
         try:
@@ -239,6 +272,12 @@ def _messages(items: Sequence[tuple[str, str]]) -> str:
         [{"role": role, "parts": [{"type": "text", "content": text[:_CONTENT_CHARS]}]} for role, text in items],
         ensure_ascii=False,
     )
+
+
+def _digest(value: Any) -> str:
+    """SHA-256 of ``value`` as canonical JSON (keys sorted, no spaces)."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _json(value: Any) -> str:

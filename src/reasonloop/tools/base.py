@@ -38,7 +38,7 @@ from reasonloop.llm.base import ToolSpec
 from reasonloop.tools.evidence import EvidenceLog
 from reasonloop.tools.schema import model_schema
 
-__all__ = ["FunctionTool", "RunScope", "Tool", "ToolContext", "ToolOutput", "error_output", "tool"]
+__all__ = ["FunctionTool", "Pauses", "RunScope", "Tool", "ToolContext", "ToolOutput", "error_output", "tool"]
 
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_OUTPUT_CHARS = 16_000
@@ -58,6 +58,32 @@ class ToolOutput:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+@dataclass(slots=True)
+class Pauses:
+    """Time a run spends waiting for a person (a tool call awaiting approval): its time budget does
+    not run meanwhile (:class:`~reasonloop.reasoning.steps.budget.BudgetTracker` reads this)."""
+
+    waiting: int = 0
+    """Calls waiting now (a round's concurrent calls may each wait)."""
+    since: float = 0.0
+    total_s: float = 0.0
+    """Seconds spent waiting before the current wait."""
+
+    def begin(self) -> None:
+        if self.waiting == 0:
+            self.since = time.monotonic()
+        self.waiting += 1
+
+    def end(self) -> None:
+        self.waiting -= 1
+        if self.waiting == 0:
+            self.total_s += time.monotonic() - self.since
+
+    def paused_s(self) -> float:
+        """Seconds spent waiting so far, the current wait included."""
+        return self.total_s + (time.monotonic() - self.since if self.waiting else 0.0)
 
 
 @dataclass(slots=True)
@@ -82,6 +108,8 @@ class RunScope:
     """Names of the agents from the top-level run down to this one (recursion checks)."""
     stream_answer: bool = False
     """A tool that writes the answer (``summarize``) also streams it out as answer deltas."""
+    pauses: Pauses = field(default_factory=Pauses)
+    """Time the run waited for people (approvals), which its time budget does not count."""
 
     def evidence_log(self) -> EvidenceLog:
         """The run's evidence log (made on first use)."""
@@ -132,6 +160,9 @@ class Tool:
     Params: ClassVar[type[BaseModel]]
     timeout_s: float = DEFAULT_TIMEOUT_S
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS
+    side_effects: bool = False
+    """The tool changes something outside the run (sends a request, writes a ticket): ``[approvals]
+    side_effects`` sets the policy of such tools."""
 
     async def run(self, params: Any, ctx: ToolContext) -> ToolOutput | str:
         raise NotImplementedError(f"{type(self).__name__}.run is not implemented")

@@ -63,6 +63,7 @@ class HttpRequestTool(Tool):
 
     info: ClassVar[PluginInfo] = PluginInfo.declared("tool", "http_request")
     name = "http_request"
+    side_effects = True  # a request may change something on the server it reaches
     description = (
         "Make an HTTP request to a public URL and return the status, headers and body (text, cut when long). "
         "Private, local and cloud-metadata addresses are refused."

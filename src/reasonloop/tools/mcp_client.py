@@ -56,6 +56,9 @@ class MCPTool(SpecTool):
         self.remote_name = tool.name
         self.input_schema: dict[str, Any] = dict(tool.input_schema or {})
         """The arguments' JSON schema as the server lists it."""
+        annotations = tool.annotations
+        self.side_effects = not (annotations is not None and annotations.read_only_hint)
+        """Unless the server marks the tool read-only (``[approvals] side_effects`` applies to it)."""
         description = tool.description or tool.title or f"Tool {tool.name} of MCP server {connection.name}."
         settings = connection.settings
         super().__init__(

@@ -59,7 +59,7 @@ class EvidenceAnswerReasoning(Reasoning):
     async def stream(self, question: str) -> AsyncIterator[Event]:
         ctx, settings = self.ctx, self.settings
         language = ctx.language or detect_language(question)
-        tracker = BudgetTracker(ctx.budget or Budget(), ctx.usage)
+        tracker = BudgetTracker(ctx.budget or Budget(), ctx.usage, ctx.scope.pauses)
         if needs_no_retrieval(question):  # greetings, translation, creative writing: no search
             turn = Turn()
             system = system_prompt("chat", language, ctx.instructions)

@@ -6,6 +6,7 @@ import time
 
 from reasonloop.events import StopReason, Usage
 from reasonloop.reasoning.base import Budget
+from reasonloop.tools.base import Pauses
 
 __all__ = ["BudgetTracker"]
 
@@ -16,21 +17,34 @@ class BudgetTracker:
     The first limit reached is kept in :attr:`stop_reason`; strategies check
     :meth:`exhausted` before each round and ask :meth:`take_tool_slots` before running tools.
 
+    The time budget does not run while the run waits for a person (``pauses``): the deadline
+    moves by the time waited, and there is none while a wait lasts.
+
     Args:
         budget: The limits.
         usage: The run's usage, updated by the LLM and tool helpers (shared, not copied).
+        pauses: The run's waits for people (``RunScope.pauses``).
     """
 
-    __slots__ = ("budget", "deadline", "last_finish", "rounds", "stop_reason", "usage")
+    __slots__ = ("_deadline", "budget", "last_finish", "pauses", "rounds", "stop_reason", "usage")
 
-    def __init__(self, budget: Budget, usage: Usage) -> None:
+    def __init__(self, budget: Budget, usage: Usage, pauses: Pauses | None = None) -> None:
         self.budget = budget
         self.usage = usage
+        self.pauses = pauses
         self.rounds = 0
         self.stop_reason: StopReason | None = None
         self.last_finish = "stop"
         """How the run's latest model call ended (``length``: at its output limit)."""
-        self.deadline = time.monotonic() + budget.timeout_s if budget.timeout_s else None
+        self._deadline = time.monotonic() + budget.timeout_s if budget.timeout_s else None
+
+    @property
+    def deadline(self) -> float | None:
+        """When the time budget runs out (``time.monotonic()``), later by the time spent waiting
+        for people; None without a time budget."""
+        if self._deadline is None or self.pauses is None:
+            return self._deadline
+        return self._deadline + self.pauses.paused_s()
 
     def hit(self, reason: StopReason) -> None:
         """Record that a limit ended the loop (the first one wins)."""
@@ -46,7 +60,7 @@ class BudgetTracker:
             self.hit("max_rounds")
         elif b.max_tokens is not None and self.usage.prompt_tokens + self.usage.completion_tokens >= b.max_tokens:
             self.hit("max_tokens")
-        elif self.deadline is not None and time.monotonic() >= self.deadline:
+        elif (deadline := self.deadline) is not None and time.monotonic() >= deadline:
             self.hit("timeout")
         return self.stop_reason
 
@@ -64,5 +78,8 @@ class BudgetTracker:
         return granted
 
     def time_left(self) -> float | None:
-        """Seconds until the deadline (``None`` without one)."""
-        return None if self.deadline is None else self.deadline - time.monotonic()
+        """Seconds until the deadline (``None`` without one, or while the run waits for a person)."""
+        if self.pauses is not None and self.pauses.waiting:
+            return None
+        deadline = self.deadline
+        return None if deadline is None else deadline - time.monotonic()

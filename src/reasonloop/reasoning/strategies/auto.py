@@ -84,7 +84,7 @@ class AutoReasoning(Reasoning):
             wanted=decision.wanted,
         )
         if not strategy_id:
-            tracker = BudgetTracker(ctx.budget or Budget(), ctx.usage)
+            tracker = BudgetTracker(ctx.budget or Budget(), ctx.usage, ctx.scope.pauses)
             answer = Turn()
             system = system_prompt("chat", language, ctx.instructions)
             async for event in direct_answer(ctx, tracker, ctx.llm, system, ctx.history, question, answer):

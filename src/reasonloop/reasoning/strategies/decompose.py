@@ -141,7 +141,7 @@ class DecomposeReasoning(Reasoning):
         ctx, settings = self.ctx, self.settings
         language = ctx.language or detect_language(question)
         self.language = language
-        tracker = self.tracker = BudgetTracker(ctx.budget or Budget(), ctx.usage)
+        tracker = self.tracker = BudgetTracker(ctx.budget or Budget(), ctx.usage, ctx.scope.pauses)
         answer = Turn()
         if needs_no_retrieval(question):
             system = system_prompt("chat", language, ctx.instructions)

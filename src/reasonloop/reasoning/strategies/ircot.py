@@ -113,7 +113,7 @@ class IRCoTReasoning(Reasoning):
         ctx, settings = self.ctx, self.settings
         language = ctx.language or detect_language(question)
         budget = ctx.budget or Budget(max_rounds=settings.max_steps, max_tool_calls=settings.max_steps)
-        tracker = BudgetTracker(budget, ctx.usage)
+        tracker = BudgetTracker(budget, ctx.usage, ctx.scope.pauses)
         if needs_no_retrieval(question):
             answer = Turn()
             system = system_prompt("chat", language, ctx.instructions)

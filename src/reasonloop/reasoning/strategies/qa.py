@@ -78,7 +78,7 @@ class QAReasoning(Reasoning):
     async def stream(self, question: str) -> AsyncIterator[Event]:
         ctx, settings = self.ctx, self.settings
         language = ctx.language or detect_language(question)
-        tracker = BudgetTracker(ctx.budget or Budget(), ctx.usage)
+        tracker = BudgetTracker(ctx.budget or Budget(), ctx.usage, ctx.scope.pauses)
         answer = Turn()
 
         if needs_no_retrieval(question):

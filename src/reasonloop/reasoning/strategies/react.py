@@ -52,7 +52,7 @@ class ReActReasoning(Reasoning):
     async def stream(self, question: str) -> AsyncIterator[Event]:
         ctx, settings = self.ctx, self.settings
         language = ctx.language or detect_language(question)
-        tracker = BudgetTracker(ctx.budget or settings.budget(), ctx.usage)
+        tracker = BudgetTracker(ctx.budget or settings.budget(), ctx.usage, ctx.scope.pauses)
         system = system_prompt(
             "react",
             language,

@@ -100,7 +100,7 @@ class ReWOOReasoning(Reasoning):
     async def stream(self, question: str) -> AsyncIterator[Event]:
         ctx, settings = self.ctx, self.settings
         language = ctx.language or detect_language(question)
-        tracker = self.tracker = BudgetTracker(ctx.budget or settings.budget(), ctx.usage)
+        tracker = self.tracker = BudgetTracker(ctx.budget or settings.budget(), ctx.usage, ctx.scope.pauses)
         planner = ctx.planner_llm or ctx.llm
         solver = ctx.solver_llm or ctx.llm
         answer = Turn()

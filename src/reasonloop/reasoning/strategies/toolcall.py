@@ -57,7 +57,7 @@ class ToolCallReasoning(Reasoning):
             return
 
         language = ctx.language or detect_language(question)
-        tracker = BudgetTracker(ctx.budget or settings.budget(), ctx.usage)
+        tracker = BudgetTracker(ctx.budget or settings.budget(), ctx.usage, ctx.scope.pauses)
         specs = [tool_spec(tool) for tool in ctx.tools.values()] or None
         messages = conversation(system_prompt("toolcall", language, ctx.instructions), ctx.history, question)
 

@@ -59,7 +59,11 @@ class StoreFeatures:
 
     * ``async put_step(run_id, key, value: str)`` keeps one step (a later put of the key replaces
       it; nothing is kept for a run that has ended);
-    * ``async steps(run_id) -> dict[str, str]`` gives them back;
+    * ``async add_step(run_id, key, value) -> bool`` keeps one step only if the run has none of
+      that key (and has not ended); of writers adding it at once, exactly one gets True (an
+      approval's answer: :mod:`reasonloop.runs.approvals`);
+    * ``async steps(run_id, prefix="") -> dict[str, str]`` gives them back (those whose key starts
+      with ``prefix``, when given: a waiting approval is looked for without reading every step);
     * ``async claim_run(run_id, instance, by) -> bool`` moves an in-flight run recorded as executed
       by ``instance`` to ``by``: of instances claiming it at once, exactly one gets True.
 
@@ -104,7 +108,7 @@ class RunStore(Protocol):
         """The tenant's most recent runs, newest first."""
 
     async def inflight_runs(self, exclude_instance: str | None = None) -> list[RunRecord]:
-        """Runs recorded as queued or running, by any instance but ``exclude_instance``."""
+        """Runs recorded as queued, running or awaiting approval, by any instance but ``exclude_instance``."""
 
     async def append_event(self, run_id: str, event: Event, payload: str | None = None) -> None:
         """Record ``event`` (already stamped; ``payload`` is its JSON when the caller has it).

@@ -8,6 +8,9 @@ streamable HTTP (``/mcp`` on ``reasonloop serve``, see :mod:`reasonloop.server.m
 - ``ask`` — a run: the answer, its citations and a short trace; while it runs, each step is an MCP
   progress notification (the first names the run), and cancelling the request stops the run (it
   ends ``stopped``);
+- ``answer_approval`` — confirm, modify or reject a tool call of a run waiting for approval; ``ask``
+  also asks its client itself, by elicitation, when the client supports it (the ask is a progress
+  line either way, naming the run and the approval);
 - ``ingest`` (paths under ``[mcp] ingest_roots``, URLs when ``ingest_urls``; over HTTP only with
   ``ingest_over_http``), ``list_documents``, ``kb_stats``, ``delete_document`` (``allow_delete``).
 
@@ -29,14 +32,19 @@ from typing import Annotated, Any, Literal
 import anyio
 from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, UnexpectedToolError
 from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
-from mcp.types import CallToolResult, TextContent
+from mcp.shared.exceptions import NoBackChannelError
+from mcp.types import CallToolResult, ElicitRequest, ElicitRequestFormParams, InputRequiredResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from reasonloop import __version__
 from reasonloop.errors import (
+    ApprovalAnswered,
+    ApprovalInvalid,
+    ApprovalNotFound,
     AuthError,
     DocumentNotFound,
     KBEmpty,
@@ -47,6 +55,8 @@ from reasonloop.errors import (
 )
 from reasonloop.events import (
     Answer,
+    ApprovalDecided,
+    ApprovalRequested,
     Citation,
     ErrorEvent,
     Event,
@@ -58,10 +68,11 @@ from reasonloop.events import (
     ToolResult,
 )
 from reasonloop.kb.access import parse_readers
+from reasonloop.runs.approvals import ApprovalAnswer, ApprovalView
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.deps import ServerState
 from reasonloop.server.errors import INTERNAL, invalid_arguments
-from reasonloop.server.gate import ADMITTED, LOCAL, Caller
+from reasonloop.server.gate import ADMITTED, LOCAL, Caller, decider
 from reasonloop.server.mcp.inputs import allowed_sources, search_filters
 from reasonloop.telemetry import trace_headers
 
@@ -115,6 +126,24 @@ class Document(BaseModel):
 
 class DocumentList(BaseModel):
     documents: list[Document]
+
+
+class ApprovalForm(BaseModel):
+    """What ``ask`` asks its client (by elicitation) about a tool call waiting for approval."""
+
+    decision: Literal["confirm", "modify", "reject"] = Field(
+        description="confirm: run it as asked; modify: run it with the arguments below; reject: do not run it"
+    )
+    arguments: str = Field(default="", description="With modify: the arguments to run the tool with, a JSON object")
+    reason: str = Field(default="", description="Why (with reject, what the model reads)")
+
+
+APPROVAL_FORM_SCHEMA = render_elicitation_schema(ApprovalForm)
+"""The form as an elicitation's ``requested_schema``."""
+
+
+class Approvals(BaseModel):
+    approvals: list[ApprovalView]
 
 
 class _Caller:
@@ -199,9 +228,25 @@ def _summary(event: Event) -> str | None:
         return f"{event.tool}: {'error' if event.error else 'ok'}"
     if isinstance(event, Searched):
         return f"search({json.dumps(event.query, ensure_ascii=False)[:200]}): {event.hits} found"
+    if isinstance(event, ApprovalDecided):
+        return f"approval {event.approval_id}: {event.decision} (via {event.by.get('via', '?')})"
+    if isinstance(event, ApprovalRequested):
+        return (
+            f"approval {event.approval_id} of run {event.run_id} needed: {event.tool}"
+            f"({json.dumps(event.arguments, ensure_ascii=False)[:200]}); answer with answer_approval"
+        )
     if isinstance(event, Route):
         return f"route: {event.route}{f' ({event.strategy})' if event.strategy else ''}: {event.reason[:200]}"
     return None
+
+
+def _can_elicit(ctx: Context) -> bool:
+    """Whether the client of this request answers elicitations."""
+    try:
+        capabilities = ctx.request_context.session.client_capabilities
+    except (AttributeError, ValueError):
+        return False
+    return capabilities is not None and getattr(capabilities, "elicitation", None) is not None
 
 
 def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"]) -> MCPServer:
@@ -285,9 +330,14 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
             dict[str, Any] | None,
             Field(description="The run's limits: max_tokens, timeout_s, max_rounds, max_tool_calls"),
         ] = None,
-    ) -> AskResult:
+    ) -> AskResult | InputRequiredResult:
         """Answer a question from the user's documents, with citations; progress is reported while it runs."""
         who = _who()
+        waited = _waited(ctx.request_state)
+        if waited is not None:  # this call asked its client about an approval, and the client answered
+            run_id, asked, after = waited
+            again = await _take_answer(state, run_id, who, asked, ctx.input_responses)
+            return again if again is not None else await _follow(state, run_id, who, ctx, after)
         try:
             request = RunRequest(
                 question=question,
@@ -302,7 +352,26 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
         except ValidationError as exc:  # a blank question, a budget out of range
             raise invalid_arguments(exc) from exc
         record = await state.start(request)
-        return await _follow(state, record.run_id, who.tenant, ctx)
+        return await _follow(state, record.run_id, who, ctx)
+
+    @server.tool()
+    async def answer_approval(
+        run_id: Annotated[str, Field(min_length=1, description="The run (named by ask's progress)")],
+        approval_id: Annotated[str, Field(min_length=1, description="The approval (named by ask's progress)")],
+        decision: Annotated[
+            Literal["confirm", "modify", "reject"],
+            Field(description="confirm: run as asked; modify: run with `arguments`; reject: do not run"),
+        ],
+        arguments: Annotated[
+            dict[str, Any] | None, Field(description="With modify: the arguments (they must fit the tool's schema)")
+        ] = None,
+        reason: Annotated[str, Field(max_length=4000, description="Why (a rejection's is what the model reads)")] = "",
+    ) -> Approvals:
+        """Answer a tool call of a run that waits for approval; returns the run's approvals."""
+        who = _who()
+        answer = ApprovalAnswer(decision=decision, arguments=arguments, reason=reason)
+        await state.runs.answer_approval(run_id, approval_id, answer.decision_by(decider(who, "mcp")), who.tenant)
+        return Approvals(approvals=await state.runs.approvals_of(run_id, who.tenant))
 
     if transport == "stdio" or settings.ingest_over_http:
 
@@ -373,14 +442,125 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
     return server
 
 
-async def _follow(state: ServerState, run_id: str, tenant: str, ctx: Context) -> AskResult:
-    """Follow a run to its end, reporting its steps as progress; a cancelled request stops it."""
+_ELICIT_TRIES = 3
+"""Answers ``ask`` takes from its client for one approval (an unfit one is asked again, saying why)."""
+
+
+def _question(event: ApprovalRequested) -> str:
+    arguments = json.dumps(event.arguments, ensure_ascii=False)
+    return f"The run wants to call {event.tool} with {arguments} ({event.reason}). Confirm, modify or reject?"
+
+
+def _read_answer(action: str, content: Any) -> tuple[ApprovalAnswer | None, str]:
+    """The answer an elicitation's result gives (None: cancelled, the approval stays pending), or
+    what is wrong with it."""
+    if action == "cancel":
+        return None, ""
+    if action == "decline":
+        return ApprovalAnswer(decision="reject", reason="declined in the MCP client"), ""
+    try:
+        form = ApprovalForm.model_validate(content or {})
+    except ValidationError as exc:
+        return None, f"The answer does not fit the form ({invalid_arguments(exc).message})."
+    try:
+        given = json.loads(form.arguments) if form.decision == "modify" and form.arguments.strip() else None
+    except json.JSONDecodeError as exc:
+        return None, f"The arguments are not JSON ({exc.msg})."
+    if form.decision == "modify" and not isinstance(given, dict):
+        return None, "Modify needs the arguments as a JSON object."
+    return ApprovalAnswer(decision=form.decision, arguments=given, reason=form.reason), ""
+
+
+async def _give(state: ServerState, run_id: str, approval_id: str, who: Caller, answer: ApprovalAnswer) -> str:
+    """Answer the approval; what is wrong with the answer when it cannot be taken ("" when taken,
+    or when it was answered elsewhere meanwhile)."""
+    try:
+        await state.runs.answer_approval(run_id, approval_id, answer.decision_by(decider(who, "mcp")), who.tenant)
+    except ApprovalInvalid as exc:
+        return exc.message + "."
+    except (ApprovalAnswered, ApprovalNotFound):
+        pass
+    return ""
+
+
+def _input_required(event: ApprovalRequested, problem: str = "") -> InputRequiredResult:
+    """Ask the client about the approval with its retry of the call (protocol 2026-07-28)."""
+    asked = ElicitRequest(
+        params=ElicitRequestFormParams(
+            message=f"{problem}\n{_question(event)}".strip(),
+            requested_schema=APPROVAL_FORM_SCHEMA,
+        )
+    )
+    waited = {"run_id": event.run_id, "event": event.to_dict()}
+    return InputRequiredResult(input_requests={"approval": asked}, request_state=json.dumps(waited))
+
+
+def _waited(request_state: str | None) -> tuple[str, ApprovalRequested, int] | None:
+    """The run, the approval and where its stream was, from the state ``_input_required`` gave the client."""
+    if not request_state:
+        return None
+    try:
+        waited = json.loads(request_state)
+        event = ApprovalRequested(**{k: v for k, v in waited["event"].items() if k != "type"})
+        return str(waited["run_id"]), event, int(event.seq)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise RequestInvalid(f"the request state of this retry cannot be read ({exc})") from None
+
+
+async def _take_answer(
+    state: ServerState, run_id: str, who: Caller, event: ApprovalRequested, responses: Any
+) -> InputRequiredResult | None:
+    """Answer the approval with what the client's retry carries; the question again when unfit."""
+    given = (responses or {}).get("approval")
+    if given is None:
+        return _input_required(event)
+    answer, problem = _read_answer(given.action, given.content)
+    if answer is not None:
+        problem = await _give(state, run_id, event.approval_id, who, answer)
+    return _input_required(event, problem) if problem else None
+
+
+async def _elicit_approval(
+    state: ServerState, run_id: str, who: Caller, event: ApprovalRequested, ctx: Context
+) -> InputRequiredResult | None:
+    """Ask the client about a tool call waiting for approval and answer it with what it says; a
+    client whose session takes no server requests is asked with the call's result instead (which
+    is returned). A cancelled elicitation, or one that fails, leaves the approval pending."""
+    problem = ""
+    for _ in range(_ELICIT_TRIES):
+        try:
+            result = await ctx.elicit(f"{problem}\n{_question(event)}".strip(), ApprovalForm)
+        except NoBackChannelError:
+            return _input_required(event, problem)
+        except Exception as exc:  # a client that fails the elicitation: someone else may answer
+            log.info("MCP elicitation for approval %s failed: %s", event.approval_id, exc)
+            return None
+        content = result.data.model_dump() if result.action == "accept" else None
+        answer, problem = _read_answer(result.action, content)
+        if answer is None and not problem:
+            return None
+        if answer is not None:
+            problem = await _give(state, run_id, event.approval_id, who, answer)
+        if not problem:
+            return None
+    return None
+
+
+async def _follow(
+    state: ServerState, run_id: str, who: Caller, ctx: Context, after: int = 0
+) -> AskResult | InputRequiredResult:
+    """Follow a run to its end (from its event ``after``), reporting its steps as progress; a
+    cancelled request stops it. A tool call waiting for approval is asked of the client when it
+    can answer elicitations: at once (a session that takes server requests), or by returning an
+    ``InputRequiredResult`` whose answer comes with the client's retry of the call (the run waits
+    meanwhile)."""
+    tenant = who.tenant
     trace: list[str] = []
     step = 0
     answer: Answer | None = None
     try:
-        await ctx.report_progress(0, None, f"run {run_id} started")
-        feed = await state.runs.read(run_id, 0, tenant)
+        await ctx.report_progress(0, None, f"run {run_id} started" if not after else f"run {run_id} goes on")
+        feed = await state.runs.read(run_id, after, tenant)
         async for event in feed.events():
             if event.depth == 0 and isinstance(event, Answer):
                 answer = event
@@ -391,6 +571,11 @@ async def _follow(state: ServerState, run_id: str, tenant: str, ctx: Context) ->
                 if len(trace) < _TRACE_LINES:
                     trace.append(line)
                 await ctx.report_progress(step, None, line)
+                if isinstance(event, ApprovalRequested) and _can_elicit(ctx):
+                    needed = await _elicit_approval(state, run_id, who, event, ctx)
+                    if needed is not None:
+                        answer = None
+                        return needed
     except BaseException:
         if answer is None:  # the request was cancelled (or its session ended): the run stops too
             with anyio.CancelScope(shield=True):

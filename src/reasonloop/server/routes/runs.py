@@ -1,4 +1,4 @@
-"""Runs over HTTP: start, read, stream (SSE with Last-Event-ID resume), stop."""
+"""Runs over HTTP: start, read, stream (SSE with Last-Event-ID resume), stop, answer approvals."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from sse_starlette.sse import EventSourceResponse
 
 from reasonloop.errors import ReasonLoopError, RequestInvalid
 from reasonloop.events import EVENT_SCHEMA, RunResult
+from reasonloop.runs.approvals import ApprovalAnswer, ApprovalView
 from reasonloop.runs.models import MAX_SEQ, RunAsk, RunRecord, RunRequest
 from reasonloop.runs.reading import RunFeed
 from reasonloop.server.deps import principal, sees, server_state
-from reasonloop.server.gate import Caller
+from reasonloop.server.gate import Caller, decider
 from reasonloop.server.routes.stopping import run_stream
 from reasonloop.server.withheld import withhold, withhold_json
 from reasonloop.telemetry import trace_headers
@@ -124,3 +125,26 @@ async def stop_run(run_id: str, request: Request, who: Annotated[Caller, Depends
     """Stop a run (whichever instance executes it). 404 if unknown, 409 if it already ended."""
     await server_state(request).check_run(run_id, who)
     return await server_state(request).runs.stop(run_id, who.tenant)
+
+
+@router.get("/{run_id}/approvals", response_model=list[ApprovalView])
+async def list_approvals(
+    run_id: str, request: Request, who: Annotated[Caller, Depends(principal)]
+) -> list[ApprovalView]:
+    """Every tool call of the run that asked for approval: what was asked and why, and (once
+    decided) who decided what, when, and the arguments the tool ran with."""
+    return await server_state(request).runs.approvals_of(run_id, who.tenant)
+
+
+@router.post("/{run_id}/approvals/{approval_id}", response_model=list[ApprovalView])
+async def answer_approval(
+    run_id: str, approval_id: str, body: ApprovalAnswer, request: Request, who: Annotated[Caller, Depends(principal)]
+) -> list[ApprovalView]:
+    """Confirm, modify or reject a tool call waiting for approval (whichever instance executes
+    the run). 404 if the run or the approval is unknown (or the run has ended), 409 if it was
+    decided already, 422 if modified arguments do not fit the tool's schema (it stays pending).
+    Returns the run's approvals (the decision shows once the run has read it)."""
+    runs = server_state(request).runs
+    decision = body.decision_by(decider(who, "rest"))
+    await runs.answer_approval(run_id, approval_id, decision, who.tenant)
+    return await runs.approvals_of(run_id, who.tenant)

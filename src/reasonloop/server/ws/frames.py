@@ -42,6 +42,7 @@ CLIENT_FRAMES: dict[str, tuple[str, ...]] = {
     ),
     "stop": ("id", "run_id"),
     "resume": ("id", "run_id", "after_seq"),
+    "approve": ("id", "run_id", "approval_id", "decision", "arguments", "reason"),
 }
 """The frames a client sends, by ``type``, with their fields (``id``, optional on every one, is
 echoed on the reply). ``ask`` carries the fields of ``POST /v1/runs``. docs/server.md describes
@@ -52,6 +53,7 @@ SERVER_FRAMES: dict[str, tuple[str, ...]] = {
     "run": ("id", "run_id", "conversation_id"),
     "event": ("run_id", "event"),
     "stopped": ("id", "run_id", "status"),
+    "approved": ("id", "run_id", "approval_id", "decision"),
     "error": ("id", "code", "message", "run_id", "field", "status", "retry_after"),
     "heartbeat": (),
 }

@@ -10,6 +10,9 @@ docs/server.md. Client frames (``id`` is optional and echoed on the reply):
   "event": {...}}`` frame per event until the run's answer or error.
 * ``{"type": "stop", "run_id": ...}`` → ``{"type": "stopped", "run_id", "status"}``
 * ``{"type": "resume", "run_id": ..., "after_seq": N}`` → the events after seq N, then live ones.
+* ``{"type": "approve", "run_id", "approval_id", "decision", "arguments"?, "reason"?}`` →
+  ``{"type": "approved", "run_id", "approval_id", "decision"}`` (an answer to a tool call waiting
+  for approval, as ``POST /v1/runs/{id}/approvals/{approval_id}``).
 
 Problems are ``{"type": "error", "code", "message"}`` frames and the socket stays open, except
 for a frame over ``[server] ws_max_frame_bytes``, which is refused by closing with 1009.
@@ -35,12 +38,13 @@ from pydantic import ValidationError
 from starlette.websockets import WebSocketDisconnect, WebSocketState
 
 from reasonloop.errors import ReasonLoopError
+from reasonloop.runs.approvals import ApprovalAnswer
 from reasonloop.runs.models import MAX_SEQ, RunAsk, RunRequest
 from reasonloop.runs.reading import Following, RunFeed
 from reasonloop.server.auth import WS_SUBPROTOCOL
 from reasonloop.server.deps import ServerState
 from reasonloop.server.errors import INTERNAL, error_response, invalid_arguments
-from reasonloop.server.gate import REFUSALS, Caller
+from reasonloop.server.gate import REFUSALS, Caller, decider
 from reasonloop.server.withheld import withhold_json
 from reasonloop.server.ws.frames import (
     CLIENT_FRAMES,
@@ -231,6 +235,8 @@ class _Session:
             self.spawn(self._stop(frame, ref), ref)
         elif kind == "resume":
             self.spawn(self._resume(frame, ref), ref)
+        elif kind == "approve":
+            self.spawn(self._approve(frame, ref), ref)
         else:
             self.error("ws.unknown_type", f"unknown frame type {kind!r} ({', '.join(CLIENT_FRAMES)})", ref)
 
@@ -296,6 +302,37 @@ class _Session:
         except ReasonLoopError as exc:
             return self.error(exc.code, exc.message, ref, run_id=run_id, **_extra(exc))
         reply: dict[str, Any] = {"type": "stopped", "run_id": run_id, "status": record.status}
+        if ref is not None:
+            reply["id"] = ref
+        self.send(reply)
+
+    async def _approve(self, frame: dict[str, Any], ref: Any) -> None:
+        run_id, approval_id = frame.get("run_id"), frame.get("approval_id")
+        if not isinstance(run_id, str):
+            return self.error("request.invalid", "approve needs a run_id", ref, field="run_id")
+        if not isinstance(approval_id, str):
+            return self.error("request.invalid", "approve needs an approval_id", ref, field="approval_id")
+        try:
+            answer = ApprovalAnswer.model_validate(
+                {k: v for k, v in frame.items() if k not in ("type", "id", "run_id", "approval_id")}
+            )
+        except ValidationError as exc:
+            invalid = invalid_arguments(exc)
+            return self.error(invalid.code, invalid.message, ref, run_id=run_id, **_extra(invalid))
+        try:
+            who = self.who
+            assert who is not None  # admitted before any frame is read
+            await self.state.runs.answer_approval(
+                run_id, approval_id, answer.decision_by(decider(who, "ws")), who.tenant
+            )
+        except ReasonLoopError as exc:
+            return self.error(exc.code, exc.message, ref, run_id=run_id, **_extra(exc))
+        reply: dict[str, Any] = {
+            "type": "approved",
+            "run_id": run_id,
+            "approval_id": approval_id,
+            "decision": answer.decision,
+        }
         if ref is not None:
             reply["id"] = ref
         self.send(reply)

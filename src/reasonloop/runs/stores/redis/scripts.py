@@ -10,7 +10,16 @@ from __future__ import annotations
 
 from reasonloop.runs.models import TERMINAL
 
-__all__ = ["ADD_MESSAGES", "APPEND_EVENTS", "CLAIM_RUN", "CREATE_RUN", "PUT_STEPS", "TAKE_TOKEN", "UPDATE_RUNS"]
+__all__ = [
+    "ADD_MESSAGES",
+    "ADD_STEP",
+    "APPEND_EVENTS",
+    "CLAIM_RUN",
+    "CREATE_RUN",
+    "PUT_STEPS",
+    "TAKE_TOKEN",
+    "UPDATE_RUNS",
+]
 
 _TERMINAL_LIST = "," + ",".join(sorted(TERMINAL)) + ","
 """The terminal statuses as the scripts look them up (``string.find`` of ``,status,``)."""
@@ -104,6 +113,13 @@ return 0
 """Steps of runs that have not ended (ARGV: per step its run's hash key, the run's steps key, the
 step's key and value); a run that has keeps none (its end dropped them). Many steps, of many
 runs, in one command."""
+ADD_STEP = """
+local status = redis.call('HGET', ARGV[1], 'status')
+if not status or string.find('TERMINAL_LIST', ',' .. status .. ',', 1, true) then return 0 end
+return redis.call('HSETNX', ARGV[2], ARGV[3], ARGV[4])
+""".replace("TERMINAL_LIST", _TERMINAL_LIST)
+"""A step of a run in flight kept only if the run has none of that key (ARGV: the run's hash key, its
+steps key, the step's key and value); 1 when kept. Of answers given at once, one is kept."""
 CLAIM_RUN = """
 if redis.call('HGET', ARGV[1], 'instance') ~= ARGV[2] then return 0 end
 local status = redis.call('HGET', ARGV[1], 'status')

@@ -46,6 +46,7 @@ from reasonloop.runs.stores.redis.conversations import RedisConversations
 from reasonloop.runs.stores.redis.guard import guard, refused, shown_url
 from reasonloop.runs.stores.redis.scripts import (
     ADD_MESSAGES,
+    ADD_STEP,
     APPEND_EVENTS,
     CLAIM_RUN,
     CREATE_RUN,
@@ -121,6 +122,7 @@ class RedisRunStore(RedisConversations):
         self._add_messages_script: Any = None
         self._put_step_script: Any = None
         self._claim_script: Any = None
+        self._add_step_script: Any = None
         self._take_token_script: Any = None
 
     @property
@@ -149,6 +151,7 @@ class RedisRunStore(RedisConversations):
         self._create_run_script = client.register_script(CREATE_RUN)
         self._put_step_script = client.register_script(PUT_STEPS)
         self._claim_script = client.register_script(CLAIM_RUN)
+        self._add_step_script = client.register_script(ADD_STEP)
         self._take_token_script = client.register_script(TAKE_TOKEN)
         self._blocking = aioredis.Redis.from_url(self.settings.redis_url, max_connections=100_000, **options)
 
@@ -165,7 +168,7 @@ class RedisRunStore(RedisConversations):
                 await asyncio.gather(flusher, return_exceptions=True)
         # The scripts go with the client: run after close, they would open new connections to it.
         self._append_script = self._update_script = self._add_messages_script = self._create_run_script = None
-        self._put_step_script = self._claim_script = self._take_token_script = None
+        self._put_step_script = self._claim_script = self._take_token_script = self._add_step_script = None
         for client in (self._r, self._blocking):
             if client is not None:
                 await client.aclose()
@@ -301,9 +304,20 @@ class RedisRunStore(RedisConversations):
                 else:
                     fut.set_exception(RunStoreUnavailable(str(failure)))
 
-    async def steps(self, run_id: str) -> dict[str, str]:
+    async def add_step(self, run_id: str, key: str, value: str) -> bool:
+        """Keep step ``key`` of run ``run_id`` unless the run has one of that key or has ended; True
+        when kept (of writers adding it at once, one is). Written at once, not batched."""
+        p = self.p
+        return bool(
+            await self._run_script(self._add_step_script, [f"{p}run:{run_id}", f"{p}steps:{run_id}", key, value])
+        )
+
+    async def steps(self, run_id: str, prefix: str = "") -> dict[str, str]:
         with guard(self.url):
-            return await self.r.hgetall(f"{self.p}steps:{run_id}")  # type: ignore[no-any-return]
+            if not prefix:
+                return await self.r.hgetall(f"{self.p}steps:{run_id}")  # type: ignore[no-any-return]
+            pattern = "".join(f"\\{c}" if c in "*?[]\\" else c for c in prefix) + "*"
+            return {k: v async for k, v in self.r.hscan_iter(f"{self.p}steps:{run_id}", match=pattern)}
 
     # -- events -----------------------------------------------------------------------------
     async def append_event(self, run_id: str, event: Event, payload: str | None = None) -> None:

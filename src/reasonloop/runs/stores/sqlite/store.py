@@ -56,7 +56,8 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_tenant ON runs (tenant, created_at);
 CREATE INDEX IF NOT EXISTS runs_status ON runs (status);
 CREATE INDEX IF NOT EXISTS runs_stop_requested ON runs (instance) WHERE stop_requested = 1;
-CREATE INDEX IF NOT EXISTS runs_conversation_in_flight ON runs (conversation_id) WHERE status IN ('queued', 'running');
+CREATE INDEX IF NOT EXISTS runs_conversation_in_flight_v2 ON runs (conversation_id)
+    WHERE status IN ('queued', 'running', 'awaiting_approval');
 CREATE TABLE IF NOT EXISTS conversations (
     conversation_id TEXT PRIMARY KEY, tenant TEXT NOT NULL, title TEXT NOT NULL,
     created_at REAL NOT NULL, updated_at REAL NOT NULL);
@@ -74,9 +75,9 @@ CREATE TABLE IF NOT EXISTS run_steps (
 _INSERT_RUN = (
     "INSERT INTO runs (run_id, tenant, conversation_id, data, status, created_at, instance) VALUES (?,?,?,?,?,?,?)"
 )
-_RUN_IN_FLIGHT = (
-    "SELECT run_id FROM runs WHERE conversation_id=? AND status IN ('queued', 'running') AND run_id<>? LIMIT 1"
-)
+_IN_FLIGHT = "('queued', 'running', 'awaiting_approval')"
+"""The statuses of runs in flight."""
+_RUN_IN_FLIGHT = f"SELECT run_id FROM runs WHERE conversation_id=? AND status IN {_IN_FLIGHT} AND run_id<>? LIMIT 1"
 """A run of the conversation in flight, found through the partial index of such runs."""
 
 
@@ -98,9 +99,14 @@ _PUT_STEP = (
     f" WHERE NOT EXISTS (SELECT 1 FROM runs WHERE run_id=?1 AND status IN {_ENDED})"
 )
 """A step of a run that has not ended (one that has keeps none: its end dropped them)."""
+_ADD_STEP = (
+    "INSERT OR IGNORE INTO run_steps (run_id, key, value) SELECT ?1, ?2, ?3"
+    f" WHERE NOT EXISTS (SELECT 1 FROM runs WHERE run_id=?1 AND status IN {_ENDED})"
+)
+"""A step kept only when the run has none of that key and has not ended."""
 _CLAIM_RUN = (
     "UPDATE runs SET instance=?3, data=json_set(data, '$.instance', ?3)"
-    " WHERE run_id=?1 AND instance=?2 AND status IN ('queued', 'running')"
+    f" WHERE run_id=?1 AND instance=?2 AND status IN {_IN_FLIGHT}"
 )
 
 
@@ -227,7 +233,7 @@ class SQLiteRunStore:
         return [RunRecord.model_validate_json(r[0]) for r in rows]
 
     async def inflight_runs(self, exclude_instance: str | None = None) -> list[RunRecord]:
-        sql = "SELECT data FROM runs WHERE status IN ('queued','running')"
+        sql = f"SELECT data FROM runs WHERE status IN {_IN_FLIGHT}"
         params: tuple[str, ...] = ()
         if exclude_instance is not None:
             sql, params = sql + " AND instance != ?", (exclude_instance,)
@@ -244,10 +250,18 @@ class SQLiteRunStore:
         """Keep a finished step of run ``run_id`` (committed with the events of the same moment)."""
         await self._run(lambda c: c.execute(_PUT_STEP, (run_id, key, value)))
 
-    async def steps(self, run_id: str) -> dict[str, str]:
-        rows = await self._run(
-            lambda c: c.execute("SELECT key, value FROM run_steps WHERE run_id=?", (run_id,)).fetchall()
-        )
+    async def add_step(self, run_id: str, key: str, value: str) -> bool:
+        """Keep step ``key`` of run ``run_id`` unless the run has one of that key or has ended; True
+        when kept (one statement: of writers adding it at once, one is)."""
+        return bool(await self._run(lambda c: c.execute(_ADD_STEP, (run_id, key, value)).rowcount))
+
+    async def steps(self, run_id: str, prefix: str = "") -> dict[str, str]:
+        if prefix:  # the keys' range: the primary key's index finds them
+            sql = "SELECT key, value FROM run_steps WHERE run_id=? AND key >= ? AND key < ?"
+            params: tuple[str, ...] = (run_id, prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1))
+        else:
+            sql, params = "SELECT key, value FROM run_steps WHERE run_id=?", (run_id,)
+        rows = await self._run(lambda c: c.execute(sql, params).fetchall())
         return dict(rows)
 
     # -- events -----------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 // calls and searches that name them, searches), the streamed answer, citations, the usage line.
 // Everything is drawn from the events' fields: no strategy's text is parsed here.
 
+import { approvalCard, decided } from "./approval.js";
 import { el, renderMarkdown } from "./render.js";
 import { t } from "./i18n.js";
 import { ResearchTree, isResearchPlan } from "./research.js";
@@ -123,6 +124,12 @@ export class RunView {
         break;
       case "searched":
         this.searched(event);
+        break;
+      case "approval_requested":
+        this.approvalRequested(event);
+        break;
+      case "approval_decided":
+        this.approvalDecided(event);
         break;
       case "route":
         this.routed(event);
@@ -245,6 +252,27 @@ export class RunView {
     body.append(details);
   }
 
+  /** A call waiting for approval: its item says so, with the card that answers it. */
+  approvalRequested(event) {
+    const item = this.calls.get(`${event.depth || 0}:${event.call_id}`) || this.callItem(event, event.tool);
+    item.dataset.status = "awaiting";
+    item.querySelector(".badge").textContent = t("trace.awaiting");
+    const old = item.querySelector(`:scope > .call-body > .approval[data-approval-id="${CSS.escape(event.approval_id)}"]`);
+    if (old) return; // asked again after the run resumed elsewhere: the card is there
+    item.querySelector(".call-body").append(approvalCard(event, this.runId || event.run_id));
+  }
+
+  approvalDecided(event) {
+    const item = this.calls.get(`${event.depth || 0}:${event.call_id}`);
+    if (!item) return;
+    const card = item.querySelector(`.approval[data-approval-id="${CSS.escape(event.approval_id)}"]`);
+    if (card) decided(card, event);
+    if (item.dataset.status === "awaiting") {
+      item.dataset.status = "running";
+      item.querySelector(".badge").textContent = t("trace.running");
+    }
+  }
+
   /** A search the strategy made itself: its plan step (a sub-question) or an item of its own, done. */
   searched(event) {
     const item = (event.step && this.plan.get(stepKey(event, event.step))) || this.callItem(event, t("trace.search"));
@@ -288,7 +316,8 @@ export class RunView {
       this.traceList.append(el("li", `t-stop stop-${this.stopReason}`, t(`stop.${this.stopReason}`)));
     }
     const cut = this.stopReason === "stopped" || this.stopReason === "error";
-    for (const item of this.traceList.querySelectorAll('.call[data-status="running"], .step[data-status="waiting"]')) {
+    for (const card of this.traceList.querySelectorAll(".approval:not([data-decision])")) card.querySelector(".approval-buttons")?.remove();
+    for (const item of this.traceList.querySelectorAll('.call[data-status="running"], .call[data-status="awaiting"], .step[data-status="waiting"]')) {
       if (cut) item.dataset.status = "failed";
       else if (item.dataset.status === "waiting") { // the run ended without carrying the step out
         item.dataset.status = "skipped";
