@@ -138,6 +138,7 @@ def test_show_errors_prints_the_answers_that_are_not_correct(tmp_path, capsys) -
     assert shown.count("WRONG  qa") == 1 and "answer: Atlantis" in shown and "gold:" in shown
 
 
+@pytest.mark.integration  # the CLI in a process
 def test_an_evaluation_as_one_reader_searches_only_what_it_may_read(tmp_path, capsys) -> None:
     doc = tmp_path / "lyon.txt"
     doc.write_text("Lyon is a city in France.")

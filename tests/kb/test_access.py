@@ -25,7 +25,7 @@ def milvus_file(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("milvus") / "shared.db"
 
 
-@pytest.fixture(params=["local", "milvus"])
+@pytest.fixture(params=["local", pytest.param("milvus", marks=pytest.mark.integration)])
 def open_index(request, tmp_path, embedder):
     def _open(path: Path | None = None):
         options: dict = {}

@@ -20,6 +20,8 @@ from reasonloop.tools.approval import Decision
 from tests.runs.approval_helpers import next_request, until_end
 from tests.tools.test_mcp_client import SERVER
 
+pytestmark = pytest.mark.integration  # served on sockets, or started in processes
+
 ASKED = {"query": {"title_words": ["whales"], "genre": "science"}, "limit": 2}
 
 

@@ -24,6 +24,8 @@ from tests.runs.approval_helpers import request as run_request
 from tests.runs.approval_worker import APPROVALS
 from tests.runs.resume_helpers import Tally
 
+pytestmark = pytest.mark.integration  # served on sockets, or started in processes
+
 ROOT = Path(__file__).resolve().parents[2]
 BY = {"key": "ops", "tenant": "default", "principal": None, "via": "rest"}
 

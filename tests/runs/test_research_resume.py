@@ -21,6 +21,8 @@ from tests.runs.research_resume import CountingResearchModel, Searches, logged, 
 from tests.runs.test_resume import content_of, until_end
 from tests.runs.test_resume_processes import blocked_in_second_call
 
+pytestmark = pytest.mark.integration  # served on sockets, or started in processes
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

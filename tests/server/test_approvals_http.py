@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 
 from reasonloop.config import APIKeySettings, ApprovalSettings
 from reasonloop.server import create_app
@@ -12,6 +13,8 @@ from reasonloop.server.auth import hash_key
 from tests.runs.approval_helpers import AskingModel, approving_runner
 from tests.runs.resume_helpers import Tally
 from tests.server.helpers import event_data, make_settings, serve, sse_events
+
+pytestmark = pytest.mark.integration  # served on sockets, or started in processes
 
 KEYS = {"alice": "alice-key-0123456789", "bob": "bob-key-0123456789"}
 
@@ -32,7 +35,7 @@ async def test_answers_over_rest_only_from_the_runs_tenant_with_the_audit(tmp_pa
     settings = make_settings(
         tmp_path,
         api_keys=[
-            APIKeySettings(sha256=hash_key(KEYS["alice"]), tenant="acme", name="alice"),
+            APIKeySettings(sha256=hash_key(KEYS["alice"]), tenant="acme", name="alice", principal="alice"),
             APIKeySettings(sha256=hash_key(KEYS["bob"]), tenant="globex", name="bob"),
         ],
     )
@@ -81,6 +84,6 @@ async def test_answers_over_rest_only_from_the_runs_tenant_with_the_audit(tmp_pa
     types = [e["type"] for e in events]
     assert types.index("approval_requested") < types.index("approval_decided") < types.index("tool_result")
     assert audit["status"] == "modified" and audit["arguments_run"] == {"n": 5} and audit["decision_reason"] == "five"
-    assert audit["by"] == {"key": "alice", "tenant": "acme", "principal": None, "via": "rest"}
+    assert audit["by"] == {"key": "alice", "tenant": "acme", "principal": "alice", "via": "rest"}  # the key's reader
     decided = next(e for e in events if e["type"] == "approval_decided")
     assert decided["by"] == audit["by"] and decided["arguments_asked"] == {"n": 0}

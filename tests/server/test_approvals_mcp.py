@@ -19,6 +19,8 @@ from tests.runs.approval_helpers import ANSWER, AskingModel, approving_runner
 from tests.runs.resume_helpers import Tally
 from tests.server.helpers import make_settings, serve
 
+pytestmark = pytest.mark.integration  # served on sockets, or started in processes
+
 KEYS = {"alice": "alice-key-0123456789", "bob": "bob-key-0123456789"}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from websockets.asyncio.client import connect
 
 from reasonloop.config import APIKeySettings, ApprovalSettings
@@ -14,6 +15,8 @@ from tests.runs.approval_helpers import AskingModel, approving_runner
 from tests.runs.resume_helpers import Tally
 from tests.server.helpers import make_settings, serve
 from tests.server.test_ws import is_end, recv, recv_until
+
+pytestmark = pytest.mark.integration  # served on sockets, or started in processes
 
 KEYS = {"alice": "alice-key-0123456789", "bob": "bob-key-0123456789"}
 

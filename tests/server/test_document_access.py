@@ -29,6 +29,8 @@ from reasonloop.server.tenancy import KBProvider
 from tests.kb.helpers import HashEmbedder
 from tests.server.helpers import serve
 
+pytestmark = pytest.mark.integration  # served on sockets, or started in processes
+
 SECRET = "zebracorn"
 """In the text and the title of the finance group's documents."""
 BOBS = "quokkaplan"

@@ -83,7 +83,7 @@ def decider(caller: Caller, via: str) -> dict[str, Any]:
     return {
         "key": caller.key_name,
         "tenant": caller.tenant,
-        "principal": getattr(caller, "principal", None),
+        "principal": caller.reader.principal,
         "via": via,
     }
 
