@@ -113,12 +113,13 @@ async def test_a_hanging_tool_times_out_and_the_session_survives(manager_factory
 
 
 @pytest.mark.integration
-async def test_server_killed_mid_call_is_reported_then_reestablished(manager_factory):
+async def test_server_killed_mid_call_is_reported_then_reestablished(manager_factory, tmp_path):
     manager = await manager_factory(stdio())
     connection = manager.connections["catalog"]
     pid = int((await call(manager, "whoami")).text)
-    pending = [asyncio.create_task(call(manager, "hang", seconds=30)) for _ in range(2)]
-    await asyncio.sleep(0.3)
+    mark = tmp_path / "hanging"
+    pending = [asyncio.create_task(call(manager, "hang", seconds=30, mark=str(mark))) for _ in range(2)]
+    await await_until(lambda: mark.exists() and mark.read_text().count("hanging") == 2, 10)
     os.kill(pid, signal.SIGKILL)
     outs = await asyncio.wait_for(asyncio.gather(*pending), 10)
     assert [o.error["code"] for o in outs] == ["tool.unavailable", "tool.unavailable"]
@@ -219,7 +220,7 @@ def http_server(tmp_path):
 
 
 @pytest.mark.integration
-async def test_streamable_http_server(manager_factory, http_server):
+async def test_streamable_http_server(manager_factory, http_server, tmp_path):
     port, procs, restart = http_server
     settings = MCPServerSettings(name="web", url=f"http://127.0.0.1:{port}/mcp", timeout_s=1)
     manager = await manager_factory(settings)
@@ -229,8 +230,9 @@ async def test_streamable_http_server(manager_factory, http_server):
     assert (await call(manager, "explode", reason="http")).error["code"] == "tool.error"
     assert (await call(manager, "hang", seconds=30)).error["code"] == "tool.timeout"
 
-    pending = asyncio.create_task(call(manager, "hang", seconds=0.9))
-    await asyncio.sleep(0.3)
+    mark = tmp_path / "hanging"
+    pending = asyncio.create_task(call(manager, "hang", seconds=0.9, mark=str(mark)))
+    await await_until(mark.exists, 10)
     procs[0].kill()
     procs[0].wait()
     down = await asyncio.wait_for(pending, 15)

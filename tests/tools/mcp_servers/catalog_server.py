@@ -52,8 +52,12 @@ def explode(reason: str) -> str:
 
 
 @server.tool()
-async def hang(seconds: float) -> str:
-    """Sleep for the given number of seconds, then answer."""
+async def hang(seconds: float, mark: str = "") -> str:
+    """Sleep for the given number of seconds, then answer (``mark``: a file that gets a line as the
+    sleep begins, so a test knows the call has arrived)."""
+    if mark:
+        with open(mark, "a", encoding="utf-8") as f:  # noqa: ASYNC230  # one short line, before the sleep
+            f.write("hanging\n")
     await asyncio.sleep(seconds)
     return "woke up"
 
