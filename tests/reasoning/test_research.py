@@ -301,3 +301,21 @@ async def test_questions_beyond_the_tool_calls_left_are_not_started():
     ]
     assert llm.parts["agent"] == 4 and events[-1].usage.tool_calls == 2
     assert events[-1].stop_reason == "max_tool_calls" and PLAN[2] in events[-1].text
+
+
+class UncitedReport(ResearchModel):
+    """Writes a report that cites none of the findings."""
+
+    def reply(self, messages, tools):
+        out = super().reply(messages, tools)
+        if self.report_prompts and out.startswith("## Findings"):
+            return "## Findings\nThe passages do not say.\n\n## Not established\n- none"
+        return out
+
+
+async def test_a_report_that_cites_nothing_does_not_decide_the_question():
+    events = await run(UncitedReport())
+    answer = events[-1]
+    assert isinstance(answer, Answer) and answer.citations == [] and answer.abstained
+    cited = (await run(ResearchModel()))[-1]
+    assert cited.citations and not cited.abstained  # the same run with a cited report decides it

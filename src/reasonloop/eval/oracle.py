@@ -195,6 +195,11 @@ def _research_reply(system: str, item: QAItem, answer: str, messages: Sequence[M
             return json.dumps({"decision": "answer", "reason": "the findings give the answer"})
         return json.dumps({"decision": "unanswerable", "reason": "the passages do not say"})
     if "## Not established" in system or "## 未能确定" in system:
+        findings = (messages[-1].content if messages else "").partition("\nPassages:")[0]
+        cited = re.findall(r"\[(\d+)\]", findings)
+        if answer == DONT_KNOW and cited and item.answers and contains_answer(findings, item.answers):
+            # a comparison's yes or no is in no passage: the report restates what the findings decided
+            return f"{item.answers[0]} [{cited[0]}]"
         return answer
     return None
 

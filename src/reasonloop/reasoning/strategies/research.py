@@ -664,6 +664,8 @@ class ResearchReasoning(Reasoning):
         answer = close(
             ctx, settings, tracker, text, language, abstained=judged is not None and judged.outcome == "unanswerable"
         )
+        if not answer.citations:  # a report that cites nothing establishes nothing: it does not decide the question
+            answer.abstained = True
         yield Report(
             sections=sections,
             unestablished=unestablished,
