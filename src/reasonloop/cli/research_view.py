@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.tree import Tree
-
 from reasonloop.cli.console import console, escape
 
 if TYPE_CHECKING:
+    from rich.tree import Tree
+
     from reasonloop.events import Judged, Plan, Report, ResearchTask
 
 __all__ = ["ResearchTree"]
@@ -117,6 +117,8 @@ class ResearchTree:
 
     def tree(self) -> Tree:
         """The research as it stands: rounds, their questions with their state, the judge's decisions."""
+        from rich.tree import Tree  # rich loads when a tree is drawn, not when ``--help`` lists the commands
+
         root = Tree("[bold]Research[/]")
         for round_no in sorted(self.rounds):
             branch = root.add(f"round {round_no}")
