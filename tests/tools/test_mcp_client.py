@@ -17,6 +17,7 @@ from reasonloop.config import MCPServerSettings, load_settings
 from reasonloop.errors import ConfigError
 from reasonloop.tools.base import ToolContext
 from reasonloop.tools.mcp_client import MCPManager
+from reasonloop.tools.mcp_connection import _closed
 from tests.waiting import await_until
 
 SERVER = Path(__file__).parent / "mcp_servers" / "catalog_server.py"
@@ -144,6 +145,10 @@ async def test_server_that_died_while_idle_is_restarted_by_the_next_call(manager
     pid = int((await call(manager, "whoami")).text)
     os.kill(pid, signal.SIGKILL)
     await await_until(lambda: dead(pid), what="the server process dead")
+    # idle: the session has read the end of its stream before the next call (a call racing the death
+    # is answered tool.unavailable, and the call after it restarts the server: the test above)
+    connection = manager.connections["catalog"]
+    await await_until(lambda: _closed(connection._client), what="the session closed")
     out = await call(manager, "whoami")
     assert out.ok, out.error
     assert int(out.text) != pid
