@@ -8,37 +8,22 @@ the run's id is written to ``DIR/run_id`` once the run waits and the store holds
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import signal
 from pathlib import Path
 
-from reasonloop.config import ApprovalSettings, RunsSettings
+from reasonloop.config import ApprovalSettings
 from reasonloop.runs.manager import RunManager
-from reasonloop.runs.stores.redis.store import RedisRunStore
-from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
 from tests.runs.approval_helpers import AskingModel, approving_runner, next_request, request
-from tests.runs.resume_helpers import Tally
+from tests.runs.resume_helpers import Tally, worker_arguments, worker_store
 
 APPROVALS = ApprovalSettings(tools={"count": "always"}, poll_interval_s=0.1)
 
 
-def settings(args: argparse.Namespace) -> RunsSettings:
-    if args.redis:
-        return RunsSettings(store="redis", redis_url=args.redis, redis_prefix=args.prefix)
-    return RunsSettings(sqlite_path=args.sqlite)
-
-
 async def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--dir", required=True)
-    parser.add_argument("--sqlite", default="")
-    parser.add_argument("--redis", default="")
-    parser.add_argument("--prefix", default="")
-    args = parser.parse_args()
+    args = worker_arguments()
     here = Path(args.dir)
-    runs = settings(args)
-    store = RedisRunStore(runs) if args.redis else SQLiteRunStore(runs)
+    runs, store = worker_store(args)
     await store.open()
     model = AskingModel(calls=2, log=here / "model.log")
     runner = approving_runner(here, runs, Tally(here / "tool.log"), model, APPROVALS)

@@ -9,27 +9,18 @@ checkpoints of the two finished sub-researches.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 from pathlib import Path
 
 from reasonloop.runs.manager import RunManager
-from reasonloop.runs.stores.redis.store import RedisRunStore
-from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
 from tests.runs.research_resume import CountingResearchModel, Searches, request, research_runner
-from tests.runs.resume_worker import settings
+from tests.runs.resume_helpers import worker_arguments, worker_store
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--dir", required=True)
-    parser.add_argument("--sqlite", default="")
-    parser.add_argument("--redis", default="")
-    parser.add_argument("--prefix", default="")
-    args = parser.parse_args()
+    args = worker_arguments()
     here = Path(args.dir)
-    runs = settings(args)
-    store = RedisRunStore(runs) if args.redis else SQLiteRunStore(runs)
+    runs, store = worker_store(args)
     await store.open()
     searches = Searches(here / "search.log", gated=True)
     manager = RunManager(store, research_runner(here, runs, searches, CountingResearchModel(here / "model.log")), runs)

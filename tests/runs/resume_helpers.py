@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 from pathlib import Path
@@ -13,6 +14,9 @@ from reasonloop.llm.base import Message
 from reasonloop.llm.scripted import ScriptedProvider
 from reasonloop.registry import Registry
 from reasonloop.runs.models import RunRequest
+from reasonloop.runs.stores.protocol import RunStore
+from reasonloop.runs.stores.redis.store import RedisRunStore
+from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
 from reasonloop.tools.base import ToolContext, tool
 
 STEPS = 3
@@ -94,3 +98,23 @@ def counting_runner(tmp: Path, runs: RunsSettings, tally: Tally, model: Scripted
 
 def request(question: str = "count for me") -> RunRequest:
     return RunRequest(question=question, agent="counter")
+
+
+def worker_store(args: argparse.Namespace) -> tuple[RunsSettings, RunStore]:
+    """The run settings and the (unopened) store a worker process is pointed at by its arguments
+    (``--sqlite PATH`` or ``--redis URL --prefix P``; see :func:`worker_arguments`)."""
+    if args.redis:
+        runs = RunsSettings(store="redis", redis_url=args.redis, redis_prefix=args.prefix)
+        return runs, RedisRunStore(runs)
+    runs = RunsSettings(sqlite_path=args.sqlite)
+    return runs, SQLiteRunStore(runs)
+
+
+def worker_arguments() -> argparse.Namespace:
+    """A worker process's arguments: ``--dir DIR (--sqlite PATH | --redis URL --prefix P)``."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--dir", required=True)
+    parser.add_argument("--sqlite", default="")
+    parser.add_argument("--redis", default="")
+    parser.add_argument("--prefix", default="")
+    return parser.parse_args()

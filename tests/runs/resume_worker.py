@@ -8,33 +8,17 @@ steps it finished (the run does not wait for those writes: the test must, to cou
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 from pathlib import Path
 
-from reasonloop.config import RunsSettings
 from reasonloop.runs.manager import RunManager
-from reasonloop.runs.stores.redis.store import RedisRunStore
-from reasonloop.runs.stores.sqlite.store import SQLiteRunStore
-from tests.runs.resume_helpers import CountingModel, Tally, counting_runner, request
-
-
-def settings(args: argparse.Namespace) -> RunsSettings:
-    if args.redis:
-        return RunsSettings(store="redis", redis_url=args.redis, redis_prefix=args.prefix)
-    return RunsSettings(sqlite_path=args.sqlite)
+from tests.runs.resume_helpers import CountingModel, Tally, counting_runner, request, worker_arguments, worker_store
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--dir", required=True)
-    parser.add_argument("--sqlite", default="")
-    parser.add_argument("--redis", default="")
-    parser.add_argument("--prefix", default="")
-    args = parser.parse_args()
+    args = worker_arguments()
     here = Path(args.dir)
-    runs = settings(args)
-    store = RedisRunStore(runs) if args.redis else SQLiteRunStore(runs)
+    runs, store = worker_store(args)
     await store.open()
     tally = Tally(here / "tool.log", block_n=1)
     manager = RunManager(store, counting_runner(here, runs, tally, CountingModel(here / "model.log")), runs)
