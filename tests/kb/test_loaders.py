@@ -106,6 +106,18 @@ def test_pdf_without_text_is_a_load_error(tmp_path):
         load_file(tmp_path / "blank.pdf")
 
 
+def test_a_pdf_whose_every_page_fails_says_why(tmp_path, monkeypatch):
+    from reasonloop.kb.ingest.loaders import pdf
+
+    def fails(*_args, **_kwargs):
+        raise MemoryError("cannot allocate the page's image")
+
+    monkeypatch.setattr(pdf, "page_layout", fails)
+    (tmp_path / "two.pdf").write_bytes(make_pdf(["First page.", "Second page."]))
+    with pytest.raises(KBLoadError, match=r"no page could be read \(page 1: MemoryError: cannot allocate"):
+        load_file(tmp_path / "two.pdf")
+
+
 def test_docx_paragraphs_tables_and_title(tmp_path):
     (tmp_path / "w.docx").write_bytes(make_docx(["Hello world.", "Second para."], title="Doc Title"))
     doc = _one(tmp_path / "w.docx")

@@ -148,6 +148,7 @@ def load_pdf(
     warnings: list[str] = [DAMAGED_PDF] if repairs else []
     pages: list[Page] = []
     unread: list[int] = []
+    first_failure = ""
     needs_ocr: list[int] = []
     try:
         total = len(pdf.pages)
@@ -161,6 +162,7 @@ def load_pdf(
             except Exception as exc:  # one bad page loses that page, not the document
                 log.debug("%s: page %d unreadable: %s", source, number, exc)
                 unread.append(number)
+                first_failure = first_failure or f"page {number}: {type(exc).__name__}: {exc}"[:300]
             finally:
                 page.close()  # drop the page's parsed objects: memory stays that of one page
             if on_page is not None:
@@ -177,6 +179,8 @@ def load_pdf(
     if not doc.pages:
         if needs_ocr:
             raise KBLoadError(f"{source}: a scanned PDF; reading it needs OCR: {DOCUMENTS_EXTRA}", source=source)
+        if unread:
+            raise KBLoadError(f"{source}: no page could be read ({first_failure})", source=source)
         raise KBLoadError(f"{source}: no extractable text in PDF", source=source)
     return doc
 
