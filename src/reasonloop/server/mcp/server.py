@@ -18,7 +18,8 @@ Every document is a resource, ``reasonloop://documents/{document_id}``, read as 
 a tool result with ``isError`` whose text is our stable code, then the message
 (``[kb.document_not_found] ...``, ``[request.invalid] question: the question is empty``), arguments
 the input schema refuses included; the session goes on, and the server logs one line, not a
-traceback. Over HTTP each request is the tenant of its API key; over stdio, ``default``.
+traceback. Over HTTP each request is the tenant of its API key; over stdio, ``default``. How
+``ask`` asks its client about an approval is :mod:`.approvals`.
 """
 
 from __future__ import annotations
@@ -32,19 +33,14 @@ from typing import Annotated, Any, Literal
 import anyio
 from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, UnexpectedToolError
 from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
-from mcp.shared.exceptions import NoBackChannelError
-from mcp.types import CallToolResult, ElicitRequest, ElicitRequestFormParams, InputRequiredResult, TextContent
+from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from reasonloop import __version__
 from reasonloop.errors import (
-    ApprovalAnswered,
-    ApprovalInvalid,
-    ApprovalNotFound,
     AuthError,
     DocumentNotFound,
     KBEmpty,
@@ -73,6 +69,7 @@ from reasonloop.runs.models import RunRequest
 from reasonloop.server.deps import ServerState
 from reasonloop.server.errors import INTERNAL, invalid_arguments
 from reasonloop.server.gate import ADMITTED, LOCAL, Caller, decider
+from reasonloop.server.mcp.approvals import can_elicit, elicit_approval, take_answer, waited_approval
 from reasonloop.server.mcp.inputs import allowed_sources, search_filters
 from reasonloop.telemetry import trace_headers
 
@@ -126,20 +123,6 @@ class Document(BaseModel):
 
 class DocumentList(BaseModel):
     documents: list[Document]
-
-
-class ApprovalForm(BaseModel):
-    """What ``ask`` asks its client (by elicitation) about a tool call waiting for approval."""
-
-    decision: Literal["confirm", "modify", "reject"] = Field(
-        description="confirm: run it as asked; modify: run it with the arguments below; reject: do not run it"
-    )
-    arguments: str = Field(default="", description="With modify: the arguments to run the tool with, a JSON object")
-    reason: str = Field(default="", description="Why (with reject, what the model reads)")
-
-
-APPROVAL_FORM_SCHEMA = render_elicitation_schema(ApprovalForm)
-"""The form as an elicitation's ``requested_schema``."""
 
 
 class Approvals(BaseModel):
@@ -240,15 +223,6 @@ def _summary(event: Event) -> str | None:
     return None
 
 
-def _can_elicit(ctx: Context) -> bool:
-    """Whether the client of this request answers elicitations."""
-    try:
-        capabilities = ctx.request_context.session.client_capabilities
-    except (AttributeError, ValueError):
-        return False
-    return capabilities is not None and getattr(capabilities, "elicitation", None) is not None
-
-
 def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"]) -> MCPServer:
     """The MCP server over ``state`` (its run manager and knowledge bases must be open when called)."""
     settings = state.settings.mcp
@@ -333,10 +307,10 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
     ) -> AskResult | InputRequiredResult:
         """Answer a question from the user's documents, with citations; progress is reported while it runs."""
         who = _who()
-        waited = _waited(ctx.request_state)
+        waited = waited_approval(ctx.request_state)
         if waited is not None:  # this call asked its client about an approval, and the client answered
             run_id, asked, after = waited
-            again = await _take_answer(state, run_id, who, asked, ctx.input_responses)
+            again = await take_answer(state, run_id, who, asked, ctx.input_responses)
             return again if again is not None else await _follow(state, run_id, who, ctx, after)
         try:
             request = RunRequest(
@@ -442,110 +416,6 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
     return server
 
 
-_ELICIT_TRIES = 3
-"""Answers ``ask`` takes from its client for one approval (an unfit one is asked again, saying why)."""
-
-
-def _question(event: ApprovalRequested) -> str:
-    arguments = json.dumps(event.arguments, ensure_ascii=False)
-    return f"The run wants to call {event.tool} with {arguments} ({event.reason}). Confirm, modify or reject?"
-
-
-def _read_answer(action: str, content: Any) -> tuple[ApprovalAnswer | None, str]:
-    """The answer an elicitation's result gives (None: cancelled, the approval stays pending), or
-    what is wrong with it."""
-    if action == "cancel":
-        return None, ""
-    if action == "decline":
-        return ApprovalAnswer(decision="reject", reason="declined in the MCP client"), ""
-    try:
-        form = ApprovalForm.model_validate(content or {})
-    except ValidationError as exc:
-        return None, f"The answer does not fit the form ({invalid_arguments(exc).message})."
-    try:
-        given = json.loads(form.arguments) if form.decision == "modify" and form.arguments.strip() else None
-    except json.JSONDecodeError as exc:
-        return None, f"The arguments are not JSON ({exc.msg})."
-    if form.decision == "modify" and not isinstance(given, dict):
-        return None, "Modify needs the arguments as a JSON object."
-    return ApprovalAnswer(decision=form.decision, arguments=given, reason=form.reason), ""
-
-
-async def _give(state: ServerState, run_id: str, approval_id: str, who: Caller, answer: ApprovalAnswer) -> str:
-    """Answer the approval; what is wrong with the answer when it cannot be taken ("" when taken,
-    or when it was answered elsewhere meanwhile)."""
-    try:
-        await state.runs.answer_approval(run_id, approval_id, answer.decision_by(decider(who, "mcp")), who.tenant)
-    except ApprovalInvalid as exc:
-        return exc.message + "."
-    except (ApprovalAnswered, ApprovalNotFound):
-        pass
-    return ""
-
-
-def _input_required(event: ApprovalRequested, problem: str = "") -> InputRequiredResult:
-    """Ask the client about the approval with its retry of the call (protocol 2026-07-28)."""
-    asked = ElicitRequest(
-        params=ElicitRequestFormParams(
-            message=f"{problem}\n{_question(event)}".strip(),
-            requested_schema=APPROVAL_FORM_SCHEMA,
-        )
-    )
-    waited = {"run_id": event.run_id, "event": event.to_dict()}
-    return InputRequiredResult(input_requests={"approval": asked}, request_state=json.dumps(waited))
-
-
-def _waited(request_state: str | None) -> tuple[str, ApprovalRequested, int] | None:
-    """The run, the approval and where its stream was, from the state ``_input_required`` gave the client."""
-    if not request_state:
-        return None
-    try:
-        waited = json.loads(request_state)
-        event = ApprovalRequested(**{k: v for k, v in waited["event"].items() if k != "type"})
-        return str(waited["run_id"]), event, int(event.seq)
-    except (ValueError, TypeError, KeyError) as exc:
-        raise RequestInvalid(f"the request state of this retry cannot be read ({exc})") from None
-
-
-async def _take_answer(
-    state: ServerState, run_id: str, who: Caller, event: ApprovalRequested, responses: Any
-) -> InputRequiredResult | None:
-    """Answer the approval with what the client's retry carries; the question again when unfit."""
-    given = (responses or {}).get("approval")
-    if given is None:
-        return _input_required(event)
-    answer, problem = _read_answer(given.action, given.content)
-    if answer is not None:
-        problem = await _give(state, run_id, event.approval_id, who, answer)
-    return _input_required(event, problem) if problem else None
-
-
-async def _elicit_approval(
-    state: ServerState, run_id: str, who: Caller, event: ApprovalRequested, ctx: Context
-) -> InputRequiredResult | None:
-    """Ask the client about a tool call waiting for approval and answer it with what it says; a
-    client whose session takes no server requests is asked with the call's result instead (which
-    is returned). A cancelled elicitation, or one that fails, leaves the approval pending."""
-    problem = ""
-    for _ in range(_ELICIT_TRIES):
-        try:
-            result = await ctx.elicit(f"{problem}\n{_question(event)}".strip(), ApprovalForm)
-        except NoBackChannelError:
-            return _input_required(event, problem)
-        except Exception as exc:  # a client that fails the elicitation: someone else may answer
-            log.info("MCP elicitation for approval %s failed: %s", event.approval_id, exc)
-            return None
-        content = result.data.model_dump() if result.action == "accept" else None
-        answer, problem = _read_answer(result.action, content)
-        if answer is None and not problem:
-            return None
-        if answer is not None:
-            problem = await _give(state, run_id, event.approval_id, who, answer)
-        if not problem:
-            return None
-    return None
-
-
 async def _follow(
     state: ServerState, run_id: str, who: Caller, ctx: Context, after: int = 0
 ) -> AskResult | InputRequiredResult:
@@ -571,8 +441,8 @@ async def _follow(
                 if len(trace) < _TRACE_LINES:
                     trace.append(line)
                 await ctx.report_progress(step, None, line)
-                if isinstance(event, ApprovalRequested) and _can_elicit(ctx):
-                    needed = await _elicit_approval(state, run_id, who, event, ctx)
+                if isinstance(event, ApprovalRequested) and can_elicit(ctx):
+                    needed = await elicit_approval(state, run_id, who, event, ctx)
                     if needed is not None:
                         answer = None
                         return needed
