@@ -18,19 +18,16 @@ Every document is a resource, ``reasonloop://documents/{document_id}``, read as 
 a tool result with ``isError`` whose text is our stable code, then the message
 (``[kb.document_not_found] ...``, ``[request.invalid] question: the question is empty``), arguments
 the input schema refuses included; the session goes on, and the server logs one line, not a
-traceback. Over HTTP each request is the tenant of its API key; over stdio, ``default``. How
-``ask`` asks its client about an approval is :mod:`.approvals`.
+traceback. Over HTTP each request is the tenant of its API key; over stdio, ``default``. How ``ask``
+follows its run is :mod:`.follow`; how it asks its client about an approval, :mod:`.approvals`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
-import anyio
 from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
@@ -40,36 +37,15 @@ from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from reasonloop import __version__
-from reasonloop.errors import (
-    AuthError,
-    DocumentNotFound,
-    KBEmpty,
-    ReasonLoopError,
-    RequestInvalid,
-    RunError,
-    ToolNotFound,
-)
-from reasonloop.events import (
-    Answer,
-    ApprovalDecided,
-    ApprovalRequested,
-    Citation,
-    ErrorEvent,
-    Event,
-    Plan,
-    Progress,
-    Route,
-    Searched,
-    ToolCall,
-    ToolResult,
-)
+from reasonloop.errors import AuthError, DocumentNotFound, KBEmpty, ReasonLoopError, RequestInvalid, ToolNotFound
 from reasonloop.kb.access import parse_readers
 from reasonloop.runs.approvals import ApprovalAnswer, ApprovalView
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.deps import ServerState
 from reasonloop.server.errors import INTERNAL, invalid_arguments
 from reasonloop.server.gate import ADMITTED, LOCAL, Caller, decider
-from reasonloop.server.mcp.approvals import can_elicit, elicit_approval, take_answer, waited_approval
+from reasonloop.server.mcp.approvals import take_answer, waited_approval
+from reasonloop.server.mcp.follow import AskResult, RunFailed, follow
 from reasonloop.server.mcp.inputs import allowed_sources, search_filters
 from reasonloop.telemetry import trace_headers
 
@@ -80,9 +56,6 @@ DOCUMENT_URI = "reasonloop://documents/{document_id}"
 
 _caller: ContextVar[Caller | None] = ContextVar("reasonloop_mcp_caller", default=None)
 """Who sent the MCP request being handled (set by :class:`_Caller`)."""
-
-_TRACE_LINES = 20
-"""Steps kept in ``ask``'s trace summary (the whole trace is at ``/v1/runs/{id}``)."""
 
 log = logging.getLogger(__name__)
 
@@ -103,14 +76,6 @@ class Hit(BaseModel):
 
 class SearchResult(BaseModel):
     hits: list[Hit]
-
-
-class AskResult(BaseModel):
-    answer: str
-    citations: list[Citation]
-    run_id: str = Field(description="The run; its whole trace is at /v1/runs/{run_id} of the HTTP API")
-    stop_reason: str
-    trace: list[str] = Field(description="What the run did, one line per step (the first steps)")
 
 
 class Document(BaseModel):
@@ -153,13 +118,6 @@ def _who() -> Caller:
     return _caller.get() or LOCAL
 
 
-class _RunFailed(Exception):
-    """A run ``ask`` followed ended with an error event: reported with the event's own code."""
-
-    def __init__(self, event: ErrorEvent) -> None:
-        super().__init__(f"[{event.code}] {event.message}")
-
-
 class _Server(MCPServer):
     """The SDK's server, reporting every failed tool call in our words: an ``isError`` result whose
     text starts with our code, instead of the SDK's ``Error executing tool NAME: ...``."""
@@ -182,7 +140,7 @@ def _failure(name: str, exc: SDKToolError) -> CallToolResult:
     cause = exc.__cause__
     while isinstance(cause, SDKToolError) and cause.__cause__ is not None:  # a nested tool's wrapper
         cause = cause.__cause__
-    if isinstance(cause, ReasonLoopError | _RunFailed):
+    if isinstance(cause, ReasonLoopError | RunFailed):
         text = str(cause)
     elif isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
         text = str(invalid_arguments(cause))  # arguments the input schema refuses
@@ -197,30 +155,6 @@ def _failure(name: str, exc: SDKToolError) -> CallToolResult:
 def _error_result(name: str, text: str) -> CallToolResult:
     log.info("MCP tool %r refused: %s", name, text.partition(" ")[0])
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-
-
-def _summary(event: Event) -> str | None:
-    """A trace line of the event, read from its fields (a plan's text is not parsed)."""
-    if isinstance(event, Progress):
-        return event.message
-    if isinstance(event, Plan):
-        return ("plan: " + "; ".join(step.line() for step in event.steps))[:300]
-    if isinstance(event, ToolCall):
-        return f"{event.tool}({json.dumps(event.input, ensure_ascii=False)[:200]})"
-    if isinstance(event, ToolResult):
-        return f"{event.tool}: {'error' if event.error else 'ok'}"
-    if isinstance(event, Searched):
-        return f"search({json.dumps(event.query, ensure_ascii=False)[:200]}): {event.hits} found"
-    if isinstance(event, ApprovalDecided):
-        return f"approval {event.approval_id}: {event.decision} (via {event.by.get('via', '?')})"
-    if isinstance(event, ApprovalRequested):
-        return (
-            f"approval {event.approval_id} of run {event.run_id} needed: {event.tool}"
-            f"({json.dumps(event.arguments, ensure_ascii=False)[:200]}); answer with answer_approval"
-        )
-    if isinstance(event, Route):
-        return f"route: {event.route}{f' ({event.strategy})' if event.strategy else ''}: {event.reason[:200]}"
-    return None
 
 
 def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"]) -> MCPServer:
@@ -311,7 +245,7 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
         if waited is not None:  # this call asked its client about an approval, and the client answered
             run_id, asked, after = waited
             again = await take_answer(state, run_id, who, asked, ctx.input_responses)
-            return again if again is not None else await _follow(state, run_id, who, ctx, after)
+            return again if again is not None else await follow(state, run_id, who, ctx, after)
         try:
             request = RunRequest(
                 question=question,
@@ -326,7 +260,7 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
         except ValidationError as exc:  # a blank question, a budget out of range
             raise invalid_arguments(exc) from exc
         record = await state.start(request)
-        return await _follow(state, record.run_id, who, ctx)
+        return await follow(state, record.run_id, who, ctx)
 
     @server.tool()
     async def answer_approval(
@@ -414,50 +348,3 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
         return found[1]
 
     return server
-
-
-async def _follow(
-    state: ServerState, run_id: str, who: Caller, ctx: Context, after: int = 0
-) -> AskResult | InputRequiredResult:
-    """Follow a run to its end (from its event ``after``), reporting its steps as progress; a
-    cancelled request stops it. A tool call waiting for approval is asked of the client when it
-    can answer elicitations: at once (a session that takes server requests), or by returning an
-    ``InputRequiredResult`` whose answer comes with the client's retry of the call (the run waits
-    meanwhile)."""
-    tenant = who.tenant
-    trace: list[str] = []
-    step = 0
-    answer: Answer | None = None
-    try:
-        await ctx.report_progress(0, None, f"run {run_id} started" if not after else f"run {run_id} goes on")
-        feed = await state.runs.read(run_id, after, tenant)
-        async for event in feed.events():
-            if event.depth == 0 and isinstance(event, Answer):
-                answer = event
-            elif event.depth == 0 and isinstance(event, ErrorEvent):
-                raise _RunFailed(event)
-            elif (line := _summary(event)) is not None:
-                step += 1
-                if len(trace) < _TRACE_LINES:
-                    trace.append(line)
-                await ctx.report_progress(step, None, line)
-                if isinstance(event, ApprovalRequested) and can_elicit(ctx):
-                    needed = await elicit_approval(state, run_id, who, event, ctx)
-                    if needed is not None:
-                        answer = None
-                        return needed
-    except BaseException:
-        if answer is None:  # the request was cancelled (or its session ended): the run stops too
-            with anyio.CancelScope(shield=True):
-                await _stop(state, run_id, tenant)
-        raise
-    if answer is None:
-        raise RunError(f"run {run_id} ended without an answer", run_id=run_id)
-    return AskResult(
-        answer=answer.text, citations=answer.citations, run_id=run_id, stop_reason=answer.stop_reason, trace=trace
-    )
-
-
-async def _stop(state: ServerState, run_id: str, tenant: str) -> None:
-    with contextlib.suppress(ReasonLoopError):  # it ended meanwhile
-        await state.runs.stop(run_id, tenant)
