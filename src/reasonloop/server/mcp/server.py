@@ -18,61 +18,34 @@ Every document is a resource, ``reasonloop://documents/{document_id}``, read as 
 a tool result with ``isError`` whose text is our stable code, then the message
 (``[kb.document_not_found] ...``, ``[request.invalid] question: the question is empty``), arguments
 the input schema refuses included; the session goes on, and the server logs one line, not a
-traceback. Over HTTP each request is the tenant of its API key; over stdio, ``default``.
+traceback. Over HTTP each request is the tenant of its API key; over stdio, ``default``. How ``ask``
+follows its run is :mod:`.follow`; how it asks its client about an approval, :mod:`.approvals`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
-import anyio
 from mcp import MCPError
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, UnexpectedToolError
 from mcp.server.mcpserver.exceptions import ToolError as SDKToolError
-from mcp.shared.exceptions import NoBackChannelError
-from mcp.types import CallToolResult, ElicitRequest, ElicitRequestFormParams, InputRequiredResult, TextContent
+from mcp.types import CallToolResult, InputRequiredResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from reasonloop import __version__
-from reasonloop.errors import (
-    ApprovalAnswered,
-    ApprovalInvalid,
-    ApprovalNotFound,
-    AuthError,
-    DocumentNotFound,
-    KBEmpty,
-    ReasonLoopError,
-    RequestInvalid,
-    RunError,
-    ToolNotFound,
-)
-from reasonloop.events import (
-    Answer,
-    ApprovalDecided,
-    ApprovalRequested,
-    Citation,
-    ErrorEvent,
-    Event,
-    Plan,
-    Progress,
-    Route,
-    Searched,
-    ToolCall,
-    ToolResult,
-)
+from reasonloop.errors import AuthError, DocumentNotFound, KBEmpty, ReasonLoopError, RequestInvalid, ToolNotFound
 from reasonloop.kb.access import parse_readers
 from reasonloop.runs.approvals import ApprovalAnswer, ApprovalView
 from reasonloop.runs.models import RunRequest
 from reasonloop.server.deps import ServerState
 from reasonloop.server.errors import INTERNAL, invalid_arguments
 from reasonloop.server.gate import ADMITTED, LOCAL, Caller, decider
+from reasonloop.server.mcp.approvals import take_answer, waited_approval
+from reasonloop.server.mcp.follow import AskResult, RunFailed, follow
 from reasonloop.server.mcp.inputs import allowed_sources, search_filters
 from reasonloop.telemetry import trace_headers
 
@@ -83,9 +56,6 @@ DOCUMENT_URI = "reasonloop://documents/{document_id}"
 
 _caller: ContextVar[Caller | None] = ContextVar("reasonloop_mcp_caller", default=None)
 """Who sent the MCP request being handled (set by :class:`_Caller`)."""
-
-_TRACE_LINES = 20
-"""Steps kept in ``ask``'s trace summary (the whole trace is at ``/v1/runs/{id}``)."""
 
 log = logging.getLogger(__name__)
 
@@ -108,14 +78,6 @@ class SearchResult(BaseModel):
     hits: list[Hit]
 
 
-class AskResult(BaseModel):
-    answer: str
-    citations: list[Citation]
-    run_id: str = Field(description="The run; its whole trace is at /v1/runs/{run_id} of the HTTP API")
-    stop_reason: str
-    trace: list[str] = Field(description="What the run did, one line per step (the first steps)")
-
-
 class Document(BaseModel):
     id: str
     source: str
@@ -126,20 +88,6 @@ class Document(BaseModel):
 
 class DocumentList(BaseModel):
     documents: list[Document]
-
-
-class ApprovalForm(BaseModel):
-    """What ``ask`` asks its client (by elicitation) about a tool call waiting for approval."""
-
-    decision: Literal["confirm", "modify", "reject"] = Field(
-        description="confirm: run it as asked; modify: run it with the arguments below; reject: do not run it"
-    )
-    arguments: str = Field(default="", description="With modify: the arguments to run the tool with, a JSON object")
-    reason: str = Field(default="", description="Why (with reject, what the model reads)")
-
-
-APPROVAL_FORM_SCHEMA = render_elicitation_schema(ApprovalForm)
-"""The form as an elicitation's ``requested_schema``."""
 
 
 class Approvals(BaseModel):
@@ -170,13 +118,6 @@ def _who() -> Caller:
     return _caller.get() or LOCAL
 
 
-class _RunFailed(Exception):
-    """A run ``ask`` followed ended with an error event: reported with the event's own code."""
-
-    def __init__(self, event: ErrorEvent) -> None:
-        super().__init__(f"[{event.code}] {event.message}")
-
-
 class _Server(MCPServer):
     """The SDK's server, reporting every failed tool call in our words: an ``isError`` result whose
     text starts with our code, instead of the SDK's ``Error executing tool NAME: ...``."""
@@ -199,7 +140,7 @@ def _failure(name: str, exc: SDKToolError) -> CallToolResult:
     cause = exc.__cause__
     while isinstance(cause, SDKToolError) and cause.__cause__ is not None:  # a nested tool's wrapper
         cause = cause.__cause__
-    if isinstance(cause, ReasonLoopError | _RunFailed):
+    if isinstance(cause, ReasonLoopError | RunFailed):
         text = str(cause)
     elif isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
         text = str(invalid_arguments(cause))  # arguments the input schema refuses
@@ -214,39 +155,6 @@ def _failure(name: str, exc: SDKToolError) -> CallToolResult:
 def _error_result(name: str, text: str) -> CallToolResult:
     log.info("MCP tool %r refused: %s", name, text.partition(" ")[0])
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-
-
-def _summary(event: Event) -> str | None:
-    """A trace line of the event, read from its fields (a plan's text is not parsed)."""
-    if isinstance(event, Progress):
-        return event.message
-    if isinstance(event, Plan):
-        return ("plan: " + "; ".join(step.line() for step in event.steps))[:300]
-    if isinstance(event, ToolCall):
-        return f"{event.tool}({json.dumps(event.input, ensure_ascii=False)[:200]})"
-    if isinstance(event, ToolResult):
-        return f"{event.tool}: {'error' if event.error else 'ok'}"
-    if isinstance(event, Searched):
-        return f"search({json.dumps(event.query, ensure_ascii=False)[:200]}): {event.hits} found"
-    if isinstance(event, ApprovalDecided):
-        return f"approval {event.approval_id}: {event.decision} (via {event.by.get('via', '?')})"
-    if isinstance(event, ApprovalRequested):
-        return (
-            f"approval {event.approval_id} of run {event.run_id} needed: {event.tool}"
-            f"({json.dumps(event.arguments, ensure_ascii=False)[:200]}); answer with answer_approval"
-        )
-    if isinstance(event, Route):
-        return f"route: {event.route}{f' ({event.strategy})' if event.strategy else ''}: {event.reason[:200]}"
-    return None
-
-
-def _can_elicit(ctx: Context) -> bool:
-    """Whether the client of this request answers elicitations."""
-    try:
-        capabilities = ctx.request_context.session.client_capabilities
-    except (AttributeError, ValueError):
-        return False
-    return capabilities is not None and getattr(capabilities, "elicitation", None) is not None
 
 
 def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"]) -> MCPServer:
@@ -333,11 +241,11 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
     ) -> AskResult | InputRequiredResult:
         """Answer a question from the user's documents, with citations; progress is reported while it runs."""
         who = _who()
-        waited = _waited(ctx.request_state)
+        waited = waited_approval(ctx.request_state)
         if waited is not None:  # this call asked its client about an approval, and the client answered
             run_id, asked, after = waited
-            again = await _take_answer(state, run_id, who, asked, ctx.input_responses)
-            return again if again is not None else await _follow(state, run_id, who, ctx, after)
+            again = await take_answer(state, run_id, who, asked, ctx.input_responses)
+            return again if again is not None else await follow(state, run_id, who, ctx, after)
         try:
             request = RunRequest(
                 question=question,
@@ -352,7 +260,7 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
         except ValidationError as exc:  # a blank question, a budget out of range
             raise invalid_arguments(exc) from exc
         record = await state.start(request)
-        return await _follow(state, record.run_id, who, ctx)
+        return await follow(state, record.run_id, who, ctx)
 
     @server.tool()
     async def answer_approval(
@@ -440,154 +348,3 @@ def build_mcp_server(state: ServerState, *, transport: Literal["stdio", "http"])
         return found[1]
 
     return server
-
-
-_ELICIT_TRIES = 3
-"""Answers ``ask`` takes from its client for one approval (an unfit one is asked again, saying why)."""
-
-
-def _question(event: ApprovalRequested) -> str:
-    arguments = json.dumps(event.arguments, ensure_ascii=False)
-    return f"The run wants to call {event.tool} with {arguments} ({event.reason}). Confirm, modify or reject?"
-
-
-def _read_answer(action: str, content: Any) -> tuple[ApprovalAnswer | None, str]:
-    """The answer an elicitation's result gives (None: cancelled, the approval stays pending), or
-    what is wrong with it."""
-    if action == "cancel":
-        return None, ""
-    if action == "decline":
-        return ApprovalAnswer(decision="reject", reason="declined in the MCP client"), ""
-    try:
-        form = ApprovalForm.model_validate(content or {})
-    except ValidationError as exc:
-        return None, f"The answer does not fit the form ({invalid_arguments(exc).message})."
-    try:
-        given = json.loads(form.arguments) if form.decision == "modify" and form.arguments.strip() else None
-    except json.JSONDecodeError as exc:
-        return None, f"The arguments are not JSON ({exc.msg})."
-    if form.decision == "modify" and not isinstance(given, dict):
-        return None, "Modify needs the arguments as a JSON object."
-    return ApprovalAnswer(decision=form.decision, arguments=given, reason=form.reason), ""
-
-
-async def _give(state: ServerState, run_id: str, approval_id: str, who: Caller, answer: ApprovalAnswer) -> str:
-    """Answer the approval; what is wrong with the answer when it cannot be taken ("" when taken,
-    or when it was answered elsewhere meanwhile)."""
-    try:
-        await state.runs.answer_approval(run_id, approval_id, answer.decision_by(decider(who, "mcp")), who.tenant)
-    except ApprovalInvalid as exc:
-        return exc.message + "."
-    except (ApprovalAnswered, ApprovalNotFound):
-        pass
-    return ""
-
-
-def _input_required(event: ApprovalRequested, problem: str = "") -> InputRequiredResult:
-    """Ask the client about the approval with its retry of the call (protocol 2026-07-28)."""
-    asked = ElicitRequest(
-        params=ElicitRequestFormParams(
-            message=f"{problem}\n{_question(event)}".strip(),
-            requested_schema=APPROVAL_FORM_SCHEMA,
-        )
-    )
-    waited = {"run_id": event.run_id, "event": event.to_dict()}
-    return InputRequiredResult(input_requests={"approval": asked}, request_state=json.dumps(waited))
-
-
-def _waited(request_state: str | None) -> tuple[str, ApprovalRequested, int] | None:
-    """The run, the approval and where its stream was, from the state ``_input_required`` gave the client."""
-    if not request_state:
-        return None
-    try:
-        waited = json.loads(request_state)
-        event = ApprovalRequested(**{k: v for k, v in waited["event"].items() if k != "type"})
-        return str(waited["run_id"]), event, int(event.seq)
-    except (ValueError, TypeError, KeyError) as exc:
-        raise RequestInvalid(f"the request state of this retry cannot be read ({exc})") from None
-
-
-async def _take_answer(
-    state: ServerState, run_id: str, who: Caller, event: ApprovalRequested, responses: Any
-) -> InputRequiredResult | None:
-    """Answer the approval with what the client's retry carries; the question again when unfit."""
-    given = (responses or {}).get("approval")
-    if given is None:
-        return _input_required(event)
-    answer, problem = _read_answer(given.action, given.content)
-    if answer is not None:
-        problem = await _give(state, run_id, event.approval_id, who, answer)
-    return _input_required(event, problem) if problem else None
-
-
-async def _elicit_approval(
-    state: ServerState, run_id: str, who: Caller, event: ApprovalRequested, ctx: Context
-) -> InputRequiredResult | None:
-    """Ask the client about a tool call waiting for approval and answer it with what it says; a
-    client whose session takes no server requests is asked with the call's result instead (which
-    is returned). A cancelled elicitation, or one that fails, leaves the approval pending."""
-    problem = ""
-    for _ in range(_ELICIT_TRIES):
-        try:
-            result = await ctx.elicit(f"{problem}\n{_question(event)}".strip(), ApprovalForm)
-        except NoBackChannelError:
-            return _input_required(event, problem)
-        except Exception as exc:  # a client that fails the elicitation: someone else may answer
-            log.info("MCP elicitation for approval %s failed: %s", event.approval_id, exc)
-            return None
-        content = result.data.model_dump() if result.action == "accept" else None
-        answer, problem = _read_answer(result.action, content)
-        if answer is None and not problem:
-            return None
-        if answer is not None:
-            problem = await _give(state, run_id, event.approval_id, who, answer)
-        if not problem:
-            return None
-    return None
-
-
-async def _follow(
-    state: ServerState, run_id: str, who: Caller, ctx: Context, after: int = 0
-) -> AskResult | InputRequiredResult:
-    """Follow a run to its end (from its event ``after``), reporting its steps as progress; a
-    cancelled request stops it. A tool call waiting for approval is asked of the client when it
-    can answer elicitations: at once (a session that takes server requests), or by returning an
-    ``InputRequiredResult`` whose answer comes with the client's retry of the call (the run waits
-    meanwhile)."""
-    tenant = who.tenant
-    trace: list[str] = []
-    step = 0
-    answer: Answer | None = None
-    try:
-        await ctx.report_progress(0, None, f"run {run_id} started" if not after else f"run {run_id} goes on")
-        feed = await state.runs.read(run_id, after, tenant)
-        async for event in feed.events():
-            if event.depth == 0 and isinstance(event, Answer):
-                answer = event
-            elif event.depth == 0 and isinstance(event, ErrorEvent):
-                raise _RunFailed(event)
-            elif (line := _summary(event)) is not None:
-                step += 1
-                if len(trace) < _TRACE_LINES:
-                    trace.append(line)
-                await ctx.report_progress(step, None, line)
-                if isinstance(event, ApprovalRequested) and _can_elicit(ctx):
-                    needed = await _elicit_approval(state, run_id, who, event, ctx)
-                    if needed is not None:
-                        answer = None
-                        return needed
-    except BaseException:
-        if answer is None:  # the request was cancelled (or its session ended): the run stops too
-            with anyio.CancelScope(shield=True):
-                await _stop(state, run_id, tenant)
-        raise
-    if answer is None:
-        raise RunError(f"run {run_id} ended without an answer", run_id=run_id)
-    return AskResult(
-        answer=answer.text, citations=answer.citations, run_id=run_id, stop_reason=answer.stop_reason, trace=trace
-    )
-
-
-async def _stop(state: ServerState, run_id: str, tenant: str) -> None:
-    with contextlib.suppress(ReasonLoopError):  # it ended meanwhile
-        await state.runs.stop(run_id, tenant)
