@@ -22,7 +22,6 @@ from reasonloop.cli.ask_cmd import (
     ReasoningOpt,
     SetOpt,
     ToolsOpt,
-    TraceRenderer,
     UserOpt,
     build_agent,
     close_agent,
@@ -33,6 +32,7 @@ from reasonloop.cli.ask_cmd import (
 )
 from reasonloop.cli.console import console, escape
 from reasonloop.cli.root import app
+from reasonloop.cli.trace_view import TraceRenderer
 
 __all__ = ["CHAT_COMMANDS", "chat"]
 

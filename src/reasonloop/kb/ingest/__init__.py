@@ -1,9 +1,9 @@
 """Ingest: sources to the rows an index commits.
 
-Reading files and URLs (``reading``, ``fetch``, ``names``), parsing them in worker processes under
-limits (``parsing``, ``parse_worker``, ``limits``, ``loaders/``), chunking (``chunking``), and the
-pipeline that chunks, embeds and commits in groups (``pipeline``, documents given as data in
-``records``).
+Finding and reading files and URLs (``sources``, ``reading``, ``fetch``, ``names``), parsing them
+in worker processes under limits (``parsing``, ``parse_worker``, ``limits``, ``loaders/``),
+chunking (``chunking``, a document's rows in ``prepare``), and the pipeline that chunks, embeds and
+commits in groups (``pipeline``, documents given as data in ``records``).
 """
 
 from typing import Any

@@ -10,6 +10,8 @@ one sqlite transaction for the group (the commit point), then the BM25 and vecto
 
 Unchanged sources (same content hash, which includes the chunking settings) cost a hash and
 nothing else; changed ones replace their chunks; unreadable ones are reported and skipped.
+Finding and reading the sources is :mod:`reasonloop.kb.ingest.sources`; making a document's rows
+from its chunks, :mod:`reasonloop.kb.ingest.prepare`.
 """
 
 from __future__ import annotations
@@ -21,24 +23,20 @@ import json
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from reasonloop.errors import KBLoadError, ReasonLoopError
-from reasonloop.kb.access import read_sidecar, readers_json
+from reasonloop.kb.access import readers_json
 from reasonloop.kb.base import IngestProgress, IngestReport
-from reasonloop.kb.embedding.cache import embed_with_cache, text_hash
-from reasonloop.kb.ingest.fetch import fetch_url, is_url
+from reasonloop.kb.embedding.cache import embed_with_cache
 from reasonloop.kb.ingest.limits import ParseLimits, failure_reason
-from reasonloop.kb.ingest.loaders import LoadedDocument, RecordError, walk
-from reasonloop.kb.ingest.names import path_of, source_name
+from reasonloop.kb.ingest.loaders import LoadedDocument, RecordError
 from reasonloop.kb.ingest.parsing import ParsePool
-from reasonloop.kb.ingest.reading import read_version
-from reasonloop.kb.ingest.records import Record, document_id, titled
-from reasonloop.kb.storage.store import ChunkWrite, DocumentWrite
+from reasonloop.kb.ingest.prepare import PreparedDocument, prepare_document
+from reasonloop.kb.ingest.records import Record
+from reasonloop.kb.ingest.sources import IngestSources
 
 __all__ = ["IngestTarget", "Ingestor"]
 
@@ -46,14 +44,6 @@ ProgressFn = Callable[[IngestProgress], None]
 
 LEXICAL_COMMIT_EVERY_S = 1.0
 """During an ingest, BM25 commits at most this often (every commit writes a tantivy segment)."""
-
-
-@dataclass
-class _Prepared:
-    write: DocumentWrite
-    embed_texts: list[str]
-    lexical_texts: list[str]
-    updated: bool
 
 
 _DONE = object()
@@ -90,11 +80,11 @@ class Ingestor:
         """The readers given for every document, as stored (``None``: from sidecars, or kept)."""
         self.access_of_unchanged: dict[str, str] = {}
         """Source -> readers given (or found in a sidecar) for a source left unchanged."""
-        self._roots: dict[str, Path] = {}
-        """A folder's file -> the folder ingested (how far up a ``.readers`` sidecar is looked for)."""
         self.on_progress = on_progress
         self.commit_chunks = commit_chunks
         self.report = IngestReport()
+        self.sources = IngestSources(index.path, self.report, self.readers)
+        """The files and URLs this run reads, and who may read their documents."""
         self.progress = IngestProgress()
         self.started = time.perf_counter()
         self.seen_sources: set[str] = set()
@@ -107,8 +97,6 @@ class Ingestor:
         """Sources whose documents are all read but not all committed yet."""
         self._pages_ahead: dict[str, list[tuple[int, int]]] = {}
         """Pages read of files parsed ahead of the one being reported."""
-        self._paths: dict[str, str] = {}
-        """Source name -> path, for files whose path is not valid UTF-8 (:mod:`reasonloop.kb.ingest.names`)."""
 
     # -- progress ---------------------------------------------------------------------------------
     def _tick(self, current: str | None = None) -> None:
@@ -132,37 +120,8 @@ class Ingestor:
 
     # -- producing --------------------------------------------------------------------------------
     def expand(self, sources: Sequence[str], include: Sequence[str] | None, exclude: Sequence[str] | None) -> list[str]:
-        """The names of the files and URLs to read; missing paths go straight to ``failed``, and
-        what a folder walk left out (symbolic link loops, links leading outside the folder) to
-        ``skipped``."""
-        items: list[str] = []
-        for source in sources:
-            if is_url(source):
-                items.append(source)
-                continue
-            path = Path(source).expanduser()
-            if path.is_dir():
-                own = self.index.path  # never ingest the index's own files
-                skipped: dict[str, str] = {}
-                for found in walk(path, include, exclude, skipped):
-                    real = found.resolve()
-                    if own not in real.parents:
-                        items.append(self._name(str(real)))
-                        self._roots[items[-1]] = path.resolve()
-                for link, why in skipped.items():
-                    self.report.skipped[source_name(link)] = why
-            elif path.is_file():
-                items.append(self._name(str(path.resolve())))
-            else:
-                self.report.failed[source_name(source)] = "no such file or folder"
-        return list(dict.fromkeys(items))
-
-    def _name(self, path: str) -> str:
-        """The name ``path`` is stored and reported under (remembered, to read the file by)."""
-        name = source_name(path)
-        if name != path:
-            self._paths[name] = path
-        return name
+        """The names of the files and URLs to read (:meth:`IngestSources.expand`)."""
+        return self.sources.expand(sources, include, exclude)
 
     def _content_hash(self, payload: bytes) -> str:
         h = hashlib.blake2b(digest_size=16)
@@ -175,12 +134,9 @@ class Ingestor:
     ) -> tuple[list[LoadedDocument | RecordError], str, int, float | None] | None:
         """Fetch or read ``item`` and parse it in ``pool``; ``None`` when the file is unchanged (not parsed)."""
         opts = self.index.options
-        if is_url(item):
-            data, ctype, suffix = await fetch_url(item, timeout_s=opts.fetch_timeout_s, max_bytes=opts.max_fetch_bytes)
-            title, mtime = item.rstrip("/").rsplit("/", 1)[-1], None
-        else:
-            data, mtime = await asyncio.to_thread(read_version, Path(self._paths.get(item, item)), item)
-            ctype, suffix, title = "", Path(item).suffix.lower(), Path(item).stem
+        data, ctype, suffix, title, mtime = await self.sources.read(
+            item, fetch_timeout_s=opts.fetch_timeout_s, max_fetch_bytes=opts.max_fetch_bytes
+        )
         content_hash = self._content_hash(data)
         if self.index.store.content_hashes([item]).get(item) == content_hash:
             return None
@@ -194,21 +150,6 @@ class Ingestor:
         )
         return docs, content_hash, len(data), mtime
 
-    def _access_of(self, item: str) -> str | None:
-        """The readers of ``item``'s documents as stored: those given, else the nearest sidecar's
-        (a local file), else ``None`` (kept as they are).
-
-        Raises:
-            RequestInvalid: the nearest sidecar cannot be read.
-        """
-        if self.readers is not None:
-            return self.readers
-        if is_url(item):
-            return None
-        folder = Path(path_of(self._paths.get(item, item))).parent
-        found = read_sidecar(folder, self._roots.get(item, folder))
-        return None if found is None else readers_json(found)
-
     def _prepare(
         self,
         doc: LoadedDocument,
@@ -218,7 +159,7 @@ class Ingestor:
         doc_id: str | None = None,
         *,
         access: str | None = None,
-    ) -> _Prepared | None:
+    ) -> PreparedDocument | None:
         """Chunk a document (``access``: its readers as stored, ``None`` to keep its own);
         ``None`` when it is unchanged."""
         self.seen_sources.add(doc.source)
@@ -226,37 +167,17 @@ class Ingestor:
         if stored == content_hash:
             self.report.unchanged.append(doc.source)
             return None
-        if doc.pages:
-            page_texts = [(p.number, p.text) for p in doc.pages]
-            chunks = self.index.chunker.split_pages(page_texts)
-        else:
-            page_texts = [(1, doc.text)]
-            chunks = self.index.chunker.split(doc.text)
-        writes: list[ChunkWrite] = []
-        embed_texts: list[str] = []
-        lexical_texts: list[str] = []
-        for c in chunks:
-            embed = titled(doc.title, c.text) if self.index.options.embed_title else c.text
-            meta = {**doc.metadata, "start": c.start, "end": c.end}
-            if c.page is not None:
-                meta["page"] = c.page
-            writes.append(ChunkWrite(c.ordinal, c.text, text_hash(embed), meta))
-            embed_texts.append(embed)
-            lexical_texts.append(titled(doc.title, c.text))
-        write = DocumentWrite(
-            id=doc_id or document_id(doc.source),
-            source=doc.source,
-            title=doc.title,
+        return prepare_document(
+            doc,
+            self.index.chunker,
+            embed_title=self.index.options.embed_title,
             content_hash=content_hash,
-            bytes=size,
+            size=size,
             mtime=mtime,
-            metadata=doc.metadata,
-            chunks=writes,
-            pages=page_texts,
+            doc_id=doc_id,
             access=access,
-            keep_access=access is None,
+            updated=stored is not None,
         )
-        return _Prepared(write, embed_texts, lexical_texts, updated=stored is not None)
 
     def _parse_pool(self) -> ParsePool:
         limits = getattr(self.index, "parse_limits", None) or ParseLimits()
@@ -311,7 +232,7 @@ class Ingestor:
         access: str | None = None
         if not isinstance(loaded, str):
             try:
-                access = await asyncio.to_thread(self._access_of, item)
+                access = await asyncio.to_thread(self.sources.access_of, item)
             except ReasonLoopError as exc:  # a sidecar that cannot be read: not ingested rather than open to all
                 loaded = exc.message
         if isinstance(loaded, str):
@@ -388,7 +309,7 @@ class Ingestor:
         group's last source, the marker is counted first, so that a source the commit holds
         whole is counted with it (an ingest stopped during that commit reports it as done).
         """
-        pending: list[_Prepared] = []
+        pending: list[PreparedDocument] = []
         pending_chunks = 0
         while True:
             item = await queue.get()
@@ -415,7 +336,7 @@ class Ingestor:
         done = self.progress.files_committed
         self.progress.first_pending = self._order[done] if done < len(self._order) else ""
 
-    async def _flush(self, docs: list[_Prepared]) -> None:
+    async def _flush(self, docs: list[PreparedDocument]) -> None:
         texts = [t for d in docs for t in d.embed_texts]
         vectors_parts: list[np.ndarray] = []
         step = max(self.index.embedder.max_batch, 16) * 2
@@ -469,7 +390,7 @@ class Ingestor:
             raise
         self._committed(docs, new_keys)
 
-    def _committed(self, docs: list[_Prepared], new_keys: list[list[int]]) -> None:
+    def _committed(self, docs: list[PreparedDocument], new_keys: list[list[int]]) -> None:
         for d, keys in zip(docs, new_keys, strict=True):
             (self.report.updated if d.updated else self.report.added).append(d.write.source)
             self.report.chunks_added += len(keys)
