@@ -31,38 +31,35 @@ point keeps what it found.
 Durable: each finished sub-research is kept in the run's checkpoints (``RunContext.checkpoints``,
 the step journal of a run store that keeps one) with the passages it numbered and what it consumed.
 A resumed run takes it from there and makes no model or tool call for it.
+
+A research question's state and its checkpoint are :mod:`.research_tasks`; the draft and the written
+report are :mod:`.research_report`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
 from reasonloop.errors import ReasonLoopError
 from reasonloop.events import (
     Answer,
-    Citation,
     Event,
     Judged,
     Plan,
     PlannedStep,
     Progress,
     Report,
-    ReportSection,
     ResearchTask,
     Searched,
     Step,
     ToolCall,
     ToolResult,
-    event_adapter,
 )
-from reasonloop.kb.base import Hit
 from reasonloop.llm.base import Message
 from reasonloop.plugin_table import field_text
 from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings, RunContext
@@ -72,7 +69,6 @@ from reasonloop.reasoning.formats.research_replies import (
     Judgement,
     parse_judgement,
     parse_questions,
-    parse_report,
 )
 from reasonloop.reasoning.steps.budget import BudgetTracker
 from reasonloop.reasoning.steps.citations import markers
@@ -80,15 +76,15 @@ from reasonloop.reasoning.steps.finish import close
 from reasonloop.reasoning.steps.intent import needs_no_retrieval
 from reasonloop.reasoning.steps.llmcall import Turn, llm_turn
 from reasonloop.reasoning.steps.retrieval import direct_answer
+from reasonloop.reasoning.strategies.research_report import draft_report, findings_text, write_report
+from reasonloop.reasoning.strategies.research_report import render_not_established as render_not_established
+from reasonloop.reasoning.strategies.research_tasks import TaskState, keep_finished, restore_finished
 from reasonloop.registry import PluginInfo
-from reasonloop.tools.evidence import format_evidence
 
 __all__ = ["ResearchReasoning", "ResearchSettings"]
 
 _JUDGE_EXAMPLE = '{"decision": "answer", "reason": "...", "gaps": [], "contradiction": ""}'
 _PLAN_EXAMPLE = '{"questions": ["..."]}'
-_FINDING_TOKENS = 400
-"""Most tokens of one finding shown to the judge and the report writer."""
 
 
 class ResearchSettings(ReasoningSettings):
@@ -170,24 +166,6 @@ class ResearchSettings(ReasoningSettings):
     )
 
 
-@dataclass(slots=True)
-class _Task:
-    """One research question and what its sub-agent produced."""
-
-    step: str
-    question: str
-    round: int
-    status: str = "queued"
-    findings: str = ""
-    citations: list[Citation] = field(default_factory=list)
-    note: str = ""
-    abstained: bool = False
-
-    @property
-    def call_id(self) -> str:
-        return f"research_{self.step}"
-
-
 class ResearchReasoning(Reasoning):
     """Plan, research in parallel with a shared budget, judge each round, write a cited report."""
 
@@ -212,13 +190,13 @@ class ResearchReasoning(Reasoning):
             None if tracker.deadline is None else tracker.deadline - reserve * (self.budget.timeout_s or 0)
         )
         self.token_reserve = int((self.budget.max_tokens or 0) * reserve)
-        self.tasks: list[_Task] = []
+        self.tasks: list[TaskState] = []
         judged: Judged | None = None
         questions: list[str] = []
         async for event in self._plan(question, questions):
             yield event
         for round_no in range(1, self.budget.max_rounds + 1):
-            tasks = [_Task(f"{round_no}.{i}", q, round_no) for i, q in enumerate(questions, 1)]
+            tasks = [TaskState(f"{round_no}.{i}", q, round_no) for i, q in enumerate(questions, 1)]
             self.tasks.extend(tasks)
             yield Plan(
                 steps=[PlannedStep(id=t.step, tool="research", input=t.question) for t in tasks], attempt=round_no
@@ -239,7 +217,7 @@ class ResearchReasoning(Reasoning):
                 break
             questions = judged.gaps or [render("research_reconcile", language, contradiction=judged.contradiction)]
             questions = questions[: settings.max_agents]
-        async for event in self._report(question, judged):
+        async for event in write_report(ctx, settings, tracker, language, self.tasks, question, judged):
             yield event
 
     # -- budget ---------------------------------------------------------------------------------
@@ -308,28 +286,28 @@ class ResearchReasoning(Reasoning):
 
     # -- research -------------------------------------------------------------------------------
 
-    async def _research(self, tasks: list[_Task]) -> AsyncIterator[Event]:
+    async def _research(self, tasks: list[TaskState]) -> AsyncIterator[Event]:
         """Run the round's sub-agents (those finished before a resume are taken from the checkpoints)."""
         ctx = self.ctx
         if self._out_of_research() is not None:
             for task in tasks:
-                yield self._cancelled(task, f"not started: {self.tracker.stop_reason}")
+                yield task.cancel(f"not started: {self.tracker.stop_reason}")
             return
         # Shares of the whole round, before any is restored: a resumed run's sub-agents get the
         # budgets they had, and their events read as they did.
         shares = self._shares(len(tasks))
-        todo: list[tuple[_Task, str | None, tuple[int | None, int]]] = []
+        todo: list[tuple[TaskState, str | None, tuple[int | None, int]]] = []
         for task, share in zip(tasks, shares, strict=True):
             key = None if ctx.checkpoints is None else ctx.checkpoints.key("research", [task.step, task.question])
             kept = None if key is None else ctx.checkpoints.take(key)  # type: ignore[union-attr]
             if kept is not None:
-                restored = self._restore(task, kept)
+                restored = restore_finished(ctx, task, kept)
                 if restored is not None:
-                    for event in restored:
+                    for event in [*restored, self._draft()]:
                         yield event
                     continue
             if share[1] == 0 and ctx.tools:  # fewer tool calls left than questions
-                yield self._cancelled(task, "not started: the run's tool calls are spent")
+                yield task.cancel("not started: the run's tool calls are spent")
                 continue
             todo.append((task, key, share))
         if not todo:
@@ -364,7 +342,7 @@ class ResearchReasoning(Reasoning):
                         yield event
                 for task in runs.values():
                     if task.status in ("queued", "running"):
-                        yield self._cancelled(task, "the research time ran out")
+                        yield task.cancel("the research time ran out")
             for run in runs:  # a sub-research that broke (not a failed sub-agent: a fault) is raised
                 if not run.cancelled() and run.exception() is not None:
                     raise run.exception()  # type: ignore[misc]
@@ -375,16 +353,8 @@ class ResearchReasoning(Reasoning):
             if leftovers:
                 await asyncio.gather(*leftovers, return_exceptions=True)
 
-    def _cancelled(self, task: _Task, note: str) -> ResearchTask:
-        task.status, task.note = "cancelled", note
-        return ResearchTask(
-            step=task.step,
-            question=task.question,
-            round=task.round,
-            status="cancelled",
-            call_id=task.call_id,
-            note=note,
-        )
+    def _draft(self) -> Report:
+        return draft_report(self.tasks, self.language)
 
     def _child(self, tokens: int | None, tool_calls: int) -> RunContext:
         ctx = self.ctx
@@ -409,7 +379,7 @@ class ResearchReasoning(Reasoning):
 
     async def _sub_research(
         self,
-        task: _Task,
+        task: TaskState,
         key: str | None,
         share: tuple[int | None, int],
         gate: asyncio.Semaphore,
@@ -424,7 +394,7 @@ class ResearchReasoning(Reasoning):
 
     async def _run_sub_agent(
         self,
-        task: _Task,
+        task: TaskState,
         key: str | None,
         share: tuple[int | None, int],
         gate: asyncio.Semaphore,
@@ -496,56 +466,10 @@ class ResearchReasoning(Reasoning):
             )
             queue.put_nowait(done)
             queue.put_nowait(self._draft())
-            if key is not None and self.ctx.checkpoints is not None:
-                log = self.ctx.scope.evidence_log()
-                evidence = [[n, log.hits[n].model_dump(mode="json")] for n in sorted(numbers) if n in log.hits]
-                value = {
-                    "running": running.to_dict(),
-                    "done": done.to_dict(),
-                    "evidence": evidence,
-                    "real_tool_calls": child.real_tool_calls,
-                    "abstained": task.abstained,
-                }
-                self.ctx.checkpoints.keep(key, json.dumps(value, ensure_ascii=False))
-
-    def _restore(self, task: _Task, kept: str) -> list[Event] | None:
-        """The events of a sub-research finished before the run resumed, its evidence numbered again
-        and its usage counted (None when the checkpoint cannot be read: it is done again)."""
-        try:
-            data = json.loads(kept)
-            running = event_adapter.validate_python(data["running"])
-            done = event_adapter.validate_python(data["done"])
-            evidence = [(int(n), Hit.model_validate(hit)) for n, hit in data["evidence"]]
-            real = int(data.get("real_tool_calls", 0))
-        except (ValueError, KeyError, TypeError):
-            return None
-        if not isinstance(running, ResearchTask) or not isinstance(done, ResearchTask):
-            return None
-        log = self.ctx.scope.evidence_log()
-        for number, hit in evidence:
-            log.restore(number, hit)
-        if done.usage is not None:
-            self.ctx.usage.add(done.usage)
-        self.ctx.real_tool_calls += real
-        task.status, task.findings, task.citations, task.note = done.status, done.findings, done.citations, done.note
-        task.abstained = bool(data.get("abstained"))
-        self.ctx.steps.append(
-            Step(action="research", action_input=task.question, observation=task.findings or task.note)
-        )
-        return [running, done, self._draft()]
+            if key is not None:
+                keep_finished(self.ctx, key, task, running, done, numbers, child.real_tool_calls)
 
     # -- judge ----------------------------------------------------------------------------------
-
-    def _findings(self) -> str:
-        from reasonloop.tokens import trim_to_tokens
-
-        lines = []
-        for task in self.tasks:
-            if task.status == "done":
-                lines.append(f"[{task.step}] {task.question}\n{trim_to_tokens(task.findings, _FINDING_TOKENS)}")
-            elif task.status in ("failed", "cancelled"):
-                lines.append(f"[{task.step}] {task.question}\n(no findings: {task.note})")
-        return "\n\n".join(lines) or "(none)"
 
     async def _judge(self, question: str, round_no: int) -> AsyncIterator[Event]:
         ctx, language, tracker = self.ctx, self.language, self.tracker
@@ -556,7 +480,7 @@ class ResearchReasoning(Reasoning):
             question=question,
             round=round_no,
             max_rounds=self.budget.max_rounds,
-            findings=self._findings(),
+            findings=findings_text(self.tasks),
         )
         messages = [Message.system(system), Message.user(user)]
         judgement: Judgement | None = None
@@ -588,109 +512,3 @@ class ResearchReasoning(Reasoning):
             )
         ctx.steps.append(Step(action="judge", action_input=round_no, observation=event.outcome))
         yield event
-
-    # -- report ---------------------------------------------------------------------------------
-
-    def _unestablished(self, judged: Judged | None) -> list[str]:
-        items = [t.question for t in self.tasks if t.status in ("failed", "cancelled") or t.abstained]
-        if judged is not None:
-            if judged.outcome in ("caveat", "unanswerable") and judged.reason:
-                items.append(judged.reason)
-            items.extend(judged.gaps)  # gaps still open when the research ended
-            if judged.contradiction:
-                items.append(judged.contradiction)
-        return list(dict.fromkeys(items))
-
-    def _draft(self, judged: Judged | None = None) -> Report:
-        """The report from the findings so far, without a model call (what a stopped run keeps)."""
-        sections = [ReportSection(title=t.question, text=t.findings) for t in self.tasks if t.status == "done"]
-        citations: dict[tuple[Any, ...], Citation] = {}
-        for task in self.tasks:
-            for c in task.citations:
-                citations.setdefault((c.marker, c.start, c.end), c)
-        unestablished = self._unestablished(judged)
-        return Report(
-            sections=sections,
-            unestablished=unestablished,
-            citations=list(citations.values()),
-            outcome=None if judged is None else judged.outcome,
-            partial=True,
-            text=_markdown(sections, unestablished, self.language),
-        )
-
-    async def _report(self, question: str, judged: Judged | None) -> AsyncIterator[Event]:
-        ctx, settings, tracker, language = self.ctx, self.settings, self.tracker, self.language
-        if tracker.stop_reason is not None:
-            yield Progress(message=f"research ended: {tracker.stop_reason.replace('_', ' ')}; writing the report")
-        unestablished = self._unestablished(judged)
-        done = [t for t in self.tasks if t.status == "done"]
-        if not done:
-            text = render("dont_know", language)
-            text = _markdown([ReportSection(title=_answer_title(language), text=text)], unestablished, language)
-            yield Report(
-                sections=[], unestablished=unestablished, outcome=None if judged is None else judged.outcome, text=text
-            )
-            yield close(ctx, settings, tracker, text, language, abstained=True)
-            return
-        log = ctx.scope.evidence_log()
-        cited = list(dict.fromkeys(n for t in done for n in markers(t.findings) if n in log.hits))
-        passages, _ = format_evidence([log.hits[n] for n in cited], log, settings.max_evidence_tokens)
-        note = ""
-        if unestablished:
-            note = "\n" + render_not_established(language) + "\n" + "\n".join(f"- {u}" for u in unestablished)
-        user = render(
-            "research_report_user",
-            language,
-            question=question,
-            findings=self._findings(),
-            passages=passages or "(none)",
-            note=note,
-        )
-        system = system_prompt("research_report", language, ctx.instructions)
-        messages = [Message.system(system), *ctx.history, Message.user(user)]
-        turn = Turn()
-        async for event in llm_turn(ctx.llm, messages, turn, tracker, deltas=lambda piece: piece, bounded=False):
-            yield event
-        sections, listed = parse_report(turn.text)
-        text = turn.text.strip()
-        if not sections:  # an empty or unreadable report: the findings themselves
-            draft = self._draft(judged)
-            sections, text = draft.sections, draft.text
-        listed = [u for u in listed if not _is_none(u)]
-        missing = [u for u in unestablished if u not in listed]
-        unestablished = list(dict.fromkeys([*listed, *missing]))
-        if missing and text == turn.text.strip():  # the model left them out: they are said all the same
-            text += "\n\n" + _markdown([], missing, language)
-        answer = close(
-            ctx, settings, tracker, text, language, abstained=judged is not None and judged.outcome == "unanswerable"
-        )
-        if not answer.citations:  # a report that cites nothing establishes nothing: it does not decide the question
-            answer.abstained = True
-        yield Report(
-            sections=sections,
-            unestablished=unestablished,
-            citations=answer.citations,
-            outcome=None if judged is None else judged.outcome,
-            text=answer.text,
-        )
-        yield answer
-
-
-def render_not_established(language: str) -> str:
-    return "未能确定（研究中）：" if language == "zh" else "Not established by the research:"
-
-
-def _answer_title(language: str) -> str:
-    return "回答" if language == "zh" else "Answer"
-
-
-def _is_none(item: str) -> bool:
-    return item.strip(" .。").casefold() in {"none", "nothing", "n/a", "无", "没有"}
-
-
-def _markdown(sections: list[ReportSection], unestablished: list[str], language: str) -> str:
-    parts = [f"## {s.title}\n{s.text}" for s in sections]
-    if unestablished:
-        head = "## 未能确定" if language == "zh" else "## Not established"
-        parts.append(head + "\n" + "\n".join(f"- {u}" for u in unestablished))
-    return "\n\n".join(parts)
