@@ -31,161 +31,42 @@ point keeps what it found.
 Durable: each finished sub-research is kept in the run's checkpoints (``RunContext.checkpoints``,
 the step journal of a run store that keeps one) with the passages it numbered and what it consumed.
 A resumed run takes it from there and makes no model or tool call for it.
+
+The parts, one module each: :mod:`.research_settings` (the settings), :mod:`.research_budget` (the
+run's limits, the report's reserve, the sub-agents' shares), :mod:`.research_tasks` (a research
+question's state and its checkpoint), :mod:`.research_agents` (a round of sub-agents) and
+:mod:`.research_report` (the draft and the written report). This module plans, judges and runs the
+rounds.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import ClassVar
 
-from pydantic import Field
-
-from reasonloop.errors import ReasonLoopError
-from reasonloop.events import (
-    Answer,
-    Citation,
-    Event,
-    Judged,
-    Plan,
-    PlannedStep,
-    Progress,
-    Report,
-    ReportSection,
-    ResearchTask,
-    Searched,
-    Step,
-    ToolCall,
-    ToolResult,
-    event_adapter,
-)
-from reasonloop.kb.base import Hit
+from reasonloop.events import Event, Judged, Plan, PlannedStep, Progress, Step
 from reasonloop.llm.base import Message
-from reasonloop.plugin_table import field_text
-from reasonloop.reasoning.base import Budget, Reasoning, ReasoningSettings, RunContext
+from reasonloop.reasoning.base import Reasoning
 from reasonloop.reasoning.formats.language import detect_language
 from reasonloop.reasoning.formats.prompts import render, system_prompt
-from reasonloop.reasoning.formats.research_replies import (
-    Judgement,
-    parse_judgement,
-    parse_questions,
-    parse_report,
-)
+from reasonloop.reasoning.formats.research_replies import Judgement, parse_judgement, parse_questions
 from reasonloop.reasoning.steps.budget import BudgetTracker
-from reasonloop.reasoning.steps.citations import markers
 from reasonloop.reasoning.steps.finish import close
 from reasonloop.reasoning.steps.intent import needs_no_retrieval
 from reasonloop.reasoning.steps.llmcall import Turn, llm_turn
 from reasonloop.reasoning.steps.retrieval import direct_answer
+from reasonloop.reasoning.strategies.research_agents import SubAgents
+from reasonloop.reasoning.strategies.research_budget import ResearchBudget, run_budget
+from reasonloop.reasoning.strategies.research_report import findings_text, write_report
+from reasonloop.reasoning.strategies.research_report import render_not_established as render_not_established
+from reasonloop.reasoning.strategies.research_settings import ResearchSettings
+from reasonloop.reasoning.strategies.research_tasks import TaskState
 from reasonloop.registry import PluginInfo
-from reasonloop.tools.evidence import format_evidence
 
 __all__ = ["ResearchReasoning", "ResearchSettings"]
 
 _JUDGE_EXAMPLE = '{"decision": "answer", "reason": "...", "gaps": [], "contradiction": ""}'
 _PLAN_EXAMPLE = '{"questions": ["..."]}'
-_FINDING_TOKENS = 400
-"""Most tokens of one finding shown to the judge and the report writer."""
-
-
-class ResearchSettings(ReasoningSettings):
-    max_rounds: int = Field(
-        default=3,
-        ge=1,
-        le=8,
-        **field_text(
-            en=("Research rounds", "Most rounds of research; after each one a judge decides whether it is enough."),
-            zh=("研究轮数上限", "最多的研究轮数；每轮之后由评判决定是否足够。"),
-        ),
-    )
-    max_agents: int = Field(
-        default=4,
-        ge=1,
-        le=12,
-        **field_text(
-            en=("Questions per round", "Most research questions (one sub-agent each) in one round."),
-            zh=("每轮问题上限", "一轮中最多的研究问题数（每个一个子代理）。"),
-        ),
-    )
-    max_concurrency: int = Field(
-        default=3,
-        ge=1,
-        le=12,
-        **field_text(
-            en=("Parallel sub-agents", "Most sub-agents researching at once."),
-            zh=("并行子代理上限", "同时研究的子代理最多数量。"),
-        ),
-    )
-    agent: Literal["react", "toolcall"] = Field(
-        default="react",
-        **field_text(
-            en=("Sub-agent", "How each sub-agent uses tools: react (any model) or toolcall (native tool calls)."),
-            zh=("子代理", "子代理如何使用工具：react（任何模型）或 toolcall（原生工具调用）。"),
-        ),
-    )
-    agent_rounds: int = Field(
-        default=4,
-        ge=1,
-        le=20,
-        **field_text(
-            en=("Sub-agent rounds", "Most model turns of one sub-agent before it must answer."),
-            zh=("子代理轮数上限", "单个子代理必须作答之前最多的模型轮次。"),
-        ),
-    )
-    max_tool_calls: int = Field(
-        default=24,
-        ge=1,
-        **field_text(
-            en=("Tool calls", "Most tool calls of the whole run, shared by its sub-agents."),
-            zh=("工具调用上限", "整个运行最多的工具调用次数，由子代理分享。"),
-        ),
-    )
-    max_tokens: int | None = Field(
-        default=None,
-        ge=1,
-        **field_text(
-            en=("Token budget", "Tokens of the whole run, sub-agents included; empty: no limit."),
-            zh=("词元预算", "整个运行（含子代理）的词元数；留空表示不限。"),
-        ),
-    )
-    timeout_s: float | None = Field(
-        default=None,
-        gt=0,
-        **field_text(
-            en=("Time limit (s)", "Seconds the whole run may take; the report is written in time; empty: no limit."),
-            zh=("时间上限（秒）", "整个运行可用的秒数；报告会按时写出；留空表示不限。"),
-        ),
-    )
-    report_share: float = Field(
-        default=0.15,
-        ge=0,
-        lt=1,
-        **field_text(
-            en=("Report reserve", "Share of the time and token budgets held back for judging and the report."),
-            zh=("报告预留", "为评判和写报告预留的时间与词元预算比例。"),
-        ),
-    )
-
-
-@dataclass(slots=True)
-class _Task:
-    """One research question and what its sub-agent produced."""
-
-    step: str
-    question: str
-    round: int
-    status: str = "queued"
-    findings: str = ""
-    citations: list[Citation] = field(default_factory=list)
-    note: str = ""
-    abstained: bool = False
-
-    @property
-    def call_id(self) -> str:
-        return f"research_{self.step}"
 
 
 class ResearchReasoning(Reasoning):
@@ -198,8 +79,8 @@ class ResearchReasoning(Reasoning):
     async def stream(self, question: str) -> AsyncIterator[Event]:
         ctx, settings = self.ctx, self.settings
         language = self.language = ctx.language or detect_language(question)
-        self.budget = self._run_budget()
-        tracker = self.tracker = BudgetTracker(self.budget, ctx.usage)
+        limits = run_budget(settings, ctx.budget)
+        tracker = self.tracker = BudgetTracker(limits, ctx.usage)
         if needs_no_retrieval(question):
             answer = Turn()
             system = system_prompt("chat", language, ctx.instructions)
@@ -207,26 +88,23 @@ class ResearchReasoning(Reasoning):
                 yield event
             yield close(ctx, settings, tracker, answer.text, language)
             return
-        reserve = settings.report_share
-        self.research_deadline = (
-            None if tracker.deadline is None else tracker.deadline - reserve * (self.budget.timeout_s or 0)
-        )
-        self.token_reserve = int((self.budget.max_tokens or 0) * reserve)
-        self.tasks: list[_Task] = []
+        self.budget = ResearchBudget.reserve(limits, tracker, ctx.usage, settings.report_share)
+        self.tasks: list[TaskState] = []
+        agents = SubAgents(ctx, settings, self.budget, language, self.tasks)
         judged: Judged | None = None
         questions: list[str] = []
         async for event in self._plan(question, questions):
             yield event
-        for round_no in range(1, self.budget.max_rounds + 1):
-            tasks = [_Task(f"{round_no}.{i}", q, round_no) for i, q in enumerate(questions, 1)]
+        for round_no in range(1, limits.max_rounds + 1):
+            tasks = [TaskState(f"{round_no}.{i}", q, round_no) for i, q in enumerate(questions, 1)]
             self.tasks.extend(tasks)
             yield Plan(
                 steps=[PlannedStep(id=t.step, tool="research", input=t.question) for t in tasks], attempt=round_no
             )
             judged = None  # the gaps of the last judgement are this round's questions, not yet unanswered
-            async for event in self._research(tasks):
+            async for event in agents.research(tasks):
                 yield event
-            if self._out_of_research() is not None:
+            if self.budget.out_of_research() is not None:
                 break
             async for event in self._judge(question, round_no):
                 if isinstance(event, Judged):
@@ -234,51 +112,13 @@ class ResearchReasoning(Reasoning):
                 yield event
             if judged is None or judged.outcome in ("answer", "caveat", "unanswerable"):
                 break
-            if round_no == self.budget.max_rounds:
+            if round_no == limits.max_rounds:
                 tracker.hit("max_rounds")
                 break
             questions = judged.gaps or [render("research_reconcile", language, contradiction=judged.contradiction)]
             questions = questions[: settings.max_agents]
-        async for event in self._report(question, judged):
+        async for event in write_report(ctx, settings, tracker, language, self.tasks, question, judged):
             yield event
-
-    # -- budget ---------------------------------------------------------------------------------
-
-    def _run_budget(self) -> Budget:
-        s, cap = self.settings, self.ctx.budget
-        if cap is None:
-            return Budget(
-                max_rounds=s.max_rounds, max_tool_calls=s.max_tool_calls, max_tokens=s.max_tokens, timeout_s=s.timeout_s
-            )
-        return Budget(
-            max_rounds=min(s.max_rounds, cap.max_rounds),
-            max_tool_calls=min(s.max_tool_calls, cap.max_tool_calls),
-            max_tokens=min((t for t in (s.max_tokens, cap.max_tokens) if t is not None), default=None),
-            timeout_s=min((t for t in (s.timeout_s, cap.timeout_s) if t is not None), default=None),
-        )
-
-    def _out_of_research(self) -> str | None:
-        """The limit that ends the research (the report is then written), if one is reached."""
-        tracker, usage = self.tracker, self.ctx.usage
-        if tracker.stop_reason in ("timeout", "max_tokens"):
-            return tracker.stop_reason
-        if self.research_deadline is not None and time.monotonic() >= self.research_deadline:
-            tracker.hit("timeout")
-        elif self.budget.max_tokens is not None and usage.total_tokens >= self.budget.max_tokens - self.token_reserve:
-            tracker.hit("max_tokens")
-        elif usage.tool_calls >= self.budget.max_tool_calls:
-            tracker.hit("max_tool_calls")
-        return tracker.stop_reason
-
-    def _shares(self, n: int) -> list[tuple[int | None, int]]:
-        """Each of ``n`` sub-agents' (tokens, tool calls): equal shares of what the run has left."""
-        usage, budget = self.ctx.usage, self.budget
-        tools_left = max(0, budget.max_tool_calls - usage.tool_calls)
-        tokens = None
-        if budget.max_tokens is not None:
-            left = budget.max_tokens - self.token_reserve - usage.total_tokens
-            tokens = max(1, left // n)
-        return [(tokens, tools_left // n + (1 if i < tools_left % n else 0)) for i in range(n)]
 
     # -- plan -----------------------------------------------------------------------------------
 
@@ -306,246 +146,7 @@ class ResearchReasoning(Reasoning):
         ctx.steps.append(Step(action="plan", action_input=question, observation="\n".join(found)))
         into.extend(found)
 
-    # -- research -------------------------------------------------------------------------------
-
-    async def _research(self, tasks: list[_Task]) -> AsyncIterator[Event]:
-        """Run the round's sub-agents (those finished before a resume are taken from the checkpoints)."""
-        ctx = self.ctx
-        if self._out_of_research() is not None:
-            for task in tasks:
-                yield self._cancelled(task, f"not started: {self.tracker.stop_reason}")
-            return
-        # Shares of the whole round, before any is restored: a resumed run's sub-agents get the
-        # budgets they had, and their events read as they did.
-        shares = self._shares(len(tasks))
-        todo: list[tuple[_Task, str | None, tuple[int | None, int]]] = []
-        for task, share in zip(tasks, shares, strict=True):
-            key = None if ctx.checkpoints is None else ctx.checkpoints.key("research", [task.step, task.question])
-            kept = None if key is None else ctx.checkpoints.take(key)  # type: ignore[union-attr]
-            if kept is not None:
-                restored = self._restore(task, kept)
-                if restored is not None:
-                    for event in restored:
-                        yield event
-                    continue
-            if share[1] == 0 and ctx.tools:  # fewer tool calls left than questions
-                yield self._cancelled(task, "not started: the run's tool calls are spent")
-                continue
-            todo.append((task, key, share))
-        if not todo:
-            return
-        queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        gate = asyncio.Semaphore(self.settings.max_concurrency)
-        runs = {
-            asyncio.create_task(self._sub_research(task, key, share, gate, queue)): task for task, key, share in todo
-        }
-        running = len(runs)  # each sub-research puts None in the queue when it is over
-        try:
-            while running:
-                left = None if self.research_deadline is None else self.research_deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    break
-                try:  # a get cancelled by the timeout leaves its item in the queue
-                    event = await asyncio.wait_for(queue.get(), left)
-                except TimeoutError:
-                    break
-                if event is None:
-                    running -= 1
-                else:
-                    yield event
-            if running:  # the research time is up: what is still running is cancelled
-                self.tracker.hit("timeout")
-                late = [run for run in runs if not run.done()]
-                for run in late:
-                    run.cancel()
-                await asyncio.gather(*late, return_exceptions=True)
-                while not queue.empty():
-                    if (event := queue.get_nowait()) is not None:
-                        yield event
-                for task in runs.values():
-                    if task.status in ("queued", "running"):
-                        yield self._cancelled(task, "the research time ran out")
-            for run in runs:  # a sub-research that broke (not a failed sub-agent: a fault) is raised
-                if not run.cancelled() and run.exception() is not None:
-                    raise run.exception()  # type: ignore[misc]
-        finally:
-            leftovers = [r for r in runs if not r.done()]
-            for run in leftovers:
-                run.cancel()
-            if leftovers:
-                await asyncio.gather(*leftovers, return_exceptions=True)
-
-    def _cancelled(self, task: _Task, note: str) -> ResearchTask:
-        task.status, task.note = "cancelled", note
-        return ResearchTask(
-            step=task.step,
-            question=task.question,
-            round=task.round,
-            status="cancelled",
-            call_id=task.call_id,
-            note=note,
-        )
-
-    def _child(self, tokens: int | None, tool_calls: int) -> RunContext:
-        ctx = self.ctx
-        left = None if self.research_deadline is None else max(0.001, self.research_deadline - time.monotonic())
-        budget = Budget(
-            max_rounds=self.settings.agent_rounds, max_tool_calls=tool_calls, max_tokens=tokens, timeout_s=left
-        )
-        return RunContext(
-            llm=ctx.llm,
-            tools=ctx.tools,
-            retrievers=ctx.retrievers,
-            budget=budget,
-            instructions=ctx.instructions,
-            language=self.language,
-            user_id=ctx.user_id,
-            conversation_id=ctx.conversation_id,
-            run_id=ctx.run_id,
-            depth=ctx.depth + 1,
-            services=ctx.services,
-            scope=ctx.scope,
-        )
-
-    async def _sub_research(
-        self,
-        task: _Task,
-        key: str | None,
-        share: tuple[int | None, int],
-        gate: asyncio.Semaphore,
-        queue: asyncio.Queue[Event | None],
-    ) -> None:
-        """One sub-agent: its events go to ``queue``, its findings into ``task``, then a checkpoint;
-        ``None`` goes to the queue when it is over, however it ended."""
-        try:
-            await self._run_sub_agent(task, key, share, gate, queue)
-        finally:
-            queue.put_nowait(None)
-
-    async def _run_sub_agent(
-        self,
-        task: _Task,
-        key: str | None,
-        share: tuple[int | None, int],
-        gate: asyncio.Semaphore,
-        queue: asyncio.Queue[Event | None],
-    ) -> None:
-        from reasonloop.reasoning.strategies.react import ReActReasoning  # siblings: one layer
-        from reasonloop.reasoning.strategies.toolcall import ToolCallReasoning
-
-        async with gate:
-            tokens, tool_calls = share
-            running = ResearchTask(
-                step=task.step,
-                question=task.question,
-                round=task.round,
-                status="running",
-                call_id=task.call_id,
-                budget_tokens=tokens,
-                budget_tool_calls=tool_calls,
-            )
-            queue.put_nowait(running)
-            task.status = "running"
-            child = self._child(tokens, tool_calls)
-            kind = ToolCallReasoning if self.settings.agent == "toolcall" else ReActReasoning
-            strategy = kind({"max_evidence_tokens": self.settings.max_evidence_tokens}, child)
-            numbers: set[int] = set()
-            answer: Answer | None = None
-            try:
-                async for event in strategy.stream(task.question):
-                    event.depth = max(event.depth, child.depth)
-                    # Call ids made unique in the run (sub-agents number their calls alike), and the
-                    # events of an agent a sub-agent called still name the call that started it.
-                    if event.depth == child.depth:
-                        event.parent_call_id = event.parent_call_id or task.call_id
-                        if isinstance(event, (ToolCall, ToolResult)):
-                            event.call_id = f"{task.step}:{event.call_id}"
-                    elif event.depth == child.depth + 1 and event.parent_call_id:
-                        event.parent_call_id = f"{task.step}:{event.parent_call_id}"
-                    if isinstance(event, (ToolResult, Searched)):
-                        numbers.update(c.marker for c in event.citations if c.marker is not None)
-                    if isinstance(event, Answer) and event.depth == child.depth:
-                        answer = event
-                    queue.put_nowait(event)
-            except ReasonLoopError as exc:
-                task.status, task.note = "failed", exc.message
-            finally:
-                self.ctx.usage.add(child.usage)
-                self.ctx.real_tool_calls += child.real_tool_calls
-            if answer is not None and task.status == "running":
-                task.status, task.findings, task.citations = "done", answer.text, answer.citations
-                task.abstained = answer.abstained
-                numbers.update(markers(answer.text))
-            elif task.status == "running":
-                task.status, task.note = "failed", "the sub-agent gave no answer"
-            done = ResearchTask(
-                step=task.step,
-                question=task.question,
-                round=task.round,
-                status="done" if task.status == "done" else "failed",
-                call_id=task.call_id,
-                findings=task.findings,
-                citations=task.citations,
-                budget_tokens=tokens,
-                budget_tool_calls=tool_calls,
-                usage=child.usage.copy(),
-                note=task.note,
-            )
-            self.ctx.steps.append(
-                Step(action="research", action_input=task.question, observation=task.findings or task.note)
-            )
-            queue.put_nowait(done)
-            queue.put_nowait(self._draft())
-            if key is not None and self.ctx.checkpoints is not None:
-                log = self.ctx.scope.evidence_log()
-                evidence = [[n, log.hits[n].model_dump(mode="json")] for n in sorted(numbers) if n in log.hits]
-                value = {
-                    "running": running.to_dict(),
-                    "done": done.to_dict(),
-                    "evidence": evidence,
-                    "real_tool_calls": child.real_tool_calls,
-                    "abstained": task.abstained,
-                }
-                self.ctx.checkpoints.keep(key, json.dumps(value, ensure_ascii=False))
-
-    def _restore(self, task: _Task, kept: str) -> list[Event] | None:
-        """The events of a sub-research finished before the run resumed, its evidence numbered again
-        and its usage counted (None when the checkpoint cannot be read: it is done again)."""
-        try:
-            data = json.loads(kept)
-            running = event_adapter.validate_python(data["running"])
-            done = event_adapter.validate_python(data["done"])
-            evidence = [(int(n), Hit.model_validate(hit)) for n, hit in data["evidence"]]
-            real = int(data.get("real_tool_calls", 0))
-        except (ValueError, KeyError, TypeError):
-            return None
-        if not isinstance(running, ResearchTask) or not isinstance(done, ResearchTask):
-            return None
-        log = self.ctx.scope.evidence_log()
-        for number, hit in evidence:
-            log.restore(number, hit)
-        if done.usage is not None:
-            self.ctx.usage.add(done.usage)
-        self.ctx.real_tool_calls += real
-        task.status, task.findings, task.citations, task.note = done.status, done.findings, done.citations, done.note
-        task.abstained = bool(data.get("abstained"))
-        self.ctx.steps.append(
-            Step(action="research", action_input=task.question, observation=task.findings or task.note)
-        )
-        return [running, done, self._draft()]
-
     # -- judge ----------------------------------------------------------------------------------
-
-    def _findings(self) -> str:
-        from reasonloop.tokens import trim_to_tokens
-
-        lines = []
-        for task in self.tasks:
-            if task.status == "done":
-                lines.append(f"[{task.step}] {task.question}\n{trim_to_tokens(task.findings, _FINDING_TOKENS)}")
-            elif task.status in ("failed", "cancelled"):
-                lines.append(f"[{task.step}] {task.question}\n(no findings: {task.note})")
-        return "\n\n".join(lines) or "(none)"
 
     async def _judge(self, question: str, round_no: int) -> AsyncIterator[Event]:
         ctx, language, tracker = self.ctx, self.language, self.tracker
@@ -555,8 +156,8 @@ class ResearchReasoning(Reasoning):
             language,
             question=question,
             round=round_no,
-            max_rounds=self.budget.max_rounds,
-            findings=self._findings(),
+            max_rounds=self.budget.limits.max_rounds,
+            findings=findings_text(self.tasks),
         )
         messages = [Message.system(system), Message.user(user)]
         judgement: Judgement | None = None
@@ -588,109 +189,3 @@ class ResearchReasoning(Reasoning):
             )
         ctx.steps.append(Step(action="judge", action_input=round_no, observation=event.outcome))
         yield event
-
-    # -- report ---------------------------------------------------------------------------------
-
-    def _unestablished(self, judged: Judged | None) -> list[str]:
-        items = [t.question for t in self.tasks if t.status in ("failed", "cancelled") or t.abstained]
-        if judged is not None:
-            if judged.outcome in ("caveat", "unanswerable") and judged.reason:
-                items.append(judged.reason)
-            items.extend(judged.gaps)  # gaps still open when the research ended
-            if judged.contradiction:
-                items.append(judged.contradiction)
-        return list(dict.fromkeys(items))
-
-    def _draft(self, judged: Judged | None = None) -> Report:
-        """The report from the findings so far, without a model call (what a stopped run keeps)."""
-        sections = [ReportSection(title=t.question, text=t.findings) for t in self.tasks if t.status == "done"]
-        citations: dict[tuple[Any, ...], Citation] = {}
-        for task in self.tasks:
-            for c in task.citations:
-                citations.setdefault((c.marker, c.start, c.end), c)
-        unestablished = self._unestablished(judged)
-        return Report(
-            sections=sections,
-            unestablished=unestablished,
-            citations=list(citations.values()),
-            outcome=None if judged is None else judged.outcome,
-            partial=True,
-            text=_markdown(sections, unestablished, self.language),
-        )
-
-    async def _report(self, question: str, judged: Judged | None) -> AsyncIterator[Event]:
-        ctx, settings, tracker, language = self.ctx, self.settings, self.tracker, self.language
-        if tracker.stop_reason is not None:
-            yield Progress(message=f"research ended: {tracker.stop_reason.replace('_', ' ')}; writing the report")
-        unestablished = self._unestablished(judged)
-        done = [t for t in self.tasks if t.status == "done"]
-        if not done:
-            text = render("dont_know", language)
-            text = _markdown([ReportSection(title=_answer_title(language), text=text)], unestablished, language)
-            yield Report(
-                sections=[], unestablished=unestablished, outcome=None if judged is None else judged.outcome, text=text
-            )
-            yield close(ctx, settings, tracker, text, language, abstained=True)
-            return
-        log = ctx.scope.evidence_log()
-        cited = list(dict.fromkeys(n for t in done for n in markers(t.findings) if n in log.hits))
-        passages, _ = format_evidence([log.hits[n] for n in cited], log, settings.max_evidence_tokens)
-        note = ""
-        if unestablished:
-            note = "\n" + render_not_established(language) + "\n" + "\n".join(f"- {u}" for u in unestablished)
-        user = render(
-            "research_report_user",
-            language,
-            question=question,
-            findings=self._findings(),
-            passages=passages or "(none)",
-            note=note,
-        )
-        system = system_prompt("research_report", language, ctx.instructions)
-        messages = [Message.system(system), *ctx.history, Message.user(user)]
-        turn = Turn()
-        async for event in llm_turn(ctx.llm, messages, turn, tracker, deltas=lambda piece: piece, bounded=False):
-            yield event
-        sections, listed = parse_report(turn.text)
-        text = turn.text.strip()
-        if not sections:  # an empty or unreadable report: the findings themselves
-            draft = self._draft(judged)
-            sections, text = draft.sections, draft.text
-        listed = [u for u in listed if not _is_none(u)]
-        missing = [u for u in unestablished if u not in listed]
-        unestablished = list(dict.fromkeys([*listed, *missing]))
-        if missing and text == turn.text.strip():  # the model left them out: they are said all the same
-            text += "\n\n" + _markdown([], missing, language)
-        answer = close(
-            ctx, settings, tracker, text, language, abstained=judged is not None and judged.outcome == "unanswerable"
-        )
-        if not answer.citations:  # a report that cites nothing establishes nothing: it does not decide the question
-            answer.abstained = True
-        yield Report(
-            sections=sections,
-            unestablished=unestablished,
-            citations=answer.citations,
-            outcome=None if judged is None else judged.outcome,
-            text=answer.text,
-        )
-        yield answer
-
-
-def render_not_established(language: str) -> str:
-    return "未能确定（研究中）：" if language == "zh" else "Not established by the research:"
-
-
-def _answer_title(language: str) -> str:
-    return "回答" if language == "zh" else "Answer"
-
-
-def _is_none(item: str) -> bool:
-    return item.strip(" .。").casefold() in {"none", "nothing", "n/a", "无", "没有"}
-
-
-def _markdown(sections: list[ReportSection], unestablished: list[str], language: str) -> str:
-    parts = [f"## {s.title}\n{s.text}" for s in sections]
-    if unestablished:
-        head = "## 未能确定" if language == "zh" else "## Not established"
-        parts.append(head + "\n" + "\n".join(f"- {u}" for u in unestablished))
-    return "\n\n".join(parts)
