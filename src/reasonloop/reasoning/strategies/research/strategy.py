@@ -32,11 +32,10 @@ Durable: each finished sub-research is kept in the run's checkpoints (``RunConte
 the step journal of a run store that keeps one) with the passages it numbered and what it consumed.
 A resumed run takes it from there and makes no model or tool call for it.
 
-The parts, one module each: :mod:`.research_settings` (the settings), :mod:`.research_budget` (the
-run's limits, the report's reserve, the sub-agents' shares), :mod:`.research_tasks` (a research
-question's state and its checkpoint), :mod:`.research_agents` (a round of sub-agents) and
-:mod:`.research_report` (the draft and the written report). This module plans, judges and runs the
-rounds.
+The parts, one module each in this package: :mod:`.settings` (the settings), :mod:`.budget` (the
+run's limits, the report's reserve, the sub-agents' shares), :mod:`.tasks` (a research question's
+state and its checkpoint), :mod:`.agents` (a round of sub-agents) and :mod:`.report` (the draft and
+the written report). This module plans, judges and runs the rounds.
 """
 
 from __future__ import annotations
@@ -55,12 +54,12 @@ from reasonloop.reasoning.steps.finish import close
 from reasonloop.reasoning.steps.intent import needs_no_retrieval
 from reasonloop.reasoning.steps.llmcall import Turn, llm_turn
 from reasonloop.reasoning.steps.retrieval import direct_answer
-from reasonloop.reasoning.strategies.research_agents import SubAgents
-from reasonloop.reasoning.strategies.research_budget import ResearchBudget, run_budget
-from reasonloop.reasoning.strategies.research_report import findings_text, write_report
-from reasonloop.reasoning.strategies.research_report import render_not_established as render_not_established
-from reasonloop.reasoning.strategies.research_settings import ResearchSettings
-from reasonloop.reasoning.strategies.research_tasks import TaskState
+from reasonloop.reasoning.strategies.research.agents import SubAgents
+from reasonloop.reasoning.strategies.research.budget import ResearchBudget, run_budget
+from reasonloop.reasoning.strategies.research.report import findings_text, write_report
+from reasonloop.reasoning.strategies.research.report import render_not_established as render_not_established
+from reasonloop.reasoning.strategies.research.settings import ResearchSettings
+from reasonloop.reasoning.strategies.research.tasks import TaskState
 from reasonloop.registry import PluginInfo
 
 __all__ = ["ResearchReasoning", "ResearchSettings"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from reasonloop.events import Usage
 from reasonloop.reasoning.base import Budget
 from reasonloop.reasoning.steps.budget import BudgetTracker
-from reasonloop.reasoning.strategies.research_settings import ResearchSettings
+from reasonloop.reasoning.strategies.research.settings import ResearchSettings
 
 __all__ = ["ResearchBudget", "run_budget"]
 

@@ -19,7 +19,7 @@ from reasonloop.reasoning.steps.budget import BudgetTracker
 from reasonloop.reasoning.steps.citations import markers
 from reasonloop.reasoning.steps.finish import close
 from reasonloop.reasoning.steps.llmcall import Turn, llm_turn
-from reasonloop.reasoning.strategies.research_tasks import TaskState
+from reasonloop.reasoning.strategies.research.tasks import TaskState
 from reasonloop.tools.evidence import format_evidence
 
 __all__ = ["draft_report", "findings_text", "render_not_established", "write_report"]

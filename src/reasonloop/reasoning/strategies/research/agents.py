@@ -14,10 +14,10 @@ from reasonloop.errors import ReasonLoopError
 from reasonloop.events import Answer, Event, Report, ResearchTask, Searched, Step, ToolCall, ToolResult
 from reasonloop.reasoning.base import Budget, RunContext
 from reasonloop.reasoning.steps.citations import markers
-from reasonloop.reasoning.strategies.research_budget import ResearchBudget
-from reasonloop.reasoning.strategies.research_report import draft_report
-from reasonloop.reasoning.strategies.research_settings import ResearchSettings
-from reasonloop.reasoning.strategies.research_tasks import TaskState, keep_finished, restore_finished
+from reasonloop.reasoning.strategies.research.budget import ResearchBudget
+from reasonloop.reasoning.strategies.research.report import draft_report
+from reasonloop.reasoning.strategies.research.settings import ResearchSettings
+from reasonloop.reasoning.strategies.research.tasks import TaskState, keep_finished, restore_finished
 
 __all__ = ["SubAgents"]
 
