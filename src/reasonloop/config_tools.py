@@ -1,6 +1,6 @@
 """The ``[tools]`` and ``[mcp]`` sections of the configuration: what the built-in tools may do, the MCP
-servers whose tools join the toolbox, and reasonloop's own MCP endpoint. Re-exported by
-:mod:`reasonloop.config`, which most code imports them from."""
+servers whose tools join the toolbox, and reasonloop's own MCP endpoint; and :class:`Section`, the
+base of every section. Re-exported by :mod:`reasonloop.config`, which most code imports them from."""
 
 from __future__ import annotations
 
