@@ -103,6 +103,8 @@ MOVED: dict[str, str] = {
     "reasonloop.kb.e5_embedder": "reasonloop.kb.embedding.e5_embedder",
     "reasonloop.kb._e5_batches": "reasonloop.kb.embedding._e5_batches",
     "reasonloop.kb._e5_workers": "reasonloop.kb.embedding._e5_workers",
+    # the configuration's sections, in the config package with the others
+    "reasonloop.config_tools": "reasonloop.config.tools",
 }
 
 MOVED_NAMES: dict[str, dict[str, str]] = {

@@ -32,7 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reasonloop.approval_answers import Announce, ApprovalAsk, Decision, check_answer
-from reasonloop.config_tools import ApprovalSettings
+from reasonloop.config.tools import ApprovalSettings
 from reasonloop.errors import ApprovalAnswered, ApprovalNotFound
 from reasonloop.events import ApprovalDecided, ApprovalRequested, Event
 from reasonloop.runs.replay.steps import digest

@@ -27,7 +27,7 @@ from pydantic_core import to_jsonable_python
 
 from reasonloop import telemetry
 from reasonloop.approval_answers import Announce, ApprovalAsk, Approver, Decision, check_answer
-from reasonloop.config_tools import ApprovalPolicy, ApprovalSettings
+from reasonloop.config.tools import ApprovalPolicy, ApprovalSettings
 from reasonloop.errors import ToolRejected
 from reasonloop.events import ApprovalDecided, ApprovalRequested
 from reasonloop.llm.base import ToolSpec

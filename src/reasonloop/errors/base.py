@@ -1,6 +1,6 @@
 """The root of every error reasonloop raises on purpose: a stable ``code``, a message for people,
-structured ``details`` and their JSON form. Its own module so that each family of errors beside it
-(``errors_llm``, ``errors_runs``, ...) can derive from it while :mod:`reasonloop.errors` gathers them all."""
+structured ``details`` and their JSON form. Its own module so that each family of errors in this package
+(``llm``, ``runs``, ...) can derive from it while :mod:`reasonloop.errors` gathers them all."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from reasonloop.config_tools import Section
+from reasonloop.config.tools import Section
 
 __all__ = ["KBSettings", "ParseLimits"]
 

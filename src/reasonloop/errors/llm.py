@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reasonloop.errors_base import ReasonLoopError
+from reasonloop.errors.base import ReasonLoopError
 
 __all__ = [
     "LLMAuthError",

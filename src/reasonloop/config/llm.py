@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
-from reasonloop.config_tools import Section
+from reasonloop.config.tools import Section
 
 __all__ = ["LLMSettings"]
 

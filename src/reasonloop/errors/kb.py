@@ -3,7 +3,7 @@ built with another embedding model, a backend that is not there. Re-exported by 
 
 from __future__ import annotations
 
-from reasonloop.errors_base import ReasonLoopError
+from reasonloop.errors.base import ReasonLoopError
 
 __all__ = [
     "DocumentNotFound",

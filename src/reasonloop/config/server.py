@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from reasonloop.config_tools import Section
+from reasonloop.config.tools import Section
 
 __all__ = ["APIKeySettings", "ServerSettings"]
 

@@ -66,15 +66,15 @@ tests can match on; the message is for people and may change. The tree::
 Codes are class attributes, so ``except LLMError`` catches every provider failure and
 ``err.code`` says which one.
 
-Each branch is defined in a module of its own beside this one (the root in ``errors_base``; the
-configuration, plugin and evaluation-data errors in ``errors_setup``; then ``errors_llm``,
-``errors_tools``, ``errors_kb``, ``errors_runs`` and ``errors_requests``); import them from here.
+Each branch is defined in a module of its own in this package (the root in ``base``; the
+configuration, plugin and evaluation-data errors in ``setup``; then ``llm``, ``tools``, ``kb``,
+``runs`` and ``requests``); import them from here.
 """
 
 from __future__ import annotations
 
-from reasonloop.errors_base import ReasonLoopError
-from reasonloop.errors_kb import (
+from reasonloop.errors.base import ReasonLoopError
+from reasonloop.errors.kb import (
     DocumentNotFound,
     KBEmpty,
     KBError,
@@ -83,7 +83,7 @@ from reasonloop.errors_kb import (
     KBUnavailable,
     UploadTooLarge,
 )
-from reasonloop.errors_llm import (
+from reasonloop.errors.llm import (
     LLMAuthError,
     LLMBadRequest,
     LLMBadResponse,
@@ -96,7 +96,7 @@ from reasonloop.errors_llm import (
     LLMToolSchemaRejected,
     LLMUnreachable,
 )
-from reasonloop.errors_requests import (
+from reasonloop.errors.requests import (
     ApprovalInvalid,
     AuthError,
     CrossSiteRefused,
@@ -105,7 +105,7 @@ from reasonloop.errors_requests import (
     RequestInvalid,
     RequestNotFound,
 )
-from reasonloop.errors_runs import (
+from reasonloop.errors.runs import (
     ApprovalAnswered,
     ApprovalNotFound,
     ConversationBusy,
@@ -119,7 +119,7 @@ from reasonloop.errors_runs import (
     RunQueueFull,
     RunStoreUnavailable,
 )
-from reasonloop.errors_setup import (
+from reasonloop.errors.setup import (
     AgentConfigError,
     ConfigError,
     DuplicatePlugin,
@@ -130,7 +130,7 @@ from reasonloop.errors_setup import (
     PluginLoadFailed,
     PluginNotFound,
 )
-from reasonloop.errors_tools import (
+from reasonloop.errors.tools import (
     AgentDepthExceeded,
     AgentRecursion,
     SubAgentFailed,

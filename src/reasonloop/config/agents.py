@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
-from reasonloop.config_tools import ApprovalPolicy, Section
+from reasonloop.config.tools import ApprovalPolicy, Section
 
 __all__ = ["AgentSettings"]
 

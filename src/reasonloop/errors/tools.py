@@ -4,7 +4,7 @@ Re-exported by :mod:`reasonloop.errors`."""
 
 from __future__ import annotations
 
-from reasonloop.errors_base import ReasonLoopError
+from reasonloop.errors.base import ReasonLoopError
 
 __all__ = [
     "AgentDepthExceeded",

@@ -3,7 +3,7 @@ the plugins it names, an evaluation set's file. Re-exported by :mod:`reasonloop.
 
 from __future__ import annotations
 
-from reasonloop.errors_base import ReasonLoopError
+from reasonloop.errors.base import ReasonLoopError
 
 __all__ = [
     "AgentConfigError",

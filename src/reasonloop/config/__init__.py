@@ -7,10 +7,10 @@ environment variable that holds the secret (``api_key_env = "OPENAI_API_KEY"``),
 :func:`secret` reads it. Unknown keys and wrong types are :class:`~reasonloop.errors.ConfigError`
 (``config.invalid``) naming the key.
 
-This module holds the whole :class:`Settings`, how they are loaded and how secrets are read and
+This package holds the whole :class:`Settings`, how they are loaded and how secrets are read and
 masked, beside the two small ``[plugins]`` and ``[telemetry]`` sections; each larger section is a
-module of its own beside it (``config_llm``, ``config_kb``, ``config_tools``, ``config_runs``,
-``config_server``, ``config_agents``), and every name is re-exported here.
+module of its own in this package (``llm``, ``kb``, ``tools``, ``runs``, ``server``, ``agents``),
+and every name is re-exported here.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from reasonloop.config_agents import AgentSettings
-from reasonloop.config_kb import KBSettings, ParseLimits
-from reasonloop.config_llm import LLMSettings
-from reasonloop.config_runs import RunsSettings
-from reasonloop.config_server import APIKeySettings, ServerSettings
-from reasonloop.config_tools import (
+from reasonloop.config.agents import AgentSettings
+from reasonloop.config.kb import KBSettings, ParseLimits
+from reasonloop.config.llm import LLMSettings
+from reasonloop.config.runs import RunsSettings
+from reasonloop.config.server import APIKeySettings, ServerSettings
+from reasonloop.config.tools import (
     ApprovalPolicy,
     ApprovalSettings,
     FeedbackSettings,

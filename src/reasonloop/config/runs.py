@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from reasonloop.config_tools import Section
+from reasonloop.config.tools import Section
 
 __all__ = ["RunsSettings"]
 
