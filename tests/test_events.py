@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import get_args
 
 import pytest
 from pydantic import ValidationError
@@ -13,6 +15,7 @@ from reasonloop.events import (
     AnswerDelta,
     Citation,
     ErrorEvent,
+    Event,
     EventStamper,
     Plan,
     PlannedStep,
@@ -27,6 +30,7 @@ from reasonloop.events import (
     ToolResult,
     Usage,
     event_adapter,
+    event_list_adapter,
     number,
 )
 
@@ -232,3 +236,19 @@ def test_every_event_type_and_field_is_documented_with_the_schema_version():
     assert documented == {cls.__dataclass_fields__["type"].default for cls in classes}  # nothing that is not sent
     for field in [f.name for f in dataclasses.fields(PlannedStep)] + [f.name for f in dataclasses.fields(Usage)]:
         assert f"`{field}`" in section, f"{field!r} is not documented"
+
+
+STORED = Path(__file__).parent / "data" / "events_schema3.jsonl"
+"""One event of every kind as event schema 3 writes it (with every field set), kept as run stores keep them."""
+
+
+def test_events_stored_in_schema_3_read_back_as_they_were_written():
+    # Run stores (SQLite, Redis) keep these lines for as long as a run is kept: later code reads them.
+    lines = STORED.read_text(encoding="utf-8").splitlines()
+    events = [event_adapter.validate_json(line) for line in lines]
+    kinds = {cls.__dataclass_fields__["type"].default for cls in get_args(get_args(Event)[0])}
+    assert sorted(e.type for e in events) == sorted(kinds)  # every kind, once
+    for line, event in zip(lines, events, strict=True):
+        stored = json.loads(line)
+        assert {name: value for name, value in event.to_dict().items() if name in stored} == stored, event.type
+    assert event_list_adapter.validate_json(f"[{','.join(lines)}]") == events
