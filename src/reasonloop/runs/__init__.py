@@ -1,8 +1,8 @@
 """Runs: start, read, stop and record runs (a :class:`RunManager` over a :class:`RunStore`).
 
-The run idea lives here (manager, execution, conversations, live readers and feeds, models,
-recovery, instance identity); :mod:`~reasonloop.runs.recording` is the write-behind tier that
-journals, records and publishes events; :mod:`~reasonloop.runs.stores` holds the stores.
+The run idea lives here (manager, scheduler, execution, conversations, live readers and feeds,
+models, recovery, instance identity); :mod:`~reasonloop.runs.recording` is the write-behind tier
+that journals, records and publishes events; :mod:`~reasonloop.runs.stores` holds the stores.
 """
 
 from reasonloop.runs.execution import Runner

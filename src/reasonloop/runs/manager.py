@@ -2,9 +2,9 @@
 
 The caller that starts a run never waits on it: :meth:`RunManager.start` records the run,
 creates its task and returns. The task takes a slot (at most ``max_concurrent`` runs execute;
-the rest queue) and drives the runner's events (:mod:`reasonloop.runs.execution`): each is
-stamped with the run id and the next ``seq`` and handed to the recorder, which publishes it to
-readers only once a crash could not lose it:
+the rest queue: :mod:`reasonloop.runs.scheduler`) and drives the runner's events
+(:mod:`reasonloop.runs.execution`): each is stamped with the run id and the next ``seq`` and
+handed to the recorder, which publishes it to readers only once a crash could not lose it:
 
 * with a journal (``[runs] journal`` and a store whose features include ``local_journal``, as
   SQLite's do), as soon as it is in this process's journal; the store records the events of
@@ -48,24 +48,23 @@ from reasonloop.approval_answers import Decision
 from reasonloop.config import ApprovalSettings, RunsSettings
 from reasonloop.errors import (
     ApprovalNotFound,
-    ReasonLoopError,
     RunFinished,
     RunNotFound,
-    RunQueueFull,
     RunStoreUnavailable,
 )
-from reasonloop.events import ErrorEvent, Event, RunResult
+from reasonloop.events import Event, RunResult
 from reasonloop.runs.approvals import ApprovalDesk, ApprovalView, audit
 from reasonloop.runs.conversations import ConversationTurns
-from reasonloop.runs.execution import Execution, RunDriver, Runner, Stop
+from reasonloop.runs.execution import Execution, Runner
 from reasonloop.runs.instance import new_instance_id
 from reasonloop.runs.models import RunRecord, RunRequest, new_id, result_from_events
 from reasonloop.runs.reading import RunFeed
 from reasonloop.runs.recording.journal import Journal
 from reasonloop.runs.recording.recorder import EventRecorder
 from reasonloop.runs.records import Records
-from reasonloop.runs.replay import REQUEST_KEY, StepJournal
+from reasonloop.runs.replay import REQUEST_KEY
 from reasonloop.runs.resume import Resume, resumed
+from reasonloop.runs.scheduler import RunScheduler
 from reasonloop.runs.stores.protocol import RunStore, features_of, together
 from reasonloop.runs.upkeep import Upkeep
 from reasonloop.unicode_text import lone_surrogate
@@ -105,16 +104,12 @@ class RunManager:
         self.observers: list[Observer] = []
         self.records = Records(store)
         """A tenant's runs, conversations and feedback, for surfaces (they never reach the store)."""
-        self._executing: dict[str, Execution] = {}
         self._turns = ConversationTurns(store, self.settings.stop_wait_s)
-        self._slots = asyncio.Semaphore(self.settings.max_concurrent)
-        self._waiting = 0
         self._background: list[asyncio.Task[Any]] = []
         journaled = self.settings.journal and features_of(store).local_journal
         self.journal = Journal(store.journal_dir, self.instance) if journaled else None  # type: ignore[attr-defined]
         """Where events are made durable before readers see them (None: the store, event by event)."""
         self.recorder = EventRecorder(store, self.journal, self.settings.record_interval_s)
-        self._driver = RunDriver(store, self.recorder, self._notify)
         self.keeps_steps = bool(
             self.settings.resume_interrupted
             and features_of(store).step_journal
@@ -122,13 +117,23 @@ class RunManager:
         )
         """Runs keep their request and finished steps in the store, and runs of dead instances
         resume here (see :mod:`reasonloop.runs.resume`)."""
-        self.resume = Resume(store, self.instance, runner, self._resume) if self.keeps_steps else None
-        self.upkeep = Upkeep(
-            store, self.instance, self.journal, self.recorder, self._executing, self._request_stop, self.resume
-        )
         self.approvals = ApprovalDesk(store, approvals)
         """Tool calls of runs waiting for a person, and the answers to them (:mod:`reasonloop.runs.approvals`)."""
-        self._asks_approval = bool(getattr(runner, "asks_approval", False))
+        self.scheduler = RunScheduler(
+            store,
+            runner,
+            self.settings,
+            self.recorder,
+            self._turns,
+            self.approvals,
+            self._notify,
+            keeps_steps=self.keeps_steps,
+        )
+        """The runs this process executes, in its slots (:mod:`reasonloop.runs.scheduler`)."""
+        self._executing = self.scheduler.executing
+        self.resume = Resume(store, self.instance, runner, self._resume) if self.keeps_steps else None
+        stop = self.scheduler.request_stop
+        self.upkeep = Upkeep(store, self.instance, self.journal, self.recorder, self._executing, stop, self.resume)
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def open(self) -> list[str]:
@@ -184,25 +189,7 @@ class RunManager:
         """Interrupt the runs this process executes, as a server that is stopping does: each ends
         ``interrupted`` with its partial answer, and its readers get that end. Called as soon as the
         server begins to stop, its open event streams end with it rather than being cut."""
-        unstarted = []
-        ending = []
-        for run in list(self._executing.values()):
-            if run.task is not None and not run.live.done and not run.shutting_down:
-                run.shutting_down = True
-                ending.append(run.task)
-                # A run waiting for a person is left in flight: it resumes with its approval
-                # pending in the server that starts next (or at once in another instance).
-                run.parked = self.keeps_steps and run.record.status == "awaiting_approval"
-                if run.started:
-                    self._cancel(run)
-                else:  # cancelled before its first step, the task runs none of its clean-up: do it here
-                    run.task.cancel()
-                    unstarted.append(run)
-        await asyncio.gather(*ending, return_exceptions=True)
-        for run in unstarted:
-            self._waiting -= 1
-            await self._driver.finish_stopped(run)
-            run.live.end()
+        await self.scheduler.interrupt()
 
     async def check_ready(self) -> None:
         """Whether runs can start: the store answers a read and takes a write (a store that answers
@@ -223,11 +210,7 @@ class RunManager:
     # -- starting ---------------------------------------------------------------------------------
     def active_counts(self) -> dict[str, int]:
         """Runs of this process that are ``queued``, ``running`` and ``awaiting_approval`` now."""
-        counts = {"queued": 0, "running": 0, "awaiting_approval": 0}
-        for run in self._executing.values():
-            if run.record.status in counts:
-                counts[run.record.status] += 1
-        return counts
+        return self.scheduler.active_counts()
 
     async def start(self, request: RunRequest) -> RunRecord:
         """Record and launch a run; returns at once with its record (status ``queued``).
@@ -240,26 +223,17 @@ class RunManager:
         validate = getattr(self.runner, "validate", None)  # optional in the Runner contract
         if validate is not None:
             validate(request)
-        if self._slots.locked() and self._waiting >= self.settings.max_queued:
-            raise RunQueueFull(
-                f"{self.settings.max_concurrent} runs are executing and {self._waiting} are queued; retry later",
-                queued=self._waiting,
-            )
+        self.scheduler.check_room()
         run_id = request.run_id or new_id("run")
         continued = request.conversation_id
         if continued is not None:
-            await self._turns.claim(continued, run_id, self._answered_task)
+            await self._turns.claim(continued, run_id, self.scheduler.answered_task)
         try:
             return await self._record_and_launch(request, run_id)
         except BaseException:
             if continued is not None and run_id not in self._executing:
                 self._turns.release(continued, run_id)
             raise
-
-    def _answered_task(self, run_id: str) -> asyncio.Task[None] | None:
-        """The task of run ``run_id`` of this process when it has answered and is storing its end."""
-        run = self._executing.get(run_id)
-        return run.task if run is not None and run.live.ended else None
 
     async def _record_and_launch(self, request: RunRequest, run_id: str) -> RunRecord:
         conversation_id, new_conversation = await self._turns.resolve(request)
@@ -284,7 +258,7 @@ class RunManager:
             except asyncio.CancelledError:  # as below, launched once the store has it
                 recording.add_done_callback(lambda done: self._launch_recorded(done, record, request))
                 raise
-            self._launch(record, request)
+            self.scheduler.launch(record, request)
             return record.model_copy()
         writes = [self.store.create_run(record)]
         if new_conversation is not None:
@@ -297,9 +271,9 @@ class RunManager:
             # The caller went away (a socket closed right after its ask) once the run was handed to
             # the store, which records it all the same: launched, it runs and ends like any other
             # (its readers may resume it). Not launched, it would stay queued for good.
-            self._launch(record, request)
+            self.scheduler.launch(record, request)
             raise
-        self._launch(record, request)
+        self.scheduler.launch(record, request)
         return record.model_copy()
 
     async def _create_continuing(self, create: Any, request: RunRequest, record: RunRecord) -> str | None:
@@ -311,113 +285,13 @@ class RunManager:
 
     def _launch_recorded(self, done: asyncio.Future[None], record: RunRecord, request: RunRequest) -> None:
         if not done.cancelled() and done.exception() is None:
-            self._launch(record, request)
-
-    def _launch(self, record: RunRecord, request: RunRequest, run: Execution | None = None) -> None:
-        if run is None:
-            run = Execution.of(record, request)
-            if self.keeps_steps:
-                run.journal = StepJournal(self.store, record.run_id)
-        if self._asks_approval:
-            run.approvals = self.approvals.for_run(
-                record.run_id, functools.partial(self._awaiting, run), functools.partial(self._answered, run)
-            )
-        self._executing[record.run_id] = run
-        if record.conversation_id:
-            self._turns.take(record.conversation_id, record.run_id)
-        self._waiting += 1
-        run.task = asyncio.create_task(self._execute(run), name=f"run:{record.run_id}")
-        self._notify("status", record, None)
+            self.scheduler.launch(record, request)
 
     def _resume(self, record: RunRecord, request: RunRequest, events: list[Event], steps: dict[str, str]) -> None:
         """Execute again a run this instance claimed from a dead one (see :mod:`reasonloop.runs.resume`)."""
-        self._launch(record, request, resumed(self.store, self.instance, record, request, events, steps))
-
-    # -- executing --------------------------------------------------------------------------------
-    async def _execute(self, run: Execution) -> None:
-        record = run.record
-        run.started = True
-        try:
-            try:
-                if run.resumed is not None:  # first: readers learn at once that the run goes on
-                    self._driver.emit(run, run.resumed)
-                if run.stop_requested:
-                    raise Stop
-                # acquire/release rather than `async with`: the context manager's bound __aexit__
-                # would stay referenced from this frame for the whole run
-                await self._slots.acquire()
-                run.holds_slot = True
-                try:
-                    self._waiting -= 1
-                    run.cancellable = False
-                    record.status, record.started_at = "running", record.started_at or time.time()
-                    self._notify("status", record, None)
-                    # Recorded with the run's first events, in their transaction (one thread hand-off
-                    # fewer per run); the run's end waits for those, so the order is kept.
-                    self.recorder.add_status(record.run_id, {"status": "running", "started_at": record.started_at})
-                    await self._driver.drive(run, self.runner)
-                finally:
-                    if run.holds_slot:
-                        run.holds_slot = False
-                        self._slots.release()
-            finally:
-                if record.status == "queued":
-                    self._waiting -= 1
-        except (asyncio.CancelledError, Stop) as exc:
-            run.cancellable = False  # a stop arriving now must not cancel the run's end
-            task = asyncio.current_task()
-            if isinstance(exc, asyncio.CancelledError) and task is not None and (run.stop_requested or run.parked):
-                task.uncancel()
-            if run.parked and not run.stop_requested:
-                with contextlib.suppress(ReasonLoopError):  # its events stored (else close() retries); no end
-                    await self.recorder.all_recorded(run.recording)
-            else:
-                await self._driver.finish_stopped(run)
-                if not run.stop_requested and isinstance(exc, asyncio.CancelledError):
-                    raise
-        except RunStoreUnavailable as exc:
-            # The store is gone: tell live readers; what they already received stays theirs.
-            message = f"run failed, run store lost: {exc.message}"
-            self._driver.end_locally(run, ErrorEvent(code=exc.code, message=message))
-        except ReasonLoopError as exc:
-            await self._driver.fail(run, exc.code, exc.message)
-        except Exception as exc:
-            log.exception("run %s crashed", record.run_id)
-            await self._driver.fail(run, "run.error", f"{type(exc).__name__}: {exc}")
-        finally:
-            run.live.end()
-            self._turns.release(record.conversation_id, record.run_id)
-            self._notify("status", record, None)
-            asyncio.get_running_loop().call_later(self.settings.keep_finished_s, self._forget, record.run_id, run)
-
-    def _forget(self, run_id: str, run: Execution) -> None:
-        if self._executing.get(run_id) is run:
-            del self._executing[run_id]
-            self.approvals.forget(run_id)
+        self.scheduler.launch(record, request, resumed(self.store, self.instance, record, request, events, steps))
 
     # -- approvals --------------------------------------------------------------------------------
-    def _set_status(self, run: Execution, status: str) -> None:
-        record = run.record
-        if record.finished:
-            return
-        record.status = status  # type: ignore[assignment]
-        self.recorder.add_status(record.run_id, {"status": status})
-        self._notify("status", record, None)
-
-    def _awaiting(self, run: Execution) -> None:
-        """The run waits for a person: ``awaiting_approval``, and its slot goes to a queued run."""
-        self._set_status(run, "awaiting_approval")
-        if run.holds_slot:
-            run.holds_slot = False
-            self._slots.release()
-
-    async def _answered(self, run: Execution) -> None:
-        """The run's wait is over: it takes a slot again (waiting behind running ones) and runs."""
-        if not run.holds_slot:
-            await self._slots.acquire()
-            run.holds_slot = True
-        self._set_status(run, "running")
-
     async def answer_approval(
         self, run_id: str, approval_id: str, decision: Decision, tenant: str | None = None
     ) -> None:
@@ -515,17 +389,6 @@ class RunManager:
         return RunFeed(after_seq, live=run.live)
 
     # -- stopping ---------------------------------------------------------------------------------
-    def _cancel(self, run: Execution) -> None:
-        """Cancel the run's task where it waits on its runner or for a slot; once only, so the
-        run's own end (which then runs) is never cancelled by a later stop."""
-        if run.task is not None and run.started and run.cancellable and not run.task.done():
-            run.cancellable = False
-            run.task.cancel()
-
-    def _request_stop(self, run: Execution) -> None:
-        run.stop_requested = True
-        self._cancel(run)
-
     async def stop(self, run_id: str, tenant: str | None = None) -> RunRecord:
         """Stop a run (on this instance or, through the store, on another); returns its record.
 
@@ -538,7 +401,7 @@ class RunManager:
             raise RunFinished(f"run {run_id} already ended: {record.status}", run_id=run_id, status=record.status)
         run = self._executing.get(run_id)
         if run is not None and run.task is not None:
-            self._request_stop(run)
+            self.scheduler.request_stop(run)
             await asyncio.wait({run.task}, timeout=self.settings.stop_wait_s)
             return await self.get(run_id, tenant)
         await self.store.request_stop(run_id)

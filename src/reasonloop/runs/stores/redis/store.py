@@ -9,7 +9,8 @@ Keys (all under ``[runs] redis_prefix``):
   :attr:`~reasonloop.runs.stores.protocol.StoreFeatures.step_journal`); its end deletes it.
 * ``events:{id}`` stream: one entry per event with the explicit id ``0-{seq}``, so a resume
   after ``seq`` N is ``XRANGE (0-N +`` and a follower blocks with ``XREAD`` from its last id.
-  Events and status changes are written by Lua scripts, many per call.
+  Events and status changes are written by Lua scripts, many per call
+  (:mod:`~reasonloop.runs.stores.redis.events`).
 * ``runs:{tenant}`` sorted set of run ids by creation time; ``inflight`` set of unfinished runs.
 * ``convrun:{conversation id}`` key: the conversation's latest run (one in flight at a time).
 * ``stop:{id}`` key plus a message on the ``stops`` channel: every instance hears a stop and
@@ -31,19 +32,16 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.exceptions import (
-    ResponseError,
-)
+from redis.exceptions import ResponseError
 
 from reasonloop.config import RunsSettings
 from reasonloop.errors import RunStoreUnavailable
-from reasonloop.events import Event, event_adapter
 from reasonloop.runs.instance import instance_alive
-from reasonloop.runs.models import RunRecord, check_record_fields, is_terminal_event
-from reasonloop.runs.stores.event_rows import EventRows
+from reasonloop.runs.models import RunRecord, check_record_fields
 from reasonloop.runs.stores.protocol import StoreFeatures
 from reasonloop.runs.stores.redis.conversations import RedisConversations
-from reasonloop.runs.stores.redis.guard import guard, refused, shown_url
+from reasonloop.runs.stores.redis.events import RedisEvents
+from reasonloop.runs.stores.redis.guard import guard, shown_url
 from reasonloop.runs.stores.redis.scripts import (
     ADD_MESSAGES,
     ADD_STEP,
@@ -57,17 +55,12 @@ from reasonloop.runs.stores.redis.scripts import (
 
 __all__ = ["RedisRunStore"]
 
-_APPEND_CHUNK = 1000
-"""Events per script call: a call runs inside Redis without interruption, so a backlog is
-written in several, in order (a run's events must reach its stream in seq order)."""
 _FIELD = "f:"
 """Prefix of the hash fields that hold record fields set after creation, each as JSON."""
 _HEARTBEAT_TTL_S = 10
 """An instance whose heartbeat is older than this is dead (heartbeats are sent every 3 s)."""
 _LONGEST_RUN_S = 86_400
 """Runs are dropped from their tenant's index ``ttl_s`` plus this long after they were created."""
-_BLOCK_MS = 1000
-"""How long a follower blocks on ``XREAD`` before re-checking the run's status."""
 
 
 _PLAIN_FIELDS = ("status", "tenant", "instance")
@@ -85,7 +78,7 @@ def _record_from(fields: dict[str, str]) -> RunRecord | None:
     return record.model_copy(update=changed) if changed else record
 
 
-class RedisRunStore(RedisConversations):
+class RedisRunStore(RedisEvents, RedisConversations):
     """Run store on a Redis server.
 
     Args:
@@ -318,114 +311,6 @@ class RedisRunStore(RedisConversations):
                 return await self.r.hgetall(f"{self.p}steps:{run_id}")  # type: ignore[no-any-return]
             pattern = "".join(f"\\{c}" if c in "*?[]\\" else c for c in prefix) + "*"
             return {k: v async for k, v in self.r.hscan_iter(f"{self.p}steps:{run_id}", match=pattern)}
-
-    # -- events -----------------------------------------------------------------------------
-    async def append_event(self, run_id: str, event: Event, payload: str | None = None) -> None:
-        """Add the event to the run's stream.
-
-        Appends from all runs are group-committed: whatever arrives while one pipeline is in
-        flight goes out in the next, so under load one round trip carries many events and each
-        caller still returns only once Redis holds its event.
-        """
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._pending.append((f"{self.p}events:{run_id}", f"0-{event.seq}", payload or event.to_json(), fut))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush_appends(), name="redis-run-store-appends")
-        await fut
-
-    async def _flush_appends(self) -> None:
-        while self._pending:
-            batch, self._pending = self._pending, []
-            results: list[Any]
-            try:
-                results = await self._xadd_all([(key, entry_id, data) for key, entry_id, data, _ in batch])
-            except RunStoreUnavailable as exc:
-                results = [exc] * len(batch)
-            for (key, entry_id, _, fut), result in zip(batch, results, strict=True):
-                if fut.done():
-                    continue
-                if isinstance(result, ResponseError) and refused(result):
-                    fut.set_exception(
-                        RunStoreUnavailable(f"Redis at {self.url} refused the command: {result}", url=self.url)
-                    )
-                elif isinstance(result, ResponseError):
-                    fut.set_exception(ValueError(f"{key} already has an entry at or after {entry_id}: {result}"))
-                elif isinstance(result, RunStoreUnavailable):
-                    fut.set_exception(RunStoreUnavailable(result.message, **result.details))
-                elif isinstance(result, Exception):
-                    fut.set_exception(RunStoreUnavailable(f"Redis at {self.url} failed: {result}", url=self.url))
-                else:
-                    fut.set_result(None)
-
-    async def _xadd_all(self, entries: list[tuple[str, str, str]]) -> list[Any]:
-        """``XADD key id e payload`` for each entry, in order, in as few commands as
-        :data:`_APPEND_CHUNK` allows; one result per entry: its id, or the ResponseError
-        Redis answered for it (a duplicate id, or a refusal such as a full memory).
-
-        Raises:
-            RunStoreUnavailable: Redis could not be reached, or refused the script itself.
-        """
-        results: list[Any] = []
-        for start in range(0, len(entries), _APPEND_CHUNK):
-            args = [part for entry in entries[start : start + _APPEND_CHUNK] for part in entry]
-            results += await self._run_script(self._append_script, args)
-        return results
-
-    async def append_events(self, rows: EventRows) -> list[Exception | None]:
-        """Add stamped events (``(run_id, seq, payload)``) to their runs' streams in one round trip.
-
-        Returns:
-            One entry per item: ``None``, or a ValueError when the stream already has that seq.
-
-        Raises:
-            RunStoreUnavailable: Redis could not be reached, refused the writes, or failed.
-        """
-        p = self.p
-        results = await self._xadd_all([(f"{p}events:{run_id}", f"0-{seq}", payload) for run_id, seq, payload in rows])
-        out: list[Exception | None] = []
-        for (run_id, seq, _), result in zip(rows, results, strict=True):
-            if isinstance(result, ResponseError) and refused(result):
-                raise RunStoreUnavailable(f"Redis at {self.url} refused the command: {result}", url=self.url)
-            if isinstance(result, ResponseError):
-                out.append(ValueError(f"run {run_id} already has an entry at or after seq {seq}: {result}"))
-            elif isinstance(result, Exception):
-                raise RunStoreUnavailable(f"Redis at {self.url} failed: {result}", url=self.url)
-            else:
-                out.append(None)
-        return out
-
-    async def events(self, run_id: str, after_seq: int = 0) -> list[Event]:
-        with guard(self.url):
-            rows = await self.r.xrange(f"{self.p}events:{run_id}", min=f"(0-{after_seq}", max="+")
-        return [event_adapter.validate_json(fields["e"]) for _, fields in rows]
-
-    async def follow(self, run_id: str, after_seq: int = 0) -> AsyncIterator[Event]:
-        stream = f"{self.p}events:{run_id}"
-        last = after_seq
-        for event in await self.events(run_id, after_seq):
-            last = event.seq
-            yield event
-            if is_terminal_event(event):
-                return
-        while True:
-            with guard(self.url):
-                reply = await self.rb.xread({stream: f"0-{last}"}, block=_BLOCK_MS, count=500)
-            if not reply:
-                record = await self.get_run(run_id)
-                if record is None:
-                    return
-                if record.finished:
-                    for event in await self.events(run_id, last):
-                        yield event
-                    return
-                continue
-            for _, rows in reply:
-                for _, fields in rows:
-                    event = event_adapter.validate_json(fields["e"])
-                    last = event.seq
-                    yield event
-                    if is_terminal_event(event):
-                        return
 
     # -- stop requests and liveness ------------------------------------------------------------
     async def request_stop(self, run_id: str) -> None:
