@@ -53,13 +53,14 @@ def approving_runner(
     approvals: ApprovalSettings,
     agent_approvals: dict[str, str] | None = None,
     settings: dict[str, Any] | None = None,
+    reasoning: str = "toolcall",
 ) -> AgentRunner:
     registry = Registry(use_entry_points=False)
     registry.register("tool", "count", tally.tool)
     conf = Settings(runs=runs, kb=KBSettings(path=str(tmp / "kb")), approvals=approvals)
     conf.agents = {
         "counter": AgentSettings(
-            reasoning="toolcall",
+            reasoning=reasoning,
             tools=["count"],
             kb=False,
             approvals=agent_approvals or {},

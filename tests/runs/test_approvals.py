@@ -198,6 +198,41 @@ async def test_the_time_budget_stands_still_while_a_call_waits(tmp_path):
     assert isinstance(events[-1], Answer) and events[-1].stop_reason == "final"
 
 
+class ResearchingModel(AskingModel):
+    """A research run of one question whose sub-agent (native tool calls) calls ``count`` once."""
+
+    def _script(self, messages, tools):
+        system = str(messages[0].content)
+        if '"questions"' in system:
+            return json.dumps({"questions": ["How many are there?"]})
+        if '"decision"' in system:
+            return json.dumps({"decision": "answer", "reason": "counted"})
+        if "## Not established" in system:
+            return "## Findings\nCounted once.\n\n## Not established\n- none"
+        return super()._script(messages, tools)
+
+
+async def test_a_research_run_s_time_budget_stands_still_while_a_sub_agent_s_call_waits(tmp_path):
+    served = Served(
+        tmp_path,
+        ApprovalSettings(tools={"count": "always"}),
+        reasoning="research",
+        settings={"agent": "toolcall", "timeout_s": 1.0, "report_share": 0.2, "max_rounds": 1},
+    )
+    served.model = ResearchingModel(calls=1)
+    async with served as manager:
+        run_id = (await manager.start(request())).run_id
+        asked = await next_request(manager, run_id)
+        await asyncio.sleep(1.5)  # longer than the run's whole time budget
+        await manager.answer_approval(run_id, asked.approval_id, Decision(decision="confirm"))
+        events = await until_end(manager, run_id)
+    assert served.tally.logged() == ["0"]
+    answer = events[-1]
+    assert isinstance(answer, Answer) and answer.stop_reason == "final", answer
+    [result] = [e for e in events if isinstance(e, ToolResult) and e.tool == "count"]
+    assert result.error is None
+
+
 async def test_another_tenant_cannot_answer_or_read_and_learns_nothing(tmp_path):
     served = Served(tmp_path, ApprovalSettings(tools={"count": "always"}), calls=1)
     async with served as manager:

@@ -36,25 +36,36 @@ def run_budget(settings: ResearchSettings, cap: Budget | None) -> Budget:
 @dataclass(slots=True)
 class ResearchBudget:
     """What the research may spend: ``limits`` for the whole run, of which ``report_share`` of the
-    time (before ``research_deadline``) and of the tokens (``token_reserve``) is kept for the end."""
+    time (``time_reserve_s``, before :attr:`research_deadline`) and of the tokens (``token_reserve``)
+    is kept for the end. Time spent waiting for a person does not count, as for every strategy."""
 
     limits: Budget
     tracker: BudgetTracker
     usage: Usage
-    research_deadline: float | None
+    time_reserve_s: float
     token_reserve: int
 
     @classmethod
     def reserve(cls, limits: Budget, tracker: BudgetTracker, usage: Usage, report_share: float) -> ResearchBudget:
-        deadline = None if tracker.deadline is None else tracker.deadline - report_share * (limits.timeout_s or 0)
-        return cls(limits, tracker, usage, deadline, int((limits.max_tokens or 0) * report_share))
+        reserve_s = report_share * (limits.timeout_s or 0)
+        return cls(limits, tracker, usage, reserve_s, int((limits.max_tokens or 0) * report_share))
+
+    @property
+    def research_deadline(self) -> float | None:
+        """When the research time is up (``time.monotonic()``): the run's deadline, moved by the time
+        waited for people, less the report's reserve; None without a time budget or while a wait lasts."""
+        deadline, pauses = self.tracker.deadline, self.tracker.pauses
+        if deadline is None or (pauses is not None and pauses.waiting):
+            return None
+        return deadline - self.time_reserve_s
 
     def out_of_research(self) -> str | None:
         """The limit that ends the research (the report is then written), if one is reached."""
         tracker, usage = self.tracker, self.usage
         if tracker.stop_reason in ("timeout", "max_tokens"):
             return tracker.stop_reason
-        if self.research_deadline is not None and time.monotonic() >= self.research_deadline:
+        deadline = self.research_deadline
+        if deadline is not None and time.monotonic() >= deadline:
             tracker.hit("timeout")
         elif self.limits.max_tokens is not None and usage.total_tokens >= self.limits.max_tokens - self.token_reserve:
             tracker.hit("max_tokens")
@@ -74,4 +85,5 @@ class ResearchBudget:
 
     def research_time_left(self) -> float | None:
         """Seconds until the research deadline (``None`` without one); negative once it has passed."""
-        return None if self.research_deadline is None else self.research_deadline - time.monotonic()
+        deadline = self.research_deadline
+        return None if deadline is None else deadline - time.monotonic()

@@ -79,7 +79,7 @@ class ResearchReasoning(Reasoning):
         ctx, settings = self.ctx, self.settings
         language = self.language = ctx.language or detect_language(question)
         limits = run_budget(settings, ctx.budget)
-        tracker = self.tracker = BudgetTracker(limits, ctx.usage)
+        tracker = self.tracker = BudgetTracker(limits, ctx.usage, ctx.scope.pauses)
         if needs_no_retrieval(question):
             answer = Turn()
             system = system_prompt("chat", language, ctx.instructions)
