@@ -2,7 +2,7 @@
 // use and the served ones a run may pick, the thinking-mode selector, the strategy selector and its
 // settings form (set aside while a mode is chosen), the language switch, the connection banner.
 
-import { api, ApiError, auth, on } from "./api.js";
+import { api, ApiError, auth, isOffline, on } from "./api.js";
 import { Chat } from "./chat.js";
 import { refreshDocuments, showCitation, showDocument, wireDocuments } from "./documents.js";
 import { language, localized, setLanguage, t, translate } from "./i18n.js";
@@ -169,6 +169,8 @@ function route() {
 
 function report(err) {
   if (err instanceof ApiError && err.status === 401) return; // the sign-in dialog is up
+  // A request the network refused says so in our words, not the browser's ("Failed to fetch").
+  if (!(err instanceof ApiError) && isOffline()) { status(t("net.down"), "error"); return; }
   status(err.message || String(err), "error");
 }
 
